@@ -1,0 +1,24 @@
+/** The token rule (ARCHITECTURE §8): with KLEA_API_TOKEN set, every route but /healthz needs the bearer token. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { ApiError } from './errors';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+export function bearerAuth(token: string | null): RequestHandler {
+  if (!token) return (_req, _res, next) => next();
+  const expected = digest(token);
+  return (req, _res, next) => {
+    const header = req.get('authorization') ?? '';
+    const match = /^Bearer\s+(.+)$/i.exec(header);
+    // Security: compare fixed-length digests in constant time, so timing reveals nothing about the token.
+    if (!match || !timingSafeEqual(digest(match[1].trim()), expected)) {
+      next(new ApiError(401, 'unauthorized', match ? 'the bearer token is not valid' : 'this route needs "Authorization: Bearer <token>"'));
+      return;
+    }
+    next();
+  };
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '::ffff:127.0.0.1']);
+export const isLoopbackHost = (host: string) => LOOPBACK.has(host) || /^127\./.test(host);

@@ -1,0 +1,54 @@
+/** The API's one error shape: `{error: {code, message, details?}}` with the right status. */
+import type { ErrorRequestHandler } from 'express';
+import type { z } from 'zod';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, details?: unknown) => new ApiError(400, 'invalid_request', message, details);
+export const notFound = (message: string) => new ApiError(404, 'not_found', message);
+export const conflict = (message: string, details?: unknown) => new ApiError(409, 'conflict', message, details);
+
+/** A zod error as a 400 naming each field and why. */
+export function validationError(where: 'body' | 'query' | 'path', error: z.ZodError): ApiError {
+  const details = error.issues.map((i) => {
+    const keys = i.code === 'unrecognized_keys' ? i.keys : [undefined];
+    return keys.map((k) => ({
+      path: [where, ...i.path.map(String), ...(k ? [k] : [])].join('.'),
+      message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
+    }));
+  }).flat();
+  const first = details[0];
+  return badRequest(`${first.path}: ${first.message}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}`, details);
+}
+
+export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
+  if (err instanceof ApiError) {
+    res.status(err.status).json({ error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) } });
+    return;
+  }
+  // body-parser errors carry a status and a type.
+  const e = err as { status?: number; type?: string; message?: string };
+  if (e?.type === 'entity.too.large') {
+    res.status(413).json({ error: { code: 'payload_too_large', message: 'request body is too large' } });
+    return;
+  }
+  if (e?.type === 'entity.parse.failed') {
+    res.status(400).json({ error: { code: 'invalid_json', message: `request body is not valid JSON: ${e.message}` } });
+    return;
+  }
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+    res.status(e.status).json({ error: { code: 'invalid_request', message: e.message ?? 'bad request' } });
+    return;
+  }
+  console.error('api: unhandled error', err);
+  res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
+};

@@ -1,0 +1,48 @@
+/** API process entry: `npm run api`. Listens, refuses unsafe binds, and shuts down on SIGTERM/SIGINT. */
+import { Client, Connection } from '@temporalio/client';
+import { loadConfigOrExit } from '../runtime/config';
+import { createLogger } from '../runtime/log';
+import { createApp } from './app';
+import { isLoopbackHost } from './auth';
+
+async function main() {
+  const log = createLogger('api');
+  const { config } = loadConfigOrExit('api');
+  const { host, port, token } = config.api;
+  if (!isLoopbackHost(host) && !token) {
+    // Security: an agent that can run commands must not be reachable from the network without a token.
+    log.error(`refusing to listen on ${host} without KLEA_API_TOKEN: set a token or bind 127.0.0.1`);
+    process.exit(1);
+  }
+  // The connection is lazy: the API starts (and /healthz reports "unreachable") even when Temporal is down.
+  const connection = Connection.lazy({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const app = createApp({ client, config });
+
+  const server = app.listen(port, host);
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EADDRINUSE') log.error(`port ${port} on ${host} is already in use: stop what uses it or set KLEA_API_PORT`);
+    else log.error(`cannot listen on ${host}:${port}: ${err.message}`);
+    process.exit(1);
+  });
+  server.on('listening', () => log.info(`listening on http://${host}:${port}`, { auth: token ? 'bearer token' : 'none (loopback only)' }));
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: shutting down`);
+    server.closeAllConnections();
+    server.close(() => {
+      void connection.close().finally(() => process.exit(0));
+    });
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`api: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

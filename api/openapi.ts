@@ -1,0 +1,105 @@
+/** The OpenAPI 3.0 document, generated from the route declarations and their zod schemas. */
+import { z } from 'zod';
+import { ErrorResponseSchema } from '../common/api';
+import type { RouteSpec } from './route';
+
+type Json = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+  const out = z.toJSONSchema(schema, { target: 'openapi-3.0', io, unrepresentable: 'any' }) as Json;
+  delete out.$schema;
+  delete out.$id;
+  return out;
+}
+
+const toOpenApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+function parameters(route: RouteSpec): Json[] {
+  const list: Json[] = [];
+  for (const [where, schema] of [
+    ['path', route.params],
+    ['query', route.query],
+  ] as const) {
+    if (!schema) continue;
+    const js = jsonSchema(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
+    for (const [name, prop] of Object.entries(js.properties ?? {})) {
+      const { description, ...rest } = prop as Json;
+      list.push({
+        name,
+        in: where,
+        required: where === 'path' || (js.required ?? []).includes(name),
+        schema: rest,
+        ...(description ? { description } : {}),
+      });
+    }
+  }
+  return list;
+}
+
+export const STANDARD_ERRORS: Record<number, string> = {
+  400: 'invalid request: the message names the field and why',
+  401: 'missing or wrong bearer token',
+  404: 'no such session or task',
+  409: 'conflicts with the current state (for example a decision for an interrupt that is not pending)',
+  413: 'request body too large',
+};
+
+export function buildOpenApiDocument(routes: readonly RouteSpec[], info: { version: string; tokenRequired: boolean }): Json {
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of routes) {
+    const responses: Record<string, Json> = {};
+    for (const [status, spec] of Object.entries(route.responses)) {
+      const contentType = spec.contentType ?? 'application/json';
+      responses[status] = {
+        description: spec.description,
+        ...(spec.schema ? { content: { [contentType]: { schema: jsonSchema(spec.schema, 'output') } } } : {}),
+      };
+    }
+    const errorStatuses = new Set([...(route.body || route.params || route.query ? [400] : []), ...(route.auth === false ? [] : [401])]);
+    if (route.body) errorStatuses.add(413);
+    for (const s of Object.keys(route.responses).map(Number)) if (STANDARD_ERRORS[s]) errorStatuses.delete(s);
+    for (const s of errorStatuses) {
+      responses[String(s)] = { description: STANDARD_ERRORS[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    }
+    for (const [status, spec] of Object.entries(route.responses)) {
+      if (Number(status) >= 400 && !spec.schema) {
+        responses[status] = { description: spec.description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      }
+    }
+    const op: Json = {
+      operationId: route.operationId,
+      summary: route.summary,
+      ...(route.tags ? { tags: route.tags } : {}),
+      parameters: parameters(route),
+      responses,
+      ...(route.auth === false ? { security: [] } : {}),
+    };
+    if (route.body) {
+      op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } };
+    }
+    (paths[toOpenApiPath(route.path)] ??= {})[route.method] = op;
+  }
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: 'Klea API',
+      version: info.version,
+      description:
+        'Submit tasks to the Klea agent, review plans, answer questions, grant or deny paths, and follow runs. ' +
+        'Errors are {error: {code, message, details?}}.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: info.tokenRequired ? 'Required: the server runs with KLEA_API_TOKEN.' : 'Not required by this server (no KLEA_API_TOKEN set).',
+        },
+      },
+      schemas: { Error: jsonSchema(ErrorResponseSchema, 'output') },
+    },
+    paths,
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * The model protocol (ARCHITECTURE §7, contract): node names and the zod schemas of structured node outputs.
+ * Every model request's system prompt starts with `# klea:<node>`; structured nodes force one function named
+ * after the node whose arguments must satisfy the schema here.
+ */
+import { z } from 'zod';
+
+export const NODE_NAMES = [
+  'route_request',
+  'write_plan',
+  'pick_tools',
+  'evaluate_step',
+  'do_step',
+  'compose_answer',
+  'summarize_memory',
+  'init_project',
+] as const;
+export type NodeName = (typeof NODE_NAMES)[number];
+
+export const nodeHeader = (node: NodeName): string => `# klea:${node}`;
+
+export const RouteRequestOutputSchema = z
+  .strictObject({
+    route: z.enum(['chat', 'task']).describe('"chat" when a short direct reply suffices; "task" when work is needed'),
+    reply: z.string().nullable().describe('the reply for "chat"; null for "task"'),
+  })
+  .refine((v) => v.route === 'task' || (typeof v.reply === 'string' && v.reply.trim().length > 0), {
+    message: 'reply must be a non-empty string when route is "chat"',
+    path: ['reply'],
+  });
+export type RouteRequestOutput = z.infer<typeof RouteRequestOutputSchema>;
+
+/** Token usage as the server reports it (never estimated locally). */
+export interface ModelUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export const addUsage = (a: ModelUsage, b: ModelUsage): ModelUsage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+});
+export const ZERO_USAGE: ModelUsage = { inputTokens: 0, outputTokens: 0 };

@@ -1,0 +1,65 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+// Workflow code runs inside Temporal's deterministic sandbox and is replayed from history. Anything that does
+// I/O (Node built-ins, MCP, LangChain, the Temporal client/worker/activity packages, express) must stay out of
+// workflows/ and common/ (which is bundled into workflows). Type-only imports are fine: they vanish at build.
+const ioModules = [
+  ...builtinModules,
+  ...builtinModules.map((m) => `node:${m}`),
+  '@modelcontextprotocol/*',
+  '@langchain/*',
+  '@temporalio/client',
+  '@temporalio/worker',
+  '@temporalio/activity',
+  '@temporalio/testing',
+  'express',
+  'openai',
+  'yaml',
+];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.klea/**', 'coverage/**', 'web/vendor/**', 'test-artifacts/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { prefer: 'type-imports', fixStyle: 'inline-type-imports' }],
+    },
+  },
+  {
+    files: ['workflows/**/*.ts', 'common/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ioModules,
+              allowTypeImports: true,
+              message:
+                'workflows/ and common/ are bundled into the deterministic workflow sandbox: no I/O modules (use `import type`, or move the code to activities/).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['web/**/*.js'],
+    languageOptions: { globals: { window: 'readonly', document: 'readonly', fetch: 'readonly', EventSource: 'readonly', console: 'readonly', localStorage: 'readonly', location: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
+  },
+  {
+    files: ['**/*.mjs', '**/*.cjs', 'scripts/**/*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', require: 'readonly', module: 'writable', __dirname: 'readonly' } },
+  }
+);

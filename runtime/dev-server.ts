@@ -1,0 +1,117 @@
+/**
+ * Starts and stops `temporal server start-dev` (the real Temporal server, SQLite or in-memory, with its Web UI).
+ * Used by `make start` (persistent, fixed ports) and by the test harness (in memory, free ports).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTE_NAMES } from '../common/search-attributes';
+import { ensureSearchAttributes, temporalCliPath } from './temporal';
+
+export interface DevServerOptions {
+  ip?: string;
+  port: number;
+  uiPort?: number | null;
+  httpPort: number;
+  metricsPort: number;
+  /** SQLite file for persistence; in memory when omitted. */
+  dbFile?: string;
+  namespace?: string;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** Where the server's output goes; ignored when omitted. */
+  onOutput?: (chunk: string) => void;
+  /** Start in its own process group, so stopping it ends any helper it spawned. */
+  detached?: boolean;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const ip = opts.ip ?? '127.0.0.1';
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    ip,
+    '--port',
+    String(opts.port),
+    '--http-port',
+    String(opts.httpPort),
+    '--metrics-port',
+    String(opts.metricsPort),
+    '--log-level',
+    opts.logLevel ?? 'warn',
+    '--namespace',
+    opts.namespace ?? 'default',
+    ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
+  ];
+  if (opts.dbFile) args.push('--db-filename', opts.dbFile);
+  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
+  else args.push('--headless');
+
+  const child = spawn(temporalCliPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+  let output = '';
+  const collect = (b: Buffer) => {
+    const s = b.toString();
+    if (output.length < 20_000) output += s;
+    opts.onOutput?.(s);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const spawnFailed = new Promise<Error>((resolve) => child.once('error', resolve));
+
+  const address = `${ip}:${opts.port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const early = await Promise.race([
+      exited.then((code) => new Error(`temporal server exited early (code ${code}):\n${output.trim().slice(-2000)}`)),
+      spawnFailed.then((err) => new Error(`cannot run the Temporal CLI (${temporalCliPath()}): ${err.message}. Run scripts/install-temporal.sh.`)),
+      new Promise<null>((r) => setTimeout(() => r(null), 250)),
+    ]);
+    if (early) throw early;
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: '1s' });
+      try {
+        await conn.workflowService.describeNamespace({ namespace: opts.namespace ?? 'default' });
+        await ensureSearchAttributes(conn, opts.namespace ?? 'default');
+      } finally {
+        await conn.close();
+      }
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`temporal server did not become ready on ${address}: ${String(err)}\n${output.slice(-2000)}`);
+      }
+    }
+  }
+
+  return {
+    address,
+    uiUrl: opts.uiPort ? `http://${ip}:${opts.uiPort}` : null,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const target = opts.detached && child.pid ? -child.pid : child.pid!;
+      try {
+        process.kill(target, 'SIGTERM');
+      } catch {
+        return;
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(target, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }, 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

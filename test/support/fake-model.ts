@@ -1,0 +1,203 @@
+/**
+ * A fake OpenAI-compatible chat-completions server on loopback, scripted per test by node name (the
+ * `# klea:<node>` first line of the system prompt) and optionally by the forced function's name.
+ *
+ * It records every request, answers with content or tool calls, can inject HTTP errors (429/500...) and
+ * malformed output, and fails loudly on a request nobody scripted: it answers HTTP 400 (which Klea treats as
+ * non-retryable) and `assertDone()` throws, naming the request.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeToolCall {
+  name: string;
+  /** An object is JSON-encoded; a string is sent as it is (use it for malformed JSON). */
+  args: Record<string, unknown> | string;
+}
+
+export type FakeReply =
+  | { content: string; delayMs?: number }
+  | { call: Record<string, unknown> | string; name?: string; delayMs?: number }
+  | { calls: FakeToolCall[]; content?: string; delayMs?: number }
+  | { status: number; message?: string; delayMs?: number }
+  | ((req: RecordedRequest) => FakeReply);
+
+export interface RecordedRequest {
+  node: string | null;
+  forcedFunction: string | null;
+  model: string;
+  messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>;
+  /** Names of the functions offered. */
+  tools: string[];
+  toolSchemas: Array<{ name: string; description?: string; parameters?: Record<string, unknown> }>;
+  body: Record<string, unknown>;
+  /** All message text joined, for easy `toContain` assertions on prompts. */
+  text: string;
+  system: string;
+}
+
+interface Script {
+  replies: FakeReply[];
+  always?: FakeReply;
+}
+
+export class FakeModel {
+  readonly requests: RecordedRequest[] = [];
+  readonly unscripted: string[] = [];
+  private readonly scripts = new Map<string, Script>();
+  private server!: http.Server;
+  url = '';
+
+  static async start(): Promise<FakeModel> {
+    const fake = new FakeModel();
+    await fake.listen();
+    return fake;
+  }
+
+  private key(node: string, fn?: string | null) {
+    return fn ? `${node}:${fn}` : node;
+  }
+
+  private script(key: string): Script {
+    let s = this.scripts.get(key);
+    if (!s) this.scripts.set(key, (s = { replies: [] }));
+    return s;
+  }
+
+  /** Queues replies for a node (in order, each used once). `node` may be `node:function` to match the forced function. */
+  on(node: string, ...replies: FakeReply[]): this {
+    this.script(node).replies.push(...replies);
+    return this;
+  }
+
+  /** A reply used for every request to the node once its queue is empty. */
+  always(node: string, reply: FakeReply): this {
+    this.script(node).always = reply;
+    return this;
+  }
+
+  /** Requests recorded for one node. */
+  requestsFor(node: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.node === node);
+  }
+
+  /** Throws if a request was not scripted or a queued reply was never used. */
+  assertDone(): void {
+    const leftovers = [...this.scripts.entries()].filter(([, s]) => s.replies.length > 0).map(([k, s]) => `${k} (${s.replies.length} unused)`);
+    const problems = [
+      ...this.unscripted.map((u) => `unscripted request: ${u}`),
+      ...leftovers.map((l) => `scripted replies never requested: ${l}`),
+    ];
+    if (problems.length) throw new Error(`fake model:\n  ${problems.join('\n  ')}`);
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.unscripted.length = 0;
+    this.scripts.clear();
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  private listen(): Promise<void> {
+    this.server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void this.handle(req, res, Buffer.concat(chunks).toString('utf8'));
+      });
+    });
+    return new Promise((resolve) => {
+      this.server.listen(0, '127.0.0.1', () => {
+        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+        resolve();
+      });
+    });
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      this.unscripted.push(`${req.method} ${req.url}`);
+      return send(404, { error: { message: `fake model: no route ${req.method} ${req.url}`, type: 'invalid_request_error' } });
+    }
+    const body = JSON.parse(raw) as Record<string, unknown>;
+    const messages = (body.messages ?? []) as RecordedRequest['messages'];
+    const system = messages.find((m) => m.role === 'system' || m.role === 'developer');
+    const systemText = typeof system?.content === 'string' ? system.content : JSON.stringify(system?.content ?? '');
+    const node = /^# klea:([a-z_]+)/.exec(systemText)?.[1] ?? null;
+    const toolChoice = body.tool_choice as { function?: { name?: string } } | string | undefined;
+    const forcedFunction = typeof toolChoice === 'object' ? (toolChoice.function?.name ?? null) : null;
+    const toolDefs = ((body.tools ?? []) as Array<{ function: { name: string; description?: string; parameters?: Record<string, unknown> } }>).map(
+      (t) => t.function
+    );
+    const recorded: RecordedRequest = {
+      node,
+      forcedFunction,
+      model: String(body.model),
+      messages,
+      tools: toolDefs.map((t) => t.name),
+      toolSchemas: toolDefs,
+      body,
+      system: systemText,
+      text: messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n'),
+    };
+    this.requests.push(recorded);
+
+    const script = (forcedFunction && node && this.scripts.get(this.key(node, forcedFunction))) || (node ? this.scripts.get(node) : undefined);
+    let reply = script?.replies.shift() ?? script?.always;
+    if (!reply) {
+      const what = `node=${node ?? '(no # klea: line)'} function=${forcedFunction ?? '-'}`;
+      this.unscripted.push(what);
+      console.error(`fake model: UNSCRIPTED request ${what}`);
+      return send(400, { error: { message: `fake model: no scripted reply for ${what}`, type: 'invalid_request_error' } });
+    }
+    while (typeof reply === 'function') reply = reply(recorded);
+    if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+
+    if ('status' in reply) {
+      return send(reply.status, { error: { message: reply.message ?? `fake model: injected HTTP ${reply.status}`, type: 'server_error' } });
+    }
+    let toolCalls: FakeToolCall[] = [];
+    let content: string | null = null;
+    if ('content' in reply && !('calls' in reply)) content = reply.content;
+    if ('call' in reply) toolCalls = [{ name: reply.name ?? forcedFunction ?? node ?? 'unknown', args: reply.call }];
+    if ('calls' in reply) {
+      toolCalls = reply.calls;
+      content = reply.content ?? null;
+    }
+    const n = this.requests.length;
+    send(200, {
+      id: `chatcmpl-fake-${n}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: String(body.model),
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content,
+            ...(toolCalls.length
+              ? {
+                  tool_calls: toolCalls.map((c, i) => ({
+                    id: `call_${n}_${i}`,
+                    type: 'function',
+                    function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) },
+                  })),
+                }
+              : {}),
+          },
+          finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
+        },
+      ],
+      usage: { prompt_tokens: Math.ceil(raw.length / 4), completion_tokens: 10, total_tokens: Math.ceil(raw.length / 4) + 10 },
+    });
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Jest global set-up for integration tests: one real Temporal dev server (in memory, free ports) from the
+ * installed CLI, and the workflow bundle built once from the TypeScript sources. Test files reach both through
+ * environment variables; each test file runs its own worker on a unique task queue.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startDevServer, type DevServer } from '../../runtime/dev-server';
+import { findFreePort } from '../../runtime/ports';
+import { REPO_ROOT } from '../../runtime/temporal';
+import { buildWorkflowBundle } from '../../worker/bundle';
+
+declare global {
+  var __KLEA_DEV_SERVER__: DevServer | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const dir = path.join(REPO_ROOT, '.klea', 'test');
+  mkdirSync(dir, { recursive: true });
+  const [server, bundle] = await Promise.all([
+    (async () =>
+      startDevServer({
+        port: await findFreePort(),
+        httpPort: await findFreePort(),
+        metricsPort: await findFreePort(),
+        uiPort: process.env.KLEA_TEST_UI_PORT ? Number(process.env.KLEA_TEST_UI_PORT) : null,
+      }))(),
+    buildWorkflowBundle(path.join(REPO_ROOT, 'workflows', 'index.ts')),
+  ]);
+  const bundlePath = path.join(dir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  globalThis.__KLEA_DEV_SERVER__ = server;
+  process.env.KLEA_TEST_TEMPORAL_ADDRESS = server.address;
+  process.env.KLEA_TEST_WORKFLOW_BUNDLE = bundlePath;
+  if (server.uiUrl) process.stdout.write(`\nTemporal UI for this test run: ${server.uiUrl}\n`);
+}

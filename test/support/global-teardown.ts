@@ -1,0 +1,3 @@
+export default async function globalTeardown(): Promise<void> {
+  await globalThis.__KLEA_DEV_SERVER__?.stop();
+}

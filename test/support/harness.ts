@@ -1,0 +1,113 @@
+/**
+ * What integration tests use: a client to the shared dev server, a worker on a task queue unique to the test
+ * file, and a Klea config pointing the model at a FakeModel.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { resolveConfig, type Config } from '../../common/config';
+import { silentLogger } from '../../runtime/log';
+import { createKleaWorker } from '../../worker/worker';
+import type { FakeModel } from './fake-model';
+
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+
+let runtimeInstalled = false;
+function quietRuntime() {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m, meta) => console.error(m, meta) } });
+  } catch {
+    /* already installed by another helper in this process */
+  }
+}
+
+export function temporalAddress(): string {
+  const address = process.env.KLEA_TEST_TEMPORAL_ADDRESS;
+  if (!address) throw new Error('KLEA_TEST_TEMPORAL_ADDRESS is not set: run integration tests through jest (global set-up starts the dev server)');
+  return address;
+}
+
+function merge<T>(base: T, over: DeepPartial<T> | undefined): T {
+  if (!over) return base;
+  const out = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(over)) {
+    const cur = out[k];
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && cur && typeof cur === 'object' ? merge(cur, v as never) : v;
+  }
+  return out as T;
+}
+
+export function testConfig(opts: { fakeModel?: FakeModel; taskQueue: string; overrides?: DeepPartial<Config> }): Config {
+  const base = resolveConfig(
+    {
+      model: opts.fakeModel ? { name: 'fake-model', base_url: opts.fakeModel.url, api_key: 'test-key', timeout_ms: 10_000 } : {},
+      temporal: { address: temporalAddress(), task_queue: opts.taskQueue },
+    },
+    {}
+  );
+  return merge(base, opts.overrides);
+}
+
+export interface TestEnv {
+  client: Client;
+  taskQueue: string;
+  config: Config;
+  worker: Worker;
+  /** Stops the worker (waits for it to drain) and closes connections. */
+  shutdown(): Promise<void>;
+  /** Stops only the worker; `restartWorker` starts a new one on the same queue. */
+  stopWorker(): Promise<void>;
+  restartWorker(): Promise<void>;
+}
+
+export async function startTestEnv(opts: { fakeModel?: FakeModel; overrides?: DeepPartial<Config>; name?: string } = {}): Promise<TestEnv> {
+  quietRuntime();
+  const taskQueue = `test-${opts.name ?? 'klea'}-${randomUUID().slice(0, 8)}`;
+  const config = testConfig({ fakeModel: opts.fakeModel, taskQueue, overrides: opts.overrides });
+  const bundlePath = process.env.KLEA_TEST_WORKFLOW_BUNDLE;
+  if (!bundlePath) throw new Error('KLEA_TEST_WORKFLOW_BUNDLE is not set (global set-up builds it)');
+
+  const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+
+  const makeWorker = () =>
+    createKleaWorker({
+      connection: nativeConnection,
+      namespace: config.temporal.namespace,
+      taskQueue,
+      workflowBundle: { codePath: bundlePath },
+      deps: { config, log: silentLogger },
+    });
+
+  let worker = await makeWorker();
+  let running = worker.run();
+
+  const env: TestEnv = {
+    client,
+    taskQueue,
+    config,
+    get worker() {
+      return worker;
+    },
+    async stopWorker() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+    async restartWorker() {
+      await env.stopWorker();
+      worker = await makeWorker();
+      running = worker.run();
+    },
+    async shutdown() {
+      await env.stopWorker();
+      await nativeConnection.close();
+      await connection.close();
+    },
+  };
+  return env;
+}
+
+export const uniqueId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;

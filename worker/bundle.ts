@@ -1,0 +1,14 @@
+/** Builds the workflow bundle ahead of time, so a forbidden import fails the build, not a worker at start-up. */
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import path from 'node:path';
+
+export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
+
+/** `workflowsPath` may be the compiled dist/workflows or the TypeScript sources (tests). */
+export async function buildWorkflowBundle(workflowsPath = require.resolve('../workflows')): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({
+    workflowsPath,
+    // Webpack output is noisy; warnings and errors still fail the build.
+    logger: { trace() {}, debug() {}, info() {}, warn: (m) => console.warn(m), error: (m) => console.error(m), log() {} },
+  });
+}

@@ -6,11 +6,9 @@ import { builtinModules } from 'node:module';
 // Workflow code runs inside Temporal's deterministic sandbox and is replayed from history. Anything that does
 // I/O (Node built-ins, MCP, LangChain, the Temporal client/worker/activity packages, express) must stay out of
 // workflows/ and common/ (which is bundled into workflows). Type-only imports are fine: they vanish at build.
-const ioModules = [
+const ioModuleNames = [
   ...builtinModules,
   ...builtinModules.map((m) => `node:${m}`),
-  '@modelcontextprotocol/*',
-  '@langchain/*',
   '@temporalio/client',
   '@temporalio/worker',
   '@temporalio/activity',
@@ -19,6 +17,16 @@ const ioModules = [
   'openai',
   'yaml',
 ];
+const ioModulePatterns = [
+  '@modelcontextprotocol/*',
+  '@langchain/*',
+  '@temporalio/client/*',
+  '@temporalio/worker/*',
+  '@temporalio/activity/*',
+  '@temporalio/testing/*',
+];
+const sandboxMessage =
+  'workflows/ and common/ are bundled into the deterministic workflow sandbox: no I/O modules (use `import type`, or move the code to activities/).';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.klea/**', 'coverage/**', 'web/vendor/**', 'test-artifacts/**'] },
@@ -42,14 +50,8 @@ export default tseslint.config(
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          patterns: [
-            {
-              group: ioModules,
-              allowTypeImports: true,
-              message:
-                'workflows/ and common/ are bundled into the deterministic workflow sandbox: no I/O modules (use `import type`, or move the code to activities/).',
-            },
-          ],
+          paths: ioModuleNames.map((name) => ({ name, allowTypeImports: true, message: sandboxMessage })),
+          patterns: [{ group: ioModulePatterns, allowTypeImports: true, message: sandboxMessage }],
         },
       ],
     },
@@ -59,7 +61,7 @@ export default tseslint.config(
     languageOptions: { globals: { window: 'readonly', document: 'readonly', fetch: 'readonly', EventSource: 'readonly', console: 'readonly', localStorage: 'readonly', location: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
   },
   {
-    files: ['**/*.mjs', '**/*.cjs', 'scripts/**/*.js'],
+    files: ['**/*.mjs', '**/*.cjs', '*.js', 'scripts/**/*.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', require: 'readonly', module: 'writable', __dirname: 'readonly' } },
   }
 );

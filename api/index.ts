@@ -2,6 +2,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
+import { exitWithParent } from '../runtime/supervised';
 import { createApp } from './app';
 import { isLoopbackHost } from './auth';
 
@@ -40,6 +41,7 @@ async function main() {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  exitWithParent(() => stop('supervisor gone'));
 }
 
 main().catch((err: unknown) => {

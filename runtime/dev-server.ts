@@ -11,8 +11,8 @@ export interface DevServerOptions {
   ip?: string;
   port: number;
   uiPort?: number | null;
-  httpPort: number;
-  metricsPort: number;
+  httpPort?: number;
+  metricsPort?: number;
   /** SQLite file for persistence; in memory when omitted. */
   dbFile?: string;
   namespace?: string;
@@ -39,16 +39,14 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     ip,
     '--port',
     String(opts.port),
-    '--http-port',
-    String(opts.httpPort),
-    '--metrics-port',
-    String(opts.metricsPort),
     '--log-level',
     opts.logLevel ?? 'warn',
     '--namespace',
     opts.namespace ?? 'default',
     ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
   ];
+  if (opts.httpPort) args.push('--http-port', String(opts.httpPort));
+  if (opts.metricsPort) args.push('--metrics-port', String(opts.metricsPort));
   if (opts.dbFile) args.push('--db-filename', opts.dbFile);
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
   else args.push('--headless');

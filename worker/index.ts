@@ -5,6 +5,7 @@ import { Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
 import { ensureSearchAttributes } from '../runtime/temporal';
+import { exitWithParent } from '../runtime/supervised';
 import { isModelConfigured } from '../common/config';
 import { WORKFLOW_BUNDLE_PATH } from './bundle';
 import { createKleaWorker } from './worker';
@@ -56,6 +57,7 @@ async function main() {
     config: file ?? 'defaults',
     model: isModelConfigured(config) ? config.model.name : 'NOT CONFIGURED (set OPENAI_API_KEY / OPENAI_BASE_URL)',
   });
+  exitWithParent(() => process.kill(process.pid, 'SIGTERM'));
   // Worker.run() installs SIGINT/SIGTERM handlers that drain in-flight work before resolving.
   await worker.run();
   await connection.close();

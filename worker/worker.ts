@@ -1,5 +1,5 @@
 /** Builds a Klea worker: the prebuilt workflow bundle plus the activities made by createActivities(deps). */
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 
 export interface KleaWorkerOptions {

@@ -1,0 +1,47 @@
+# Klea: `make start` runs the whole service, `make test` runs every test. Both install what is missing first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NPM_STAMP := node_modules/.klea-deps
+
+.PHONY: help start test deps temporal-cli build lint typecheck test-unit test-integration clean
+
+help:
+	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
+	@echo "make test    install what is missing, lint, build, and run every test"
+
+deps: $(NPM_STAMP)
+
+$(NPM_STAMP): package.json package-lock.json
+	@scripts/check-prereqs.sh
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+temporal-cli:
+	@scripts/install-temporal.sh
+
+build: deps
+	npm run --silent build
+
+lint: deps
+	npm run --silent lint
+
+typecheck: deps
+	npm run --silent typecheck
+
+start: deps temporal-cli build
+	@exec node dist/scripts/start.js
+
+test: deps temporal-cli
+	npm run --silent lint
+	npm run --silent typecheck
+	npm run --silent build
+	npx jest --ci
+
+test-unit: deps
+	npx jest --ci --selectProjects unit
+
+test-integration: deps temporal-cli
+	npx jest --ci --selectProjects integration
+
+clean:
+	rm -rf dist .klea/test

@@ -1,0 +1,170 @@
+/**
+ * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in .klea/temporal.db,
+ * Web UI), then the worker and the API; prints the URLs and streams every process's log with its name.
+ * Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { loadConfigOrExit } from '../runtime/config';
+import { startDevServer, type DevServer } from '../runtime/dev-server';
+import { portProblem } from '../runtime/ports';
+import { REPO_ROOT } from '../runtime/temporal';
+
+const COLORS: Record<string, string> = { temporal: '\x1b[35m', worker: '\x1b[36m', api: '\x1b[32m', klea: '\x1b[1m' };
+const useColor = process.stdout.isTTY;
+const tag = (name: string) => (useColor ? `${COLORS[name] ?? ''}${name.padEnd(8)}\x1b[0m` : name.padEnd(8));
+const say = (msg: string) => process.stdout.write(`${tag('klea')} ${msg}\n`);
+
+function lineWriter(name: string, stream: NodeJS.WriteStream) {
+  let pending = '';
+  return (chunk: Buffer | string) => {
+    pending += chunk.toString();
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) if (line.trim()) stream.write(`${tag(name)} ${line}\n`);
+  };
+}
+
+function hostPort(address: string): { host: string; port: number } {
+  const i = address.lastIndexOf(':');
+  return { host: address.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(address.slice(i + 1)) };
+}
+
+const isLocal = (host: string) => ['127.0.0.1', 'localhost', '::1', '0.0.0.0'].includes(host);
+
+async function main() {
+  const { config, file } = loadConfigOrExit('klea');
+  const temporalAddr = hostPort(config.temporal.address);
+  const startTemporal = isLocal(temporalAddr.host) && process.env.KLEA_EXTERNAL_TEMPORAL !== '1';
+  const ui = new URL(config.temporal.ui_url);
+  const uiPort = Number(ui.port || 80);
+  const httpPort = temporalAddr.port + 10;
+
+  const needed: Array<[number, string, string]> = [[config.api.port, config.api.host, 'Klea API (KLEA_API_PORT)']];
+  if (startTemporal) {
+    needed.push([temporalAddr.port, '127.0.0.1', 'Temporal server (TEMPORAL_ADDRESS)'], [uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)'], [httpPort, '127.0.0.1', 'Temporal HTTP API']);
+  }
+  for (const [port, host, what] of needed) {
+    const problem = await portProblem(port, host);
+    if (problem) {
+      const why = problem === 'EADDRINUSE' ? 'is already in use (is Klea already running?)' : `cannot be used (${problem})`;
+      process.stderr.write(`klea: port ${port} on ${host} for the ${what} ${why}. Stop what uses it or choose another port.\n`);
+      process.exit(1);
+    }
+  }
+
+  say(`configuration: ${file ?? 'defaults (no klea.yaml)'}`);
+  const children: Array<{ name: string; proc: ChildProcess }> = [];
+  let devServer: DevServer | undefined;
+  let stopping = false;
+
+  async function stopAll(code: number): Promise<never> {
+    if (stopping) return new Promise<never>(() => {});
+    stopping = true;
+    say('stopping…');
+    // The API and the worker first (the worker drains in-flight activities), then the server they talk to.
+    await Promise.all(children.map(({ proc }) => stopChild(proc, 15_000)));
+    await devServer?.stop();
+    say('stopped');
+    process.exit(code);
+  }
+  process.on('SIGINT', () => void stopAll(0));
+  process.on('SIGTERM', () => void stopAll(0));
+  process.on('SIGHUP', () => void stopAll(0));
+  // Under make, a SIGTERM to make may not reach us; noticing that our parent is gone covers that case.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stopAll(0);
+  }, 500).unref();
+
+  if (startTemporal) {
+    const klea = path.join(REPO_ROOT, '.klea');
+    mkdirSync(klea, { recursive: true });
+    say(`starting the Temporal dev server (data in ${path.join(klea, 'temporal.db')})`);
+    try {
+      devServer = await startDevServer({
+        port: temporalAddr.port,
+        httpPort,
+        uiPort,
+        dbFile: path.join(klea, 'temporal.db'),
+        namespace: config.temporal.namespace,
+        logLevel: (process.env.KLEA_TEMPORAL_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error',
+        detached: true,
+        onOutput: lineWriter('temporal', process.stdout),
+      });
+    } catch (err) {
+      process.stderr.write(`klea: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    }
+    devServer.process.once('exit', (code) => {
+      if (!stopping) {
+        say(`the Temporal server exited (code ${code})`);
+        void stopAll(1);
+      }
+    });
+  } else {
+    say(`using the Temporal server at ${config.temporal.address}`);
+  }
+
+  const env = { ...process.env, KLEA_SUPERVISED: '1', FORCE_COLOR: '0' };
+  for (const name of ['worker', 'api'] as const) {
+    const proc = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', name, 'index.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    proc.stdout?.on('data', lineWriter(name, process.stdout));
+    proc.stderr?.on('data', lineWriter(name, process.stderr));
+    proc.once('exit', (code, signal) => {
+      if (!stopping) {
+        say(`the ${name} exited (${signal ?? `code ${code}`}); stopping everything`);
+        void stopAll(1);
+      }
+    });
+    children.push({ name, proc });
+  }
+
+  const apiUrl = `http://${config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host}:${config.api.port}`;
+  const ready = await waitForHealth(apiUrl, 60_000);
+  say('');
+  say(`Klea API        ${apiUrl}   (health: ${apiUrl}/healthz, OpenAPI: ${apiUrl}/openapi.json)`);
+  say(`Temporal UI     ${config.temporal.ui_url}`);
+  say(`Temporal server ${config.temporal.address} (namespace ${config.temporal.namespace}, task queue ${config.temporal.task_queue})`);
+  say(ready ? 'ready. Ctrl-C stops everything.' : 'the API did not report healthy within a minute; see the logs above.');
+}
+
+async function waitForHealth(apiUrl: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${apiUrl}/healthz`);
+      if (res.ok) return true;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return false;
+}
+
+function stopChild(proc: ChildProcess, graceMs: number): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null || !proc.pid) return Promise.resolve();
+  return new Promise((resolve) => {
+    const group = -proc.pid!;
+    const kill = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(group, sig);
+      } catch {
+        /* gone */
+      }
+    };
+    const timer = setTimeout(() => kill('SIGKILL'), graceMs);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    kill('SIGTERM');
+  });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`klea: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

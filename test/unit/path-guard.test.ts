@@ -1,0 +1,216 @@
+/**
+ * The path guard against attacks. Each case is named after the attack it stops and asserts the classification
+ * of a real file-system fixture (symlinks included).
+ */
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { commandPathTokens, extractPathCandidates, type PathClass } from '../../common/path-guard';
+import { isWithin, normalize } from '../../common/posix-path';
+import { globMatch } from '../../common/glob';
+import { guardToolCall, resolvePath } from '../../runtime/path-resolve';
+
+let base: string;
+let root: string;
+let home: string;
+
+function touch(p: string, content = 'x') {
+  mkdirSync(path.dirname(p), { recursive: true });
+  writeFileSync(p, content);
+}
+
+beforeAll(() => {
+  base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-guard-')));
+  root = path.join(base, 'proj');
+  home = path.join(base, 'home');
+  touch(path.join(root, 'src/app.ts'));
+  touch(path.join(root, 'README.md'));
+  touch(path.join(root, '.env'), 'SECRET=1');
+  touch(path.join(root, '.env.local'));
+  touch(path.join(root, 'config/.env.production'));
+  touch(path.join(root, 'deep/a/b/.ssh/id_rsa'));
+  touch(path.join(root, 'keys/server.pem'));
+  touch(path.join(root, 'node_modules/real-pkg/index.js'));
+  touch(path.join(base, 'outside/secret.txt'), 'canary');
+  touch(path.join(base, 'outside/pkg/index.js'));
+  touch(path.join(base, 'proj-evil/secret.txt'));
+  touch(path.join(home, '.ssh/id_rsa'));
+  symlinkSync('../outside', path.join(root, 'link-out'));
+  symlinkSync('../outside/secret.txt', path.join(root, 'link-secret'));
+  symlinkSync('src/app.ts', path.join(root, 'link-in'));
+  symlinkSync('loop-b', path.join(root, 'loop-a'));
+  symlinkSync('loop-a', path.join(root, 'loop-b'));
+  symlinkSync('self', path.join(root, 'self'));
+  symlinkSync('../outside/not-yet.txt', path.join(root, 'dangling-out'));
+  symlinkSync(path.join(base, 'outside'), path.join(root, 'parentlink'));
+  symlinkSync('../../outside/pkg', path.join(root, 'node_modules/pkg'));
+  symlinkSync('.env', path.join(root, 'notes.txt'));
+  symlinkSync('/etc', path.join(root, 'etc-link'));
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+async function classify(args: Record<string, unknown>, opts: { tool?: string; readOnly?: boolean } = {}) {
+  const results = await guardToolCall(
+    { server: 'workspace', tool: opts.tool ?? 'read_file', args, readOnly: opts.readOnly ?? true },
+    { projectDir: root, sensitivePatterns: DEFAULT_SENSITIVE_PATTERNS, homeDir: home }
+  );
+  return results;
+}
+async function classOf(p: string): Promise<PathClass> {
+  const [r] = await classify({ path: p });
+  return r.class;
+}
+
+describe('path guard: attacks', () => {
+  const cases: Array<[string, () => string, PathClass]> = [
+    ['plain relative file is inside', () => 'src/app.ts', 'inside'],
+    ['a new file in the project is inside', () => 'src/new/file.ts', 'inside'],
+    ['the project directory itself is inside', () => '.', 'inside'],
+    ['dot-dot traversal to a sibling directory', () => '../outside/secret.txt', 'outside'],
+    ['dot-dot traversal from a subdirectory', () => 'src/../../outside/secret.txt', 'outside'],
+    ['dot-dot that stays inside is inside', () => 'src/../README.md', 'inside'],
+    ['deep dot-dot climbing to the file-system root', () => '../../../../../../../../etc/passwd', 'outside'],
+    ['absolute path inside the project', () => path.join(root, 'src/app.ts'), 'inside'],
+    ['absolute path outside (/etc/passwd)', () => '/etc/passwd', 'outside'],
+    ['absolute path through the root then dot-dot', () => `${root}/../outside/secret.txt`, 'outside'],
+    ['slash-dot-dot is the file-system root', () => '/..', 'outside'],
+    ['home directory shortcut ~', () => '~', 'outside'],
+    ['home ssh key via ~/.ssh/id_rsa', () => '~/.ssh/id_rsa', 'outside'],
+    ["another user's home via ~root", () => '~root/.bashrc', 'outside'],
+    ['sibling-prefix attack: /proj-evil is not /proj', () => path.join(base, 'proj-evil/secret.txt'), 'outside'],
+    ['sibling-prefix attack through dot-dot', () => '../proj-evil/secret.txt', 'outside'],
+    ['symlinked directory leading outside', () => 'link-out/secret.txt', 'outside'],
+    ['symlinked file leading outside', () => 'link-secret', 'outside'],
+    ['symlink that stays inside is inside', () => 'link-in', 'inside'],
+    ['symlinked parent of a new file', () => 'parentlink/new-file.txt', 'outside'],
+    ['dangling symlink whose target is outside', () => 'dangling-out', 'outside'],
+    ['absolute symlink to /etc', () => 'etc-link/hostname', 'outside'],
+    ['symlink loop between two links', () => 'loop-a', 'outside'],
+    ['self-referencing symlink', () => 'self/x', 'outside'],
+    ['link/.. is the link target parent, not the project', () => 'link-out/../outside/secret.txt', 'outside'],
+    ['null byte truncation', () => 'README.md\0../../outside/secret.txt', 'outside'],
+    ['URL-encoded dot-dot', () => '%2e%2e/outside/secret.txt', 'outside'],
+    ['URL-encoded slash and dot-dot', () => '..%2foutside%2fsecret.txt', 'outside'],
+    ['double URL-encoded dot-dot', () => '%252e%252e/outside/secret.txt', 'outside'],
+    ['file:// URI outside', () => 'file:///etc/passwd', 'outside'],
+    ['file:// URI inside is inside', () => `file://${root}/src/app.ts`, 'inside'],
+    ['file:// URI with encoded traversal', () => `file://${root}/%2e%2e/outside/secret.txt`, 'outside'],
+    ['file:// URI on a remote host', () => 'file://evil.example/etc/passwd', 'outside'],
+    ['file://localhost URI outside', () => 'file://localhost/etc/passwd', 'outside'],
+    ['.env in the project root', () => '.env', 'sensitive'],
+    ['./.env spelled with a dot segment', () => './.env', 'sensitive'],
+    ['.env reached through dot-dot', () => 'src/./../.env', 'sensitive'],
+    ['upper-case .ENV', () => '.ENV', 'sensitive'],
+    ['mixed-case .Env.Local', () => '.Env.Local', 'sensitive'],
+    ['.env.local', () => '.env.local', 'sensitive'],
+    ['fullwidth-dot look-alike of .env', () => '\uFF0Eenv', 'sensitive'],
+    ['zero-width character inside .env', () => '.e\u200Bnv', 'sensitive'],
+    ['nested .env.production', () => 'config/.env.production', 'sensitive'],
+    ['nested .ssh/id_rsa', () => 'deep/a/b/.ssh/id_rsa', 'sensitive'],
+    ['private key file *.pem', () => 'keys/server.pem', 'sensitive'],
+    ['innocent name symlinked to .env', () => 'notes.txt', 'sensitive'],
+    ['new .netrc file', () => '.netrc', 'sensitive'],
+    ['cloud credentials under .aws/', () => '.aws/credentials', 'sensitive'],
+    ['ed25519 key', () => 'id_ed25519', 'sensitive'],
+    ['node_modules package that is a symlink outside', () => 'node_modules/pkg/index.js', 'outside'],
+    ['real node_modules package is inside', () => 'node_modules/real-pkg/index.js', 'inside'],
+    ['doubled slashes inside', () => 'src//app.ts', 'inside'],
+    ['case variant of the root on a case-sensitive file system', () => root.replace(/proj$/, 'PROJ') + '/README.md', 'outside'],
+    ['empty path', () => '', 'outside'],
+  ];
+
+  it.each(cases)('%s', async (_name, p, expected) => {
+    expect(await classOf(p())).toBe(expected);
+  });
+
+  it('has at least 40 attack cases', () => {
+    expect(cases.length).toBeGreaterThanOrEqual(40);
+  });
+});
+
+describe('path guard: which arguments are paths', () => {
+  it('finds every entry of paths[] and classifies each', async () => {
+    const r = await classify({ paths: ['src/app.ts', '../outside/secret.txt'] }, { tool: 'read_multiple_files' });
+    expect(r.map((x) => [x.arg, x.class])).toEqual([
+      ['paths[0]', 'inside'],
+      ['paths[1]', 'outside'],
+    ]);
+  });
+
+  it("run_command's cwd outside the project is an execute on an outside path", async () => {
+    const [r] = await classify({ command: 'ls', cwd: '../outside' }, { tool: 'run_command', readOnly: false });
+    expect(r).toMatchObject({ arg: 'cwd', class: 'outside', op: 'execute' });
+  });
+
+  it('paths named in a shell command are checked', async () => {
+    const r = await classify({ command: 'cat ~/.ssh/id_rsa ../outside/secret.txt src/app.ts && cat .env' }, { tool: 'run_command', readOnly: false });
+    expect(r.map((x) => [x.requested, x.class])).toEqual([
+      ['~/.ssh/id_rsa', 'outside'],
+      ['../outside/secret.txt', 'outside'],
+      ['.env', 'sensitive'],
+    ]);
+  });
+
+  it('source and destination of a move are both writes', async () => {
+    const r = await classify({ source: 'src/app.ts', destination: '/tmp/stolen.ts' }, { tool: 'move_file', readOnly: false });
+    expect(r.map((x) => [x.arg, x.op, x.class])).toEqual([
+      ['source', 'write', 'inside'],
+      ['destination', 'write', 'outside'],
+    ]);
+  });
+
+  it('uses schema hints: a property with format uri or a description naming a path', () => {
+    const found = extractPathCandidates({
+      server: 'other',
+      tool: 'open',
+      args: { input: '/etc/shadow', location_hint: 'x', query: 'needle' },
+      inputSchema: { properties: { input: { description: 'Path to the file to open' }, query: { description: 'text to find in the file' } } },
+      readOnly: true,
+    });
+    expect(found.map((c) => c.arg)).toEqual(['input']);
+  });
+
+  it('finds file: URIs under any argument name', () => {
+    const found = extractPathCandidates({ server: 'x', tool: 'y', args: { resource: 'file:///etc/passwd', note: 'hello' }, readOnly: true });
+    expect(found).toEqual([{ arg: 'resource', raw: 'file:///etc/passwd', op: 'read' }]);
+  });
+
+  it('reports the canonical real path as the grant key', async () => {
+    const [r] = await classify({ path: 'link-out/secret.txt' });
+    expect(r.real).toBe(path.join(base, 'outside/secret.txt'));
+  });
+});
+
+describe('path guard helpers', () => {
+  it('commandPathTokens skips plain words and flags, keeps flag values that are paths', () => {
+    expect(commandPathTokens('grep -rn TODO src --include=*.ts --file=/etc/passwd')).toEqual(['/etc/passwd']);
+    expect(commandPathTokens('curl https://example.com/x')).toEqual([]);
+  });
+
+  it('isWithin compares root + separator', () => {
+    expect(isWithin('/proj', '/proj-evil/x')).toBe(false);
+    expect(isWithin('/proj', '/proj/x')).toBe(true);
+    expect(isWithin('/proj', '/proj')).toBe(true);
+    expect(isWithin('/', '/anything')).toBe(true);
+    expect(isWithin('/Proj', '/proj/x', true)).toBe(true);
+  });
+
+  it('normalize collapses dot segments lexically', () => {
+    expect(normalize('/a/./b/../c//d/')).toBe('/a/c/d');
+    expect(normalize('/../..')).toBe('/');
+  });
+
+  it('globs: name patterns match at any depth, ** crosses directories', () => {
+    expect(globMatch('.env.*', 'a/b/.env.local')).toBe(true);
+    expect(globMatch('**/.ssh/**', '.ssh/id_rsa')).toBe(true);
+    expect(globMatch('src/*.ts', 'src/a/b.ts')).toBe(false);
+    expect(globMatch('src/**/*.ts', 'src/a/b.ts')).toBe(true);
+    expect(globMatch('*.{ts,js}', 'x/y.js')).toBe(true);
+  });
+
+  it('resolvePath reports a missing file with its parent resolved', async () => {
+    const facts = await resolvePath(path.join(root, 'link-out/new/deeper.txt'));
+    expect(facts).toMatchObject({ real: path.join(base, 'outside/new/deeper.txt'), exists: false });
+  });
+});

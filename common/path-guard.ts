@@ -45,6 +45,9 @@ function looksLikePathKey(key: string, schema?: GuardedCall['inputSchema']): boo
   return typeof prop.description === 'string' && PATH_DESCRIPTION.test(prop.description) && !COMMAND_KEY.test(key) && !/pattern|regex|query|content|text/i.test(key);
 }
 
+/** Paths a command may name without touching anyone's data: device files and system program locations. */
+const HARMLESS_COMMAND_PATH = /^(\/dev\/(null|zero|stdin|stdout|stderr|tty|u?random|fd\/\d+)|\/(usr\/(local\/)?)?s?bin\/[A-Za-z0-9._+-]+)$/;
+
 /**
  * Path-like words of a shell command: absolute paths, `~`, anything with a `..` segment, `./x`, and words that
  * name a sensitive file. A command can reach anything; this catches the plain cases so they are asked about.
@@ -58,7 +61,7 @@ export function commandPathTokens(command: string): string[] {
     if (w.startsWith('-') && eq > 0) w = w.slice(eq + 1);
     else if (w.startsWith('-')) continue;
     else if (eq > 0 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) w = w.slice(eq + 1);
-    if (!w || /^[a-z][a-z0-9+.-]*:\/\//i.test(w) && !w.startsWith('file:')) continue;
+    if (!w || (/^[a-z][a-z0-9+.-]*:\/\//i.test(w) && !w.startsWith('file:')) || HARMLESS_COMMAND_PATH.test(w)) continue;
     if (w.startsWith('/') || w.startsWith('~') || w.startsWith('file:') || /(^|\/)\.\.(\/|$)/.test(w) || w.startsWith('./') || /(^|\/)\.env(\.|$)|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.netrc|\.pem$|\.key$/i.test(w)) {
       out.push(w);
     }

@@ -214,3 +214,10 @@ describe('path guard helpers', () => {
     expect(facts).toMatchObject({ real: path.join(base, 'outside/new/deeper.txt'), exists: false });
   });
 });
+
+describe('shell commands', () => {
+  it('device files and system programs are not asked about; other system paths are', () => {
+    expect(commandPathTokens('/usr/bin/env node build.js 2>/dev/null > /dev/stdout')).toEqual([]);
+    expect(commandPathTokens('cat /etc/shadow /usr/bin/../../etc/passwd')).toEqual(['/etc/shadow', '/usr/bin/../../etc/passwd']);
+  });
+});

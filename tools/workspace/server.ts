@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+/**
+ * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
+ * Options: --root DIR (required), --sensitive "glob,glob" (replaces the default sensitive patterns).
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { createWorkspaceServer } from './create-server';
+import { GRANT_KEY_ENV } from './grants';
+
+function usage(message: string): never {
+  process.stderr.write(`klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"]\n`);
+  process.exit(2);
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  let root: string | undefined;
+  let sensitive: string[] | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--root') root = argv[++i];
+    else if (a.startsWith('--root=')) root = a.slice(7);
+    else if (a === '--sensitive') sensitive = (argv[++i] ?? '').split(',').filter(Boolean);
+    else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
+    else usage(`unknown argument ${a}`);
+  }
+  if (!root) usage('--root is required');
+  const dir = path.resolve(root);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) usage(`--root ${dir} is not a directory`);
+  // Security: read the grant key, then drop it, so no command this server runs can see it.
+  const grantKey = process.env[GRANT_KEY_ENV] || undefined;
+  delete process.env[GRANT_KEY_ENV];
+
+  const server = createWorkspaceServer({ root: dir, grantKey, sensitivePatterns: sensitive });
+  await server.connect(new StdioServerTransport());
+  const exit = () => {
+    void server.close().finally(() => process.exit(0));
+  };
+  process.stdin.on('close', exit);
+  process.on('SIGTERM', exit);
+  process.on('SIGINT', exit);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`klea-workspace-mcp: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fs, type Stats } from 'node:fs';
+import { promises as fs, type Dirent, type Stats } from 'node:fs';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -132,7 +132,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     }
   }
 
-  async function* walk(dir: string, depth: number): AsyncGenerator<{ real: string; dirent: import('node:fs').Dirent }> {
+  async function* walk(dir: string, depth: number): AsyncGenerator<{ real: string; dirent: Dirent }> {
     let entries;
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });

@@ -25,7 +25,6 @@ import { ApiError, badRequest, errorHandler, notFound } from './errors';
 import { buildOpenApiDocument } from './openapi';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
 
-
 export interface AppDeps {
   client: Client;
   config: Config;
@@ -42,9 +41,11 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
   app.use(express.json({ limit: config.api.max_body_bytes, strict: true }));
 
   const { namespace, task_queue: taskQueue, ui_url: uiUrl } = config.temporal;
-  const runUrl = (workflowId: string) => `${uiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+  const runUrl = (workflowId: string) =>
+    `${uiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 
-  const allowedRoots = () => (config.api.allowed_project_roots.length ? config.api.allowed_project_roots : [config.project.dir]);
+  const allowedRoots = () =>
+    config.api.allowed_project_roots.length ? config.api.allowed_project_roots : [config.project.dir];
   /** Security: a client-chosen project directory must resolve (symlinks included) under an allowed root. */
   function resolveProjectDir(requested: string | undefined): string {
     const dir = requested ?? config.project.dir;
@@ -52,7 +53,9 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
     try {
       real = realpathSync(path.resolve(config.project.dir, dir));
     } catch {
-      throw badRequest(`body.projectDir: no such directory: ${dir}`, [{ path: 'body.projectDir', message: 'no such directory' }]);
+      throw badRequest(`body.projectDir: no such directory: ${dir}`, [
+        { path: 'body.projectDir', message: 'no such directory' },
+      ]);
     }
     const ok = allowedRoots().some((root) => {
       let realRoot: string;
@@ -81,7 +84,12 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
   }
 
   async function health() {
-    const temporalStatus = { status: 'ok' as 'ok' | 'unreachable', address: config.temporal.address, namespace, error: undefined as string | undefined };
+    const temporalStatus = {
+      status: 'ok' as 'ok' | 'unreachable',
+      address: config.temporal.address,
+      namespace,
+      error: undefined as string | undefined,
+    };
     const worker = { status: 'unknown' as 'ok' | 'none' | 'unknown', taskQueue, pollers: 0 };
     try {
       const res = await client.workflowService.describeTaskQueue({
@@ -106,7 +114,11 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       status: temporalStatus.status === 'ok' && worker.status === 'ok' ? ('ok' as const) : ('degraded' as const),
       temporal: temporalStatus,
       worker,
-      model: { status: modelOk ? ('configured' as const) : ('not_configured' as const), name: config.model.name, ...(modelOk ? {} : { hint: MODEL_NOT_CONFIGURED_HINT }) },
+      model: {
+        status: modelOk ? ('configured' as const) : ('not_configured' as const),
+        name: config.model.name,
+        ...(modelOk ? {} : { hint: MODEL_NOT_CONFIGURED_HINT }),
+      },
       temporalUi: uiUrl,
     };
     return body;
@@ -152,7 +164,15 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
         const toolAccess = body.toolAccess ?? config.general.tool_access;
         for (let n = 1; n < 10_000; n++) {
           const taskId = `task-${sessionId}-${n}`;
-          const input: TaskInput = { taskId, sessionId, prompt: body.prompt, projectDir, mode, toolAccess, review: body.review ?? config.general.review };
+          const input: TaskInput = {
+            taskId,
+            sessionId,
+            prompt: body.prompt,
+            projectDir,
+            mode,
+            toolAccess,
+            review: body.review ?? config.general.review,
+          };
           try {
             await client.workflow.start('taskWorkflow', {
               taskQueue,
@@ -182,7 +202,10 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       summary: 'Task state: status, plan, pending interrupt, answer',
       tags: ['tasks'],
       params: TaskParamsSchema,
-      responses: { 200: { description: 'the task state', schema: TaskStateResponseSchema }, 404: { description: 'no such task' } },
+      responses: {
+        200: { description: 'the task state', schema: TaskStateResponseSchema },
+        404: { description: 'no such task' },
+      },
       handler: ({ params }) =>
         withWorkflow(params.id, async () => {
           const state = await client.workflow.getHandle(params.id).query<Record<string, unknown>>('state');
@@ -197,10 +220,15 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       tags: ['tasks'],
       params: TaskParamsSchema,
       query: EventsQuerySchema,
-      responses: { 200: { description: 'the events after `after`, oldest first', schema: EventListSchema }, 404: { description: 'no such task' } },
+      responses: {
+        200: { description: 'the events after `after`, oldest first', schema: EventListSchema },
+        404: { description: 'no such task' },
+      },
       handler: ({ params, query }) =>
         withWorkflow(params.id, async () => ({
-          events: await client.workflow.getHandle(params.id).query<unknown[], [{ after: number }]>('events', { after: query.after ?? 0 }),
+          events: await client.workflow
+            .getHandle(params.id)
+            .query<unknown[], [{ after: number }]>('events', { after: query.after ?? 0 }),
         })),
     }),
   ];

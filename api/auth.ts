@@ -13,7 +13,13 @@ export function bearerAuth(token: string | null): RequestHandler {
     const match = /^Bearer\s+(.+)$/i.exec(header);
     // Security: compare fixed-length digests in constant time, so timing reveals nothing about the token.
     if (!match || !timingSafeEqual(digest(match[1].trim()), expected)) {
-      next(new ApiError(401, 'unauthorized', match ? 'the bearer token is not valid' : 'this route needs "Authorization: Bearer <token>"'));
+      next(
+        new ApiError(
+          401,
+          'unauthorized',
+          match ? 'the bearer token is not valid' : 'this route needs "Authorization: Bearer <token>"'
+        )
+      );
       return;
     }
     next();

@@ -13,26 +13,36 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string, details?: unknown) => new ApiError(400, 'invalid_request', message, details);
+export const badRequest = (message: string, details?: unknown) =>
+  new ApiError(400, 'invalid_request', message, details);
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, 'conflict', message, details);
 
 /** A zod error as a 400 naming each field and why. */
 export function validationError(where: 'body' | 'query' | 'path', error: z.ZodError): ApiError {
-  const details = error.issues.map((i) => {
-    const keys = i.code === 'unrecognized_keys' ? i.keys : [undefined];
-    return keys.map((k) => ({
-      path: [where, ...i.path.map(String), ...(k ? [k] : [])].join('.'),
-      message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
-    }));
-  }).flat();
+  const details = error.issues
+    .map((i) => {
+      const keys = i.code === 'unrecognized_keys' ? i.keys : [undefined];
+      return keys.map((k) => ({
+        path: [where, ...i.path.map(String), ...(k ? [k] : [])].join('.'),
+        message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
+      }));
+    })
+    .flat();
   const first = details[0];
-  return badRequest(`${first.path}: ${first.message}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}`, details);
+  return badRequest(
+    `${first.path}: ${first.message}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}`,
+    details
+  );
 }
 
 export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
   if (err instanceof ApiError) {
-    res.status(err.status).json({ error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) } });
+    res
+      .status(err.status)
+      .json({
+        error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) },
+      });
     return;
   }
   // body-parser errors carry a status and a type.

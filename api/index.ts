@@ -22,11 +22,14 @@ async function main() {
 
   const server = app.listen(port, host);
   server.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EADDRINUSE') log.error(`port ${port} on ${host} is already in use: stop what uses it or set KLEA_API_PORT`);
+    if (err.code === 'EADDRINUSE')
+      log.error(`port ${port} on ${host} is already in use: stop what uses it or set KLEA_API_PORT`);
     else log.error(`cannot listen on ${host}:${port}: ${err.message}`);
     process.exit(1);
   });
-  server.on('listening', () => log.info(`listening on http://${host}:${port}`, { auth: token ? 'bearer token' : 'none (loopback only)' }));
+  server.on('listening', () =>
+    log.info(`listening on http://${host}:${port}`, { auth: token ? 'bearer token' : 'none (loopback only)' })
+  );
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -44,7 +44,10 @@ export const STANDARD_ERRORS: Record<number, string> = {
   413: 'request body too large',
 };
 
-export function buildOpenApiDocument(routes: readonly RouteSpec[], info: { version: string; tokenRequired: boolean }): Json {
+export function buildOpenApiDocument(
+  routes: readonly RouteSpec[],
+  info: { version: string; tokenRequired: boolean }
+): Json {
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     const responses: Record<string, Json> = {};
@@ -55,15 +58,24 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: { versi
         ...(spec.schema ? { content: { [contentType]: { schema: jsonSchema(spec.schema, 'output') } } } : {}),
       };
     }
-    const errorStatuses = new Set([...(route.body || route.params || route.query ? [400] : []), ...(route.auth === false ? [] : [401])]);
+    const errorStatuses = new Set([
+      ...(route.body || route.params || route.query ? [400] : []),
+      ...(route.auth === false ? [] : [401]),
+    ]);
     if (route.body) errorStatuses.add(413);
     for (const s of Object.keys(route.responses).map(Number)) if (STANDARD_ERRORS[s]) errorStatuses.delete(s);
     for (const s of errorStatuses) {
-      responses[String(s)] = { description: STANDARD_ERRORS[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      responses[String(s)] = {
+        description: STANDARD_ERRORS[s],
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
     }
     for (const [status, spec] of Object.entries(route.responses)) {
       if (Number(status) >= 400 && !spec.schema) {
-        responses[status] = { description: spec.description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+        responses[status] = {
+          description: spec.description,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        };
       }
     }
     const op: Json = {
@@ -95,7 +107,9 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: { versi
         bearer: {
           type: 'http',
           scheme: 'bearer',
-          description: info.tokenRequired ? 'Required: the server runs with KLEA_API_TOKEN.' : 'Not required by this server (no KLEA_API_TOKEN set).',
+          description: info.tokenRequired
+            ? 'Required: the server runs with KLEA_API_TOKEN.'
+            : 'Not required by this server (no KLEA_API_TOKEN set).',
         },
       },
       schemas: { Error: jsonSchema(ErrorResponseSchema, 'output') },

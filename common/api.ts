@@ -4,27 +4,30 @@ import { z } from 'zod';
 import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { EventTypeSchema, TaskStatusSchema } from './events';
 
-export const ErrorResponseSchema = z
-  .object({
-    error: z.object({
-      code: z.string().describe('machine-readable error code, e.g. invalid_request, unauthorized, not_found, conflict'),
-      message: z.string().describe('what went wrong, for people'),
-      details: z.unknown().optional().describe('for validation errors: [{path, message}]'),
-    }),
-  });
+export const ErrorResponseSchema = z.object({
+  error: z.object({
+    code: z.string().describe('machine-readable error code, e.g. invalid_request, unauthorized, not_found, conflict'),
+    message: z.string().describe('what went wrong, for people'),
+    details: z.unknown().optional().describe('for validation errors: [{path, message}]'),
+  }),
+});
 
-export const HealthResponseSchema = z
-  .object({
-    status: z.enum(['ok', 'degraded']),
-    temporal: z.object({ status: z.enum(['ok', 'unreachable']), address: z.string(), namespace: z.string(), error: z.string().optional() }),
-    worker: z.object({
-      status: z.enum(['ok', 'none', 'unknown']),
-      taskQueue: z.string(),
-      pollers: z.number().int().describe('workers seen polling the task queue recently'),
-    }),
-    model: z.object({ status: z.enum(['configured', 'not_configured']), name: z.string(), hint: z.string().optional() }),
-    temporalUi: z.string(),
-  });
+export const HealthResponseSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  temporal: z.object({
+    status: z.enum(['ok', 'unreachable']),
+    address: z.string(),
+    namespace: z.string(),
+    error: z.string().optional(),
+  }),
+  worker: z.object({
+    status: z.enum(['ok', 'none', 'unknown']),
+    taskQueue: z.string(),
+    pollers: z.number().int().describe('workers seen polling the task queue recently'),
+  }),
+  model: z.object({ status: z.enum(['configured', 'not_configured']), name: z.string(), hint: z.string().optional() }),
+  temporalUi: z.string(),
+});
 
 export const IdSchema = z
   .string()
@@ -32,18 +35,20 @@ export const IdSchema = z
   .max(200)
   .regex(/^[A-Za-z0-9._-]+$/, 'may contain only letters, digits, ".", "_" and "-"');
 
-export const CreateTaskRequestSchema = z
-  .strictObject({
-    prompt: z.string().trim().min(1, 'must not be empty').max(100_000),
-    projectDir: z.string().min(1).optional(),
-    mode: ModeSchema.optional(),
-    toolAccess: ToolAccessSchema.optional(),
-    review: ReviewPolicySchema.optional(),
-    sessionId: IdSchema.optional(),
-  });
+export const CreateTaskRequestSchema = z.strictObject({
+  prompt: z.string().trim().min(1, 'must not be empty').max(100_000),
+  projectDir: z.string().min(1).optional(),
+  mode: ModeSchema.optional(),
+  toolAccess: ToolAccessSchema.optional(),
+  review: ReviewPolicySchema.optional(),
+  sessionId: IdSchema.optional(),
+});
 
-export const CreateTaskResponseSchema = z
-  .object({ taskId: z.string(), sessionId: z.string(), temporalUiUrl: z.string() });
+export const CreateTaskResponseSchema = z.object({
+  taskId: z.string(),
+  sessionId: z.string(),
+  temporalUiUrl: z.string(),
+});
 
 export const TaskParamsSchema = z.strictObject({ id: IdSchema });
 export const EventsQuerySchema = z.strictObject({ after: z.coerce.number().int().min(0).optional() });
@@ -53,11 +58,10 @@ export const EventSchema = z
   .describe('an event of the log; further fields depend on type');
 export const EventListSchema = z.object({ events: z.array(EventSchema) });
 
-export const TaskStateResponseSchema = z
-  .looseObject({
-    taskId: z.string(),
-    sessionId: z.string(),
-    status: TaskStatusSchema,
-    answer: z.string().nullable(),
-    temporalUiUrl: z.string(),
-  });
+export const TaskStateResponseSchema = z.looseObject({
+  taskId: z.string(),
+  sessionId: z.string(),
+  status: TaskStatusSchema,
+  answer: z.string().nullable(),
+  temporalUiUrl: z.string(),
+});

@@ -99,7 +99,11 @@ export const ConfigSchema = z.strictObject({
       token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
       /** Project directories a client may ask for must lie under one of these (default: project.dir). */
       allowed_project_roots: z.array(z.string().min(1)).default([]),
-      max_body_bytes: z.number().int().positive().default(256 * 1024),
+      max_body_bytes: z
+        .number()
+        .int()
+        .positive()
+        .default(256 * 1024),
     })
     .prefault({}),
   project: z
@@ -134,7 +138,12 @@ export const ConfigSchema = z.strictObject({
       /** The bundled workspace server, rooted at the session's project directory. */
       workspace: z.strictObject({ enabled: z.boolean().default(true) }).prefault({}),
       /** Further MCP servers, in the common `mcpServers` shape. */
-      servers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'server names may use letters, digits, _ and -'), McpServerConfigSchema).default({}),
+      servers: z
+        .record(
+          z.string().regex(/^[A-Za-z0-9_-]+$/, 'server names may use letters, digits, _ and -'),
+          McpServerConfigSchema
+        )
+        .default({}),
     })
     .prefault({}),
 });
@@ -181,7 +190,11 @@ export function formatZodIssues(source: string, error: z.ZodError): string {
  * Merges the parsed file (any JSON-like value) with the environment and validates the result.
  * Throws ConfigError whose message names the key and what was expected.
  */
-export function resolveConfig(fileValue: unknown, env: Readonly<Record<string, string | undefined>>, source = 'klea.yaml'): Config {
+export function resolveConfig(
+  fileValue: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  source = 'klea.yaml'
+): Config {
   const fromFile = ConfigSchema.safeParse(fileValue ?? {});
   if (!fromFile.success) throw new ConfigError(formatZodIssues(source, fromFile.error));
 
@@ -206,7 +219,9 @@ export function resolveConfig(fileValue: unknown, env: Readonly<Record<string, s
         .map((i) => {
           const key = i.path.map(String).join('.');
           const envName = byEnv.get(key);
-          return envName && env[envName] ? `environment: ${envName}: ${describeIssue(i)}` : `${source}: ${key}: ${describeIssue(i)}`;
+          return envName && env[envName]
+            ? `environment: ${envName}: ${describeIssue(i)}`
+            : `${source}: ${key}: ${describeIssue(i)}`;
         })
         .join('\n')
     );

@@ -42,7 +42,10 @@ export const ContextEventSchema = z.object({
   type: z.literal('context'),
   mode: ModeSchema.describe('effective mode'),
   requestedMode: ModeSchema,
-  modeNote: z.string().nullable().describe('why the effective mode differs from the requested one, or why it cannot run'),
+  modeNote: z
+    .string()
+    .nullable()
+    .describe('why the effective mode differs from the requested one, or why it cannot run'),
   toolAccess: ToolAccessSchema,
   projectDir: z.string(),
   projectContextFile: z.string().nullable(),

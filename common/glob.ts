@@ -33,7 +33,10 @@ function translate(pattern: string): string {
       if (end === -1) {
         re += '\\[';
       } else {
-        const body = pattern.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\');
+        const body = pattern
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\');
         re += `[${body}]`;
         i = end;
       }

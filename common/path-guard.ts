@@ -42,11 +42,17 @@ function looksLikePathKey(key: string, schema?: GuardedCall['inputSchema']): boo
   const prop = schema?.properties?.[key];
   if (!prop) return false;
   if (prop.format && PATH_FORMATS.has(prop.format)) return true;
-  return typeof prop.description === 'string' && PATH_DESCRIPTION.test(prop.description) && !COMMAND_KEY.test(key) && !/pattern|regex|query|content|text/i.test(key);
+  return (
+    typeof prop.description === 'string' &&
+    PATH_DESCRIPTION.test(prop.description) &&
+    !COMMAND_KEY.test(key) &&
+    !/pattern|regex|query|content|text/i.test(key)
+  );
 }
 
 /** Paths a command may name without touching anyone's data: device files and system program locations. */
-const HARMLESS_COMMAND_PATH = /^(\/dev\/(null|zero|stdin|stdout|stderr|tty|u?random|fd\/\d+)|\/(usr\/(local\/)?)?s?bin\/[A-Za-z0-9._+-]+)$/;
+const HARMLESS_COMMAND_PATH =
+  /^(\/dev\/(null|zero|stdin|stdout|stderr|tty|u?random|fd\/\d+)|\/(usr\/(local\/)?)?s?bin\/[A-Za-z0-9._+-]+)$/;
 
 /**
  * Path-like words of a shell command: absolute paths, `~`, anything with a `..` segment, `./x`, and words that
@@ -62,7 +68,14 @@ export function commandPathTokens(command: string): string[] {
     else if (w.startsWith('-')) continue;
     else if (eq > 0 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) w = w.slice(eq + 1);
     if (!w || (/^[a-z][a-z0-9+.-]*:\/\//i.test(w) && !w.startsWith('file:')) || HARMLESS_COMMAND_PATH.test(w)) continue;
-    if (w.startsWith('/') || w.startsWith('~') || w.startsWith('file:') || /(^|\/)\.\.(\/|$)/.test(w) || w.startsWith('./') || /(^|\/)\.env(\.|$)|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.netrc|\.pem$|\.key$/i.test(w)) {
+    if (
+      w.startsWith('/') ||
+      w.startsWith('~') ||
+      w.startsWith('file:') ||
+      /(^|\/)\.\.(\/|$)/.test(w) ||
+      w.startsWith('./') ||
+      /(^|\/)\.env(\.|$)|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.netrc|\.pem$|\.key$/i.test(w)
+    ) {
       out.push(w);
     }
   }
@@ -71,7 +84,8 @@ export function commandPathTokens(command: string): string[] {
 
 export function extractPathCandidates(call: GuardedCall): PathCandidate[] {
   const out: PathCandidate[] = [];
-  const opFor = (key: string): PathOp => (call.readOnly ? 'read' : /^(cwd|workdir|working_directory)$/i.test(key) ? 'execute' : 'write');
+  const opFor = (key: string): PathOp =>
+    call.readOnly ? 'read' : /^(cwd|workdir|working_directory)$/i.test(key) ? 'execute' : 'write';
   const visit = (value: unknown, key: string, where: string, depth: number, pathKey: boolean) => {
     if (depth > 5) return;
     if (typeof value === 'string') {
@@ -83,7 +97,13 @@ export function extractPathCandidates(call: GuardedCall): PathCandidate[] {
       value.forEach((v, i) => visit(v, key, `${where}[${i}]`, depth + 1, pathKey));
     } else if (value && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        visit(v, k, where ? `${where}.${k}` : k, depth + 1, depth === 0 ? looksLikePathKey(k, call.inputSchema) : PATH_KEY.test(k) || PATH_KEY_SUFFIX.test(k));
+        visit(
+          v,
+          k,
+          where ? `${where}.${k}` : k,
+          depth + 1,
+          depth === 0 ? looksLikePathKey(k, call.inputSchema) : PATH_KEY.test(k) || PATH_KEY_SUFFIX.test(k)
+        );
       }
     }
   };
@@ -177,11 +197,19 @@ export class SensitiveMatcher {
   }
 }
 
-export function classifyPath(facts: PathFacts, root: RootFacts, sensitive: SensitiveMatcher, requested?: string): PathVerdict {
+export function classifyPath(
+  facts: PathFacts,
+  root: RootFacts,
+  sensitive: SensitiveMatcher,
+  requested?: string
+): PathVerdict {
   if (facts.problem || !facts.real) return { class: 'outside', reason: facts.problem ?? 'the path cannot be resolved' };
   if (!isWithin(root.real, facts.real, root.caseInsensitive)) {
     const viaLink = isWithin(root.real, normalize(facts.absolute), root.caseInsensitive);
-    return { class: 'outside', reason: viaLink ? `a symlink leads outside the project, to ${facts.real}` : 'outside the project directory' };
+    return {
+      class: 'outside',
+      reason: viaLink ? `a symlink leads outside the project, to ${facts.real}` : 'outside the project directory',
+    };
   }
   const rel = relativeTo(root.real, facts.real);
   const hit = sensitive.match(rel) ?? (requested ? sensitive.match(basename(requested)) : null);

@@ -68,7 +68,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   for (;;) {
     const early = await Promise.race([
       exited.then((code) => new Error(`temporal server exited early (code ${code}):\n${output.trim().slice(-2000)}`)),
-      spawnFailed.then((err) => new Error(`cannot run the Temporal CLI (${temporalCliPath()}): ${err.message}. Run scripts/install-temporal.sh.`)),
+      spawnFailed.then(
+        (err) =>
+          new Error(
+            `cannot run the Temporal CLI (${temporalCliPath()}): ${err.message}. Run scripts/install-temporal.sh.`
+          )
+      ),
       new Promise<null>((r) => setTimeout(() => r(null), 250)),
     ]);
     if (early) throw early;

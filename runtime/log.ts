@@ -17,7 +17,10 @@ function formatMeta(meta?: Record<string, unknown>): string {
   return parts.length ? ' ' + parts.join(' ') : '';
 }
 
-export function createLogger(name: string, level: LogLevel = (process.env.KLEA_LOG_LEVEL as LogLevel) || 'info'): Logger {
+export function createLogger(
+  name: string,
+  level: LogLevel = (process.env.KLEA_LOG_LEVEL as LogLevel) || 'info'
+): Logger {
   const min = LEVELS[level] ?? LEVELS.info;
   const write = (lvl: LogLevel, msg: string, meta?: Record<string, unknown>) => {
     if (LEVELS[lvl] < min) return;

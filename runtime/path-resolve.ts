@@ -46,12 +46,19 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
         parts.push(seg);
         continue;
       }
-      if (code === 'EACCES' || code === 'EPERM') return { absolute, real: `/${[...parts, seg, ...pending].join('/')}`, exists: false, problem: `permission denied at ${next}` };
+      if (code === 'EACCES' || code === 'EPERM')
+        return {
+          absolute,
+          real: `/${[...parts, seg, ...pending].join('/')}`,
+          exists: false,
+          problem: `permission denied at ${next}`,
+        };
       if (code === 'ENAMETOOLONG') return { absolute, real: null, exists: false, problem: 'the path is too long' };
       throw err;
     }
     if (stat.isSymbolicLink()) {
-      if (++links > MAX_LINKS) return { absolute, real: null, exists: false, problem: 'a symlink loop (too many levels of links)' };
+      if (++links > MAX_LINKS)
+        return { absolute, real: null, exists: false, problem: 'a symlink loop (too many levels of links)' };
       const target = await fs.readlink(next);
       if (target.startsWith('/')) parts.length = 0;
       pending.unshift(...target.split('/').filter(Boolean));
@@ -60,7 +67,16 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
     parts.push(seg);
   }
   const real = `/${parts.join('/')}`;
-  return { absolute, real, exists: exists && (await fs.lstat(real).then(() => true, () => false)) };
+  return {
+    absolute,
+    real,
+    exists:
+      exists &&
+      (await fs.lstat(real).then(
+        () => true,
+        () => false
+      )),
+  };
 }
 
 /** The project directory's real path, and whether its file system ignores case. */
@@ -106,7 +122,14 @@ export async function guardToolCall(call: GuardedCall, opts: GuardOptions): Prom
   return out;
 }
 
-export async function guardOne(raw: string, arg: string, op: PathOp, root: RootFacts, matcher: SensitiveMatcher, opts: GuardOptions): Promise<GuardedPath> {
+export async function guardOne(
+  raw: string,
+  arg: string,
+  op: PathOp,
+  root: RootFacts,
+  matcher: SensitiveMatcher,
+  opts: GuardOptions
+): Promise<GuardedPath> {
   const home = opts.homeDir ?? os.homedir();
   const readings = await Promise.all(
     [raw, ...decodedVariants(raw)].map(async (variant) => {

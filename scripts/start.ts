@@ -43,13 +43,20 @@ async function main() {
 
   const needed: Array<[number, string, string]> = [[config.api.port, config.api.host, 'Klea API (KLEA_API_PORT)']];
   if (startTemporal) {
-    needed.push([temporalAddr.port, '127.0.0.1', 'Temporal server (TEMPORAL_ADDRESS)'], [uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)'], [httpPort, '127.0.0.1', 'Temporal HTTP API']);
+    needed.push(
+      [temporalAddr.port, '127.0.0.1', 'Temporal server (TEMPORAL_ADDRESS)'],
+      [uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)'],
+      [httpPort, '127.0.0.1', 'Temporal HTTP API']
+    );
   }
   for (const [port, host, what] of needed) {
     const problem = await portProblem(port, host);
     if (problem) {
-      const why = problem === 'EADDRINUSE' ? 'is already in use (is Klea already running?)' : `cannot be used (${problem})`;
-      process.stderr.write(`klea: port ${port} on ${host} for the ${what} ${why}. Stop what uses it or choose another port.\n`);
+      const why =
+        problem === 'EADDRINUSE' ? 'is already in use (is Klea already running?)' : `cannot be used (${problem})`;
+      process.stderr.write(
+        `klea: port ${port} on ${host} for the ${what} ${why}. Stop what uses it or choose another port.\n`
+      );
       process.exit(1);
     }
   }
@@ -109,7 +116,11 @@ async function main() {
 
   const env = { ...process.env, KLEA_SUPERVISED: '1', FORCE_COLOR: '0' };
   for (const name of ['worker', 'api'] as const) {
-    const proc = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', name, 'index.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const proc = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', name, 'index.js')], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     proc.stdout?.on('data', lineWriter(name, process.stdout));
     proc.stderr?.on('data', lineWriter(name, process.stderr));
     proc.once('exit', (code, signal) => {
@@ -126,8 +137,12 @@ async function main() {
   say('');
   say(`Klea API        ${apiUrl}   (health: ${apiUrl}/healthz, OpenAPI: ${apiUrl}/openapi.json)`);
   say(`Temporal UI     ${config.temporal.ui_url}`);
-  say(`Temporal server ${config.temporal.address} (namespace ${config.temporal.namespace}, task queue ${config.temporal.task_queue})`);
-  say(ready ? 'ready. Ctrl-C stops everything.' : 'the API did not report healthy within a minute; see the logs above.');
+  say(
+    `Temporal server ${config.temporal.address} (namespace ${config.temporal.namespace}, task queue ${config.temporal.task_queue})`
+  );
+  say(
+    ready ? 'ready. Ctrl-C stops everything.' : 'the API did not report healthy within a minute; see the logs above.'
+  );
 }
 
 async function waitForHealth(apiUrl: string, timeoutMs: number): Promise<boolean> {

@@ -5,10 +5,19 @@ import path from 'node:path';
 export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
 
 /** `workflowsPath` may be the compiled dist/workflows or the TypeScript sources (tests). */
-export async function buildWorkflowBundle(workflowsPath = require.resolve('../workflows')): Promise<WorkflowBundleWithSourceMap> {
+export async function buildWorkflowBundle(
+  workflowsPath = require.resolve('../workflows')
+): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath,
     // Webpack output is noisy; warnings and errors still fail the build.
-    logger: { trace() {}, debug() {}, info() {}, warn: (m) => console.warn(m), error: (m) => console.error(m), log() {} },
+    logger: {
+      trace() {},
+      debug() {},
+      info() {},
+      warn: (m) => console.warn(m),
+      error: (m) => console.error(m),
+      log() {},
+    },
   });
 }

@@ -48,7 +48,8 @@ async function main() {
     namespace,
     taskQueue,
     workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH },
-    deps: { config, log: createLogger('activity') },
+    config,
+    log: createLogger('activity'),
   });
   log.info('worker polling', {
     address,

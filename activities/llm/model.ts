@@ -47,7 +47,11 @@ export interface ModelClient {
   readonly configured: boolean;
   readonly modelName: string;
   /** A node with structured output: forces the function named after the node and validates its arguments. */
-  structured<S extends z.ZodType>(prompt: NodePrompt, schema: S, description: string): Promise<StructuredResult<z.infer<S>>>;
+  structured<S extends z.ZodType>(
+    prompt: NodePrompt,
+    schema: S,
+    description: string
+  ): Promise<StructuredResult<z.infer<S>>>;
   /** A node with plain-text output. */
   text(prompt: NodePrompt): Promise<TextResult>;
   /** A node that answers with native tool calls over the given functions (the model must call at least one). */
@@ -82,7 +86,10 @@ export function classifyModelError(node: NodeName, err: unknown): unknown {
   const status = httpStatusOf(err);
   const message = err instanceof Error ? err.message : String(err);
   if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429) {
-    return ApplicationFailure.nonRetryable(`model request for ${node} was refused (HTTP ${status}): ${message}`, 'ModelRequestRefused');
+    return ApplicationFailure.nonRetryable(
+      `model request for ${node} was refused (HTTP ${status}): ${message}`,
+      'ModelRequestRefused'
+    );
   }
   return err;
 }
@@ -170,7 +177,10 @@ export function createModelClient(config: Config): ModelClient {
     async text(prompt) {
       const m = requireModel();
       const reply = (await invoke(prompt.node, () => m.invoke(toMessages(prompt)))) as AIMessage;
-      const text = typeof reply.content === 'string' ? reply.content : reply.content.map((p) => ('text' in p ? p.text : '')).join('');
+      const text =
+        typeof reply.content === 'string'
+          ? reply.content
+          : reply.content.map((p) => ('text' in p ? p.text : '')).join('');
       return { text, usage: usageOf(reply) };
     },
 

@@ -32,10 +32,17 @@ describe('API on a real Temporal server', () => {
   });
 
   it('GET /healthz says when no worker polls the task queue', async () => {
-    const lonely = createApp({ client: env.client, config: { ...env.config, temporal: { ...env.config.temporal, task_queue: 'nobody-polls-this' } } });
+    const lonely = createApp({
+      client: env.client,
+      config: { ...env.config, temporal: { ...env.config.temporal, task_queue: 'nobody-polls-this' } },
+    });
     const res = await request(lonely).get('/healthz');
     expect(res.status).toBe(503);
-    expect(res.body).toMatchObject({ status: 'degraded', temporal: { status: 'ok' }, worker: { status: 'none', pollers: 0 } });
+    expect(res.body).toMatchObject({
+      status: 'degraded',
+      temporal: { status: 'ok' },
+      worker: { status: 'none', pollers: 0 },
+    });
   });
 
   it('GET /healthz says when Temporal is unreachable, without hanging', async () => {
@@ -75,7 +82,10 @@ describe('API on a real Temporal server', () => {
   it('answers bad input with 400 naming the field and why', async () => {
     const empty = await request(app).post('/tasks').send({ prompt: '   ' });
     expect(empty.status).toBe(400);
-    expect(empty.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/^body\.prompt: /) });
+    expect(empty.body.error).toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringMatching(/^body\.prompt: /),
+    });
 
     const unknown = await request(app).post('/tasks').send({ prompt: 'x', colour: 'red' });
     expect(unknown.status).toBe(400);

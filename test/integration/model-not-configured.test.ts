@@ -13,7 +13,16 @@ describe('no model configured', () => {
     const handle = await env.client.workflow.start('taskWorkflow', {
       taskQueue: env.taskQueue,
       workflowId: `task-${sessionId}-1`,
-      args: [{ taskId: `task-${sessionId}-1`, sessionId, prompt: 'hi', projectDir: '/tmp', mode: 'general', toolAccess: 'full' }],
+      args: [
+        {
+          taskId: `task-${sessionId}-1`,
+          sessionId,
+          prompt: 'hi',
+          projectDir: '/tmp',
+          mode: 'general',
+          toolAccess: 'full',
+        },
+      ],
     });
     const result = (await handle.result()) as TaskResult;
     expect(result.status).toBe('failed');

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { buildWorkflowBundle } from '../../worker/bundle';
 
 const root = path.join(__dirname, '..', '..');
-const BAD = "import { readFileSync } from 'fs';\nexport async function probeWorkflow() { return readFileSync('/etc/hostname', 'utf8'); }\n";
+const BAD =
+  "import { readFileSync } from 'fs';\nexport async function probeWorkflow() { return readFileSync('/etc/hostname', 'utf8'); }\n";
 
 /** Lints text as if it were the given file, with the project's real ESLint config (the sandbox rule needs no types). */
 function lintAs(file: string, text: string): string[] {
@@ -39,13 +40,18 @@ describe('the workflow sandbox rule', () => {
   it('lint rejects a Node built-in imported under workflows/ and common/', () => {
     expect(lintAs('workflows/probe/workflow.ts', BAD)).toContain('@typescript-eslint/no-restricted-imports');
     expect(lintAs('common/probe.ts', BAD)).toContain('@typescript-eslint/no-restricted-imports');
-    expect(lintAs('workflows/probe/llm.ts', "import { ChatOpenAI } from '@langchain/openai';\nexport const m = ChatOpenAI;\n")).toContain(
-      '@typescript-eslint/no-restricted-imports'
-    );
+    expect(
+      lintAs(
+        'workflows/probe/llm.ts',
+        "import { ChatOpenAI } from '@langchain/openai';\nexport const m = ChatOpenAI;\n"
+      )
+    ).toContain('@typescript-eslint/no-restricted-imports');
   });
 
   it('lint allows type-only imports there, and Node built-ins in activities/', () => {
-    expect(lintAs('workflows/probe/types.ts', "import type { Stats } from 'node:fs';\nexport type S = Stats;\n")).toEqual([]);
+    expect(
+      lintAs('workflows/probe/types.ts', "import type { Stats } from 'node:fs';\nexport type S = Stats;\n")
+    ).toEqual([]);
     expect(lintAs('activities/probe.ts', BAD)).not.toContain('@typescript-eslint/no-restricted-imports');
   });
 

@@ -23,11 +23,23 @@ describe('taskWorkflow: the first durable path (route_request through the model)
 
   const input = (prompt: string, extra: Partial<TaskInput> = {}): TaskInput => {
     const sessionId = uniqueId('s');
-    return { taskId: `task-${sessionId}-1`, sessionId, prompt, projectDir: '/tmp', mode: 'general', toolAccess: 'full', ...extra };
+    return {
+      taskId: `task-${sessionId}-1`,
+      sessionId,
+      prompt,
+      projectDir: '/tmp',
+      mode: 'general',
+      toolAccess: 'full',
+      ...extra,
+    };
   };
 
   async function run(i: TaskInput): Promise<{ result: TaskResult; events: KleaEvent[] }> {
-    const handle = await env.client.workflow.start('taskWorkflow', { taskQueue: env.taskQueue, workflowId: i.taskId, args: [i] });
+    const handle = await env.client.workflow.start('taskWorkflow', {
+      taskQueue: env.taskQueue,
+      workflowId: i.taskId,
+      args: [i],
+    });
     const result = (await handle.result()) as TaskResult;
     const events = await handle.query<KleaEvent[], [{ after: number }]>('events', { after: 0 });
     return { result, events };

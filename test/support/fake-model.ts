@@ -83,7 +83,9 @@ export class FakeModel {
 
   /** Throws if a request was not scripted or a queued reply was never used. */
   assertDone(): void {
-    const leftovers = [...this.scripts.entries()].filter(([, s]) => s.replies.length > 0).map(([k, s]) => `${k} (${s.replies.length} unused)`);
+    const leftovers = [...this.scripts.entries()]
+      .filter(([, s]) => s.replies.length > 0)
+      .map(([k, s]) => `${k} (${s.replies.length} unused)`);
     const problems = [
       ...this.unscripted.map((u) => `unscripted request: ${u}`),
       ...leftovers.map((l) => `scripted replies never requested: ${l}`),
@@ -125,7 +127,9 @@ export class FakeModel {
     };
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       this.unscripted.push(`${req.method} ${req.url}`);
-      return send(404, { error: { message: `fake model: no route ${req.method} ${req.url}`, type: 'invalid_request_error' } });
+      return send(404, {
+        error: { message: `fake model: no route ${req.method} ${req.url}`, type: 'invalid_request_error' },
+      });
     }
     const body = JSON.parse(raw) as Record<string, unknown>;
     const messages = (body.messages ?? []) as RecordedRequest['messages'];
@@ -134,9 +138,11 @@ export class FakeModel {
     const node = /^# klea:([a-z_]+)/.exec(systemText)?.[1] ?? null;
     const toolChoice = body.tool_choice as { function?: { name?: string } } | string | undefined;
     const forcedFunction = typeof toolChoice === 'object' ? (toolChoice.function?.name ?? null) : null;
-    const toolDefs = ((body.tools ?? []) as Array<{ function: { name: string; description?: string; parameters?: Record<string, unknown> } }>).map(
-      (t) => t.function
-    );
+    const toolDefs = (
+      (body.tools ?? []) as Array<{
+        function: { name: string; description?: string; parameters?: Record<string, unknown> };
+      }>
+    ).map((t) => t.function);
     const recorded: RecordedRequest = {
       node,
       forcedFunction,
@@ -150,19 +156,25 @@ export class FakeModel {
     };
     this.requests.push(recorded);
 
-    const script = (forcedFunction && node && this.scripts.get(this.key(node, forcedFunction))) || (node ? this.scripts.get(node) : undefined);
+    const script =
+      (forcedFunction && node && this.scripts.get(this.key(node, forcedFunction))) ||
+      (node ? this.scripts.get(node) : undefined);
     let reply = script?.replies.shift() ?? script?.always;
     if (!reply) {
       const what = `node=${node ?? '(no # klea: line)'} function=${forcedFunction ?? '-'}`;
       this.unscripted.push(what);
       console.error(`fake model: UNSCRIPTED request ${what}`);
-      return send(400, { error: { message: `fake model: no scripted reply for ${what}`, type: 'invalid_request_error' } });
+      return send(400, {
+        error: { message: `fake model: no scripted reply for ${what}`, type: 'invalid_request_error' },
+      });
     }
     while (typeof reply === 'function') reply = reply(recorded);
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
 
     if ('status' in reply) {
-      return send(reply.status, { error: { message: reply.message ?? `fake model: injected HTTP ${reply.status}`, type: 'server_error' } });
+      return send(reply.status, {
+        error: { message: reply.message ?? `fake model: injected HTTP ${reply.status}`, type: 'server_error' },
+      });
     }
     let toolCalls: FakeToolCall[] = [];
     let content: string | null = null;
@@ -197,7 +209,11 @@ export class FakeModel {
           finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
         },
       ],
-      usage: { prompt_tokens: Math.ceil(raw.length / 4), completion_tokens: 10, total_tokens: Math.ceil(raw.length / 4) + 10 },
+      usage: {
+        prompt_tokens: Math.ceil(raw.length / 4),
+        completion_tokens: 10,
+        total_tokens: Math.ceil(raw.length / 4) + 10,
+      },
     });
   }
 }

@@ -3,7 +3,8 @@
  * installed CLI, and the workflow bundle built once from the TypeScript sources. Test files reach both through
  * environment variables; each test file runs its own worker on a unique task queue.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
@@ -14,7 +15,26 @@ declare global {
   var __KLEA_DEV_SERVER__: DevServer | undefined;
 }
 
+/** The stdio MCP servers run from dist/: rebuild it when a source file is newer (or it is missing). */
+function ensureBuilt(): void {
+  const built = path.join(REPO_ROOT, 'dist', 'tools', 'workspace', 'server.js');
+  const builtAt = existsSync(built) ? statSync(built).mtimeMs : 0;
+  const newest = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce((max, d) => {
+      const p = path.join(dir, d.name);
+      return Math.max(max, d.isDirectory() ? newest(p) : d.name.endsWith('.ts') ? statSync(p).mtimeMs : 0);
+    }, 0);
+  if (['common', 'runtime', 'tools', 'activities'].some((d) => newest(path.join(REPO_ROOT, d)) > builtAt)) {
+    execFileSync(
+      process.execPath,
+      [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(REPO_ROOT, 'tsconfig.build.json')],
+      { stdio: 'inherit' }
+    );
+  }
+}
+
 export default async function globalSetup(): Promise<void> {
+  ensureBuilt();
   const dir = path.join(REPO_ROOT, '.klea', 'test');
   mkdirSync(dir, { recursive: true });
   const [server, bundle] = await Promise.all([

@@ -10,14 +10,18 @@ import { silentLogger } from '../../runtime/log';
 import { createKleaWorker } from '../../worker/worker';
 import type { FakeModel } from './fake-model';
 
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];
+};
 
 let runtimeInstalled = false;
 function quietRuntime() {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m, meta) => console.error(m, meta) } });
+    Runtime.install({
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m, meta) => console.error(m, meta) },
+    });
   } catch {
     /* already installed by another helper in this process */
   }
@@ -25,7 +29,10 @@ function quietRuntime() {
 
 export function temporalAddress(): string {
   const address = process.env.KLEA_TEST_TEMPORAL_ADDRESS;
-  if (!address) throw new Error('KLEA_TEST_TEMPORAL_ADDRESS is not set: run integration tests through jest (global set-up starts the dev server)');
+  if (!address)
+    throw new Error(
+      'KLEA_TEST_TEMPORAL_ADDRESS is not set: run integration tests through jest (global set-up starts the dev server)'
+    );
   return address;
 }
 
@@ -34,15 +41,22 @@ function merge<T>(base: T, over: DeepPartial<T> | undefined): T {
   const out = { ...base } as Record<string, unknown>;
   for (const [k, v] of Object.entries(over)) {
     const cur = out[k];
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && cur && typeof cur === 'object' ? merge(cur, v as never) : v;
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && cur && typeof cur === 'object' ? merge(cur, v as never) : v;
   }
   return out as T;
 }
 
-export function testConfig(opts: { fakeModel?: FakeModel; taskQueue: string; overrides?: DeepPartial<Config> }): Config {
+export function testConfig(opts: {
+  fakeModel?: FakeModel;
+  taskQueue: string;
+  overrides?: DeepPartial<Config>;
+}): Config {
   const base = resolveConfig(
     {
-      model: opts.fakeModel ? { name: 'fake-model', base_url: opts.fakeModel.url, api_key: 'test-key', timeout_ms: 10_000 } : {},
+      model: opts.fakeModel
+        ? { name: 'fake-model', base_url: opts.fakeModel.url, api_key: 'test-key', timeout_ms: 10_000 }
+        : {},
       temporal: { address: temporalAddress(), task_queue: opts.taskQueue },
     },
     {}
@@ -62,7 +76,9 @@ export interface TestEnv {
   restartWorker(): Promise<void>;
 }
 
-export async function startTestEnv(opts: { fakeModel?: FakeModel; overrides?: DeepPartial<Config>; name?: string } = {}): Promise<TestEnv> {
+export async function startTestEnv(
+  opts: { fakeModel?: FakeModel; overrides?: DeepPartial<Config>; name?: string } = {}
+): Promise<TestEnv> {
   quietRuntime();
   const taskQueue = `test-${opts.name ?? 'klea'}-${randomUUID().slice(0, 8)}`;
   const config = testConfig({ fakeModel: opts.fakeModel, taskQueue, overrides: opts.overrides });
@@ -79,7 +95,8 @@ export async function startTestEnv(opts: { fakeModel?: FakeModel; overrides?: De
       namespace: config.temporal.namespace,
       taskQueue,
       workflowBundle: { codePath: bundlePath },
-      deps: { config, log: silentLogger },
+      config,
+      log: silentLogger,
     });
 
   let worker = await makeWorker();
@@ -90,10 +107,10 @@ export async function startTestEnv(opts: { fakeModel?: FakeModel; overrides?: De
     taskQueue,
     config,
     get worker() {
-      return worker;
+      return worker.worker;
     },
     async stopWorker() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
       await running;
     },
     async restartWorker() {

@@ -20,7 +20,9 @@ describe('configuration', () => {
   });
 
   it('names an unknown key in one line', () => {
-    expect(() => resolveConfig({ general: { memroy: {} } }, {})).toThrow(new ConfigError('klea.yaml: general: unknown key "memroy"'));
+    expect(() => resolveConfig({ general: { memroy: {} } }, {})).toThrow(
+      new ConfigError('klea.yaml: general: unknown key "memroy"')
+    );
   });
 
   it('names a key with the wrong type and what was expected', () => {
@@ -35,13 +37,20 @@ describe('configuration', () => {
   });
 
   it('names a bad enum value with the allowed ones', () => {
-    expect(() => resolveConfig({ general: { tool_access: 'some' } }, {})).toThrow(/general\.tool_access: .*"full"\|"read_only"|general\.tool_access: .*full.*read_only/);
+    expect(() => resolveConfig({ general: { tool_access: 'some' } }, {})).toThrow(
+      /general\.tool_access: .*"full"\|"read_only"|general\.tool_access: .*full.*read_only/
+    );
   });
 
   it('lets the environment override the file', () => {
     const c = resolveConfig(
       { model: { name: 'from-file' }, api: { port: 9000 } },
-      { KLEA_MODEL: 'from-env', KLEA_API_PORT: '9191', TEMPORAL_ADDRESS: 'temporal:7233', OPENAI_BASE_URL: 'http://127.0.0.1:1234/v1' }
+      {
+        KLEA_MODEL: 'from-env',
+        KLEA_API_PORT: '9191',
+        TEMPORAL_ADDRESS: 'temporal:7233',
+        OPENAI_BASE_URL: 'http://127.0.0.1:1234/v1',
+      }
     );
     expect(c.model.name).toBe('from-env');
     expect(c.api.port).toBe(9191);
@@ -50,12 +59,17 @@ describe('configuration', () => {
   });
 
   it('names the environment variable when its value is bad', () => {
-    expect(() => resolveConfig({}, { KLEA_API_PORT: 'eighty' })).toThrow('environment: KLEA_API_PORT: expected a port number (0-65535), got "eighty"');
+    expect(() => resolveConfig({}, { KLEA_API_PORT: 'eighty' })).toThrow(
+      'environment: KLEA_API_PORT: expected a port number (0-65535), got "eighty"'
+    );
     expect(() => resolveConfig({}, { OPENAI_BASE_URL: 'not a url' })).toThrow(/^environment: OPENAI_BASE_URL: /);
   });
 
   it('validates mcp.servers in the common mcpServers shape', () => {
-    const c = resolveConfig({ mcp: { servers: { fs: { command: 'npx', args: ['-y', 'x'] }, web: { url: 'https://example.com/mcp' } } } }, {});
+    const c = resolveConfig(
+      { mcp: { servers: { fs: { command: 'npx', args: ['-y', 'x'] }, web: { url: 'https://example.com/mcp' } } } },
+      {}
+    );
     expect(c.mcp.servers.fs).toMatchObject({ command: 'npx', args: ['-y', 'x'], env: {} });
     expect(() => resolveConfig({ mcp: { servers: { fs: { args: [] } } } }, {})).toThrow(/mcp\.servers\.fs/);
   });

@@ -12,7 +12,13 @@ describe('GET /openapi.json', () => {
     expect(res.status).toBe(200);
     const doc = res.body;
     expect(doc.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.paths).sort()).toEqual(['/healthz', '/openapi.json', '/tasks', '/tasks/{id}', '/tasks/{id}/events']);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/healthz',
+      '/openapi.json',
+      '/tasks',
+      '/tasks/{id}',
+      '/tasks/{id}/events',
+    ]);
     const create = doc.paths['/tasks'].post;
     expect(create.requestBody.content['application/json'].schema).toMatchObject({
       type: 'object',
@@ -21,7 +27,9 @@ describe('GET /openapi.json', () => {
       properties: { mode: { enum: ['general', 'scientific'] } },
     });
     expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '413']);
-    expect(doc.paths['/tasks/{id}'].get.parameters).toEqual([expect.objectContaining({ name: 'id', in: 'path', required: true })]);
+    expect(doc.paths['/tasks/{id}'].get.parameters).toEqual([
+      expect.objectContaining({ name: 'id', in: 'path', required: true }),
+    ]);
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     expect(doc.components.schemas.Error.required).toEqual(['error']);
   });

@@ -116,7 +116,11 @@ describe('path guard: attacks', () => {
     ['node_modules package that is a symlink outside', () => 'node_modules/pkg/index.js', 'outside'],
     ['real node_modules package is inside', () => 'node_modules/real-pkg/index.js', 'inside'],
     ['doubled slashes inside', () => 'src//app.ts', 'inside'],
-    ['case variant of the root on a case-sensitive file system', () => root.replace(/proj$/, 'PROJ') + '/README.md', 'outside'],
+    [
+      'case variant of the root on a case-sensitive file system',
+      () => root.replace(/proj$/, 'PROJ') + '/README.md',
+      'outside',
+    ],
     ['empty path', () => '', 'outside'],
   ];
 
@@ -144,7 +148,10 @@ describe('path guard: which arguments are paths', () => {
   });
 
   it('paths named in a shell command are checked', async () => {
-    const r = await classify({ command: 'cat ~/.ssh/id_rsa ../outside/secret.txt src/app.ts && cat .env' }, { tool: 'run_command', readOnly: false });
+    const r = await classify(
+      { command: 'cat ~/.ssh/id_rsa ../outside/secret.txt src/app.ts && cat .env' },
+      { tool: 'run_command', readOnly: false }
+    );
     expect(r.map((x) => [x.requested, x.class])).toEqual([
       ['~/.ssh/id_rsa', 'outside'],
       ['../outside/secret.txt', 'outside'],
@@ -153,7 +160,10 @@ describe('path guard: which arguments are paths', () => {
   });
 
   it('source and destination of a move are both writes', async () => {
-    const r = await classify({ source: 'src/app.ts', destination: '/tmp/stolen.ts' }, { tool: 'move_file', readOnly: false });
+    const r = await classify(
+      { source: 'src/app.ts', destination: '/tmp/stolen.ts' },
+      { tool: 'move_file', readOnly: false }
+    );
     expect(r.map((x) => [x.arg, x.op, x.class])).toEqual([
       ['source', 'write', 'inside'],
       ['destination', 'write', 'outside'],
@@ -165,14 +175,24 @@ describe('path guard: which arguments are paths', () => {
       server: 'other',
       tool: 'open',
       args: { input: '/etc/shadow', location_hint: 'x', query: 'needle' },
-      inputSchema: { properties: { input: { description: 'Path to the file to open' }, query: { description: 'text to find in the file' } } },
+      inputSchema: {
+        properties: {
+          input: { description: 'Path to the file to open' },
+          query: { description: 'text to find in the file' },
+        },
+      },
       readOnly: true,
     });
     expect(found.map((c) => c.arg)).toEqual(['input']);
   });
 
   it('finds file: URIs under any argument name', () => {
-    const found = extractPathCandidates({ server: 'x', tool: 'y', args: { resource: 'file:///etc/passwd', note: 'hello' }, readOnly: true });
+    const found = extractPathCandidates({
+      server: 'x',
+      tool: 'y',
+      args: { resource: 'file:///etc/passwd', note: 'hello' },
+      readOnly: true,
+    });
     expect(found).toEqual([{ arg: 'resource', raw: 'file:///etc/passwd', op: 'read' }]);
   });
 
@@ -218,6 +238,9 @@ describe('path guard helpers', () => {
 describe('shell commands', () => {
   it('device files and system programs are not asked about; other system paths are', () => {
     expect(commandPathTokens('/usr/bin/env node build.js 2>/dev/null > /dev/stdout')).toEqual([]);
-    expect(commandPathTokens('cat /etc/shadow /usr/bin/../../etc/passwd')).toEqual(['/etc/shadow', '/usr/bin/../../etc/passwd']);
+    expect(commandPathTokens('cat /etc/shadow /usr/bin/../../etc/passwd')).toEqual([
+      '/etc/shadow',
+      '/usr/bin/../../etc/passwd',
+    ]);
   });
 });

@@ -41,7 +41,15 @@ export const DEFAULT_LIMITS = {
 
 const SKIP_DIRS = new Set(['.git', 'node_modules']);
 
-export const WORKSPACE_TOOLS = ['read_file', 'list_dir', 'find_files', 'grep', 'write_file', 'edit_file', 'run_command'] as const;
+export const WORKSPACE_TOOLS = [
+  'read_file',
+  'list_dir',
+  'find_files',
+  'grep',
+  'write_file',
+  'edit_file',
+  'run_command',
+] as const;
 
 class ToolError extends Error {}
 
@@ -70,18 +78,32 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   /** Resolves and checks one path argument; throws a ToolError the model can act on when it is refused. */
   async function allow(raw: string, op: PathOp, meta: unknown): Promise<GuardedPath> {
     const root = await rootFacts;
-    const g = await guardOne(raw, 'path', op, root, matcher, { projectDir: root.real, sensitivePatterns, homeDir: opts.homeDir });
+    const g = await guardOne(raw, 'path', op, root, matcher, {
+      projectDir: root.real,
+      sensitivePatterns,
+      homeDir: opts.homeDir,
+    });
     if (g.class !== 'inside' && !grantCovers(verifiedGrants(opts.grantKey, meta), g.real, op)) {
-      throw new ToolError(`refused: ${raw} is ${g.reason}; this server only touches files inside ${root.real} (and no sensitive files) unless the user grants access`);
+      throw new ToolError(
+        `refused: ${raw} is ${g.reason}; this server only touches files inside ${root.real} (and no sensitive files) unless the user grants access`
+      );
     }
     return g;
   }
 
   /** Checks every path a call names (for run_command, its cwd and the paths in the command). */
-  async function allowCall(tool: string, args: Record<string, unknown>, meta: unknown, readOnly: boolean): Promise<void> {
+  async function allowCall(
+    tool: string,
+    args: Record<string, unknown>,
+    meta: unknown,
+    readOnly: boolean
+  ): Promise<void> {
     const root = await rootFacts;
     const grants = verifiedGrants(opts.grantKey, meta);
-    for (const g of await guardToolCall({ server: 'workspace', tool, args, readOnly }, { projectDir: root.real, sensitivePatterns, homeDir: opts.homeDir })) {
+    for (const g of await guardToolCall(
+      { server: 'workspace', tool, args, readOnly },
+      { projectDir: root.real, sensitivePatterns, homeDir: opts.homeDir }
+    )) {
       if (g.class !== 'inside' && !grantCovers(grants, g.real, g.op)) {
         throw new ToolError(`refused: ${g.requested} (${g.arg}) is ${g.reason}; not allowed without the user's grant`);
       }
@@ -110,7 +132,11 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
           EEXIST: 'already exists',
           ENOTEMPTY: 'directory not empty',
         };
-        return text(`error: ${(e.code && known[e.code]) ?? e.message}${e.path ? `: ${await rel(e.path)}` : ''}`, undefined, true);
+        return text(
+          `error: ${(e.code && known[e.code]) ?? e.message}${e.path ? `: ${await rel(e.path)}` : ''}`,
+          undefined,
+          true
+        );
       }
     };
   }
@@ -171,7 +197,8 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       const start = a.start_line ?? 1;
       const end = Math.min(a.end_line ?? lines.length, lines.length);
       if (a.end_line !== undefined && a.end_line < start) throw new ToolError('end_line must not be before start_line');
-      if (start > Math.max(lines.length, 1)) throw new ToolError(`start_line ${start} is past the end (${lines.length} lines)`);
+      if (start > Math.max(lines.length, 1))
+        throw new ToolError(`start_line ${start} is past the end (${lines.length} lines)`);
       const out: string[] = [];
       let bytes = 0;
       let last = start - 1;
@@ -183,8 +210,15 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         last = i;
       }
       let body = out.join('\n');
-      if (last < end) body += `\n[truncated: showing lines ${start}-${last} of ${lines.length} (size cap ${limits.readBytes} bytes); read on with start_line=${last + 1}]`;
-      return text(body, { path: await rel(g.real), start_line: start, end_line: last, total_lines: lines.length, truncated: last < end });
+      if (last < end)
+        body += `\n[truncated: showing lines ${start}-${last} of ${lines.length} (size cap ${limits.readBytes} bytes); read on with start_line=${last + 1}]`;
+      return text(body, {
+        path: await rel(g.real),
+        start_line: start,
+        end_line: last,
+        total_lines: lines.length,
+        truncated: last < end,
+      });
     })
   );
 
@@ -192,7 +226,8 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     'list_dir',
     {
       title: 'List a directory',
-      description: 'List the entries of a directory in the project: directories end with "/", symlinks show their target. depth > 1 lists subdirectories too (not .git or node_modules).',
+      description:
+        'List the entries of a directory in the project: directories end with "/", symlinks show their target. depth > 1 lists subdirectories too (not .git or node_modules).',
       inputSchema: {
         path: z.string().default('.').describe('directory path, relative to the project directory'),
         depth: z.number().int().min(1).max(5).default(1).describe('how many levels to list'),
@@ -268,45 +303,47 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       },
       annotations: { title: 'Search file contents', readOnlyHint: true, openWorldHint: false },
     },
-    handle(async (a: { pattern: string; path: string; glob?: string; ignore_case: boolean; max_results: number }, meta) => {
-      let re: RegExp;
-      try {
-        re = new RegExp(a.pattern, a.ignore_case ? 'i' : '');
-      } catch (err) {
-        throw new ToolError(`invalid regular expression: ${(err as Error).message}`);
-      }
-      const g = await allow(a.path, 'read', meta);
-      const only = a.glob ? globToRegExp(a.glob) : null;
-      const stat = await fs.stat(g.real);
-      const files: string[] = [];
-      if (stat.isDirectory()) {
-        for await (const { real, dirent } of walk(g.real, 64)) if (dirent.isFile()) files.push(real);
-      } else files.push(g.real);
-      const root = (await rootFacts).real;
-      const hits: string[] = [];
-      let more = false;
-      outer: for (const file of files) {
-        const r = path.relative(root, file).split(path.sep).join('/');
-        if (only && !only.test(r)) continue;
-        // Sensitive files inside the project are skipped by a directory search, never read silently.
-        if (matcher.match(r)) continue;
-        const st = await fs.stat(file).catch(() => null);
-        if (!st || st.size > limits.grepFileBytes) continue;
-        const buf = await fs.readFile(file).catch(() => null);
-        if (!buf || buf.subarray(0, 8192).includes(0)) continue;
-        const lines = buf.toString('utf8').split('\n');
-        for (let i = 0; i < lines.length; i++) {
-          if (!re.test(lines[i])) continue;
-          if (hits.length >= a.max_results) {
-            more = true;
-            break outer;
-          }
-          hits.push(`${r}:${i + 1}: ${lines[i].length > 300 ? `${lines[i].slice(0, 300)}…` : lines[i]}`);
+    handle(
+      async (a: { pattern: string; path: string; glob?: string; ignore_case: boolean; max_results: number }, meta) => {
+        let re: RegExp;
+        try {
+          re = new RegExp(a.pattern, a.ignore_case ? 'i' : '');
+        } catch (err) {
+          throw new ToolError(`invalid regular expression: ${(err as Error).message}`);
         }
+        const g = await allow(a.path, 'read', meta);
+        const only = a.glob ? globToRegExp(a.glob) : null;
+        const stat = await fs.stat(g.real);
+        const files: string[] = [];
+        if (stat.isDirectory()) {
+          for await (const { real, dirent } of walk(g.real, 64)) if (dirent.isFile()) files.push(real);
+        } else files.push(g.real);
+        const root = (await rootFacts).real;
+        const hits: string[] = [];
+        let more = false;
+        outer: for (const file of files) {
+          const r = path.relative(root, file).split(path.sep).join('/');
+          if (only && !only.test(r)) continue;
+          // Sensitive files inside the project are skipped by a directory search, never read silently.
+          if (matcher.match(r)) continue;
+          const st = await fs.stat(file).catch(() => null);
+          if (!st || st.size > limits.grepFileBytes) continue;
+          const buf = await fs.readFile(file).catch(() => null);
+          if (!buf || buf.subarray(0, 8192).includes(0)) continue;
+          const lines = buf.toString('utf8').split('\n');
+          for (let i = 0; i < lines.length; i++) {
+            if (!re.test(lines[i])) continue;
+            if (hits.length >= a.max_results) {
+              more = true;
+              break outer;
+            }
+            hits.push(`${r}:${i + 1}: ${lines[i].length > 300 ? `${lines[i].slice(0, 300)}…` : lines[i]}`);
+          }
+        }
+        if (more) hits.push(`[more than ${a.max_results} matches; narrow the search]`);
+        return text(hits.length ? hits.join('\n') : `no matches for /${a.pattern}/`);
       }
-      if (more) hits.push(`[more than ${a.max_results} matches; narrow the search]`);
-      return text(hits.length ? hits.join('\n') : `no matches for /${a.pattern}/`);
-    })
+    )
   );
 
   server.registerTool(
@@ -320,11 +357,19 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         path: z.string().describe('file path, relative to the project directory'),
         content: z.string().describe('the complete new content of the file'),
       },
-      annotations: { title: 'Write a file', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      annotations: {
+        title: 'Write a file',
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
     },
     handle(async (a: { path: string; content: string }, meta) => {
       const g = await allow(a.path, 'write', meta);
-      const before = await fs.readFile(g.real).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
+      const before = await fs
+        .readFile(g.real)
+        .catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
       const stat = before ? await fs.stat(g.real) : null;
       if (stat?.isDirectory()) throw new ToolError(`${a.path} is a directory`);
       const hashBefore = before ? sha256(before) : null;
@@ -336,14 +381,19 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       }
       const r = await rel(g.real);
       const bytes = Buffer.byteLength(a.content);
-      return text(changed ? `wrote ${r} (${bytes} bytes${before ? '' : ', new file'})` : `${r} already has this content (${bytes} bytes); nothing changed`, {
-        path: r,
-        bytes,
-        created: before === null,
-        changed,
-        sha256_before: hashBefore,
-        sha256_after: hashAfter,
-      });
+      return text(
+        changed
+          ? `wrote ${r} (${bytes} bytes${before ? '' : ', new file'})`
+          : `${r} already has this content (${bytes} bytes); nothing changed`,
+        {
+          path: r,
+          bytes,
+          created: before === null,
+          changed,
+          sha256_before: hashBefore,
+          sha256_after: hashAfter,
+        }
+      );
     })
   );
 
@@ -360,20 +410,32 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         new_string: z.string().describe('replacement text'),
         replace_all: z.boolean().default(false).describe('replace every occurrence'),
       },
-      annotations: { title: 'Edit a file', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        title: 'Edit a file',
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
     },
     handle(async (a: { path: string; old_string: string; new_string: string; replace_all: boolean }, meta) => {
-      if (a.old_string === a.new_string) throw new ToolError('old_string and new_string are the same: nothing to change');
+      if (a.old_string === a.new_string)
+        throw new ToolError('old_string and new_string are the same: nothing to change');
       const g = await allow(a.path, 'write', meta);
       const { buf, stat } = await readText(g.real);
       const current = buf.toString('utf8');
       const count = current.split(a.old_string).length - 1;
       const r = await rel(g.real);
-      if (count === 0) throw new ToolError(`old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`);
+      if (count === 0)
+        throw new ToolError(`old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`);
       if (count > 1 && !a.replace_all) {
-        throw new ToolError(`old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`);
+        throw new ToolError(
+          `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`
+        );
       }
-      const next = a.replace_all ? current.split(a.old_string).join(a.new_string) : current.replace(a.old_string, () => a.new_string);
+      const next = a.replace_all
+        ? current.split(a.old_string).join(a.new_string)
+        : current.replace(a.old_string, () => a.new_string);
       await atomicWrite(g.real, next, stat.mode);
       return text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
         path: r,
@@ -396,7 +458,13 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         cwd: z.string().default('.').describe('working directory, relative to the project directory'),
         timeout_ms: z.number().int().min(100).max(limits.commandMaxTimeoutMs).default(limits.commandTimeoutMs),
       },
-      annotations: { title: 'Run a shell command', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+      annotations: {
+        title: 'Run a shell command',
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
     },
     handle(async (a: { command: string; cwd: string; timeout_ms: number }, meta) => {
       await allowCall('run_command', a, meta, false);
@@ -404,7 +472,9 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       const st = await fs.stat(g.real);
       if (!st.isDirectory()) throw new ToolError(`cwd ${a.cwd} is not a directory`);
       const result = await runCommand(a.command, g.real, a.timeout_ms, limits.commandOutputBytes);
-      const parts = [`exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`];
+      const parts = [
+        `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
+      ];
       if (result.stdout) parts.push(`--- stdout ---\n${result.stdout}`);
       if (result.stderr) parts.push(`--- stderr ---\n${result.stderr}`);
       return text(parts.join('\n'), result as unknown as Record<string, unknown>, result.exit_code !== 0);
@@ -427,7 +497,12 @@ function runCommand(command: string, cwd: string, timeoutMs: number, cap: number
   const started = Date.now();
   return new Promise((resolve) => {
     // Its own process group, so a timeout kills everything the command started.
-    const child = spawn('/bin/sh', ['-c', command], { cwd, env: scrubEnv(process.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('/bin/sh', ['-c', command], {
+      cwd,
+      env: scrubEnv(process.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const collect = () => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -441,7 +516,8 @@ function runCommand(command: string, cwd: string, timeoutMs: number, cap: number
             dropped += b.length - take.length;
           } else dropped += b.length;
         },
-        text: () => Buffer.concat(chunks).toString('utf8') + (dropped ? `\n[truncated: ${dropped} more bytes not shown]` : ''),
+        text: () =>
+          Buffer.concat(chunks).toString('utf8') + (dropped ? `\n[truncated: ${dropped} more bytes not shown]` : ''),
       };
     };
     const out = collect();

@@ -1,5 +1,6 @@
 /** The environment commands run with: the server's own, minus anything that looks like a secret. */
-const SECRET_NAME = /(_KEY|_KEYS|_TOKEN|_TOKENS|_SECRET|_SECRETS|_PASSWORD|_PASSWD|_PASS|_PWD|_CREDENTIALS?|_PAT|_AUTH|_COOKIE|_SESSION)$/i;
+const SECRET_NAME =
+  /(_KEY|_KEYS|_TOKEN|_TOKENS|_SECRET|_SECRETS|_PASSWORD|_PASSWD|_PASS|_PWD|_CREDENTIALS?|_PAT|_AUTH|_COOKIE|_SESSION)$/i;
 const SECRET_PREFIX = /^(AWS_|AZURE_|GOOGLE_APPLICATION_CREDENTIALS|GCLOUD_|KLEA_API_|NPM_CONFIG__AUTH|NODE_AUTH)/i;
 const CREDENTIAL_URL = /:\/\/[^/\s:@]+:[^@\s]+@/;
 

@@ -25,7 +25,8 @@ export interface SignedGrant extends Grant {
   sig: string;
 }
 
-const mac = (key: string, g: Grant, exp: number) => createHmac('sha256', key).update(`${g.op}\n${g.path}\n${exp}`).digest('hex');
+const mac = (key: string, g: Grant, exp: number) =>
+  createHmac('sha256', key).update(`${g.op}\n${g.path}\n${exp}`).digest('hex');
 
 export function signGrants(key: string, grants: readonly Grant[], now = Date.now()): SignedGrant[] {
   const exp = now + GRANT_TTL_MS;
@@ -52,5 +53,7 @@ export function verifiedGrants(key: string | undefined, meta: unknown, now = Dat
 
 /** A write grant covers reads of the same path; execute covers reads too (a command's cwd is read). */
 export function grantCovers(grants: readonly Grant[], path: string, op: PathOp): boolean {
-  return grants.some((g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute'))));
+  return grants.some(
+    (g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute')))
+  );
 }

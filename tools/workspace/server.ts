@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
- * Options: --root DIR (required), --sensitive "glob,glob" (replaces the default sensitive patterns).
+ * Options: --root DIR (required), --sensitive "glob,glob" (replaces the default sensitive patterns),
+ * --max-read-bytes N (read_file's size cap).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, statSync } from 'node:fs';
@@ -10,7 +11,9 @@ import { createWorkspaceServer } from './create-server';
 import { GRANT_KEY_ENV } from './grants';
 
 function usage(message: string): never {
-  process.stderr.write(`klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"]\n`);
+  process.stderr.write(
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"] [--max-read-bytes N]\n`
+  );
   process.exit(2);
 }
 
@@ -18,12 +21,16 @@ async function main() {
   const argv = process.argv.slice(2);
   let root: string | undefined;
   let sensitive: string[] | undefined;
+  let readBytes: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--root') root = argv[++i];
     else if (a.startsWith('--root=')) root = a.slice(7);
     else if (a === '--sensitive') sensitive = (argv[++i] ?? '').split(',').filter(Boolean);
-    else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
+    else if (a === '--max-read-bytes') {
+      readBytes = Number(argv[++i]);
+      if (!Number.isInteger(readBytes) || readBytes < 1) usage('--max-read-bytes takes a positive whole number');
+    } else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
   }
   if (!root) usage('--root is required');
@@ -33,7 +40,12 @@ async function main() {
   const grantKey = process.env[GRANT_KEY_ENV] || undefined;
   delete process.env[GRANT_KEY_ENV];
 
-  const server = createWorkspaceServer({ root: dir, grantKey, sensitivePatterns: sensitive });
+  const server = createWorkspaceServer({
+    root: dir,
+    grantKey,
+    sensitivePatterns: sensitive,
+    limits: readBytes ? { readBytes } : undefined,
+  });
   await server.connect(new StdioServerTransport());
   const exit = () => {
     void server.close().finally(() => process.exit(0));

@@ -30,7 +30,10 @@ const model = proxyActivities<Activities>({
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const parsed = TaskInputSchema.safeParse(rawInput);
   if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable(`invalid task input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'InvalidInput');
+    throw ApplicationFailure.nonRetryable(
+      `invalid task input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      'InvalidInput'
+    );
   }
   const input = parsed.data;
   const log = new EventLog();

@@ -1,0 +1,195 @@
+/** Tool activities: list what a session may use, classify a call's paths, and dispatch a call. */
+import { randomBytes } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Config, ToolAccess } from '../../common/config';
+import {
+  accessRefusal,
+  describeTool,
+  offeredTools,
+  type ToolCallResult,
+  type ToolDescriptor,
+} from '../../common/tools';
+import type { Logger } from '../../runtime/log';
+import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
+import { GRANTS_META_KEY, signGrants, type Grant } from '../../tools/workspace/grants';
+import { type McpPool } from './pool';
+import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
+
+export const RESULT_TEXT_CAP = 64 * 1024;
+
+export interface ListToolsInput {
+  projectDir: string;
+  toolAccess: ToolAccess;
+}
+
+export interface ListToolsResult {
+  tools: ToolDescriptor[];
+  /** Servers that could not be reached, with the reason; the others keep working. */
+  unavailable: Array<{ server: string; error: string }>;
+}
+
+export interface CallToolInput {
+  projectDir: string;
+  toolAccess: ToolAccess;
+  server: string;
+  tool: string;
+  args: Record<string, unknown>;
+  /** Paths the user allowed for this call (canonical real path + operation). */
+  grants?: Grant[];
+  timeoutMs?: number;
+}
+
+export interface CheckPathsInput {
+  projectDir: string;
+  server: string;
+  tool: string;
+  args: Record<string, unknown>;
+}
+
+export interface ToolDeps {
+  config: Config;
+  log: Logger;
+  pool: McpPool;
+}
+
+function flattenContent(result: CallToolResult): string {
+  const parts: string[] = [];
+  for (const c of result.content ?? []) {
+    if (c.type === 'text') parts.push(c.text);
+    else if (c.type === 'resource' && 'text' in c.resource) parts.push(String(c.resource.text));
+    else if (c.type === 'resource_link') parts.push(`[resource ${c.uri}]`);
+    else parts.push(`[${c.type} content]`);
+  }
+  if (!parts.length && result.structuredContent) parts.push(JSON.stringify(result.structuredContent));
+  return parts.join('\n');
+}
+
+export function cutText(text: string, cap = RESULT_TEXT_CAP): { text: string; truncated: boolean; bytes: number } {
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= cap) return { text, truncated: false, bytes };
+  const head = Buffer.from(text)
+    .subarray(0, cap)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  return { text: `${head}\n[truncated: ${bytes - cap} of ${bytes} bytes not shown]`, truncated: true, bytes };
+}
+
+export function createToolActivities(deps: ToolDeps) {
+  const { pool } = deps;
+  // Per worker process: the workspace servers this worker starts accept grants signed with it, and no others.
+  const grantKey = randomBytes(32).toString('hex');
+
+  function specsFor(projectDir: string): ServerSpec[] {
+    const specs: ServerSpec[] = [];
+    if (deps.config.mcp.workspace.enabled) specs.push(workspaceSpec(deps.config, projectDir, grantKey));
+    for (const [name, server] of Object.entries(deps.config.mcp.servers)) {
+      if (server.disabled || name === WORKSPACE_SERVER) continue;
+      specs.push(configuredSpec(name, server, deps.config));
+    }
+    return specs;
+  }
+
+  function specFor(projectDir: string, server: string): ServerSpec | undefined {
+    if (server === WORKSPACE_SERVER && deps.config.mcp.workspace.enabled)
+      return workspaceSpec(deps.config, projectDir, grantKey);
+    const cfg = deps.config.mcp.servers[server];
+    return cfg && !cfg.disabled ? configuredSpec(server, cfg, deps.config) : undefined;
+  }
+
+  async function descriptorsOf(spec: ServerSpec): Promise<ToolDescriptor[]> {
+    return (await pool.listTools(spec)).map((t) => describeTool(spec.name, t));
+  }
+
+  async function findTool(
+    projectDir: string,
+    server: string,
+    tool: string
+  ): Promise<{ spec?: ServerSpec; tool?: ToolDescriptor }> {
+    let spec: ServerSpec | undefined;
+    try {
+      spec = specFor(projectDir, server);
+    } catch (err) {
+      if (err instanceof ServerConfigError)
+        throw ApplicationFailure.nonRetryable(err.message, 'ToolServerMisconfigured');
+      throw err;
+    }
+    if (!spec) return {};
+    return { spec, tool: (await descriptorsOf(spec)).find((t) => t.name === tool) };
+  }
+
+  const activities = {
+    async listTools(input: ListToolsInput): Promise<ListToolsResult> {
+      const tools: ToolDescriptor[] = [];
+      const unavailable: ListToolsResult['unavailable'] = [];
+      let specs: ServerSpec[] = [];
+      try {
+        specs = specsFor(input.projectDir);
+      } catch (err) {
+        unavailable.push({ server: '(config)', error: (err as Error).message });
+      }
+      const listed = await Promise.allSettled(specs.map((s) => descriptorsOf(s)));
+      listed.forEach((r, i) => {
+        if (r.status === 'fulfilled') tools.push(...r.value);
+        else {
+          const error = r.reason instanceof Error ? r.reason.message : String(r.reason);
+          deps.log.warn('MCP server unavailable', { server: specs[i].name, error });
+          unavailable.push({ server: specs[i].name, error });
+        }
+      });
+      return { tools: offeredTools(tools, input.toolAccess), unavailable };
+    },
+
+    async checkPaths(input: CheckPathsInput): Promise<GuardedPath[]> {
+      const { tool } = await findTool(input.projectDir, input.server, input.tool).catch(() => ({ tool: undefined }));
+      return guardToolCall(
+        {
+          server: input.server,
+          tool: input.tool,
+          args: input.args,
+          inputSchema: tool?.inputSchema as never,
+          readOnly: tool?.readOnly ?? false,
+        },
+        { projectDir: input.projectDir, sensitivePatterns: deps.config.tools.sensitive_patterns }
+      );
+    },
+
+    async callTool(input: CallToolInput): Promise<ToolCallResult> {
+      const refused = (text: string): ToolCallResult => ({
+        status: 'refused',
+        text,
+        truncated: false,
+        bytes: Buffer.byteLength(text),
+      });
+      // A server that cannot start throws here: a transport failure, retried as the tool's policy allows.
+      const found = await findTool(input.projectDir, input.server, input.tool);
+      const policy = accessRefusal(found.tool, input.toolAccess, `${input.server}__${input.tool}`);
+      if (policy || !found.spec) return refused(policy ?? `no MCP server named ${input.server}`);
+
+      let ctx: Context | undefined;
+      try {
+        ctx = Context.current();
+      } catch {
+        ctx = undefined;
+      }
+      const meta =
+        input.grants?.length && input.server === WORKSPACE_SERVER
+          ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) }
+          : undefined;
+      const result = await pool.callTool(found.spec, input.tool, input.args, {
+        timeoutMs: input.timeoutMs,
+        meta,
+        signal: ctx?.cancellationSignal,
+        onProgress: (p) => ctx?.heartbeat(p),
+      });
+      const cut = cutText(flattenContent(result));
+      const structured =
+        result.structuredContent && JSON.stringify(result.structuredContent).length <= 16 * 1024
+          ? result.structuredContent
+          : undefined;
+      return { status: result.isError ? 'error' : 'ok', ...cut, ...(structured ? { structured } : {}) };
+    },
+  };
+  return activities;
+}

@@ -1,0 +1,93 @@
+/**
+ * Tools as Klea sees them: descriptors of MCP tools, the access-level policy and the retry policy that follows
+ * a tool's annotations. Pure: used by activities (listing, dispatch) and workflows (what to offer, how to retry).
+ */
+import type { ToolAccess } from './config';
+
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+export interface ToolDescriptor {
+  server: string;
+  name: string;
+  /** The function name offered to the model: `<server>__<tool>`. */
+  qualifiedName: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  annotations: ToolAnnotations;
+  /** Only an explicit `readOnlyHint: true` makes a tool read-only; a missing hint means it writes. */
+  readOnly: boolean;
+  /** Read-only tools are idempotent; others only with an explicit `idempotentHint: true`. */
+  idempotent: boolean;
+}
+
+const FN_CHARS = /[^A-Za-z0-9_-]/g;
+
+export const qualifiedToolName = (server: string, tool: string) =>
+  `${server}__${tool}`.replace(FN_CHARS, '_').slice(0, 64);
+
+export function describeTool(
+  server: string,
+  tool: { name: string; description?: string; inputSchema: unknown; annotations?: ToolAnnotations }
+): ToolDescriptor {
+  const annotations = tool.annotations ?? {};
+  const readOnly = annotations.readOnlyHint === true;
+  return {
+    server,
+    name: tool.name,
+    qualifiedName: qualifiedToolName(server, tool.name),
+    description: tool.description ?? '',
+    inputSchema: (tool.inputSchema ?? { type: 'object' }) as Record<string, unknown>,
+    annotations,
+    readOnly,
+    idempotent: readOnly || annotations.idempotentHint === true,
+  };
+}
+
+/** What the model may be offered under an access level. */
+export function offeredTools(all: readonly ToolDescriptor[], access: ToolAccess): ToolDescriptor[] {
+  return access === 'read_only' ? all.filter((t) => t.readOnly) : [...all];
+}
+
+/** Why a call must be refused at dispatch under the access level, or null when it may run. */
+export function accessRefusal(tool: ToolDescriptor | undefined, access: ToolAccess, requested: string): string | null {
+  if (!tool) return `no tool named ${requested} is available`;
+  // Security: the model may name a tool it was not offered; the level is enforced here, not only in the offer.
+  if (access === 'read_only' && !tool.readOnly) {
+    return `refused by policy: tool access is read_only and ${tool.server}__${tool.name} is not a read-only tool`;
+  }
+  return null;
+}
+
+export interface ToolRetryPolicy {
+  maximumAttempts: number;
+  initialInterval: string;
+  backoffCoefficient: number;
+}
+
+/**
+ * Read-only or idempotent tools are retried on transport failure; anything else is attempted once, and its
+ * failure goes to triage (a second attempt could repeat a side effect).
+ */
+export function toolRetryPolicy(tool: Pick<ToolDescriptor, 'idempotent'>): ToolRetryPolicy {
+  return tool.idempotent
+    ? { maximumAttempts: 4, initialInterval: '1s', backoffCoefficient: 2 }
+    : { maximumAttempts: 1, initialInterval: '1s', backoffCoefficient: 2 };
+}
+
+export type ToolCallStatus = 'ok' | 'error' | 'refused';
+
+export interface ToolCallResult {
+  status: ToolCallStatus;
+  /** The text a model reads (cut at a cap, with a marker). */
+  text: string;
+  structured?: Record<string, unknown>;
+  truncated: boolean;
+  /** Bytes of the full text before cutting. */
+  bytes: number;
+}

@@ -1,0 +1,363 @@
+/**
+ * The bundled workspace MCP server, over an in-memory transport and over stdio (as any MCP client would start
+ * it): every tool, every refusal, and a canary file outside the root that no ungranted call can read or change.
+ */
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { createWorkspaceServer } from '../../tools/workspace/create-server';
+import { GRANT_KEY_ENV, GRANTS_META_KEY, signGrants } from '../../tools/workspace/grants';
+
+const KEY = 'test-grant-key-0123456789';
+const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-ws-')));
+let root: string;
+let canary: string;
+let client: Client;
+
+const CANARY_TEXT = 'canary: must never be read or changed';
+/** Secrets in the server's environment that no command may see (and one harmless setting that it may). */
+const SERVER_ENV = {
+  SOME_API_KEY: 'k1',
+  GITHUB_TOKEN: 'k2',
+  DB_PASSWORD: 'k3',
+  DATABASE_URL: 'postgres://user:pw@db/x',
+  HARMLESS_SETTING: 'visible',
+};
+
+function textOf(res: Awaited<ReturnType<Client['callTool']>>): string {
+  return (res.content as Array<{ type: string; text: string }>).map((c) => c.text).join('\n');
+}
+async function call(name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) {
+  return client.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) });
+}
+
+beforeAll(async () => {
+  root = path.join(base, 'proj');
+  mkdirSync(path.join(root, 'src/lib'), { recursive: true });
+  mkdirSync(path.join(root, 'node_modules/dep'), { recursive: true });
+  mkdirSync(path.join(root, '.git'), { recursive: true });
+  writeFileSync(path.join(root, 'src/app.ts'), 'export const a = 1;\n// TODO: more\nexport const b = 2;\n');
+  writeFileSync(path.join(root, 'src/lib/util.ts'), 'export function util() {\n  return 42; // TODO\n}\n');
+  writeFileSync(path.join(root, 'README.md'), '# Demo\n');
+  writeFileSync(path.join(root, '.env'), 'API_KEY=secret-value\n');
+  writeFileSync(path.join(root, 'node_modules/dep/index.js'), '// TODO in dependency\n');
+  writeFileSync(path.join(root, '.git/config'), '[core] TODO\n');
+  writeFileSync(
+    path.join(root, 'big.txt'),
+    Array.from({ length: 5000 }, (_, i) => `line ${i + 1} ${'x'.repeat(60)}`).join('\n')
+  );
+  writeFileSync(path.join(root, 'binary.bin'), Buffer.from([0, 1, 2, 3, 0, 255]));
+  mkdirSync(path.join(base, 'outside'));
+  canary = path.join(base, 'outside/canary.txt');
+  writeFileSync(canary, CANARY_TEXT);
+  symlinkSync('../outside', path.join(root, 'escape'));
+});
+
+afterAll(() => {
+  expect(readFileSync(canary, 'utf8')).toBe(CANARY_TEXT);
+  rmSync(base, { recursive: true, force: true });
+});
+
+describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
+  beforeAll(async () => {
+    client = new Client({ name: 'test', version: '1' });
+    if (transport === 'in-memory') {
+      Object.assign(process.env, SERVER_ENV);
+      const server = createWorkspaceServer({
+        root,
+        grantKey: KEY,
+        homeDir: path.join(base, 'home'),
+        limits: { readBytes: 4096 },
+      });
+      const [clientT, serverT] = InMemoryTransport.createLinkedPair();
+      await Promise.all([server.connect(serverT), client.connect(clientT)]);
+    } else {
+      const script = path.join(__dirname, '../../dist/tools/workspace/server.js');
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [script, '--root', root, '--max-read-bytes', '4096'],
+          env: { PATH: process.env.PATH ?? '', HOME: path.join(base, 'home'), [GRANT_KEY_ENV]: KEY, ...SERVER_ENV },
+        })
+      );
+    }
+  });
+  afterAll(async () => {
+    await client.close();
+    for (const k of Object.keys(SERVER_ENV)) delete process.env[k];
+  });
+
+  describe('workspace server: the tool list', () => {
+    it('offers the seven tools with honest annotations', async () => {
+      const { tools } = await client.listTools();
+      const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+      expect(Object.keys(byName).sort()).toEqual([
+        'edit_file',
+        'find_files',
+        'grep',
+        'list_dir',
+        'read_file',
+        'run_command',
+        'write_file',
+      ]);
+      for (const name of ['read_file', 'list_dir', 'find_files', 'grep'])
+        expect(byName[name].annotations?.readOnlyHint).toBe(true);
+      expect(byName.write_file.annotations).toMatchObject({
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+      });
+      expect(byName.edit_file.annotations).toMatchObject({
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+      });
+      expect(byName.run_command.annotations).toMatchObject({
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: true,
+      });
+      expect(byName.read_file.inputSchema.required).toEqual(['path']);
+      for (const t of tools) expect(t.description!.length).toBeGreaterThan(40);
+    });
+  });
+
+  describe('workspace server: read tools', () => {
+    it('read_file returns the text, and a line range', async () => {
+      expect(textOf(await call('read_file', { path: 'src/app.ts' }))).toBe(
+        'export const a = 1;\n// TODO: more\nexport const b = 2;'
+      );
+      expect(textOf(await call('read_file', { path: 'src/app.ts', start_line: 2, end_line: 2 }))).toBe('// TODO: more');
+    });
+
+    it('read_file cuts a large file with a marker that says how to read on', async () => {
+      const res = await call('read_file', { path: 'big.txt' });
+      const t = textOf(res);
+      expect(t).toMatch(
+        /\[truncated: showing lines 1-\d+ of 5000 \(size cap 4096 bytes\); read on with start_line=\d+\]$/
+      );
+      expect(res.structuredContent).toMatchObject({ truncated: true, total_lines: 5000 });
+    });
+
+    it('read_file says a binary file is binary, and a directory is a directory', async () => {
+      expect(textOf(await call('read_file', { path: 'binary.bin' }))).toMatch(/binary file \(6 bytes\)/);
+      const dir = await call('read_file', { path: 'src' });
+      expect(dir.isError).toBe(true);
+      expect(textOf(dir)).toMatch(/is a directory: use list_dir/);
+    });
+
+    it('read_file of a missing file is an error result naming it', async () => {
+      const res = await call('read_file', { path: 'nope.txt' });
+      expect(res.isError).toBe(true);
+      expect(textOf(res)).toBe('error: no such file or directory: nope.txt');
+    });
+
+    it('list_dir lists entries, directories with a slash and links with their target', async () => {
+      const t = textOf(await call('list_dir', { path: '.' }));
+      expect(t.split('\n')).toEqual(expect.arrayContaining(['src/', 'README.md', 'escape -> ../outside', '.env']));
+      const deep = textOf(await call('list_dir', { path: 'src', depth: 2 }));
+      expect(deep.split('\n')).toEqual(['app.ts', 'lib/', 'lib/util.ts']);
+    });
+
+    it('find_files matches globs and skips .git and node_modules', async () => {
+      expect(textOf(await call('find_files', { pattern: '**/*.ts' })).split('\n')).toEqual([
+        'src/app.ts',
+        'src/lib/util.ts',
+      ]);
+      expect(textOf(await call('find_files', { pattern: '*.js' }))).toBe('no files match *.js');
+    });
+
+    it('grep finds matches with file and line, skipping .git, node_modules and sensitive files', async () => {
+      const t = textOf(await call('grep', { pattern: 'TODO' }));
+      expect(t.split('\n')).toEqual(['src/app.ts:2: // TODO: more', 'src/lib/util.ts:2:   return 42; // TODO']);
+      expect(textOf(await call('grep', { pattern: 'secret-value' }))).toMatch(/no matches/);
+    });
+
+    it('grep honours its result cap and reports a bad regex clearly', async () => {
+      const capped = textOf(await call('grep', { pattern: 'line', path: 'big.txt', max_results: 3 }));
+      expect(capped.split('\n')).toHaveLength(4);
+      expect(capped).toMatch(/more than 3 matches/);
+      const bad = await call('grep', { pattern: '(' });
+      expect(bad.isError).toBe(true);
+      expect(textOf(bad)).toMatch(/invalid regular expression/);
+    });
+  });
+
+  describe('workspace server: write tools', () => {
+    const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+    it('write_file creates a file atomically and reports the hashes; the same write again is a no-op', async () => {
+      const first = await call('write_file', { path: `out/new-${transport}.txt`, content: 'hello\n' });
+      expect(first.structuredContent).toMatchObject({
+        created: true,
+        changed: true,
+        sha256_before: null,
+        sha256_after: sha('hello\n'),
+      });
+      expect(readFileSync(path.join(root, `out/new-${transport}.txt`), 'utf8')).toBe('hello\n');
+      const mtime = statSync(path.join(root, `out/new-${transport}.txt`)).mtimeMs;
+      const again = await call('write_file', { path: `out/new-${transport}.txt`, content: 'hello\n' });
+      expect(again.structuredContent).toMatchObject({
+        created: false,
+        changed: false,
+        sha256_before: sha('hello\n'),
+        sha256_after: sha('hello\n'),
+      });
+      expect(textOf(again)).toMatch(/nothing changed/);
+      expect(statSync(path.join(root, `out/new-${transport}.txt`)).mtimeMs).toBe(mtime);
+      expect(readFileSync(path.join(root, `out/new-${transport}.txt`), 'utf8')).toBe('hello\n');
+    });
+
+    it('write_file keeps the mode of the file it replaces and leaves no temp file', async () => {
+      writeFileSync(path.join(root, 'script.sh'), '#!/bin/sh\n');
+      chmodSync(path.join(root, 'script.sh'), 0o755);
+      await call('write_file', { path: 'script.sh', content: '#!/bin/sh\necho hi\n' });
+      expect(statSync(path.join(root, 'script.sh')).mode & 0o777).toBe(0o755);
+      expect(textOf(await call('find_files', { pattern: '*.tmp' }))).toMatch(/no files match/);
+    });
+
+    it('edit_file replaces a unique string and reports the hashes', async () => {
+      writeFileSync(path.join(root, 'edit.txt'), 'alpha\nbeta\ngamma\n');
+      const res = await call('edit_file', { path: 'edit.txt', old_string: 'beta', new_string: 'BETA' });
+      expect(res.isError).toBeFalsy();
+      expect(readFileSync(path.join(root, 'edit.txt'), 'utf8')).toBe('alpha\nBETA\ngamma\n');
+      expect(res.structuredContent).toMatchObject({
+        replacements: 1,
+        sha256_before: sha('alpha\nbeta\ngamma\n'),
+        sha256_after: sha('alpha\nBETA\ngamma\n'),
+      });
+    });
+
+    it('edit_file fails clearly, changing nothing, when the match is missing or not unique', async () => {
+      writeFileSync(path.join(root, 'dup.txt'), 'x = 1\nx = 1\n');
+      const missing = await call('edit_file', { path: 'dup.txt', old_string: 'y = 2', new_string: 'y = 3' });
+      expect(missing.isError).toBe(true);
+      expect(textOf(missing)).toMatch(/old_string was not found in dup\.txt; nothing changed/);
+      const twice = await call('edit_file', { path: 'dup.txt', old_string: 'x = 1', new_string: 'x = 2' });
+      expect(twice.isError).toBe(true);
+      expect(textOf(twice)).toMatch(/occurs 2 times/);
+      expect(readFileSync(path.join(root, 'dup.txt'), 'utf8')).toBe('x = 1\nx = 1\n');
+      const all = await call('edit_file', {
+        path: 'dup.txt',
+        old_string: 'x = 1',
+        new_string: 'x = 2',
+        replace_all: true,
+      });
+      expect(all.structuredContent).toMatchObject({ replacements: 2 });
+    });
+
+    it('run_command returns exit code and output, in a cwd inside the root', async () => {
+      const ok = await call('run_command', { command: 'pwd && echo out && echo err >&2', cwd: 'src' });
+      expect(ok.isError).toBeFalsy();
+      expect(ok.structuredContent).toMatchObject({
+        exit_code: 0,
+        stdout: `${path.join(root, 'src')}\nout\n`,
+        stderr: 'err\n',
+        timed_out: false,
+      });
+      const failing = await call('run_command', { command: 'exit 3' });
+      expect(failing.isError).toBe(true);
+      expect(textOf(failing)).toMatch(/^exit code: 3/);
+    });
+
+    it('run_command kills a command at its timeout, with everything it started', async () => {
+      const res = await call('run_command', { command: 'sleep 30 & sleep 30; echo never', timeout_ms: 300 });
+      expect(res.structuredContent).toMatchObject({ timed_out: true, exit_code: null });
+      expect(textOf(res)).toMatch(/killed after 300 ms/);
+    });
+
+    it('run_command caps its output', async () => {
+      const res = await call('run_command', { command: 'head -c 200000 /dev/zero | tr "\\0" a' });
+      expect(String((res.structuredContent as { stdout?: string } | undefined)?.stdout)).toMatch(
+        /\[truncated: \d+ more bytes not shown\]$/
+      );
+    });
+
+    it('run_command scrubs secrets from the environment', async () => {
+      const res = await call('run_command', { command: 'env' });
+      const out = String((res.structuredContent as { stdout?: string } | undefined)?.stdout);
+      expect(out).toContain('HARMLESS_SETTING=visible');
+      for (const k of ['SOME_API_KEY', 'GITHUB_TOKEN', 'DB_PASSWORD', 'DATABASE_URL', GRANT_KEY_ENV])
+        expect(out).not.toContain(`${k}=`);
+    });
+  });
+
+  describe('workspace server: refusals (defence in depth)', () => {
+    const refusals: Array<[string, string, Record<string, unknown>]> = [
+      ['read outside by traversal', 'read_file', { path: '../outside/canary.txt' }],
+      ['read outside by absolute path', 'read_file', { path: path.join('/', 'etc', 'passwd') }],
+      ['read outside through a symlink', 'read_file', { path: 'escape/canary.txt' }],
+      ['read a sensitive file', 'read_file', { path: '.env' }],
+      ['list outside', 'list_dir', { path: '..' }],
+      ['find outside', 'find_files', { pattern: '*', path: 'escape' }],
+      ['grep outside', 'grep', { pattern: 'canary', path: '../outside' }],
+      ['write outside', 'write_file', { path: '../outside/canary.txt', content: 'pwned' }],
+      ['write through a symlinked parent', 'write_file', { path: 'escape/canary.txt', content: 'pwned' }],
+      ['write a sensitive file', 'write_file', { path: '.env', content: 'X=1' }],
+      ['edit outside', 'edit_file', { path: '../outside/canary.txt', old_string: 'canary', new_string: 'pwned' }],
+      ['command with a cwd outside', 'run_command', { command: 'cat canary.txt', cwd: '../outside' }],
+      ['command naming an outside path', 'run_command', { command: `cat ${path.join(base, 'outside/canary.txt')}` }],
+      ['command reading .env', 'run_command', { command: 'cat .env' }],
+      ['null byte', 'read_file', { path: 'README.md\0../../outside/canary.txt' }],
+      ['file URI outside', 'read_file', { path: `file://${base}/outside/canary.txt` }],
+    ];
+
+    it.each(refusals)('refuses: %s', async (_name, tool, args) => {
+      const res = await call(tool, args);
+      expect(res.isError).toBe(true);
+      expect(textOf(res)).toMatch(/^refused: /);
+      expect(textOf(res)).not.toContain(CANARY_TEXT);
+      expect(readFileSync(canary, 'utf8')).toBe(CANARY_TEXT);
+    });
+
+    it('allows a call that carries a valid grant for that real path and operation', async () => {
+      const grants = signGrants(KEY, [{ path: canary, op: 'read' }]);
+      const res = await call('read_file', { path: 'escape/canary.txt' }, { [GRANTS_META_KEY]: grants });
+      expect(textOf(res)).toBe(CANARY_TEXT);
+    });
+
+    it('a read grant does not allow a write, and a forged or expired grant allows nothing', async () => {
+      const readOnly = signGrants(KEY, [{ path: canary, op: 'read' }]);
+      expect(
+        (await call('write_file', { path: '../outside/canary.txt', content: 'pwned' }, { [GRANTS_META_KEY]: readOnly }))
+          .isError
+      ).toBe(true);
+      const forged = signGrants('some-other-key-entirely', [{ path: canary, op: 'write' }]);
+      expect(
+        (await call('write_file', { path: '../outside/canary.txt', content: 'pwned' }, { [GRANTS_META_KEY]: forged }))
+          .isError
+      ).toBe(true);
+      const expired = signGrants(KEY, [{ path: canary, op: 'write' }], Date.now() - 3_600_000);
+      expect(
+        (await call('write_file', { path: '../outside/canary.txt', content: 'pwned' }, { [GRANTS_META_KEY]: expired }))
+          .isError
+      ).toBe(true);
+      const tampered = signGrants(KEY, [{ path: path.join(base, 'outside/other.txt'), op: 'write' }]).map((g) => ({
+        ...g,
+        path: canary,
+      }));
+      expect(
+        (await call('write_file', { path: '../outside/canary.txt', content: 'pwned' }, { [GRANTS_META_KEY]: tampered }))
+          .isError
+      ).toBe(true);
+      expect(readFileSync(canary, 'utf8')).toBe(CANARY_TEXT);
+      expect(existsSync(path.join(base, 'outside/other.txt'))).toBe(false);
+    });
+  });
+});

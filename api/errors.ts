@@ -38,11 +38,9 @@ export function validationError(where: 'body' | 'query' | 'path', error: z.ZodEr
 
 export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
   if (err instanceof ApiError) {
-    res
-      .status(err.status)
-      .json({
-        error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) },
-      });
+    res.status(err.status).json({
+      error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) },
+    });
     return;
   }
   // body-parser errors carry a status and a type.

@@ -136,7 +136,13 @@ export const ConfigSchema = z.strictObject({
   mcp: z
     .strictObject({
       /** The bundled workspace server, rooted at the session's project directory. */
-      workspace: z.strictObject({ enabled: z.boolean().default(true) }).prefault({}),
+      workspace: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          /** Audit log: one JSON line per workspace tool call (tool, arguments, grants used, outcome). */
+          call_log: z.string().min(1).nullable().default(null),
+        })
+        .prefault({}),
       /** Further MCP servers, in the common `mcpServers` shape. */
       servers: z
         .record(

@@ -72,9 +72,100 @@ export const StatusEventSchema = z.object({
   detail: z.string().optional(),
 });
 
+const PlanStepViewSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  instruction: z.string(),
+  depends_on: z.array(z.string()),
+  needs_tool: z.boolean(),
+  questions: z.array(z.string()),
+});
+const PlanViewSchema = z.object({
+  goal: z.string(),
+  steps: z.array(PlanStepViewSchema),
+  review: z.object({ before_work: z.boolean(), after_step_ids: z.array(z.string()) }),
+});
+
+export const PlanEventSchema = z.object({
+  type: z.literal('plan'),
+  plan: PlanViewSchema,
+  planHash: z.string(),
+  version: z.number().int(),
+});
+export const ReviewRequestedEventSchema = z.object({
+  type: z.literal('review_requested'),
+  reason: z.enum(['before_work', 'checkpoint', 'policy', 'revised']),
+  plan: PlanViewSchema,
+  planHash: z.string(),
+  afterStepIds: z.array(z.string()),
+  results: z.array(
+    z.object({ stepId: z.string(), title: z.string(), status: z.string(), result: z.string().nullable() })
+  ),
+});
+export const QuestionsEventSchema = z.object({
+  type: z.literal('questions'),
+  stepId: z.string(),
+  questions: z.array(z.string()),
+});
+export const PermissionRequestedEventSchema = z.object({
+  type: z.literal('permission_requested'),
+  requestId: z.string(),
+  stepId: z.string(),
+  tool: z.string(),
+  path: z.string(),
+  requestedPath: z.string(),
+  op: z.enum(['read', 'write', 'execute']),
+  class: z.enum(['outside', 'sensitive']),
+  reason: z.string(),
+});
+export const PermissionDecidedEventSchema = z.object({
+  type: z.literal('permission_decided'),
+  requestId: z.string(),
+  decision: z.enum(['allow_once', 'allow_session', 'deny']),
+  path: z.string(),
+  automatic: z.boolean().describe('true when an earlier allow_session grant answered it'),
+});
+export const StepStartedEventSchema = z.object({
+  type: z.literal('step_started'),
+  stepId: z.string(),
+  title: z.string(),
+  attempt: z.number().int(),
+});
+export const StepFinishedEventSchema = z.object({
+  type: z.literal('step_finished'),
+  stepId: z.string(),
+  status: z.enum(['done', 'failed', 'skipped', 'retry']),
+  summary: z.string(),
+  outcome: z.enum(['move_on', 'retry', 'replan']),
+  reason: z.string(),
+  calls: z.array(z.object({ tool: z.string(), status: z.string() })),
+});
+export const ReplannedEventSchema = z.object({
+  type: z.literal('replanned'),
+  reason: z.string(),
+  plan: PlanViewSchema,
+  planHash: z.string(),
+  version: z.number().int(),
+});
+export const MemoryEventSchema = z.object({
+  type: z.literal('memory'),
+  action: z.string(),
+  detail: z.string(),
+  foldedChars: z.number().int().optional(),
+});
+
 export const EventBodySchema = z.discriminatedUnion('type', [
   ContextEventSchema,
+  PlanEventSchema,
+  ReviewRequestedEventSchema,
+  QuestionsEventSchema,
+  PermissionRequestedEventSchema,
+  PermissionDecidedEventSchema,
+  StepStartedEventSchema,
+  StepFinishedEventSchema,
+  ReplannedEventSchema,
   AnswerEventSchema,
+  MemoryEventSchema,
   ErrorEventSchema,
   StatusEventSchema,
 ]);

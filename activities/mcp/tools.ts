@@ -17,7 +17,7 @@ import { GRANTS_META_KEY, signGrants, type Grant } from '../../tools/workspace/g
 import { type McpPool } from './pool';
 import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
 
-export const RESULT_TEXT_CAP = 64 * 1024;
+export const RESULT_TEXT_CAP = 16 * 1024;
 
 export interface ListToolsInput {
   projectDir: string;
@@ -177,12 +177,19 @@ export function createToolActivities(deps: ToolDeps) {
         input.grants?.length && input.server === WORKSPACE_SERVER
           ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) }
           : undefined;
-      const result = await pool.callTool(found.spec, input.tool, input.args, {
-        timeoutMs: input.timeoutMs,
-        meta,
-        signal: ctx?.cancellationSignal,
-        onProgress: (p) => ctx?.heartbeat(p),
-      });
+      // Heartbeats carry cancellation to this activity (and on to the server, through the MCP request's signal).
+      const beat = ctx ? setInterval(() => ctx.heartbeat(), 2000) : undefined;
+      let result: CallToolResult;
+      try {
+        result = await pool.callTool(found.spec, input.tool, input.args, {
+          timeoutMs: input.timeoutMs,
+          meta,
+          signal: ctx?.cancellationSignal,
+          onProgress: (p) => ctx?.heartbeat(p),
+        });
+      } finally {
+        if (beat) clearInterval(beat);
+      }
       const cut = cutText(flattenContent(result));
       const structured =
         result.structuredContent && JSON.stringify(result.structuredContent).length <= 16 * 1024

@@ -30,7 +30,9 @@ describe('no model configured', () => {
     expect(result.error).toMatch(/KLEA_MODEL/);
     // Not retried: exactly one attempt is in the history.
     const history = await handle.fetchHistory();
-    const scheduled = history.events?.filter((e) => e.activityTaskScheduledEventAttributes) ?? [];
+    const scheduled =
+      history.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'routeRequest') ??
+      [];
     const failed = history.events?.filter((e) => e.activityTaskFailedEventAttributes) ?? [];
     expect(scheduled).toHaveLength(1);
     expect(failed[0]?.activityTaskFailedEventAttributes?.retryState).toBeDefined();

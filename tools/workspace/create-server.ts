@@ -26,6 +26,8 @@ export interface WorkspaceServerOptions {
   sensitivePatterns?: readonly string[];
   homeDir?: string;
   limits?: Partial<typeof DEFAULT_LIMITS>;
+  /** Appends one JSON line per call: time, tool, arguments, grants presented, outcome. */
+  callLog?: string;
 }
 
 export const DEFAULT_LIMITS = {
@@ -116,10 +118,27 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     return r.startsWith('..') || path.isAbsolute(r) ? real : r || '.';
   };
 
-  function handle<A>(fn: (args: A, meta: unknown) => Promise<CallToolResult>) {
-    return async (args: A, extra: { _meta?: unknown }): Promise<CallToolResult> => {
+  async function audit(tool: string, args: unknown, meta: unknown, started: number, res: CallToolResult) {
+    if (!opts.callLog) return;
+    const s = res.structuredContent as Record<string, unknown> | undefined;
+    const line = {
+      at: new Date(started).toISOString(),
+      ms: Date.now() - started,
+      tool,
+      args,
+      grants: verifiedGrants(opts.grantKey, meta),
+      isError: res.isError === true,
+      ...(s && 'sha256_after' in s
+        ? { sha256_before: s.sha256_before, sha256_after: s.sha256_after, changed: s.changed ?? true }
+        : {}),
+    };
+    await fs.appendFile(opts.callLog, `${JSON.stringify(line)}\n`).catch(() => undefined);
+  }
+
+  function handle<A>(tool: string, fn: (args: A, meta: unknown, signal?: AbortSignal) => Promise<CallToolResult>) {
+    const run = async (args: A, meta: unknown, signal?: AbortSignal): Promise<CallToolResult> => {
       try {
-        return await fn(args, extra._meta);
+        return await fn(args, meta, signal);
       } catch (err) {
         if (err instanceof ToolError) return text(err.message, undefined, true);
         const e = err as NodeJS.ErrnoException;
@@ -138,6 +157,12 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
           true
         );
       }
+    };
+    return async (args: A, extra: { _meta?: unknown; signal?: AbortSignal }): Promise<CallToolResult> => {
+      const started = Date.now();
+      const res = await run(args, extra._meta, extra.signal);
+      await audit(tool, args, extra._meta, started, res);
+      return res;
     };
   }
 
@@ -188,7 +213,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       },
       annotations: { title: 'Read a file', readOnlyHint: true, openWorldHint: false },
     },
-    handle(async (a: { path: string; start_line?: number; end_line?: number }, meta) => {
+    handle('read_file', async (a: { path: string; start_line?: number; end_line?: number }, meta) => {
       const g = await allow(a.path, 'read', meta);
       const { buf } = await readText(g.real);
       if (buf.subarray(0, 8192).includes(0)) return text(`${a.path} is a binary file (${buf.length} bytes); not shown`);
@@ -234,7 +259,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       },
       annotations: { title: 'List a directory', readOnlyHint: true, openWorldHint: false },
     },
-    handle(async (a: { path: string; depth: number }, meta) => {
+    handle('list_dir', async (a: { path: string; depth: number }, meta) => {
       const g = await allow(a.path, 'read', meta);
       const stat = await fs.stat(g.real);
       if (!stat.isDirectory()) throw new ToolError(`${a.path} is not a directory`);
@@ -268,7 +293,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       },
       annotations: { title: 'Find files', readOnlyHint: true, openWorldHint: false },
     },
-    handle(async (a: { pattern: string; path: string; max_results: number }, meta) => {
+    handle('find_files', async (a: { pattern: string; path: string; max_results: number }, meta) => {
       const g = await allow(a.path, 'read', meta);
       const re = globToRegExp(a.pattern);
       const found: string[] = [];
@@ -304,6 +329,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       annotations: { title: 'Search file contents', readOnlyHint: true, openWorldHint: false },
     },
     handle(
+      'grep',
       async (a: { pattern: string; path: string; glob?: string; ignore_case: boolean; max_results: number }, meta) => {
         let re: RegExp;
         try {
@@ -365,7 +391,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         openWorldHint: false,
       },
     },
-    handle(async (a: { path: string; content: string }, meta) => {
+    handle('write_file', async (a: { path: string; content: string }, meta) => {
       const g = await allow(a.path, 'write', meta);
       const before = await fs
         .readFile(g.real)
@@ -418,32 +444,37 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         openWorldHint: false,
       },
     },
-    handle(async (a: { path: string; old_string: string; new_string: string; replace_all: boolean }, meta) => {
-      if (a.old_string === a.new_string)
-        throw new ToolError('old_string and new_string are the same: nothing to change');
-      const g = await allow(a.path, 'write', meta);
-      const { buf, stat } = await readText(g.real);
-      const current = buf.toString('utf8');
-      const count = current.split(a.old_string).length - 1;
-      const r = await rel(g.real);
-      if (count === 0)
-        throw new ToolError(`old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`);
-      if (count > 1 && !a.replace_all) {
-        throw new ToolError(
-          `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`
-        );
+    handle(
+      'edit_file',
+      async (a: { path: string; old_string: string; new_string: string; replace_all: boolean }, meta) => {
+        if (a.old_string === a.new_string)
+          throw new ToolError('old_string and new_string are the same: nothing to change');
+        const g = await allow(a.path, 'write', meta);
+        const { buf, stat } = await readText(g.real);
+        const current = buf.toString('utf8');
+        const count = current.split(a.old_string).length - 1;
+        const r = await rel(g.real);
+        if (count === 0)
+          throw new ToolError(
+            `old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`
+          );
+        if (count > 1 && !a.replace_all) {
+          throw new ToolError(
+            `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`
+          );
+        }
+        const next = a.replace_all
+          ? current.split(a.old_string).join(a.new_string)
+          : current.replace(a.old_string, () => a.new_string);
+        await atomicWrite(g.real, next, stat.mode);
+        return text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
+          path: r,
+          replacements: count,
+          sha256_before: sha256(buf),
+          sha256_after: sha256(next),
+        });
       }
-      const next = a.replace_all
-        ? current.split(a.old_string).join(a.new_string)
-        : current.replace(a.old_string, () => a.new_string);
-      await atomicWrite(g.real, next, stat.mode);
-      return text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
-        path: r,
-        replacements: count,
-        sha256_before: sha256(buf),
-        sha256_after: sha256(next),
-      });
-    })
+    )
   );
 
   server.registerTool(
@@ -466,12 +497,12 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         openWorldHint: true,
       },
     },
-    handle(async (a: { command: string; cwd: string; timeout_ms: number }, meta) => {
+    handle('run_command', async (a: { command: string; cwd: string; timeout_ms: number }, meta, signal) => {
       await allowCall('run_command', a, meta, false);
       const g = await allow(a.cwd, 'execute', meta);
       const st = await fs.stat(g.real);
       if (!st.isDirectory()) throw new ToolError(`cwd ${a.cwd} is not a directory`);
-      const result = await runCommand(a.command, g.real, a.timeout_ms, limits.commandOutputBytes);
+      const result = await runCommand(a.command, g.real, a.timeout_ms, limits.commandOutputBytes, signal);
       const parts = [
         `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
       ];
@@ -493,7 +524,13 @@ interface CommandResult {
   duration_ms: number;
 }
 
-function runCommand(command: string, cwd: string, timeoutMs: number, cap: number): Promise<CommandResult> {
+function runCommand(
+  command: string,
+  cwd: string,
+  timeoutMs: number,
+  cap: number,
+  signal?: AbortSignal
+): Promise<CommandResult> {
   const started = Date.now();
   return new Promise((resolve) => {
     // Its own process group, so a timeout kills everything the command started.
@@ -525,19 +562,25 @@ function runCommand(command: string, cwd: string, timeoutMs: number, cap: number
     child.stdout.on('data', out.push);
     child.stderr.on('data', err.push);
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
+    const killGroup = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
       } catch {
         /* gone */
       }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
     }, timeoutMs);
-    const finish = (code: number | null, signal: NodeJS.Signals | null, spawnError?: Error) => {
+    // The client cancelled the request (the task was cancelled): stop the command and all it started.
+    signal?.addEventListener('abort', killGroup, { once: true });
+    const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', killGroup);
       resolve({
         exit_code: code,
-        signal,
+        signal: exitSignal,
         timed_out: timedOut,
         stdout: out.text(),
         stderr: spawnError ? spawnError.message : err.text(),

@@ -2,7 +2,7 @@
 /**
  * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
  * Options: --root DIR (required), --sensitive "glob,glob" (replaces the default sensitive patterns),
- * --max-read-bytes N (read_file's size cap).
+ * --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, statSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { GRANT_KEY_ENV } from './grants';
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"] [--max-read-bytes N]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"] [--max-read-bytes N] [--call-log FILE]\n`
   );
   process.exit(2);
 }
@@ -22,6 +22,7 @@ async function main() {
   let root: string | undefined;
   let sensitive: string[] | undefined;
   let readBytes: number | undefined;
+  let callLog: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--root') root = argv[++i];
@@ -30,7 +31,8 @@ async function main() {
     else if (a === '--max-read-bytes') {
       readBytes = Number(argv[++i]);
       if (!Number.isInteger(readBytes) || readBytes < 1) usage('--max-read-bytes takes a positive whole number');
-    } else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
+    } else if (a === '--call-log') callLog = argv[++i];
+    else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
   }
   if (!root) usage('--root is required');
@@ -45,6 +47,7 @@ async function main() {
     grantKey,
     sensitivePatterns: sensitive,
     limits: readBytes ? { readBytes } : undefined,
+    callLog,
   });
   await server.connect(new StdioServerTransport());
   const exit = () => {

@@ -1,0 +1,318 @@
+/**
+ * The task path's model nodes (ARCHITECTURE §7): write_plan, pick_tools, do_step, evaluate_step and
+ * compose_answer. Each builds its prompt from only what it needs; project context goes to the Planner and the
+ * answer composer only, never to the per-round nodes.
+ */
+import { z } from 'zod';
+import type { ToolAccess } from '../../common/config';
+import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
+import { StepIdSchema } from '../../common/plan';
+import type { ToolDescriptor } from '../../common/tools';
+import type { ModelClient, OpenAIFunction } from './model';
+
+export interface Turn {
+  role: 'user' | 'assistant';
+  text: string;
+}
+
+export interface StepResultView {
+  id: string;
+  title: string;
+  status: string;
+  result: string | null;
+}
+
+const section = (title: string, body: string | undefined | null) =>
+  body && body.trim() ? `## ${title}\n${body.trim()}` : '';
+const join = (...parts: string[]) => parts.filter(Boolean).join('\n\n');
+const resultsText = (results: readonly StepResultView[]) =>
+  results.map((r) => `- ${r.id} "${r.title}" (${r.status}): ${r.result ?? '(no result)'}`).join('\n');
+
+// ---------------------------------------------------------------- write_plan
+
+export interface WritePlanInput {
+  projectDir: string;
+  toolAccess: ToolAccess;
+  request: string;
+  summary?: string;
+  recentTurns?: Turn[];
+  /** For a revision or a replan: the plan being replaced, and why. */
+  previousPlan?: Plan;
+  feedback?: string;
+  /** Steps already finished (a replan keeps them); the new plan may depend on their ids. */
+  finished?: StepResultView[];
+}
+
+export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a research and coding agent. You never answer the user yourself: you write
+the plan that Klea's tools and models will carry out, then call the function write_plan.
+- goal: what the user wants, in one or two sentences.
+- steps: small, concrete steps with unique short ids ("s1", "s2", ...). depends_on lists the steps whose results
+  a step needs; independent steps run at the same time. needs_tool is true when the step must read, search,
+  run or write something with a tool; false when it only thinks over earlier results.
+- questions: only when a fact the step needs is missing and cannot be found with the tools (the step waits for
+  the user's answers). Usually [].
+- review.before_work: true when the work is risky or the request is ambiguous enough that the user should approve
+  the plan first. review.after_step_ids: steps after which the user should look at results before going on.
+Use only the tools listed. Keep the plan as short as the task allows.`;
+
+export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
+  const toolList =
+    tools.map((t) => `- ${t.qualifiedName}: ${t.description.split('\n')[0]}`).join('\n') || '(no tools are available)';
+  const turns = input.recentTurns?.map((t) => `${t.role}: ${t.text}`).join('\n');
+  const user = join(
+    section('Project context (from the project instruction file)', projectContext),
+    section('Summary of the earlier conversation', input.summary),
+    section('Recent conversation', turns),
+    section(`Tools you may plan with (access: ${input.toolAccess})`, toolList),
+    section('Request', input.request),
+    input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
+    input.finished?.length
+      ? section('Steps already finished (leave them out; you may depend on their ids)', resultsText(input.finished))
+      : '',
+    input.feedback
+      ? section(
+          input.finished?.length ? 'Why the plan must change' : "The user's feedback on the previous plan",
+          input.feedback
+        )
+      : ''
+  );
+  return { node: 'write_plan' as const, system: WRITE_PLAN_SYSTEM, messages: [user] };
+}
+
+export async function writePlan(
+  model: ModelClient,
+  input: WritePlanInput,
+  tools: readonly ToolDescriptor[],
+  projectContext: string
+): Promise<{ plan: Plan; usage: ModelUsage }> {
+  const knownIds = input.finished?.map((f) => f.id) ?? [];
+  const { value, usage } = await model.structured(
+    writePlanPrompt(input, tools, projectContext),
+    planSchema(knownIds),
+    'Record the plan: the goal, the steps as a dependency graph, and where the user should review.'
+  );
+  return { plan: value, usage };
+}
+
+// ---------------------------------------------------------------- pick_tools
+
+export interface PickStep {
+  id: string;
+  title: string;
+  instruction: string;
+  dependencyResults: StepResultView[];
+  /** Why the previous attempt failed, when this is a retry. */
+  previousFailure?: string;
+}
+
+export interface PickToolsInput {
+  projectDir: string;
+  toolAccess: ToolAccess;
+  goal: string;
+  steps: PickStep[];
+}
+
+export interface PickedCall {
+  stepId: string;
+  server: string;
+  tool: string;
+  qualifiedName: string;
+  args: Record<string, unknown>;
+  readOnly: boolean;
+  idempotent: boolean;
+}
+
+export interface PickToolsResult {
+  calls: PickedCall[];
+  noSuitable: Array<{ stepId: string; reason: string }>;
+  usage: ModelUsage;
+}
+
+export const NO_SUITABLE_TOOL = 'no_suitable_tool';
+
+export const PICK_TOOLS_SYSTEM = `You bind tool calls for the steps of a plan. For every step listed, call the tool (or tools) that
+carry it out, with exact arguments, and set step_id to the step's id. Paths are relative to the project
+directory. If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason. Call functions only.`;
+
+export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: readonly string[]): OpenAIFunction[] {
+  const stepId = { type: 'string', enum: [...stepIds], description: 'id of the step this call carries out' };
+  const fns: OpenAIFunction[] = tools.map((t) => {
+    const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
+    return {
+      type: 'function',
+      function: {
+        name: t.qualifiedName,
+        description: t.description.slice(0, 1000),
+        parameters: {
+          ...schema,
+          type: 'object',
+          properties: { step_id: stepId, ...(schema.properties ?? {}) },
+          required: ['step_id', ...(schema.required ?? []).filter((r) => r !== 'step_id')],
+        },
+      },
+    };
+  });
+  fns.push({
+    type: 'function',
+    function: {
+      name: NO_SUITABLE_TOOL,
+      description: 'Say that none of the offered tools can carry out a step, and why.',
+      parameters: {
+        type: 'object',
+        properties: { step_id: stepId, reason: { type: 'string' } },
+        required: ['step_id', 'reason'],
+      },
+    },
+  });
+  return fns;
+}
+
+export function pickToolsPrompt(input: PickToolsInput) {
+  const steps = input.steps
+    .map((s) =>
+      join(
+        `### Step ${s.id}: ${s.title}\n${s.instruction}`,
+        s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
+        s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : ''
+      )
+    )
+    .join('\n\n');
+  return {
+    node: 'pick_tools' as const,
+    system: PICK_TOOLS_SYSTEM,
+    messages: [join(section('Goal', input.goal), section('Steps to bind', steps))],
+  };
+}
+
+const NoSuitableSchema = z.object({ step_id: StepIdSchema, reason: z.string().default('no reason given') });
+
+export async function pickTools(
+  model: ModelClient,
+  input: PickToolsInput,
+  tools: readonly ToolDescriptor[]
+): Promise<PickToolsResult> {
+  const stepIds = input.steps.map((s) => s.id);
+  const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
+  const { message, usage } = await model.toolCalls(pickToolsPrompt(input), pickToolsFunctions(tools, stepIds));
+  const calls: PickedCall[] = [];
+  const noSuitable: PickToolsResult['noSuitable'] = [];
+  for (const call of message.tool_calls ?? []) {
+    const args = { ...(call.args as Record<string, unknown>) };
+    const stepId = typeof args.step_id === 'string' ? args.step_id : null;
+    if (!stepId || !stepIds.includes(stepId)) continue;
+    delete args.step_id;
+    if (call.name === NO_SUITABLE_TOOL) {
+      const parsed = NoSuitableSchema.safeParse({ step_id: stepId, reason: args.reason });
+      noSuitable.push({ stepId, reason: parsed.success ? parsed.data.reason : 'no reason given' });
+      continue;
+    }
+    const tool = byName.get(call.name);
+    // A name that was not offered still goes to dispatch, where it is refused by policy and reported as such.
+    const [server, ...rest] = call.name.split('__');
+    calls.push({
+      stepId,
+      server: tool?.server ?? server,
+      tool: tool?.name ?? rest.join('__'),
+      qualifiedName: call.name,
+      args,
+      readOnly: tool?.readOnly ?? false,
+      idempotent: tool?.idempotent ?? false,
+    });
+  }
+  for (const bad of message.invalid_tool_calls ?? []) {
+    const id = /"step_id"\s*:\s*"([^"]+)"/.exec(String(bad.args ?? ''))?.[1];
+    if (id && stepIds.includes(id) && !calls.some((c) => c.stepId === id))
+      noSuitable.push({ stepId: id, reason: `the tool call's arguments were not valid JSON (${bad.name})` });
+  }
+  return { calls, noSuitable, usage };
+}
+
+// ---------------------------------------------------------------- do_step
+
+export interface DoStepInput {
+  goal: string;
+  step: Pick<PlanStep, 'id' | 'title' | 'instruction'>;
+  dependencyResults: StepResultView[];
+}
+
+export const DO_STEP_SYSTEM = `You carry out one step of a plan that needs no tool: think over the results of earlier steps and write
+the step's result. Be concrete and complete; write only the result.`;
+
+export async function doStep(model: ModelClient, input: DoStepInput): Promise<{ text: string; usage: ModelUsage }> {
+  return model.text({
+    node: 'do_step',
+    system: DO_STEP_SYSTEM,
+    messages: [
+      join(
+        section('Goal', input.goal),
+        section(`Step ${input.step.id}: ${input.step.title}`, input.step.instruction),
+        section('Results of earlier steps', resultsText(input.dependencyResults))
+      ),
+    ],
+  });
+}
+
+// ---------------------------------------------------------------- evaluate_step
+
+export interface EvaluateStepInput {
+  goal: string;
+  step: Pick<PlanStep, 'id' | 'title' | 'instruction'>;
+  calls: Array<{ tool: string; status: string; text: string }>;
+  attempt: number;
+}
+
+export const EVALUATE_STEP_SYSTEM = `You judge the outcome of one step whose tool reported an error. Call evaluate_step with:
+- move_on when the result is good enough (or the error is the answer, e.g. "no matches"),
+- retry when running the same step again is likely to work,
+- replan when the plan itself must change.`;
+
+export async function evaluateStep(model: ModelClient, input: EvaluateStepInput) {
+  const calls = input.calls.map((c) => `- ${c.tool} (${c.status}): ${c.text}`).join('\n');
+  const { value, usage } = await model.structured(
+    {
+      node: 'evaluate_step',
+      system: EVALUATE_STEP_SYSTEM,
+      messages: [
+        join(
+          section('Goal', input.goal),
+          section(`Step ${input.step.id}: ${input.step.title} (attempt ${input.attempt})`, input.step.instruction),
+          section('Tool calls and results', calls)
+        ),
+      ],
+    },
+    EvaluateStepOutputSchema,
+    'Decide whether to move on, retry the step, or replan.'
+  );
+  return { ...value, usage };
+}
+
+// ---------------------------------------------------------------- compose_answer
+
+export interface ComposeAnswerInput {
+  projectDir: string;
+  request: string;
+  goal: string;
+  results: StepResultView[];
+}
+
+export const COMPOSE_ANSWER_SYSTEM = `You write Klea's answer to the user from the results of the plan's steps. Answer the request directly,
+in markdown. Say plainly what could not be done and why (a denied path, a failed step). Do not invent results
+that the steps did not produce.`;
+
+export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
+  return model.text({
+    node: 'compose_answer',
+    system: COMPOSE_ANSWER_SYSTEM,
+    messages: [
+      join(
+        section('Project context (from the project instruction file)', projectContext),
+        section('Request', input.request),
+        section('Goal', input.goal),
+        section('Step results', resultsText(input.results))
+      ),
+    ],
+  });
+}
+
+export { ZERO_USAGE };

@@ -1,0 +1,124 @@
+/**
+ * Plans (the `write_plan` node's output, ARCHITECTURE §7) and their validation: unique step ids, known
+ * dependencies, no cycle, review checkpoints that name real steps. Pure: used by the planner activity (as the
+ * schema the model's output must satisfy, so an invalid plan is re-asked with the error) and by workflows.
+ */
+import { z } from 'zod';
+
+export const StepIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,40}$/, 'step ids use letters, digits, _ and - (at most 40)');
+
+export const PlanStepSchema = z.strictObject({
+  id: StepIdSchema.describe('short unique id, e.g. "s1"'),
+  title: z.string().min(1).max(200).describe('a few words'),
+  instruction: z.string().min(1).max(4000).describe('what exactly to do in this step'),
+  depends_on: z.array(StepIdSchema).describe('ids of steps whose results this step needs'),
+  needs_tool: z.boolean().describe('true when the step must use a tool (read files, search, run a command, write)'),
+  questions: z
+    .array(z.string().min(1))
+    .describe('questions for the user when a fact this step needs is missing; else []'),
+});
+export type PlanStep = z.infer<typeof PlanStepSchema>;
+
+export const PlanReviewSchema = z.strictObject({
+  before_work: z.boolean().describe('ask the user to approve the plan before any step runs'),
+  after_step_ids: z.array(StepIdSchema).describe('pause for review after these steps finish'),
+});
+
+const PlanShape = z.strictObject({
+  goal: z.string().min(1).max(2000).describe('what the user wants, in one or two sentences'),
+  steps: z.array(PlanStepSchema).min(1).max(60),
+  review: PlanReviewSchema,
+});
+
+export type Plan = z.infer<typeof PlanShape>;
+
+/** Problems with a plan's structure; `knownIds` are ids of earlier steps that a revised plan may depend on. */
+export function planProblems(plan: Plan, knownIds: readonly string[] = []): string[] {
+  const problems: string[] = [];
+  const ids = new Set<string>();
+  for (const s of plan.steps) {
+    if (knownIds.includes(s.id))
+      problems.push(`step "${s.id}" has already finished: leave it out of the new plan (later steps may depend on it)`);
+    else if (ids.has(s.id)) problems.push(`step id "${s.id}" is used more than once`);
+    ids.add(s.id);
+  }
+  const all = new Set([...ids, ...knownIds]);
+  for (const s of plan.steps) {
+    for (const d of s.depends_on) {
+      if (!all.has(d)) problems.push(`step "${s.id}" depends on unknown step "${d}"`);
+      if (d === s.id) problems.push(`step "${s.id}" depends on itself`);
+    }
+  }
+  for (const r of plan.review.after_step_ids)
+    if (!ids.has(r)) problems.push(`review.after_step_ids names unknown step "${r}"`);
+  const cycle = findCycle(plan.steps);
+  if (cycle) problems.push(`the dependencies form a cycle: ${cycle.join(' -> ')}`);
+  return problems;
+}
+
+function findCycle(steps: readonly PlanStep[]): string[] | null {
+  const deps = new Map(steps.map((s) => [s.id, s.depends_on]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (id: string): string[] | null => {
+    if (state.get(id) === 'done' || !deps.has(id)) return null;
+    if (state.get(id) === 'visiting') return [...stack.slice(stack.indexOf(id)), id];
+    state.set(id, 'visiting');
+    stack.push(id);
+    for (const d of deps.get(id) ?? []) {
+      const c = visit(d);
+      if (c) return c;
+    }
+    stack.pop();
+    state.set(id, 'done');
+    return null;
+  };
+  for (const s of steps) {
+    const c = visit(s.id);
+    if (c) return c;
+  }
+  return null;
+}
+
+/** The schema the planner's output must satisfy, structure included. */
+export function planSchema(knownIds: readonly string[] = []) {
+  return PlanShape.superRefine((plan, ctx) => {
+    for (const message of planProblems(plan, knownIds)) ctx.addIssue({ code: 'custom', message });
+  });
+}
+export const PlanSchema = planSchema();
+
+/** A short deterministic content hash (hex) of a plan, to tie review decisions to the plan they saw. */
+export function planHash(plan: Plan): string {
+  const text = canonicalJson(plan);
+  // Two 32-bit FNV-1a lanes with different seeds: collision-resistant enough to tell plan revisions apart.
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995) >>> 0;
+  }
+  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
+}
+
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export const EvaluateStepOutputSchema = z.strictObject({
+  verdict: z
+    .enum(['move_on', 'retry', 'replan'])
+    .describe('move_on: accept the result; retry: run the step again; replan: the plan must change'),
+  reason: z.string().min(1).max(1000),
+});
+export type EvaluateStepOutput = z.infer<typeof EvaluateStepOutputSchema>;

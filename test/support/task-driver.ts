@@ -1,0 +1,124 @@
+/** Helpers for driving task workflows in integration tests the way a client would. */
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { KleaEvent } from '../../common/events';
+import type { Plan, PlanStep } from '../../common/plan';
+import type { TaskInput, TaskResult, TaskState } from '../../common/task';
+import type { TestEnv } from './harness';
+import { uniqueId } from './harness';
+
+export function step(id: string, instruction: string, extra: Partial<PlanStep> = {}): PlanStep {
+  return {
+    id,
+    title: extra.title ?? `Step ${id}`,
+    instruction,
+    depends_on: [],
+    needs_tool: true,
+    questions: [],
+    ...extra,
+  };
+}
+
+export function plan(steps: PlanStep[], review: Partial<Plan['review']> = {}, goal = 'Do what the user asked'): Plan {
+  return { goal, steps, review: { before_work: false, after_step_ids: [], ...review } };
+}
+
+/** A fresh project directory (real path) with the given files, and an `outside` sibling for canaries. */
+export function makeProject(files: Record<string, string> = {}): { root: string; dir: string; outside: string } {
+  const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-task-')));
+  const dir = path.join(root, 'project');
+  const outside = path.join(root, 'outside');
+  mkdirSync(dir, { recursive: true });
+  mkdirSync(outside, { recursive: true });
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), content);
+  }
+  return { root, dir, outside };
+}
+
+export class TaskDriver {
+  constructor(
+    readonly env: TestEnv,
+    readonly handle: WorkflowHandle,
+    readonly taskId: string
+  ) {}
+
+  static async start(
+    env: TestEnv,
+    prompt: string,
+    projectDir: string,
+    extra: Partial<TaskInput> = {}
+  ): Promise<TaskDriver> {
+    const sessionId = extra.sessionId ?? uniqueId('s');
+    const taskId = extra.taskId ?? `task-${sessionId}-1`;
+    const input: TaskInput = {
+      taskId,
+      sessionId,
+      prompt,
+      projectDir,
+      mode: 'general',
+      toolAccess: 'full',
+      route: false,
+      ...extra,
+    };
+    const handle = await env.client.workflow.start('taskWorkflow', {
+      taskQueue: env.taskQueue,
+      workflowId: taskId,
+      args: [input],
+    });
+    return new TaskDriver(env, handle, taskId);
+  }
+
+  events(after = 0): Promise<KleaEvent[]> {
+    return this.handle.query<KleaEvent[], [{ after: number }]>('events', { after });
+  }
+
+  state(): Promise<TaskState> {
+    return this.handle.query<TaskState>('state');
+  }
+
+  result(): Promise<TaskResult> {
+    return this.handle.result() as Promise<TaskResult>;
+  }
+
+  /** Waits until an event of the type (and matching the predicate) is in the log; returns it. */
+  async waitFor<T extends KleaEvent['type']>(
+    type: T,
+    predicate: (e: Extract<KleaEvent, { type: T }>) => boolean = () => true,
+    timeoutMs = 30_000
+  ): Promise<Extract<KleaEvent, { type: T }>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const events = await this.events();
+      const hit = events.find((e) => e.type === type && predicate(e as Extract<KleaEvent, { type: T }>));
+      if (hit) return hit as Extract<KleaEvent, { type: T }>;
+      const final = events.find((e) => e.type === 'status');
+      if (final)
+        throw new Error(
+          `task ended (${JSON.stringify(final)}) before a "${type}" event; events: ${events.map((e) => e.type).join(', ')}`
+        );
+      if (Date.now() > deadline)
+        throw new Error(`no "${type}" event within ${timeoutMs} ms; events: ${events.map((e) => e.type).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async countOf(type: KleaEvent['type']): Promise<number> {
+    return (await this.events()).filter((e) => e.type === type).length;
+  }
+
+  /** Activity types scheduled in the workflow's history, in order. */
+  async scheduledActivities(): Promise<Array<{ type: string; input: string }>> {
+    const history = await this.handle.fetchHistory();
+    return (history.events ?? [])
+      .filter((e) => e.activityTaskScheduledEventAttributes)
+      .map((e) => {
+        const a = e.activityTaskScheduledEventAttributes!;
+        const payload = a.input?.payloads?.[0]?.data;
+        return { type: a.activityType?.name ?? '', input: payload ? Buffer.from(payload).toString('utf8') : '' };
+      });
+  }
+}

@@ -1,0 +1,35 @@
+/** The plan as a dependency graph: which steps can run now, and in which order conflicting tool calls go. */
+import type { PlanStep } from '../../common/plan';
+import type { StepStatus } from '../../common/task';
+
+const TERMINAL: ReadonlySet<StepStatus> = new Set(['done', 'failed', 'skipped']);
+export const isTerminal = (s: StepStatus) => TERMINAL.has(s);
+
+/** Pending steps whose dependencies have all finished (a failed dependency counts: its result says why). */
+export function readySteps(steps: readonly PlanStep[], status: ReadonlyMap<string, StepStatus>): PlanStep[] {
+  return steps.filter(
+    (s) => status.get(s.id) === 'pending' && s.depends_on.every((d) => isTerminal(status.get(d) ?? 'done'))
+  );
+}
+
+export function allFinished(steps: readonly PlanStep[], status: ReadonlyMap<string, StepStatus>): boolean {
+  return steps.every((s) => isTerminal(status.get(s.id) ?? 'pending'));
+}
+
+/**
+ * For calls in the order the picker named them, the earlier calls each one must wait for: those that touch a
+ * path it touches. Everything else runs concurrently.
+ */
+export function pathDependencies(callPaths: ReadonlyArray<readonly string[]>): number[][] {
+  const lastByPath = new Map<string, number>();
+  return callPaths.map((paths, i) => {
+    const waits = new Set<number>();
+    for (const p of paths) {
+      const prev = lastByPath.get(p);
+      // A call naming the same file twice does not wait for itself.
+      if (prev !== undefined && prev !== i) waits.add(prev);
+      lastByPath.set(p, i);
+    }
+    return [...waits].sort((a, b) => a - b);
+  });
+}

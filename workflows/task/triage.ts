@@ -1,0 +1,72 @@
+/**
+ * Deterministic triage of a finished step: the clear cases are decided here, in code; only a tool error whose
+ * meaning needs judgement goes to the `evaluate_step` model node.
+ */
+export type CallStatus = 'ok' | 'error' | 'refused' | 'denied' | 'failed';
+
+export interface CallOutcome {
+  tool: string;
+  status: CallStatus;
+  text: string;
+}
+
+export interface TriageInput {
+  /** Set when no tool fits the step (the picker said so, or named none). */
+  noTool: string | null;
+  calls: readonly CallOutcome[];
+  attempts: number;
+  maxAttempts: number;
+  replansLeft: number;
+}
+
+export type TriageDecision =
+  | { outcome: 'move_on'; ok: boolean; reason: string }
+  | { outcome: 'retry'; reason: string }
+  | { outcome: 'replan'; reason: string }
+  | { outcome: 'evaluate'; reason: string };
+
+const replanOr = (input: TriageInput, reason: string): TriageDecision =>
+  input.replansLeft > 0
+    ? { outcome: 'replan', reason }
+    : { outcome: 'move_on', ok: false, reason: `${reason} (no replans left)` };
+
+export function triage(input: TriageInput): TriageDecision {
+  if (input.noTool !== null) return replanOr(input, `no suitable tool: ${input.noTool}`);
+
+  const by = (s: CallStatus) => input.calls.filter((c) => c.status === s);
+  const refused = by('refused');
+  if (refused.length) return replanOr(input, `refused by policy: ${refused[0].text}`);
+
+  const failed = by('failed');
+  if (failed.length) {
+    const reason = `${failed[0].tool} failed: ${failed[0].text}`;
+    return input.attempts < input.maxAttempts ? { outcome: 'retry', reason } : replanOr(input, reason);
+  }
+
+  const errors = by('error');
+  if (errors.length) return { outcome: 'evaluate', reason: `${errors[0].tool} returned an error: ${errors[0].text}` };
+
+  const denied = by('denied');
+  const ok = by('ok');
+  if (denied.length) {
+    // A denied path is the user's decision: the step continues with what it has, and says what was refused.
+    return {
+      outcome: 'move_on',
+      ok: ok.length > 0,
+      reason: `the user denied access: ${denied.map((d) => d.text).join('; ')}`,
+    };
+  }
+  return { outcome: 'move_on', ok: true, reason: 'succeeded' };
+}
+
+/** Turns the evaluator's verdict into a decision within the step's and the task's budgets. */
+export function applyVerdict(
+  verdict: 'move_on' | 'retry' | 'replan',
+  reason: string,
+  input: TriageInput
+): TriageDecision {
+  if (verdict === 'retry')
+    return input.attempts < input.maxAttempts ? { outcome: 'retry', reason } : replanOr(input, reason);
+  if (verdict === 'replan') return replanOr(input, reason);
+  return { outcome: 'move_on', ok: true, reason };
+}

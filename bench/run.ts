@@ -1,0 +1,44 @@
+/** `npm run bench`: runs every benchmark side by side in one run and writes bench/RESULTS.md. */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT } from '../runtime/temporal';
+import { benchHistory, type BenchResult } from './history';
+import { startBenchEnv } from './support';
+
+async function main() {
+  const env = await startBenchEnv();
+  const results: BenchResult[] = [];
+  try {
+    for (const bench of [benchHistory]) {
+      const r = await bench(env);
+      console.log(
+        `${r.ok ? 'ok  ' : 'MISS'} ${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`
+      );
+      results.push(r);
+    }
+  } finally {
+    await env.close();
+  }
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()}`;
+  const lines = [
+    '# Benchmark results',
+    '',
+    `Measured ${new Date().toISOString().slice(0, 10)} on ${machine}, by \`npm run bench\`. Each ratio compares figures measured side by side in the same run.`,
+    '',
+    '| benchmark | figures | ratio | goal | met |',
+    '| --- | --- | --- | --- | --- |',
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${r.figures.map(([k, v]) => `${k}: ${v}`).join('<br>')} | ${r.ratio.toFixed(2)} | ${r.goal} | ${r.ok ? 'yes' : 'no'} |`
+    ),
+    '',
+  ];
+  writeFileSync(path.join(REPO_ROOT, 'bench', 'RESULTS.md'), lines.join('\n'));
+  console.log('wrote bench/RESULTS.md');
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

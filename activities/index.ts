@@ -2,7 +2,9 @@
  * All of Klea's I/O lives in activities. The worker builds them once with `createActivities(deps)`;
  * workflows import only the `Activities` type.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
+import type { ModelUsage } from '../common/model-protocol';
 import type { Logger } from '../runtime/log';
 import { createModelClient, type ModelClient } from './llm/model';
 import * as nodes from './llm/nodes';
@@ -10,6 +12,23 @@ import { routeRequest, type RouteRequestInput, type RouteRequestResult } from '.
 import type { McpPool } from './mcp/pool';
 import { createToolActivities } from './mcp/tools';
 import { ProjectContextReader } from './project/context';
+
+/** Files that tell what a project is and how it is built and tested. */
+const INIT_FILES = [
+  'README.md',
+  'package.json',
+  'Makefile',
+  'pyproject.toml',
+  'setup.py',
+  'requirements.txt',
+  'Cargo.toml',
+  'go.mod',
+  'pom.xml',
+  'build.gradle',
+  'CONTRIBUTING.md',
+  'tsconfig.json',
+  'justfile',
+];
 
 export interface ActivityDeps {
   config: Config;
@@ -62,6 +81,30 @@ export function createActivities(deps: ActivityDeps) {
     async composeAnswer(input: nodes.ComposeAnswerInput) {
       const ctx = await projectContext.read(input.projectDir);
       return nodes.composeAnswer(model, input, ctx.text);
+    },
+
+    async summarizeMemory(input: nodes.SummarizeMemoryInput) {
+      return nodes.summarizeMemory(model, input);
+    },
+
+    /**
+     * `/init`: looks at the project through the workspace server's read-only tools, has the `init_project` node
+     * write the guidance, and writes AGENTS.md through the workspace server (so the write is confined and audited).
+     */
+    async initProject(input: { projectDir: string }): Promise<{ path: string; bytes: number; usage: ModelUsage }> {
+      const call = (tool: string, args: Record<string, unknown>) =>
+        tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args });
+      const listing = await call('list_dir', { path: '.', depth: 2 });
+      const parts = [`## Files (two levels)\n${listing.text}`];
+      for (const name of INIT_FILES) {
+        const r = await call('read_file', { path: name, end_line: 150 });
+        if (r.status === 'ok') parts.push(`## ${name}\n${r.text.slice(0, 6000)}`);
+      }
+      const { text, usage } = await nodes.initProjectText(model, parts.join('\n\n'));
+      const written = await call('write_file', { path: 'AGENTS.md', content: text.trim() + '\n' });
+      if (written.status !== 'ok')
+        throw ApplicationFailure.nonRetryable(`could not write AGENTS.md: ${written.text}`, 'InitWriteFailed');
+      return { path: 'AGENTS.md', bytes: Buffer.byteLength(text), usage };
     },
   };
 }

@@ -53,6 +53,10 @@ export const ContextEventSchema = z.object({
 
 export const AnswerEventSchema = z.object({
   type: z.literal('answer'),
+  /** On a session's log: the task the answer belongs to (absent for chat replies and command results). */
+  taskId: z.string().optional(),
+  /** On a session's log: the command this is the result of. */
+  command: z.string().optional(),
   text: z.string(),
   /** Grounding is not enforced yet: every answer is labelled unverified. */
   verification: z.literal('unverified'),
@@ -61,6 +65,7 @@ export const AnswerEventSchema = z.object({
 
 export const ErrorEventSchema = z.object({
   type: z.literal('error'),
+  taskId: z.string().optional(),
   message: z.string(),
   code: z.string(),
   stepId: z.string().optional(),
@@ -68,6 +73,8 @@ export const ErrorEventSchema = z.object({
 
 export const StatusEventSchema = z.object({
   type: z.literal('status'),
+  /** On a session's log: the task whose status changed. */
+  taskId: z.string().optional(),
   status: TaskStatusSchema,
   detail: z.string().optional(),
 });

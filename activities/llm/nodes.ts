@@ -316,3 +316,38 @@ export async function composeAnswer(model: ModelClient, input: ComposeAnswerInpu
 }
 
 export { ZERO_USAGE };
+
+// ---------------------------------------------------------------- summarize_memory
+
+export interface SummarizeMemoryInput {
+  summary: string;
+  turns: Turn[];
+}
+
+export const SUMMARIZE_MEMORY_SYSTEM = `You keep the running summary of a conversation between a user and Klea, a research and coding agent.
+Fold the older turns below into the summary: keep facts, decisions, names, file paths, preferences and open
+questions; drop pleasantries. Write only the new summary (it replaces the old one), as compact prose or bullets.`;
+
+export async function summarizeMemory(model: ModelClient, input: SummarizeMemoryInput) {
+  return model.text({
+    node: 'summarize_memory',
+    system: SUMMARIZE_MEMORY_SYSTEM,
+    messages: [
+      join(
+        section('Current summary', input.summary || '(none yet)'),
+        section('Older turns to fold in', input.turns.map((t) => `${t.role}: ${t.text}`).join('\n'))
+      ),
+    ],
+  });
+}
+
+// ---------------------------------------------------------------- init_project
+
+export const INIT_PROJECT_SYSTEM = `You write AGENTS.md for a software or research project: the guidance an agent (or a new colleague)
+needs to work in it. From the files shown, state what the project is, its layout, how to build, test, lint and
+run it (exact commands), its conventions, and anything to be careful with. Only state what the files support;
+say "unknown" rather than guess. Write only the markdown content of AGENTS.md.`;
+
+export async function initProjectText(model: ModelClient, observations: string) {
+  return model.text({ node: 'init_project', system: INIT_PROJECT_SYSTEM, messages: [observations] });
+}

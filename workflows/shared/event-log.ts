@@ -2,9 +2,20 @@
 import type { EventBody, KleaEvent } from '../../common/events';
 
 export class EventLog {
-  private readonly events: KleaEvent[] = [];
+  private readonly events: KleaEvent[];
 
-  constructor(private seq = 0) {}
+  /** `carried`: the tail of the log of an earlier run (continue-as-new), so clients see no gap in `seq`. */
+  constructor(
+    carried: readonly KleaEvent[] = [],
+    private seq = carried.at(-1)?.seq ?? 0
+  ) {
+    this.events = [...carried];
+  }
+
+  /** The last `n` events, to carry into the next run. */
+  tail(n: number): KleaEvent[] {
+    return this.events.slice(-n);
+  }
 
   /** Appends an event stamped with the next seq and the workflow's (deterministic) clock. */
   emit(body: EventBody): KleaEvent {

@@ -1,0 +1,133 @@
+/** The session workflow's input, state and message payloads (ARCHITECTURE §3, §6). */
+import { z } from 'zod';
+import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import type { KleaEvent } from './events';
+import { GrantSchema, TurnSchema } from './task';
+
+export const MemorySettingsSchema = z.strictObject({
+  summarisationThresholdChars: z.number().int().positive(),
+  numHistoryChars: z.number().int().positive(),
+});
+export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
+
+export type Turn = z.infer<typeof TurnSchema>;
+
+export const QueuedMessageSchema = z.strictObject({
+  seq: z.number().int(),
+  kind: z.enum(['message', 'task', 'command']),
+  text: z.string(),
+  mode: ModeSchema.optional(),
+  toolAccess: ToolAccessSchema.optional(),
+  review: ReviewPolicySchema.optional(),
+  /** Filled once routed: where the message goes. */
+  route: z.enum(['chat', 'task', 'command']).optional(),
+  reply: z.string().optional(),
+  taskId: z.string().optional(),
+});
+export type QueuedMessage = z.infer<typeof QueuedMessageSchema>;
+
+/** What a session carries across continue-as-new: everything. */
+export const SessionCarrySchema = z.strictObject({
+  mode: ModeSchema,
+  toolAccess: ToolAccessSchema,
+  review: ReviewPolicySchema,
+  grants: z.array(GrantSchema),
+  summary: z.string(),
+  turns: z.array(TurnSchema),
+  summarisedChars: z.number().int(),
+  queue: z.array(QueuedMessageSchema),
+  taskCounter: z.number().int(),
+  messageSeq: z.number().int(),
+  tasks: z.array(z.string()),
+  lastSeq: z.number().int(),
+  recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
+  contextFile: z.string().nullable(),
+  runs: z.number().int(),
+});
+export type SessionCarry = z.infer<typeof SessionCarrySchema>;
+
+export const SessionInputSchema = z.strictObject({
+  sessionId: z.string().min(1),
+  projectDir: z.string().min(1),
+  mode: ModeSchema.default('general'),
+  toolAccess: ToolAccessSchema.default('full'),
+  review: ReviewPolicySchema.default('plan'),
+  memory: MemorySettingsSchema.default({ summarisationThresholdChars: 40_000, numHistoryChars: 20_000 }),
+  /** Continue-as-new after this many processed messages even if Temporal has not suggested it yet. */
+  continueAsNewAfter: z.number().int().positive().default(200),
+  carry: SessionCarrySchema.optional(),
+});
+export type SessionInput = z.input<typeof SessionInputSchema>;
+
+export const SubmitRequestSchema = z.strictObject({
+  text: z.string().trim().min(1, 'must not be empty').max(100_000),
+  mode: ModeSchema.optional(),
+});
+export type SubmitRequest = z.infer<typeof SubmitRequestSchema>;
+
+export interface SubmitResult {
+  kind: 'chat' | 'task' | 'command';
+  taskId?: string;
+  reply?: string;
+  /** True when the session is busy: the reply (or the task) comes after what is ahead of it. */
+  queued?: boolean;
+}
+
+export const StartTaskRequestSchema = z.strictObject({
+  prompt: z.string().trim().min(1, 'must not be empty').max(100_000),
+  mode: ModeSchema.optional(),
+  toolAccess: ToolAccessSchema.optional(),
+  review: ReviewPolicySchema.optional(),
+});
+export type StartTaskRequest = z.infer<typeof StartTaskRequestSchema>;
+
+export const SettingsSchema = z.strictObject({ mode: ModeSchema.optional(), toolAccess: ToolAccessSchema.optional() });
+export type SessionSettings = z.infer<typeof SettingsSchema>;
+
+export interface CommandInfo {
+  name: string;
+  usage: string;
+  description: string;
+  /** `client`: the page runs it itself; `graph`: the session workflow runs it (it may use the model). */
+  runs: 'client' | 'graph';
+}
+
+export const COMMANDS: readonly CommandInfo[] = [
+  { name: '/help', usage: '/help', description: 'list the commands', runs: 'client' },
+  {
+    name: '/mode',
+    usage: '/mode general|scientific',
+    description: 'set the operating mode of this session',
+    runs: 'graph',
+  },
+  {
+    name: '/compact',
+    usage: '/compact',
+    description: 'fold older conversation into the running summary now',
+    runs: 'graph',
+  },
+  {
+    name: '/init',
+    usage: '/init',
+    description: 'look at the project and write AGENTS.md (project guidance)',
+    runs: 'graph',
+  },
+];
+
+export interface SessionState {
+  sessionId: string;
+  projectDir: string;
+  mode: z.infer<typeof ModeSchema>;
+  toolAccess: z.infer<typeof ToolAccessSchema>;
+  review: z.infer<typeof ReviewPolicySchema>;
+  grants: z.infer<typeof GrantSchema>[];
+  memory: { summary: string; turns: Turn[]; summarisedChars: number; settings: MemorySettings };
+  projectContextFile: string | null;
+  currentTaskId: string | null;
+  tasks: string[];
+  queue: Array<Pick<QueuedMessage, 'seq' | 'kind' | 'text' | 'route' | 'taskId'>>;
+  commands: readonly CommandInfo[];
+  lastSeq: number;
+}
+
+export type SessionEvent = KleaEvent;

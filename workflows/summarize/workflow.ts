@@ -1,0 +1,30 @@
+/**
+ * `summarizeMemoryWorkflow` (contract): folds older conversation turns into the running summary with the
+ * `summarize_memory` node. A child of the session workflow, so each summarisation is its own run in the UI.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import type { Turn } from '../../common/session';
+
+const acts = proxyActivities<Activities>({
+  startToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
+});
+
+export interface SummarizeInput {
+  summary: string;
+  turns: Turn[];
+}
+
+export interface SummarizeResult {
+  summary: string;
+  foldedChars: number;
+}
+
+export async function summarizeMemoryWorkflow(input: SummarizeInput): Promise<SummarizeResult> {
+  const foldedChars = input.turns.reduce((n, t) => n + t.text.length, 0);
+  const res = await acts.summarizeMemory.executeWithOptions({ summary: `summarise ${input.turns.length} turns` }, [
+    input,
+  ]);
+  return { summary: res.text, foldedChars };
+}

@@ -44,7 +44,7 @@ describe('sessionWorkflow', () => {
     expect(await s.submit('hello')).toEqual({ kind: 'chat', reply: 'Hi! What shall we do?' });
     const r = await s.submit('What does a.txt say?');
     expect(r).toEqual({ kind: 'task', taskId: `task-${s.sessionId}-1` });
-    const t = new TaskDriver(env, env.client.workflow.getHandle(r.taskId!), r.taskId!);
+    const t = await TaskDriver.attach(env, r.taskId!);
     expect(await t.result()).toMatchObject({ status: 'done', answer: 'a.txt says alpha.' });
     const state = await s.waitIdle();
     expect(state.memory.turns.map((x) => x.text)).toEqual([
@@ -68,7 +68,7 @@ describe('sessionWorkflow', () => {
     fake.on('compose_answer', { content: 'task answer' });
 
     const r = await s.submit('do a task');
-    const t = new TaskDriver(env, env.client.workflow.getHandle(r.taskId!), r.taskId!);
+    const t = await TaskDriver.attach(env, r.taskId!);
     const review = await t.waitFor('review_requested');
     expect(await s.submit('first question')).toEqual({ kind: 'chat', reply: 'first reply', queued: true });
     expect(await s.submit('second question')).toEqual({ kind: 'chat', reply: 'second reply', queued: true });
@@ -152,7 +152,7 @@ describe('sessionWorkflow', () => {
     // A task in scientific mode is declined with the explanation (no routing, no ungrounded chat).
     const r = await s.submit('What is the boiling point of water?');
     expect(r.kind).toBe('task');
-    const t = new TaskDriver(env, env.client.workflow.getHandle(r.taskId!), r.taskId!);
+    const t = await TaskDriver.attach(env, r.taskId!);
     expect((await t.result()).answer).toMatch(/Scientific mode cannot run yet/);
     expect((await s.submit('/mode general')).reply).toBe('Mode set to general.');
     expect((await s.state()).commands.find((c) => c.name === '/help')?.runs).toBe('client');
@@ -194,7 +194,7 @@ describe('sessionWorkflow', () => {
       fake.on('do_step', { content: 'thought' });
       fake.on('compose_answer', { content: answer });
       const r = await s.submit('do it');
-      await new TaskDriver(env, env.client.workflow.getHandle(r.taskId!), r.taskId!).result();
+      await (await TaskDriver.attach(env, r.taskId!)).result();
     };
     await runTask('first');
     expect(fake.requestsFor('write_plan')[0].text).toContain('HOUSE RULE ONE');
@@ -222,7 +222,7 @@ describe('sessionWorkflow', () => {
     fake.on('evaluate_step', { call: { verdict: 'move_on', reason: 'bad regex, fine' } });
     fake.on('compose_answer', { content: 'done' });
     const r = await s.submit('search');
-    await new TaskDriver(env, env.client.workflow.getHandle(r.taskId!), r.taskId!).result();
+    await (await TaskDriver.attach(env, r.taskId!)).result();
     expect(fake.requestsFor('evaluate_step')[0].text).not.toContain('SECRET HOUSE STYLE');
     expect(fake.requestsFor('write_plan')[0].text).toContain('SECRET HOUSE STYLE');
   });
@@ -241,7 +241,7 @@ describe('sessionWorkflow', () => {
     };
     readOutside();
     const r1 = await s.submit('read it');
-    const t1 = new TaskDriver(env, env.client.workflow.getHandle(r1.taskId!), r1.taskId!);
+    const t1 = await TaskDriver.attach(env, r1.taskId!);
     const req = await t1.waitFor('permission_requested');
     await t1.handle.signal('permission', { requestId: req.requestId, decision: 'allow_session' });
     expect((await t1.result()).status).toBe('done');
@@ -260,7 +260,7 @@ describe('sessionWorkflow', () => {
     readOutside();
     const r2 = await s.submit('read it again');
     expect(r2.taskId).toBe(`task-${s.sessionId}-2`);
-    const t2 = new TaskDriver(env, env.client.workflow.getHandle(r2.taskId!), r2.taskId!);
+    const t2 = await TaskDriver.attach(env, r2.taskId!);
     expect((await t2.result()).status).toBe('done');
     expect(await t2.countOf('permission_requested')).toBe(0);
   });

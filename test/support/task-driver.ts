@@ -72,6 +72,21 @@ export class TaskDriver {
     return new TaskDriver(env, handle, taskId);
   }
 
+  /** A task started by a session: waits until its workflow exists (a queued task starts later). */
+  static async attach(env: TestEnv, taskId: string, timeoutMs = 30_000): Promise<TaskDriver> {
+    const handle = env.client.workflow.getHandle(taskId);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        await handle.describe();
+        return new TaskDriver(env, handle, taskId);
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
   events(after = 0): Promise<KleaEvent[]> {
     return this.handle.query<KleaEvent[], [{ after: number }]>('events', { after });
   }

@@ -1,45 +1,75 @@
 /**
  * Builds the Express app from injected dependencies (a Temporal client and the config). `index.ts` listens;
- * tests drive this app with supertest.
+ * tests drive this app with supertest. Every route is a thin Temporal client call (start, signal, update,
+ * query), validated by the zod schemas in common/ with the parsed value handed on.
  */
 import { randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { ZodType } from 'zod';
+import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import {
+  AcceptedResponseSchema,
+  CancelRequestBodySchema,
+  ClarifyRequestSchema,
+  CreateSessionRequestSchema,
+  CreateSessionResponseSchema,
   CreateTaskRequestSchema,
   CreateTaskResponseSchema,
   EventListSchema,
   EventsQuerySchema,
   HealthResponseSchema,
+  MessageRequestSchema,
+  MessageResponseSchema,
+  PatchSessionRequestSchema,
+  PermissionRequestBodySchema,
+  ReviewRequestSchema,
+  SessionParamsSchema,
+  SessionStateResponseSchema,
   TaskParamsSchema,
   TaskStateResponseSchema,
 } from '../common/api';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../common/config';
-import { KleaMode, KleaSessionId, KleaStatus } from '../common/search-attributes';
-import type { TaskInput } from '../common/task';
+import type { KleaEvent } from '../common/events';
+import { KleaMode, KleaSessionId } from '../common/search-attributes';
+import type { SessionInput, SessionState, SubmitResult } from '../common/session';
+import type { TaskState } from '../common/task';
 import { bearerAuth } from './auth';
-import { ApiError, badRequest, errorHandler, notFound } from './errors';
+import { ApiError, badRequest, conflict, errorHandler } from './errors';
 import { buildOpenApiDocument } from './openapi';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
+import { lastEventId, streamEvents } from './sse';
+import { TemporalCalls } from './temporal-calls';
+import { webRoutes } from './web';
 
 export interface AppDeps {
   client: Client;
   config: Config;
   version?: string;
+  /** Poll interval of event streams (tests shorten it). */
+  ssePollMs?: number;
 }
 
 /** A poller seen within this window counts as a live worker (long polls last about a minute). */
 const POLLER_FRESH_MS = 90_000;
 
-export function createApp({ client, config, version = '0.1.0' }: AppDeps): Express {
+const sessionWorkflowId = (sessionId: string) => `session-${sessionId}`;
+/** Event routes answer JSON with ?after=, else (Accept: text/event-stream) a stream of `id: <seq>` events. */
+const eventStream = {
+  'text/event-stream': {
+    description: 'each event as `id: <seq>`, `event: <type>`, `data: <json>`; reconnect with Last-Event-ID',
+  },
+};
+
+export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(express.json({ limit: config.api.max_body_bytes, strict: true }));
 
+  const calls = new TemporalCalls(client);
   const { namespace, task_queue: taskQueue, ui_url: uiUrl } = config.temporal;
   const runUrl = (workflowId: string) =>
     `${uiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
@@ -58,13 +88,12 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       ]);
     }
     const ok = allowedRoots().some((root) => {
-      let realRoot: string;
       try {
-        realRoot = realpathSync(root);
+        const realRoot = realpathSync(root);
+        return real === realRoot || real.startsWith(realRoot + path.sep);
       } catch {
         return false;
       }
-      return real === realRoot || real.startsWith(realRoot + path.sep);
     });
     if (!ok) {
       throw badRequest(`body.projectDir: must lie under an allowed project root (${allowedRoots().join(', ')})`, [
@@ -74,13 +103,40 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
     return real;
   }
 
-  async function withWorkflow<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw notFound(`no task with id "${id}"`);
-      throw err;
-    }
+  async function startSession(
+    body: {
+      projectDir?: string;
+      mode?: 'general' | 'scientific';
+      toolAccess?: 'full' | 'read_only';
+      review?: 'plan' | 'always';
+    },
+    sessionId = `s-${randomUUID().slice(0, 8)}`
+  ) {
+    const projectDir = resolveProjectDir(body.projectDir);
+    const mode = body.mode ?? config.general.mode;
+    const input: SessionInput = {
+      sessionId,
+      projectDir,
+      mode,
+      toolAccess: body.toolAccess ?? config.general.tool_access,
+      review: body.review ?? config.general.review,
+      memory: {
+        summarisationThresholdChars: config.general.memory.summarisation_threshold_chars,
+        numHistoryChars: config.general.memory.num_history_chars,
+      },
+    };
+    await client.workflow.start('sessionWorkflow', {
+      taskQueue,
+      workflowId: sessionWorkflowId(sessionId),
+      args: [input],
+      staticSummary: `chat session ${sessionId}`,
+      staticDetails: `project ${projectDir}`,
+      typedSearchAttributes: [
+        { key: KleaSessionId, value: sessionId },
+        { key: KleaMode, value: mode },
+      ],
+    });
+    return sessionId;
   }
 
   async function health() {
@@ -92,11 +148,14 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
     };
     const worker = { status: 'unknown' as 'ok' | 'none' | 'unknown', taskQueue, pollers: 0 };
     try {
-      const res = await client.workflowService.describeTaskQueue({
-        namespace,
-        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      });
+      // A health check answers within seconds even when Temporal is down.
+      const res = await client.withDeadline(Date.now() + 3000, () =>
+        client.workflowService.describeTaskQueue({
+          namespace,
+          taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        })
+      );
       const now = Date.now();
       const fresh = (res.pollers ?? []).filter((p) => {
         const t = p.lastAccessTime;
@@ -110,7 +169,7 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       temporalStatus.error = err instanceof Error ? err.message : String(err);
     }
     const modelOk = isModelConfigured(config);
-    const body = {
+    return {
       status: temporalStatus.status === 'ok' && worker.status === 'ok' ? ('ok' as const) : ('degraded' as const),
       temporal: temporalStatus,
       worker,
@@ -121,8 +180,59 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       },
       temporalUi: uiUrl,
     };
-    return body;
   }
+
+  /** Events as JSON (?after=) or as a server-sent event stream. */
+  function eventsRoute(what: 'session' | 'task', workflowIdOf: (id: string) => string) {
+    return async ({
+      params,
+      query,
+      req,
+      res,
+    }: {
+      params: { id: string };
+      query: { after?: number };
+      req: express.Request;
+      res: express.Response;
+    }) => {
+      const workflowId = workflowIdOf(params.id);
+      const fetch = (after: number) =>
+        calls.on(`${what} "${params.id}"`, workflowId, (h) =>
+          h.query<KleaEvent[], [{ after: number }]>('events', { after })
+        );
+      const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
+      if (!wantsStream) return { events: await fetch(query.after ?? 0) };
+      const after = lastEventId(req) ?? 0;
+      await fetch(after).then(() => undefined); // 404 before the stream starts
+      await streamEvents(req, res, { fetch, after, pollMs: ssePollMs });
+      return undefined;
+    };
+  }
+
+  const taskDecision = <B>(what: 'review' | 'clarify' | 'permission', summary: string, body: ZodType<B>) =>
+    defineRoute({
+      method: 'post',
+      path: `/tasks/:id/${what === 'permission' ? 'permissions' : what}`,
+      operationId: `${what}Task`,
+      summary,
+      tags: ['tasks'],
+      params: TaskParamsSchema,
+      body,
+      responses: {
+        200: {
+          description:
+            'the decision was accepted (a repeated identical decision is accepted again and changes nothing)',
+          schema: AcceptedResponseSchema,
+        },
+        404: { description: 'no such task' },
+        409: { description: 'nothing of the kind is pending, the decision is stale, or the task has ended' },
+      },
+      handler: ({ params, body: b }) =>
+        calls.on(`task "${params.id}"`, params.id, async (h) => {
+          await h.executeUpdate(what, { args: [b] });
+          return { accepted: true as const };
+        }),
+    });
 
   const routes: RouteSpec[] = [
     defineRoute({
@@ -148,58 +258,132 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
       responses: { 200: { description: 'the OpenAPI document' } },
       handler: () => openapi,
     }),
+
+    // ---------------------------------------------------------------- sessions
+    defineRoute({
+      method: 'post',
+      path: '/sessions',
+      operationId: 'createSession',
+      summary: 'Start a chat session',
+      tags: ['sessions'],
+      body: CreateSessionRequestSchema,
+      status: 201,
+      responses: { 201: { description: 'the session was started', schema: CreateSessionResponseSchema } },
+      handler: async ({ body }) => {
+        const sessionId = await startSession(body);
+        return { sessionId, temporalUiUrl: runUrl(sessionWorkflowId(sessionId)) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/sessions/:id',
+      operationId: 'getSession',
+      summary: 'Session state: settings, memory, queue, tasks, commands',
+      tags: ['sessions'],
+      params: SessionParamsSchema,
+      responses: {
+        200: { description: 'the session state', schema: SessionStateResponseSchema },
+        404: { description: 'no such session' },
+      },
+      handler: ({ params }) =>
+        calls.on(`session "${params.id}"`, sessionWorkflowId(params.id), async (h) => ({
+          ...(await h.query<SessionState>('state')),
+          temporalUiUrl: runUrl(sessionWorkflowId(params.id)),
+        })),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/sessions/:id/messages',
+      operationId: 'postMessage',
+      summary: 'Send a message or a /command to a session',
+      tags: ['sessions'],
+      params: SessionParamsSchema,
+      body: MessageRequestSchema,
+      responses: {
+        200: { description: 'chat reply, started task, or command result', schema: MessageResponseSchema },
+        404: { description: 'no such session' },
+        409: { description: 'the session has ended' },
+      },
+      handler: ({ params, body }) =>
+        calls.on(`session "${params.id}"`, sessionWorkflowId(params.id), (h) =>
+          h.executeUpdate<SubmitResult, [typeof body]>('submit', { args: [body] })
+        ),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/sessions/:id',
+      operationId: 'patchSession',
+      summary: "Change a session's mode or tool access level",
+      tags: ['sessions'],
+      params: SessionParamsSchema,
+      body: PatchSessionRequestSchema,
+      responses: {
+        200: { description: 'the settings were applied', schema: AcceptedResponseSchema },
+        404: { description: 'no such session' },
+        409: { description: 'the session has ended' },
+      },
+      handler: ({ params, body }) =>
+        calls.on(`session "${params.id}"`, sessionWorkflowId(params.id), async (h) => {
+          if (!(await calls.running(`session "${params.id}"`, sessionWorkflowId(params.id))))
+            throw conflict(`session "${params.id}" has ended`);
+          await h.signal('settings', body);
+          return { accepted: true as const };
+        }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/sessions/:id/events',
+      operationId: 'getSessionEvents',
+      summary: 'Session events: a server-sent event stream, or JSON with ?after=seq',
+      tags: ['sessions'],
+      params: SessionParamsSchema,
+      query: EventsQuerySchema,
+      responses: {
+        200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
+        404: { description: 'no such session' },
+      },
+      handler: eventsRoute('session', sessionWorkflowId),
+    }),
+
+    // ---------------------------------------------------------------- tasks
     defineRoute({
       method: 'post',
       path: '/tasks',
       operationId: 'createTask',
-      summary: 'Start a task (creates its session when none is given)',
+      summary: 'Start a task in a session (a new session unless sessionId is given); it is planned, not routed',
       tags: ['tasks'],
       body: CreateTaskRequestSchema,
       status: 201,
-      responses: { 201: { description: 'the task was started', schema: CreateTaskResponseSchema } },
+      responses: {
+        201: {
+          description: "the task was started (or queued behind the session's current task)",
+          schema: CreateTaskResponseSchema,
+        },
+        404: { description: 'no such session' },
+        409: { description: 'the session has ended' },
+      },
       handler: async ({ body }) => {
-        const projectDir = resolveProjectDir(body.projectDir);
-        const sessionId = body.sessionId ?? `s-${randomUUID().slice(0, 8)}`;
-        const mode = body.mode ?? config.general.mode;
-        const toolAccess = body.toolAccess ?? config.general.tool_access;
-        for (let n = 1; n < 10_000; n++) {
-          const taskId = `task-${sessionId}-${n}`;
-          const input: TaskInput = {
-            taskId,
-            sessionId,
-            prompt: body.prompt,
-            projectDir,
-            mode,
-            toolAccess,
-            review: body.review ?? config.general.review,
-          };
-          try {
-            await client.workflow.start('taskWorkflow', {
-              taskQueue,
-              workflowId: taskId,
-              args: [input],
-              staticSummary: firstLine(body.prompt),
-              staticDetails: `session ${sessionId} · mode ${mode} · tools ${toolAccess} · project ${projectDir}`,
-              typedSearchAttributes: [
-                { key: KleaSessionId, value: sessionId },
-                { key: KleaStatus, value: 'routing' },
-                { key: KleaMode, value: mode },
-              ],
-            });
-            return { taskId, sessionId, temporalUiUrl: runUrl(taskId) };
-          } catch (err) {
-            if (err instanceof WorkflowExecutionAlreadyStartedError) continue;
-            throw err;
-          }
-        }
-        throw new ApiError(409, 'conflict', `session ${sessionId} has no free task number`);
+        const sessionId = body.sessionId ?? (await startSession(body));
+        const { taskId, queued } = await calls.on(`session "${sessionId}"`, sessionWorkflowId(sessionId), (h) =>
+          h.executeUpdate<{ taskId: string; queued: boolean }, [unknown]>('startTask', {
+            args: [
+              {
+                prompt: body.prompt,
+                ...(body.mode ? { mode: body.mode } : {}),
+                ...(body.toolAccess ? { toolAccess: body.toolAccess } : {}),
+                ...(body.review ? { review: body.review } : {}),
+              },
+            ],
+          })
+        );
+        return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
       },
     }),
     defineRoute({
       method: 'get',
       path: '/tasks/:id',
       operationId: 'getTask',
-      summary: 'Task state: status, plan, pending interrupt, answer',
+      summary: 'Task state: status, plan with step statuses, pending decisions, answer',
       tags: ['tasks'],
       params: TaskParamsSchema,
       responses: {
@@ -207,32 +391,56 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
         404: { description: 'no such task' },
       },
       handler: ({ params }) =>
-        withWorkflow(params.id, async () => {
-          const state = await client.workflow.getHandle(params.id).query<Record<string, unknown>>('state');
-          return { ...state, temporalUiUrl: runUrl(params.id) };
-        }),
+        calls.on(`task "${params.id}"`, params.id, async (h) => ({
+          ...(await h.query<TaskState>('state')),
+          temporalUiUrl: runUrl(params.id),
+        })),
     }),
     defineRoute({
       method: 'get',
       path: '/tasks/:id/events',
       operationId: 'getTaskEvents',
-      summary: 'Events of a task after a given seq',
+      summary: 'Task events: a server-sent event stream, or JSON with ?after=seq',
       tags: ['tasks'],
       params: TaskParamsSchema,
       query: EventsQuerySchema,
       responses: {
-        200: { description: 'the events after `after`, oldest first', schema: EventListSchema },
+        200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
         404: { description: 'no such task' },
       },
-      handler: ({ params, query }) =>
-        withWorkflow(params.id, async () => ({
-          events: await client.workflow
-            .getHandle(params.id)
-            .query<unknown[], [{ after: number }]>('events', { after: query.after ?? 0 }),
-        })),
+      handler: eventsRoute('task', (id) => id),
+    }),
+    taskDecision('review', 'Approve the plan under review, or ask for a revision with feedback', ReviewRequestSchema),
+    taskDecision('clarify', 'Answer the questions of the step that waits for them', ClarifyRequestSchema),
+    taskDecision(
+      'permission',
+      'Decide a pending permission request: allow_once, allow_session or deny',
+      PermissionRequestBodySchema
+    ),
+    defineRoute({
+      method: 'post',
+      path: '/tasks/:id/cancel',
+      operationId: 'cancelTask',
+      summary: 'Cancel a running task',
+      tags: ['tasks'],
+      params: TaskParamsSchema,
+      body: CancelRequestBodySchema,
+      responses: {
+        200: { description: 'cancellation was requested', schema: AcceptedResponseSchema },
+        404: { description: 'no such task' },
+        409: { description: 'the task has already ended' },
+      },
+      handler: ({ params, body }) =>
+        calls.on(`task "${params.id}"`, params.id, async (h) => {
+          if (!(await calls.running(`task "${params.id}"`, params.id)))
+            throw conflict(`task "${params.id}" has already ended`);
+          await h.signal('cancel', body);
+          return { accepted: true as const };
+        }),
     }),
   ];
 
+  routes.push(...webRoutes({ uiUrl, namespace }));
   const openapi = buildOpenApiDocument(routes, { version, tokenRequired: Boolean(config.api.token) });
   const router = express.Router();
   mountRoutes(router, routes, bearerAuth(config.api.token));
@@ -241,8 +449,3 @@ export function createApp({ client, config, version = '0.1.0' }: AppDeps): Expre
   app.use(errorHandler);
   return app;
 }
-
-const firstLine = (text: string) => {
-  const line = text.trim().split('\n')[0];
-  return line.length > 120 ? `${line.slice(0, 117)}...` : line;
-};

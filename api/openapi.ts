@@ -53,10 +53,14 @@ export function buildOpenApiDocument(
     const responses: Record<string, Json> = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       const contentType = spec.contentType ?? 'application/json';
-      responses[status] = {
-        description: spec.description,
-        ...(spec.schema ? { content: { [contentType]: { schema: jsonSchema(spec.schema, 'output') } } } : {}),
-      };
+      const content: Record<string, Json> = spec.schema
+        ? { [contentType]: { schema: jsonSchema(spec.schema, 'output') } }
+        : spec.contentType
+          ? { [contentType]: {} }
+          : {};
+      for (const [type, extra] of Object.entries(spec.also ?? {}))
+        content[type] = { schema: { type: 'string', description: extra.description } };
+      responses[status] = { description: spec.description, ...(Object.keys(content).length ? { content } : {}) };
     }
     const errorStatuses = new Set([
       ...(route.body || route.params || route.query ? [400] : []),

@@ -14,6 +14,8 @@ export interface ResponseSpec {
   schema?: z.ZodType;
   /** Defaults to application/json. */
   contentType?: string;
+  /** Further media types the same response may take (e.g. a server-sent event stream). */
+  also?: Record<string, { description: string }>;
 }
 
 export interface RouteContext<P, Q, B> {

@@ -65,3 +65,64 @@ export const TaskStateResponseSchema = z.looseObject({
   answer: z.string().nullable(),
   temporalUiUrl: z.string(),
 });
+
+export const CreateSessionRequestSchema = z.strictObject({
+  projectDir: z.string().min(1).optional(),
+  mode: ModeSchema.optional(),
+  toolAccess: ToolAccessSchema.optional(),
+  review: ReviewPolicySchema.optional(),
+});
+export const CreateSessionResponseSchema = z.object({ sessionId: z.string(), temporalUiUrl: z.string() });
+
+export const SessionParamsSchema = z.strictObject({ id: IdSchema });
+
+export const MessageRequestSchema = z.strictObject({
+  text: z.string().trim().min(1, 'must not be empty').max(100_000),
+  mode: ModeSchema.optional(),
+});
+export const MessageResponseSchema = z.object({
+  kind: z.enum(['chat', 'task', 'command']),
+  taskId: z.string().optional(),
+  reply: z.string().optional(),
+  queued: z.boolean().optional().describe('the session is busy: the reply or the task comes after what is ahead of it'),
+});
+
+export const PatchSessionRequestSchema = z
+  .strictObject({ mode: ModeSchema.optional(), toolAccess: ToolAccessSchema.optional() })
+  .refine((v) => v.mode !== undefined || v.toolAccess !== undefined, { message: 'give mode or toolAccess' });
+
+export const SessionStateResponseSchema = z
+  .looseObject({
+    sessionId: z.string(),
+    projectDir: z.string(),
+    mode: ModeSchema,
+    toolAccess: ToolAccessSchema,
+    currentTaskId: z.string().nullable(),
+    tasks: z.array(z.string()),
+    commands: z.array(
+      z.object({ name: z.string(), usage: z.string(), description: z.string(), runs: z.enum(['client', 'graph']) })
+    ),
+    temporalUiUrl: z.string(),
+  })
+  .describe('session state: settings, memory, queue, tasks and the commands (client or graph)');
+
+export const ReviewRequestSchema = z.strictObject({
+  decision: z.enum(['approve', 'revise']),
+  feedback: z.string().max(20_000).optional(),
+  planHash: z
+    .string()
+    .max(64)
+    .optional()
+    .describe('the plan the decision is about; a decision for another plan is refused (409)'),
+});
+export const ClarifyRequestSchema = z.strictObject({
+  answers: z
+    .record(z.string(), z.string().max(20_000))
+    .refine((a) => Object.keys(a).length > 0, { message: 'give at least one answer' }),
+});
+export const PermissionRequestBodySchema = z.strictObject({
+  requestId: z.string().min(1).max(300),
+  decision: z.enum(['allow_once', 'allow_session', 'deny']),
+});
+export const CancelRequestBodySchema = z.strictObject({ reason: z.string().max(2000).optional() });
+export const AcceptedResponseSchema = z.object({ accepted: z.literal(true) });

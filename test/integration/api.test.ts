@@ -1,117 +1,406 @@
+/** Every API route on a real Temporal server: success, each error status, auth on and off, SSE resume, OpenAPI. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import type { Express } from 'express';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import { FakeModel } from '../support/fake-model';
 import { startTestEnv, testConfig, type TestEnv } from '../support/harness';
+import { makeProject, plan, step } from '../support/task-driver';
 
-describe('API on a real Temporal server', () => {
+describe('API', () => {
   let fake: FakeModel;
   let env: TestEnv;
   let app: Express;
+  let project: ReturnType<typeof makeProject>;
 
   beforeAll(async () => {
     fake = await FakeModel.start();
-    env = await startTestEnv({ fakeModel: fake, name: 'api', overrides: { project: { dir: '/tmp' } } });
-    app = createApp({ client: env.client, config: env.config });
+    project = makeProject({ 'a.txt': 'alpha\n' });
+    env = await startTestEnv({ fakeModel: fake, name: 'api', overrides: { project: { dir: project.dir } } });
+    app = createApp({ client: env.client, config: env.config, ssePollMs: 50 });
+  });
+  afterEach(() => {
+    try {
+      fake.assertDone();
+    } finally {
+      fake.reset();
+    }
   });
   afterAll(async () => {
     await env?.shutdown();
     await fake?.close();
   });
 
-  it('GET /healthz reports temporal ok, a polling worker and the model', async () => {
-    const res = await request(app).get('/healthz');
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({
-      status: 'ok',
-      temporal: { status: 'ok' },
-      worker: { status: 'ok', taskQueue: env.taskQueue },
-      model: { status: 'configured', name: 'fake-model' },
+  async function waitTask(taskId: string, pred: (s: Record<string, unknown>) => boolean, ms = 20_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const res = await request(app).get(`/tasks/${taskId}`);
+      if (res.status === 200 && pred(res.body)) return res.body;
+      if (Date.now() > deadline)
+        throw new Error(`task ${taskId} never got there: ${JSON.stringify(res.body).slice(0, 500)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  describe('health and the document', () => {
+    it('GET /healthz reports temporal ok, a polling worker and the model', async () => {
+      const res = await request(app).get('/healthz');
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        status: 'ok',
+        temporal: { status: 'ok' },
+        worker: { status: 'ok', taskQueue: env.taskQueue },
+        model: { status: 'configured', name: 'fake-model' },
+      });
+    });
+
+    it('GET /healthz says when no worker polls the task queue', async () => {
+      const lonely = createApp({
+        client: env.client,
+        config: { ...env.config, temporal: { ...env.config.temporal, task_queue: 'nobody-polls-this' } },
+      });
+      const res = await request(lonely).get('/healthz');
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({
+        status: 'degraded',
+        temporal: { status: 'ok' },
+        worker: { status: 'none', pollers: 0 },
+      });
+    });
+
+    it('GET /healthz says when Temporal is unreachable, without hanging', async () => {
+      const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: '1s' });
+      const unreachable = createApp({ client: new Client({ connection }), config: testConfig({ taskQueue: 'x' }) });
+      const res = await request(unreachable).get('/healthz');
+      expect(res.status).toBe(503);
+      expect(res.body.temporal.status).toBe('unreachable');
+      expect(res.body.model).toMatchObject({
+        status: 'not_configured',
+        hint: expect.stringContaining('OPENAI_API_KEY'),
+      });
+    });
+
+    it('GET /openapi.json is valid OpenAPI 3 and lists exactly the routes the app serves', async () => {
+      const res = await request(app).get('/openapi.json');
+      expect(res.status).toBe(200);
+      await expect(SwaggerParser.validate(structuredClone(res.body))).resolves.toBeDefined();
+      const documented = Object.entries(res.body.paths as Record<string, Record<string, unknown>>)
+        .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p.replace(/\{(\w+)\}/g, ':$1')}`))
+        .sort();
+      const router = (
+        app as unknown as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } }
+      ).router;
+      const served = router.stack
+        .flatMap(
+          (layer) =>
+            ((layer as unknown as { handle?: { stack?: unknown[] } }).handle?.stack ?? [layer]) as typeof router.stack
+        )
+        .filter((l) => l.route)
+        .flatMap((l) => Object.keys(l.route!.methods).map((m) => `${m.toUpperCase()} ${l.route!.path}`))
+        .sort();
+      expect(served).toEqual(documented);
+      expect(documented).toEqual(
+        expect.arrayContaining([
+          'GET /healthz',
+          'POST /sessions',
+          'GET /sessions/:id',
+          'POST /sessions/:id/messages',
+          'PATCH /sessions/:id',
+          'GET /sessions/:id/events',
+          'POST /tasks',
+          'GET /tasks/:id',
+          'GET /tasks/:id/events',
+          'POST /tasks/:id/review',
+          'POST /tasks/:id/clarify',
+          'POST /tasks/:id/permissions',
+          'POST /tasks/:id/cancel',
+          'GET /openapi.json',
+          'GET /',
+        ])
+      );
     });
   });
 
-  it('GET /healthz says when no worker polls the task queue', async () => {
-    const lonely = createApp({
-      client: env.client,
-      config: { ...env.config, temporal: { ...env.config.temporal, task_queue: 'nobody-polls-this' } },
-    });
-    const res = await request(lonely).get('/healthz');
-    expect(res.status).toBe(503);
-    expect(res.body).toMatchObject({
-      status: 'degraded',
-      temporal: { status: 'ok' },
-      worker: { status: 'none', pollers: 0 },
-    });
-  });
+  describe('sessions', () => {
+    it('create, chat, read state, change settings, read events', async () => {
+      const created = await request(app).post('/sessions').send({});
+      expect(created.status).toBe(201);
+      const id = created.body.sessionId;
+      expect(created.body.temporalUiUrl).toContain(`/workflows/session-${id}`);
 
-  it('GET /healthz says when Temporal is unreachable, without hanging', async () => {
-    const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: '1s' });
-    const unreachable = createApp({ client: new Client({ connection }), config: testConfig({ taskQueue: 'x' }) });
-    const res = await request(unreachable).get('/healthz');
-    expect(res.status).toBe(503);
-    expect(res.body.temporal.status).toBe('unreachable');
-    expect(res.body.model).toMatchObject({ status: 'not_configured', hint: expect.stringContaining('OPENAI_API_KEY') });
-  });
+      fake.on('route_request', { call: { route: 'chat', reply: 'Hello from Klea.' } });
+      const msg = await request(app).post(`/sessions/${id}/messages`).send({ text: 'hi' });
+      expect(msg.status).toBe(200);
+      expect(msg.body).toEqual({ kind: 'chat', reply: 'Hello from Klea.' });
 
-  it('POST /tasks starts a task whose chat answer can be read back', async () => {
-    fake.on('route_request', { call: { route: 'chat', reply: 'Hi from the API test.' } });
-    const created = await request(app).post('/tasks').send({ prompt: 'hello' });
-    expect(created.status).toBe(201);
-    expect(created.body.taskId).toMatch(new RegExp(`^task-${created.body.sessionId}-1$`));
-    expect(created.body.temporalUiUrl).toContain(`/workflows/${created.body.taskId}`);
-    await env.client.workflow.getHandle(created.body.taskId).result();
+      const help = await request(app).post(`/sessions/${id}/messages`).send({ text: '/help' });
+      expect(help.body.kind).toBe('command');
 
-    const state = await request(app).get(`/tasks/${created.body.taskId}`);
-    expect(state.status).toBe(200);
-    expect(state.body).toMatchObject({ status: 'done', answer: 'Hi from the API test.' });
-    const events = await request(app).get(`/tasks/${created.body.taskId}/events?after=1`);
-    expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(['answer', 'status']);
-  });
+      const patched = await request(app).patch(`/sessions/${id}`).send({ toolAccess: 'read_only' });
+      expect(patched.status).toBe(200);
+      const state = await request(app).get(`/sessions/${id}`);
+      expect(state.status).toBe(200);
+      expect(state.body).toMatchObject({ sessionId: id, toolAccess: 'read_only', projectDir: project.dir });
+      expect(state.body.commands.map((c: { name: string }) => c.name)).toEqual(['/help', '/mode', '/compact', '/init']);
 
-  it('gives the next free task number within a session', async () => {
-    fake.always('route_request', { call: { route: 'chat', reply: 'ok' } });
-    const a = await request(app).post('/tasks').send({ prompt: 'one', sessionId: 'api-seq' });
-    const b = await request(app).post('/tasks').send({ prompt: 'two', sessionId: 'api-seq' });
-    expect([a.body.taskId, b.body.taskId]).toEqual(['task-api-seq-1', 'task-api-seq-2']);
-    await env.client.workflow.getHandle(b.body.taskId).result();
-    await env.client.workflow.getHandle(a.body.taskId).result();
-    fake.reset();
-  });
-
-  it('answers bad input with 400 naming the field and why', async () => {
-    const empty = await request(app).post('/tasks').send({ prompt: '   ' });
-    expect(empty.status).toBe(400);
-    expect(empty.body.error).toMatchObject({
-      code: 'invalid_request',
-      message: expect.stringMatching(/^body\.prompt: /),
+      const events = await request(app).get(`/sessions/${id}/events?after=0`);
+      expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(['context', 'answer', 'context']);
+      expect(events.body.events[2]).toMatchObject({ toolAccess: 'read_only' });
     });
 
-    const unknown = await request(app).post('/tasks').send({ prompt: 'x', colour: 'red' });
-    expect(unknown.status).toBe(400);
-    expect(unknown.body.error.details).toEqual([{ path: 'body.colour', message: 'unknown field' }]);
+    it('validates bodies: 400 names the field; unknown fields are refused; PATCH needs something to change', async () => {
+      const id = (await request(app).post('/sessions').send({})).body.sessionId;
+      const empty = await request(app).post(`/sessions/${id}/messages`).send({ text: '  ' });
+      expect(empty.status).toBe(400);
+      expect(empty.body.error.message).toMatch(/^body\.text: /);
+      const extra = await request(app).post('/sessions').send({ colour: 'red' });
+      expect(extra.body.error.details).toEqual([{ path: 'body.colour', message: 'unknown field' }]);
+      const nothing = await request(app).patch(`/sessions/${id}`).send({});
+      expect(nothing.status).toBe(400);
+      expect(nothing.body.error.message).toMatch(/give mode or toolAccess/);
+      const badId = await request(app).get('/sessions/bad id!');
+      expect(badId.status).toBe(400);
+    });
 
-    const badMode = await request(app).post('/tasks').send({ prompt: 'x', mode: 'poetic' });
-    expect(badMode.body.error.message).toMatch(/^body\.mode: /);
+    it('404 for a session that does not exist; 409 for one that has ended', async () => {
+      for (const r of [
+        request(app).get('/sessions/nope'),
+        request(app).post('/sessions/nope/messages').send({ text: 'hi' }),
+        request(app).patch('/sessions/nope').send({ mode: 'general' }),
+        request(app).get('/sessions/nope/events?after=0'),
+      ]) {
+        const res = await r;
+        expect(res.status).toBe(404);
+        expect(res.body.error.code).toBe('not_found');
+      }
+      const id = (await request(app).post('/sessions').send({})).body.sessionId;
+      await env.client.workflow.getHandle(`session-${id}`).terminate('closing for the test');
+      const closed = await request(app).post(`/sessions/${id}/messages`).send({ text: 'hi' });
+      expect(closed.status).toBe(409);
+      expect((await request(app).patch(`/sessions/${id}`).send({ mode: 'general' })).status).toBe(409);
+    });
 
-    const notJson = await request(app).post('/tasks').set('content-type', 'application/json').send('{"prompt": ');
-    expect(notJson.status).toBe(400);
-    expect(notJson.body.error.code).toBe('invalid_json');
+    it('refuses a projectDir outside the allowed roots, symlinks included', async () => {
+      const res = await request(app).post('/sessions').send({ projectDir: '/etc' });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/^body\.projectDir: must lie under an allowed project root/);
+      mkdirSync(path.join(project.dir, 'sub'), { recursive: true });
+      symlinkSync(project.outside, path.join(project.dir, 'sneaky'));
+      expect(
+        (
+          await request(app)
+            .post('/sessions')
+            .send({ projectDir: path.join(project.dir, 'sneaky') })
+        ).status
+      ).toBe(400);
+      expect(
+        (
+          await request(app)
+            .post('/sessions')
+            .send({ projectDir: path.join(project.dir, 'sub') })
+        ).status
+      ).toBe(201);
+      expect((await request(app).post('/sessions').send({ projectDir: '/no/such/dir' })).body.error.message).toMatch(
+        /no such directory/
+      );
+    });
   });
 
-  it('refuses a projectDir outside the allowed roots', async () => {
-    const res = await request(app).post('/tasks').send({ prompt: 'x', projectDir: '/etc' });
-    expect(res.status).toBe(400);
-    expect(res.body.error.message).toMatch(/^body\.projectDir: must lie under an allowed project root/);
+  describe('tasks', () => {
+    it('POST /tasks plans without routing; review, permissions and answer over REST', async () => {
+      const canary = path.join(project.outside, 'secret.txt');
+      writeFileSync(canary, 'canary');
+      fake.on('write_plan', { call: plan([step('s1', 'Read the secret')], { before_work: true }) });
+      fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: canary } }] });
+      fake.on('compose_answer', { content: 'I was not allowed to read it.' });
+      const created = await request(app).post('/tasks').send({ prompt: 'Read the secret' });
+      expect(created.status).toBe(201);
+      const { taskId, sessionId } = created.body;
+      expect(taskId).toBe(`task-${sessionId}-1`);
+
+      const reviewing = await waitTask(taskId, (s) => s.status === 'awaiting_review');
+      const hash = reviewing.planHash as string;
+      const stale = await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'approve', planHash: 'stale' });
+      expect(stale.status).toBe(409);
+      expect(stale.body.error.message).toMatch(/stale decision/);
+      expect(
+        (await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'approve', planHash: hash })).body
+      ).toEqual({ accepted: true });
+      // A client retrying the same decision is answered again, harmlessly.
+      expect(
+        (await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'approve', planHash: hash })).status
+      ).toBe(200);
+      expect(
+        (await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'revise', planHash: hash })).status
+      ).toBe(409);
+
+      const asking = await waitTask(taskId, (s) => s.status === 'awaiting_permission');
+      const pending = (
+        asking.pending as Array<{ kind: string; requests?: Array<{ requestId: string; path: string }> }>
+      ).find((p) => p.kind === 'permission')!;
+      expect(pending.requests![0].path).toBe(canary);
+      const requestId = pending.requests![0].requestId;
+      expect(
+        (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId: 'nope', decision: 'deny' })).status
+      ).toBe(409);
+      expect(
+        (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'maybe' })).status
+      ).toBe(400);
+      expect(
+        (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'deny' })).status
+      ).toBe(200);
+      expect(
+        (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'deny' })).status
+      ).toBe(200);
+
+      const done = await waitTask(taskId, (s) => s.status === 'done');
+      expect(done).toMatchObject({ answer: 'I was not allowed to read it.', verification: 'unverified' });
+      expect((await request(app).post(`/tasks/${taskId}/cancel`).send({})).status).toBe(409);
+      expect(
+        (
+          await request(app)
+            .post(`/tasks/${taskId}/clarify`)
+            .send({ answers: { q: 'a' } })
+        ).status
+      ).toBe(409);
+      const session = await request(app).get(`/sessions/${sessionId}`);
+      expect(session.body.tasks).toEqual([taskId]);
+    });
+
+    it('clarify and cancel over REST', async () => {
+      fake.on('write_plan', { call: plan([step('s1', 'Greet', { needs_tool: false, questions: ['Who?'] })]) });
+      const { taskId } = (await request(app).post('/tasks').send({ prompt: 'Greet someone' })).body;
+      await waitTask(taskId, (s) => s.status === 'awaiting_clarification');
+      expect((await request(app).post(`/tasks/${taskId}/clarify`).send({ answers: {} })).status).toBe(400);
+      expect((await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'approve' })).status).toBe(409);
+      fake.on('do_step', { content: 'Hello, Grace.' });
+      fake.on('compose_answer', { content: 'Hello, Grace.' });
+      expect(
+        (
+          await request(app)
+            .post(`/tasks/${taskId}/clarify`)
+            .send({ answers: { 'Who?': 'Grace' } })
+        ).status
+      ).toBe(200);
+      await waitTask(taskId, (s) => s.status === 'done');
+
+      fake.on('write_plan', { call: plan([step('s1', 'x', { needs_tool: false })], { before_work: true }) });
+      const second = (await request(app).post('/tasks').send({ prompt: 'Wait for me' })).body.taskId;
+      await waitTask(second, (s) => s.status === 'awaiting_review');
+      expect((await request(app).post(`/tasks/${second}/cancel`).send({ reason: 'not needed' })).body).toEqual({
+        accepted: true,
+      });
+      expect(await waitTask(second, (s) => s.status === 'cancelled')).toMatchObject({ error: 'not needed' });
+    });
+
+    it('404 for unknown tasks and routes, 400 for bad bodies', async () => {
+      expect((await request(app).get('/tasks/task-nobody-1')).body).toEqual({
+        error: { code: 'not_found', message: 'no task "task-nobody-1"' },
+      });
+      for (const r of [
+        request(app).get('/tasks/task-nobody-1/events?after=0'),
+        request(app).post('/tasks/task-nobody-1/review').send({ decision: 'approve' }),
+        request(app)
+          .post('/tasks/task-nobody-1/clarify')
+          .send({ answers: { a: 'b' } }),
+        request(app).post('/tasks/task-nobody-1/permissions').send({ requestId: 'x', decision: 'deny' }),
+        request(app).post('/tasks/task-nobody-1/cancel').send({}),
+        request(app).post('/tasks').send({ prompt: 'x', sessionId: 'no-such-session' }),
+      ]) {
+        expect((await r).status).toBe(404);
+      }
+      expect((await request(app).get('/nowhere')).status).toBe(404);
+      expect((await request(app).post('/tasks').send({ prompt: '' })).body.error.message).toMatch(/^body\.prompt: /);
+      expect((await request(app).post('/tasks').send({ prompt: 'x', mode: 'poetic' })).body.error.message).toMatch(
+        /^body\.mode: /
+      );
+      const notJson = await request(app).post('/tasks').set('content-type', 'application/json').send('{"prompt": ');
+      expect(notJson.body.error.code).toBe('invalid_json');
+      const big = await request(app)
+        .post('/tasks')
+        .send({ prompt: 'x'.repeat(300 * 1024) });
+      expect(big.status).toBe(413);
+    });
   });
 
-  it('404s unknown tasks and unknown routes in the JSON error format', async () => {
-    const task = await request(app).get('/tasks/task-nobody-1');
-    expect(task.status).toBe(404);
-    expect(task.body).toEqual({ error: { code: 'not_found', message: 'no task with id "task-nobody-1"' } });
-    const route = await request(app).get('/nowhere');
-    expect(route.status).toBe(404);
-    expect(route.body.error.code).toBe('not_found');
+  describe('server-sent events', () => {
+    it('a client that disconnects and reconnects with Last-Event-ID receives every event exactly once', async () => {
+      const id = (await request(app).post('/sessions').send({})).body.sessionId;
+      const server = http.createServer(app);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      const port = (server.address() as AddressInfo).port;
+      const seen: number[] = [];
+      const readStream = (lastId: number | null, stopAfter: number) =>
+        new Promise<number>((resolve, reject) => {
+          const req = http.get(
+            {
+              host: '127.0.0.1',
+              port,
+              path: `/sessions/${id}/events`,
+              headers: { accept: 'text/event-stream', ...(lastId !== null ? { 'last-event-id': String(lastId) } : {}) },
+            },
+            (res) => {
+              expect(res.headers['content-type']).toMatch(/text\/event-stream/);
+              let buf = '';
+              let last = lastId ?? 0;
+              let got = 0;
+              res.on('data', (chunk: Buffer) => {
+                buf += chunk.toString();
+                let i;
+                while ((i = buf.indexOf('\n\n')) >= 0) {
+                  const frame = buf.slice(0, i);
+                  buf = buf.slice(i + 2);
+                  const idLine = frame.split('\n').find((l) => l.startsWith('id: '));
+                  if (!idLine) continue;
+                  last = Number(idLine.slice(4));
+                  seen.push(last);
+                  if (++got >= stopAfter) {
+                    req.destroy();
+                    resolve(last);
+                  }
+                }
+              });
+            }
+          );
+          req.on('error', (e) => (String(e).includes('socket hang up') ? undefined : reject(e)));
+        });
+      try {
+        fake.always('route_request', (r) => ({
+          call: { route: 'chat', reply: `echo: ${r.text.split('Latest user message:\n')[1]?.trim()}` },
+        }));
+        for (let i = 1; i <= 3; i++)
+          await request(app)
+            .post(`/sessions/${id}/messages`)
+            .send({ text: `m${i}` });
+        const last = await readStream(null, 2); // context, answer m1: then the client drops
+        for (let i = 4; i <= 5; i++)
+          await request(app)
+            .post(`/sessions/${id}/messages`)
+            .send({ text: `m${i}` });
+        await readStream(last, 4); // answers m2..m5
+        expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+        fake.reset();
+      }
+    });
+
+    it('?after= returns JSON for clients that poll', async () => {
+      const id = (await request(app).post('/sessions').send({})).body.sessionId;
+      let res = await request(app).get(`/sessions/${id}/events?after=0`).set('accept', 'text/event-stream');
+      for (let i = 0; i < 50 && res.body.events?.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        res = await request(app).get(`/sessions/${id}/events?after=0`).set('accept', 'text/event-stream');
+      }
+      expect(res.headers['content-type']).toMatch(/json/);
+      expect(res.body.events[0]).toMatchObject({ seq: 1, type: 'context' });
+    });
   });
 
   describe('with KLEA_API_TOKEN', () => {
@@ -121,20 +410,36 @@ describe('API on a real Temporal server', () => {
       secured = createApp({ client: env.client, config: { ...env.config, api: { ...env.config.api, token } } });
     });
 
-    it('keeps /healthz open', async () => {
+    it('keeps /healthz and the page open', async () => {
       expect((await request(secured).get('/healthz')).status).toBe(200);
+      expect((await request(secured).get('/')).status).toBe(200);
     });
 
-    it('requires the bearer token everywhere else', async () => {
-      const none = await request(secured).get('/openapi.json');
-      expect(none.status).toBe(401);
-      expect(none.body.error.code).toBe('unauthorized');
-      const wrong = await request(secured).get('/openapi.json').set('authorization', 'Bearer nope');
-      expect(wrong.status).toBe(401);
-      const right = await request(secured).get('/openapi.json').set('authorization', `Bearer ${token}`);
-      expect(right.status).toBe(200);
-      const post = await request(secured).post('/tasks').send({ prompt: 'x' });
-      expect(post.status).toBe(401);
+    it('requires the bearer token on every API route', async () => {
+      for (const [method, url] of [
+        ['get', '/openapi.json'],
+        ['post', '/sessions'],
+        ['get', '/sessions/x'],
+        ['post', '/sessions/x/messages'],
+        ['patch', '/sessions/x'],
+        ['get', '/sessions/x/events'],
+        ['post', '/tasks'],
+        ['get', '/tasks/x'],
+        ['get', '/tasks/x/events'],
+        ['post', '/tasks/x/review'],
+        ['post', '/tasks/x/clarify'],
+        ['post', '/tasks/x/permissions'],
+        ['post', '/tasks/x/cancel'],
+      ] as const) {
+        const res = await request(secured)[method](url).send({});
+        expect([method, url, res.status]).toEqual([method, url, 401]);
+        expect(res.body.error.code).toBe('unauthorized');
+      }
+      expect((await request(secured).get('/openapi.json').set('authorization', 'Bearer nope')).status).toBe(401);
+      expect((await request(secured).get('/openapi.json').set('authorization', `Bearer ${token}`)).status).toBe(200);
+      expect((await request(secured).post('/sessions').set('authorization', `Bearer ${token}`).send({})).status).toBe(
+        201
+      );
     });
   });
 });

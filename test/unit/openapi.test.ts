@@ -7,18 +7,11 @@ describe('GET /openapi.json', () => {
   const client = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
   const app = createApp({ client, config: resolveConfig({}, {}) });
 
-  it('is an OpenAPI 3 document describing the routes with their schemas', async () => {
+  it('describes bodies, parameters, responses and errors from the zod schemas', async () => {
     const res = await request(app).get('/openapi.json');
     expect(res.status).toBe(200);
     const doc = res.body;
     expect(doc.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.paths).sort()).toEqual([
-      '/healthz',
-      '/openapi.json',
-      '/tasks',
-      '/tasks/{id}',
-      '/tasks/{id}/events',
-    ]);
     const create = doc.paths['/tasks'].post;
     expect(create.requestBody.content['application/json'].schema).toMatchObject({
       type: 'object',
@@ -26,11 +19,15 @@ describe('GET /openapi.json', () => {
       additionalProperties: false,
       properties: { mode: { enum: ['general', 'scientific'] } },
     });
-    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '413']);
+    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '404', '409', '413']);
     expect(doc.paths['/tasks/{id}'].get.parameters).toEqual([
       expect.objectContaining({ name: 'id', in: 'path', required: true }),
     ]);
+    expect(doc.paths['/tasks/{id}/events'].get.responses['200'].content).toHaveProperty('text/event-stream');
     expect(doc.paths['/healthz'].get.security).toEqual([]);
+    expect(doc.paths['/tasks/{id}/review'].post.responses['409'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Error',
+    });
     expect(doc.components.schemas.Error.required).toEqual(['error']);
   });
 });

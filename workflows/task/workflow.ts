@@ -112,6 +112,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
   let pendingReview: Extract<PendingInterrupt, { kind: 'review' }> | null = null;
   let reviewDecision: ReviewDecision | null = null;
+  /** The last decided review, so a client retrying the same decision is answered, not refused. */
+  let lastReview: { planHash: string; decision: ReviewDecision['decision'] } | null = null;
   let pendingQuestion: Extract<PendingInterrupt, { kind: 'questions' }> | null = null;
   const permissionRequests = new Map<string, PermissionRequest>();
   const permissionDecisions = new Map<string, PermissionDecision['decision']>();
@@ -187,6 +189,11 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   setHandler(stateQuery, snapshot);
   setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
 
+  const isRepeatedReview = (d: ReviewDecision) =>
+    !pendingReview &&
+    lastReview !== null &&
+    d.decision === lastReview.decision &&
+    (!d.planHash || d.planHash === lastReview.planHash);
   const reviewProblem = (d: ReviewDecision): string | null => {
     if (!pendingReview) return 'no plan review is pending';
     if (d.planHash && d.planHash !== pendingReview.planHash)
@@ -214,7 +221,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
             `invalid review decision: ${p.error.issues.map((i) => `${i.path.join('.') || 'decision'}: ${i.message}`).join('; ')}`
           );
         const problem = reviewProblem(p.data);
-        if (problem) throw new Error(problem);
+        if (problem && !isRepeatedReview(p.data)) throw new Error(problem);
       },
     }
   );
@@ -244,13 +251,21 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     }
   );
 
+  /** Decisions already applied, so a client retrying the same one is answered, not refused. */
+  const decidedPermissions = new Map<string, PermissionDecision['decision']>();
   const permissionProblem = (d: PermissionDecision): string | null => {
+    if (decidedPermissions.has(d.requestId)) {
+      return decidedPermissions.get(d.requestId) === d.decision
+        ? null
+        : `permission request ${d.requestId} was already decided (${decidedPermissions.get(d.requestId)})`;
+    }
     if (!permissionRequests.has(d.requestId)) return `no permission request ${d.requestId} is pending`;
     if (permissionDecisions.has(d.requestId)) return `permission request ${d.requestId} has already been decided`;
     return null;
   };
   const acceptPermission = (d: PermissionDecision) => {
-    if (!PermissionDecisionSchema.safeParse(d).success || permissionProblem(d)) return;
+    if (!PermissionDecisionSchema.safeParse(d).success || permissionProblem(d) || decidedPermissions.has(d.requestId))
+      return;
     permissionDecisions.set(d.requestId, d.decision);
   };
   setHandler(permissionSignal, acceptPermission);
@@ -368,6 +383,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     setStatus('awaiting_review', reason === 'checkpoint' ? `results after ${afterStepIds.join(', ')}` : 'the plan');
     await condition(() => reviewDecision !== null);
     const decision = reviewDecision!;
+    lastReview = { planHash: pendingReview.planHash, decision: decision.decision };
     pendingReview = null;
     return decision;
   }
@@ -422,6 +438,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     await condition(() => permissionDecisions.has(requestId) || grantCovers(p.real, p.op));
     const decision = permissionDecisions.get(requestId) ?? 'allow_session';
     const automatic = !permissionDecisions.has(requestId);
+    decidedPermissions.set(requestId, decision);
     permissionRequests.delete(requestId);
     permissionDecisions.delete(requestId);
     if (decision === 'allow_session' && !automatic && !grantCovers(p.real, p.op)) {

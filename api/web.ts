@@ -1,0 +1,50 @@
+/** The web page (web/), served by the API at `/`. Static files; the page talks to the same API. */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '../runtime/temporal';
+import { defineRoute, type RouteSpec } from './route';
+
+const WEB_DIR = path.join(REPO_ROOT, 'web');
+
+const FILES: Array<{ route: string; file: string; type: string; summary: string }> = [
+  {
+    route: '/',
+    file: 'index.html',
+    type: 'text/html; charset=utf-8',
+    summary: 'The web page: chat, plan, review, permissions, status and inspect panes',
+  },
+  { route: '/app.js', file: 'app.js', type: 'text/javascript; charset=utf-8', summary: "The web page's script" },
+  {
+    route: '/markdown.js',
+    file: 'markdown.js',
+    type: 'text/javascript; charset=utf-8',
+    summary: "The web page's markdown renderer",
+  },
+  { route: '/style.css', file: 'style.css', type: 'text/css; charset=utf-8', summary: "The web page's style sheet" },
+];
+
+export function webRoutes(opts: { uiUrl: string; namespace: string }): RouteSpec[] {
+  return FILES.map(({ route, file, type, summary }) =>
+    defineRoute({
+      method: 'get',
+      path: route,
+      operationId: `web_${file.replace(/\W/g, '_')}`,
+      summary,
+      tags: ['web'],
+      // The page and its assets hold no data; the API calls the page makes carry the token.
+      auth: false,
+      responses: { 200: { description: file, contentType: type } },
+      handler: ({ res }) => {
+        let body = readFileSync(path.join(WEB_DIR, file), 'utf8');
+        if (file === 'index.html')
+          body = body
+            .replace('__TEMPORAL_UI__', opts.uiUrl.replace(/\/$/, ''))
+            .replace('__NAMESPACE__', opts.namespace);
+        res
+          .status(200)
+          .set({ 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' })
+          .send(body);
+      },
+    })
+  );
+}

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.klea-deps
 
-.PHONY: help start test deps temporal-cli build lint typecheck test-unit test-integration clean
+.PHONY: help start test deps temporal-cli chromium build lint typecheck test-unit test-integration test-e2e clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
@@ -19,6 +19,9 @@ $(NPM_STAMP): package.json package-lock.json
 temporal-cli:
 	@scripts/install-temporal.sh
 
+chromium:
+	@scripts/install-chromium.sh
+
 build: deps
 	npm run --silent build
 
@@ -31,7 +34,7 @@ typecheck: deps
 start: deps temporal-cli build
 	@exec node dist/scripts/start.js
 
-test: deps temporal-cli
+test: deps temporal-cli chromium
 	npm run --silent lint
 	npm run --silent typecheck
 	npm run --silent build
@@ -42,6 +45,9 @@ test-unit: deps
 
 test-integration: deps temporal-cli
 	npx jest --ci --selectProjects integration
+
+test-e2e: deps temporal-cli chromium
+	npx jest --ci --selectProjects e2e
 
 clean:
 	rm -rf dist .klea/test

@@ -74,6 +74,8 @@ export default tseslint.config(
     languageOptions: {
       globals: {
         window: 'readonly',
+        TextDecoder: 'readonly',
+        history: 'readonly',
         document: 'readonly',
         fetch: 'readonly',
         EventSource: 'readonly',

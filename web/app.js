@@ -1,0 +1,571 @@
+// Klea's web page: a chat with one session, its tasks' plans and decisions, a status pane and an inspect pane.
+// Plain DOM, no framework. Live updates come from the API's event streams (resumed with Last-Event-ID).
+(function () {
+  'use strict';
+
+  const md = window.KleaMarkdown;
+  const $ = (id) => document.getElementById(id);
+  const temporalUi = document.body.dataset.temporalUi;
+  const namespace = document.body.dataset.namespace;
+  const runUrl = (workflowId) =>
+    temporalUi + '/namespaces/' + encodeURIComponent(namespace) + '/workflows/' + encodeURIComponent(workflowId);
+
+  const state = {
+    sessionId: null,
+    session: null,
+    commands: [],
+    tasks: new Map(), // taskId -> { card, state, streamed }
+    menuIndex: 0,
+  };
+
+  // ------------------------------------------------------------------ API
+  function token() {
+    return localStorage.getItem('klea.token') || '';
+  }
+
+  function askToken() {
+    return new Promise((resolve) => {
+      const dialog = $('token-dialog');
+      $('token-form').onsubmit = function () {
+        localStorage.setItem('klea.token', $('token').value.trim());
+        resolve();
+      };
+      dialog.showModal();
+    });
+  }
+
+  async function api(method, path, body) {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const headers = { accept: 'application/json' };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      if (token()) headers.authorization = 'Bearer ' + token();
+      const res = await fetch(path, {
+        method: method,
+        headers: headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (res.status === 401) {
+        await askToken();
+        continue;
+      }
+      const data = await res.json().catch(() => ({}));
+      if (!res.ok) {
+        const err = new Error((data.error && data.error.message) || res.statusText);
+        err.status = res.status;
+        throw err;
+      }
+      return data;
+    }
+    throw new Error('not authorised');
+  }
+
+  /** Follows an event stream; reconnects by itself, resuming after the last event seen. */
+  function follow(path, onEvent, onState) {
+    let last = 0;
+    let stopped = false;
+    let delay = 500;
+    (async function loop() {
+      while (!stopped) {
+        try {
+          const headers = { accept: 'text/event-stream' };
+          if (token()) headers.authorization = 'Bearer ' + token();
+          if (last) headers['last-event-id'] = String(last);
+          const res = await fetch(path, { headers: headers });
+          if (res.status === 401) {
+            await askToken();
+            continue;
+          }
+          if (!res.ok || !res.body) throw new Error('stream failed: HTTP ' + res.status);
+          if (onState) onState('live');
+          delay = 500;
+          const reader = res.body.getReader();
+          const decoder = new TextDecoder();
+          let buf = '';
+          for (;;) {
+            const chunk = await reader.read();
+            if (chunk.done) break;
+            buf += decoder.decode(chunk.value, { stream: true });
+            let i;
+            while ((i = buf.indexOf('\n\n')) >= 0) {
+              const frame = buf.slice(0, i);
+              buf = buf.slice(i + 2);
+              let data = '';
+              let id = null;
+              for (const line of frame.split('\n')) {
+                if (line.startsWith('data: ')) data += line.slice(6);
+                else if (line.startsWith('id: ')) id = Number(line.slice(4));
+              }
+              if (id !== null && data) {
+                if (id <= last) continue;
+                last = id;
+                try {
+                  onEvent(JSON.parse(data));
+                } catch (e) {
+                  console.error(e);
+                }
+              }
+            }
+          }
+        } catch {
+          if (onState) onState('reconnecting');
+        }
+        if (stopped) break;
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 8000);
+      }
+    })();
+    return {
+      stop: function () {
+        stopped = true;
+      },
+    };
+  }
+
+  // ------------------------------------------------------------------ rendering helpers
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'text') node.textContent = v;
+      else if (k === 'html') node.innerHTML = v;
+      else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+      else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of children || []) if (c) node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    return node;
+  }
+
+  function scrollChat() {
+    const list = $('messages');
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function addMessage(role, content, opts) {
+    const item = el('li', { class: 'msg ' + role, 'data-role': role });
+    if (opts && opts.markdown) {
+      item.appendChild(el('div', { class: 'md', html: md.render(content) }));
+      item.appendChild(
+        el('p', {
+          class: 'unverified',
+          text: 'Unverified',
+          title: 'Grounding is not enforced yet: this answer has not been checked against sources.',
+        })
+      );
+    } else {
+      item.appendChild(el('p', { text: content }));
+    }
+    $('messages').appendChild(item);
+    scrollChat();
+    return item;
+  }
+
+  function logEvent(source, e) {
+    const summary =
+      e.type +
+      (e.stepId ? ' · ' + e.stepId : '') +
+      (e.status ? ' · ' + e.status : '') +
+      (e.taskId ? ' · ' + e.taskId : '');
+    const details = el('details', {}, [
+      el('summary', { text: '#' + e.seq + ' ' + source + ' · ' + summary }),
+      el('pre', { text: JSON.stringify(e, null, 2) }),
+    ]);
+    $('event-log').appendChild(el('li', { 'data-type': e.type }, [details]));
+  }
+
+  // ------------------------------------------------------------------ status pane
+  function showContext(ctx) {
+    $('mode').textContent =
+      ctx.mode + (ctx.requestedMode && ctx.requestedMode !== ctx.mode ? ' (requested ' + ctx.requestedMode + ')' : '');
+    $('tool-access').value = ctx.toolAccess;
+    $('context-file').textContent = ctx.projectContextFile || 'none';
+    $('project-dir').textContent = ctx.projectDir;
+    const note = $('mode-note');
+    note.hidden = !ctx.modeNote;
+    note.textContent = ctx.modeNote || '';
+  }
+
+  $('tool-access').addEventListener('change', async function (ev) {
+    try {
+      await api('PATCH', '/sessions/' + state.sessionId, { toolAccess: ev.target.value });
+    } catch (err) {
+      addMessage('error', 'Could not change tool access: ' + err.message);
+    }
+  });
+
+  // ------------------------------------------------------------------ tasks
+  function taskCard(taskId, prompt) {
+    let t = state.tasks.get(taskId);
+    if (t) return t;
+    const card = el('li', { class: 'msg task', 'data-task': taskId }, [
+      el('header', { class: 'task-head' }, [
+        el('strong', { text: 'Task' }),
+        el('span', { class: 'badge task-status', text: 'starting' }),
+        el('a', {
+          href: runUrl(taskId),
+          target: '_blank',
+          rel: 'noopener',
+          class: 'temporal-link',
+          text: 'Open in Temporal UI',
+        }),
+      ]),
+      prompt ? el('p', { class: 'task-prompt', text: prompt }) : null,
+      el('div', { class: 'plan' }),
+      el('div', { class: 'interrupts' }),
+      el('div', { class: 'answer' }),
+    ]);
+    $('messages').appendChild(card);
+    t = { card: card, state: null, stream: null, refreshing: false, again: false };
+    state.tasks.set(taskId, t);
+    t.stream = follow('/tasks/' + taskId + '/events', function (e) {
+      logEvent(taskId, e);
+      void refreshTask(taskId);
+      // The final status is the last event of a task: nothing more to follow.
+      if (e.type === 'status' && ['done', 'failed', 'cancelled'].includes(e.status) && t.stream) {
+        t.stream.stop();
+        t.stream = null;
+      }
+    });
+    void refreshTask(taskId);
+    scrollChat();
+    return t;
+  }
+
+  async function refreshTask(taskId) {
+    const t = state.tasks.get(taskId);
+    if (!t) return;
+    if (t.refreshing) {
+      t.again = true;
+      return;
+    }
+    t.refreshing = true;
+    try {
+      do {
+        t.again = false;
+        t.state = await api('GET', '/tasks/' + taskId);
+        renderTask(taskId);
+      } while (t.again);
+    } catch (err) {
+      if (err.status !== 404) console.error(err);
+    } finally {
+      t.refreshing = false;
+    }
+  }
+
+  function renderTask(taskId) {
+    const t = state.tasks.get(taskId);
+    const s = t.state;
+    const card = t.card;
+    card.querySelector('.task-status').textContent = s.status.replace(/_/g, ' ');
+    card.dataset.status = s.status;
+    if (!card.querySelector('.task-prompt') && s.prompt)
+      card.querySelector('.task-head').after(el('p', { class: 'task-prompt', text: s.prompt }));
+
+    // The plan: steps with their dependencies and live status.
+    const plan = card.querySelector('.plan');
+    plan.replaceChildren();
+    if (s.plan) {
+      plan.appendChild(el('p', { class: 'goal' }, [el('strong', { text: 'Goal: ' }), s.goal || '']));
+      const steps = el('ol', { class: 'steps', 'aria-label': 'Plan steps' });
+      const byId = new Map(s.steps.map((st) => [st.id, st]));
+      for (const step of s.plan.steps) {
+        const st = byId.get(step.id) || { status: 'pending' };
+        steps.appendChild(
+          el('li', { class: 'step', 'data-status': st.status, 'data-step': step.id }, [
+            el('span', { class: 'step-status', text: st.status.replace(/_/g, ' ') }),
+            el('span', { class: 'step-title', text: step.id + ' · ' + step.title }),
+            step.depends_on.length ? el('span', { class: 'deps', text: 'after ' + step.depends_on.join(', ') }) : null,
+            el('div', { class: 'step-instruction', text: step.instruction + (step.needs_tool ? '' : ' (no tool)') }),
+            st.result ? el('details', {}, [el('summary', { text: 'result' }), el('pre', { text: st.result })]) : null,
+          ])
+        );
+      }
+      plan.appendChild(steps);
+    }
+
+    // Decisions the task waits for.
+    const box = card.querySelector('.interrupts');
+    const wanted = JSON.stringify(s.pending);
+    if (box.dataset.pending !== wanted) {
+      box.dataset.pending = wanted;
+      box.replaceChildren(...s.pending.map((p) => interruptForm(taskId, p)));
+    }
+
+    // The answer.
+    const answer = card.querySelector('.answer');
+    if (s.answer && !answer.dataset.shown) {
+      answer.dataset.shown = '1';
+      answer.appendChild(el('div', { class: 'md', html: md.render(s.answer) }));
+      answer.appendChild(
+        el('p', {
+          class: 'unverified',
+          text: 'Unverified',
+          title: 'Grounding is not enforced yet: this answer has not been checked against sources.',
+        })
+      );
+    }
+    if (s.error && !answer.dataset.error) {
+      answer.dataset.error = '1';
+      answer.appendChild(el('p', { class: 'error', text: s.error }));
+    }
+    if (s.usage)
+      $('usage').textContent =
+        taskId +
+        ': ' +
+        s.usage.modelCalls +
+        ' model calls, ' +
+        s.usage.toolCalls +
+        ' tool calls, ' +
+        s.usage.inputTokens +
+        ' in / ' +
+        s.usage.outputTokens +
+        ' out tokens, ' +
+        s.steps.length +
+        ' steps';
+    if (!['done', 'failed', 'cancelled'].includes(s.status) && !card.querySelector('.cancel')) {
+      card
+        .querySelector('.task-head')
+        .appendChild(
+          el('button', { type: 'button', class: 'cancel', text: 'Cancel', onclick: () => decide(taskId, 'cancel', {}) })
+        );
+    }
+    if (['done', 'failed', 'cancelled'].includes(s.status)) card.querySelector('.cancel')?.remove();
+  }
+
+  async function decide(taskId, what, body) {
+    try {
+      await api('POST', '/tasks/' + taskId + '/' + what, body);
+      await refreshTask(taskId);
+    } catch (err) {
+      addMessage('error', err.message);
+    }
+  }
+
+  function interruptForm(taskId, p) {
+    if (p.kind === 'review') {
+      const feedbackId = 'fb-' + taskId + '-' + p.planHash;
+      const title =
+        p.reason === 'checkpoint'
+          ? 'Review the results so far (after ' + p.afterStepIds.join(', ') + ')'
+          : p.reason === 'revised'
+            ? 'Review the revised plan'
+            : 'Review the plan';
+      return el('form', { class: 'interrupt review', 'aria-label': title, onsubmit: (e) => e.preventDefault() }, [
+        el('h3', { text: title }),
+        el('label', { for: feedbackId, text: 'What should change? (for Revise)' }),
+        el('textarea', { id: feedbackId, rows: 2 }),
+        el('div', { class: 'buttons' }, [
+          el('button', {
+            type: 'button',
+            class: 'approve',
+            text: 'Approve',
+            onclick: () => decide(taskId, 'review', { decision: 'approve', planHash: p.planHash }),
+          }),
+          el('button', {
+            type: 'button',
+            class: 'revise',
+            text: 'Revise',
+            onclick: () =>
+              decide(taskId, 'review', {
+                decision: 'revise',
+                planHash: p.planHash,
+                feedback: document.getElementById(feedbackId).value,
+              }),
+          }),
+        ]),
+      ]);
+    }
+    if (p.kind === 'questions') {
+      const inputs = p.questions.map((q, i) => ({ q: q, id: 'q-' + taskId + '-' + p.stepId + '-' + i }));
+      return el(
+        'form',
+        {
+          class: 'interrupt questions',
+          'aria-label': 'Questions for step ' + p.stepId,
+          onsubmit: (e) => {
+            e.preventDefault();
+            const answers = {};
+            for (const x of inputs) answers[x.q] = document.getElementById(x.id).value;
+            void decide(taskId, 'clarify', { answers: answers });
+          },
+        },
+        [
+          el('h3', { text: 'Step ' + p.stepId + ' needs answers' }),
+          ...inputs.flatMap((x) => [
+            el('label', { for: x.id, text: x.q }),
+            el('input', { id: x.id, type: 'text', required: true }),
+          ]),
+          el('button', { type: 'submit', text: 'Answer' }),
+        ]
+      );
+    }
+    return el(
+      'div',
+      { class: 'interrupt permissions' },
+      p.requests.map((r) =>
+        el(
+          'div',
+          { class: 'permission', role: 'group', 'aria-label': 'Permission for ' + r.path, 'data-request': r.requestId },
+          [
+            el('h3', { text: 'Allow ' + r.tool + ' to ' + r.op + ' this path?' }),
+            el('p', {}, [el('code', { text: r.path }), ' — ' + r.reason]),
+            el('div', { class: 'buttons' }, [
+              el('button', {
+                type: 'button',
+                class: 'allow-once',
+                text: 'Allow once',
+                onclick: () => decide(taskId, 'permissions', { requestId: r.requestId, decision: 'allow_once' }),
+              }),
+              el('button', {
+                type: 'button',
+                class: 'allow-session',
+                text: 'Allow for session',
+                onclick: () => decide(taskId, 'permissions', { requestId: r.requestId, decision: 'allow_session' }),
+              }),
+              el('button', {
+                type: 'button',
+                class: 'deny',
+                text: 'Deny',
+                onclick: () => decide(taskId, 'permissions', { requestId: r.requestId, decision: 'deny' }),
+              }),
+            ]),
+          ]
+        )
+      )
+    );
+  }
+
+  // ------------------------------------------------------------------ session events
+  function onSessionEvent(e) {
+    logEvent('session', e);
+    if (e.type === 'context') showContext(e);
+    else if (e.type === 'memory') {
+      $('memory-log').appendChild(el('li', { 'data-action': e.action, text: e.detail }));
+    } else if (e.type === 'answer' && !e.taskId) {
+      addMessage('assistant', e.text, { markdown: true });
+    } else if (e.type === 'status' && e.taskId) {
+      taskCard(e.taskId);
+    } else if (e.type === 'error') {
+      addMessage('error', e.message);
+    }
+  }
+
+  // ------------------------------------------------------------------ composer and the / menu
+  const input = $('input');
+
+  function menuItems() {
+    const text = input.value;
+    if (!text.startsWith('/') || text.includes(' ')) return [];
+    return state.commands.filter((c) => c.name.startsWith(text.split(/\s/)[0].toLowerCase()));
+  }
+
+  function renderMenu() {
+    const menu = $('command-menu');
+    const items = menuItems();
+    menu.hidden = items.length === 0;
+    input.setAttribute('aria-expanded', String(!menu.hidden));
+    state.menuIndex = Math.min(state.menuIndex, Math.max(items.length - 1, 0));
+    menu.replaceChildren(
+      ...items.map((c, i) =>
+        el(
+          'li',
+          {
+            role: 'option',
+            id: 'cmd-' + i,
+            'aria-selected': String(i === state.menuIndex),
+            class: i === state.menuIndex ? 'active' : '',
+            onmousedown: (ev) => {
+              ev.preventDefault();
+              choose(c);
+            },
+          },
+          [
+            el('code', { text: c.usage }),
+            el('span', { text: ' ' + c.description + (c.runs === 'client' ? ' (in this page)' : '') }),
+          ]
+        )
+      )
+    );
+    if (!menu.hidden) input.setAttribute('aria-activedescendant', 'cmd-' + state.menuIndex);
+    else input.removeAttribute('aria-activedescendant');
+  }
+
+  function choose(c) {
+    input.value = c.usage.includes(' ') ? c.name + ' ' : c.name;
+    renderMenu();
+    input.focus();
+  }
+
+  input.addEventListener('input', renderMenu);
+  input.addEventListener('keydown', function (ev) {
+    const items = menuItems();
+    if (items.length && (ev.key === 'ArrowDown' || ev.key === 'ArrowUp')) {
+      ev.preventDefault();
+      state.menuIndex = (state.menuIndex + (ev.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length;
+      renderMenu();
+    } else if (items.length && ev.key === 'Tab') {
+      ev.preventDefault();
+      choose(items[state.menuIndex]);
+    } else if (ev.key === 'Escape') {
+      $('command-menu').hidden = true;
+    } else if (ev.key === 'Enter' && !ev.shiftKey) {
+      ev.preventDefault();
+      if (items.length && items[state.menuIndex].name !== input.value.trim()) choose(items[state.menuIndex]);
+      else $('composer').requestSubmit();
+    }
+  });
+
+  $('composer').addEventListener('submit', async function (ev) {
+    ev.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    input.value = '';
+    renderMenu();
+    addMessage('user', text);
+    if (text === '/help') {
+      // A client command: the page answers it itself.
+      addMessage(
+        'assistant',
+        ['Commands:'].concat(state.commands.map((c) => '- `' + c.usage + '`: ' + c.description)).join('\n'),
+        { markdown: true }
+      );
+      return;
+    }
+    try {
+      const res = await api('POST', '/sessions/' + state.sessionId + '/messages', { text: text });
+      if (res.kind === 'task' && res.taskId) taskCard(res.taskId, text);
+      else if (res.kind === 'command' && res.reply && !/^\/(init)\b/.test(text))
+        addMessage('assistant', res.reply, { markdown: true });
+    } catch (err) {
+      addMessage('error', err.message);
+    }
+  });
+
+  // ------------------------------------------------------------------ start
+  async function start() {
+    const fromHash = location.hash.replace(/^#/, '');
+    if (fromHash) state.sessionId = fromHash;
+    else {
+      const created = await api('POST', '/sessions', {});
+      state.sessionId = created.sessionId;
+      history.replaceState(null, '', '#' + state.sessionId);
+    }
+    const link = $('session-link');
+    link.textContent = state.sessionId;
+    link.href = runUrl('session-' + state.sessionId);
+    state.session = await api('GET', '/sessions/' + state.sessionId);
+    state.commands = state.session.commands;
+    follow('/sessions/' + state.sessionId + '/events', onSessionEvent, function (s) {
+      $('connection').textContent = s === 'live' ? 'live' : 'reconnecting…';
+      $('connection').dataset.state = s;
+    });
+    input.focus();
+  }
+
+  $('new-session').addEventListener('click', function () {
+    location.hash = '';
+    location.reload();
+  });
+
+  start().catch(function (err) {
+    $('connection').textContent = 'error: ' + err.message;
+  });
+})();

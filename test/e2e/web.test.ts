@@ -1,0 +1,148 @@
+/**
+ * End to end in headless Chromium: the API serving the page, a worker with the real workspace MCP server, the
+ * real Temporal dev server and the scripted fake model. A person plans, revises, approves, denies a path,
+ * reads the answer, switches to read-only, opens the / menu and runs /compact.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createApp } from '../../api/app';
+import { FakeModel } from '../support/fake-model';
+import { startTestEnv, type TestEnv } from '../support/harness';
+import { makeProject, plan, step } from '../support/task-driver';
+
+const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'e2e');
+const CHROMIUM = process.env.KLEA_CHROMIUM ?? '/usr/bin/chromium';
+
+describe('the web page, end to end', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  let server: http.Server;
+  let base: string;
+  let browser: Browser;
+  let page: Page;
+  let project: ReturnType<typeof makeProject>;
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    fake = await FakeModel.start();
+    project = makeProject({ 'notes.md': '# Notes\nship it\n' });
+    writeFileSync(path.join(project.outside, 'secret.txt'), 'outside the project');
+    env = await startTestEnv({ fakeModel: fake, name: 'e2e', overrides: { project: { dir: project.dir } } });
+    server = http.createServer(createApp({ client: env.client, config: env.config, ssePollMs: 100 }));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    server?.closeAllConnections();
+    server?.close();
+    await env?.shutdown();
+    await fake?.close();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+  it('plan → revise → approve → deny a path → answer; read-only; the / menu; /compact in the inspect pane', async () => {
+    const secret = path.join(project.outside, 'secret.txt');
+    fake.on('route_request', { call: { route: 'task', reply: null } });
+    fake.on(
+      'write_plan',
+      { call: plan([step('s1', 'Delete the notes')], { before_work: true }, 'Clean up the notes') },
+      {
+        call: plan(
+          [step('s1', 'Read the secret file'), step('s2', 'Summarise', { needs_tool: false, depends_on: ['s1'] })],
+          {},
+          'Summarise the secret file'
+        ),
+      }
+    );
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: secret } }] });
+    fake.on('do_step', { content: 'The file could not be read: access was denied.' });
+    fake.on('compose_answer', { content: '## Result\n\nI could **not** read `secret.txt`: you denied access.' });
+
+    await page.goto(base);
+    await page.getByText('live', { exact: true }).waitFor();
+    await page.getByLabel('Message (type / for commands)').fill('Summarise the secret file');
+    await page.keyboard.press('Enter');
+
+    // The plan, for review.
+    await page.getByRole('form', { name: 'Review the plan' }).waitFor();
+    await page.locator('.step', { hasText: 'Delete the notes' }).waitFor();
+    await shot('1-plan-for-review');
+
+    await page
+      .getByLabel('What should change? (for Revise)')
+      .fill('Do not delete anything. Read the secret file instead.');
+    await page.getByRole('button', { name: 'Revise' }).click();
+    await page.getByRole('form', { name: 'Review the revised plan' }).waitFor();
+    await page.locator('.step', { hasText: 'Read the secret file' }).waitFor();
+    expect(fake.requestsFor('write_plan')[1].text).toContain('Do not delete anything.');
+    await shot('2-revised-plan');
+
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const prompt = page.getByRole('group', { name: `Permission for ${secret}` });
+    await prompt.waitFor();
+    await shot('3-permission-prompt');
+    await prompt.getByRole('button', { name: 'Deny' }).click();
+
+    const answer = page.locator('.msg.task .answer');
+    await answer.getByText('you denied access').waitFor();
+    expect(await answer.locator('h4').textContent()).toBe('Result');
+    expect(await answer.locator('.unverified').textContent()).toBe('Unverified');
+    expect(await page.locator('.step[data-step="s1"]').getAttribute('data-status')).toBe('failed');
+    expect(await page.locator('.step[data-step="s2"]').getAttribute('data-status')).toBe('done');
+    expect(await page.locator('.msg.task').getAttribute('data-status')).toBe('done');
+    expect(await page.locator('.temporal-link').getAttribute('href')).toMatch(/\/workflows\/task-/);
+    await page.locator('#event-log li[data-type="answer"]').first().waitFor({ state: 'attached' });
+    await shot('4-answer');
+
+    // Tool access: switch to read-only and see it in the status pane.
+    await page.getByLabel('Tool access').selectOption('read_only');
+    await page
+      .locator('#event-log li[data-type="context"] pre', { hasText: '"read_only"' })
+      .first()
+      .waitFor({ state: 'attached' });
+    expect(await page.getByLabel('Tool access').inputValue()).toBe('read_only');
+
+    // The / menu.
+    const input = page.getByLabel('Message (type / for commands)');
+    await input.fill('');
+    await input.type('/');
+    const menu = page.getByRole('listbox', { name: 'Commands' });
+    await menu.waitFor();
+    const options = await menu.getByRole('option').allTextContents();
+    expect(options.map((o) => o.split(' ')[0])).toEqual(['/help', '/mode', '/compact', '/init']);
+    await shot('5-command-menu');
+
+    // /compact: the outcome is in the inspect pane, not the chat.
+    const chatBefore = await page.locator('#messages > li').count();
+    await input.fill('/compact');
+    await page.keyboard.press('Enter');
+    await page.locator('#memory-log li').first().waitFor();
+    expect(await page.locator('#memory-log li').first().textContent()).toMatch(/nothing to summarise/);
+    await page.waitForTimeout(300);
+    const chatAfter = await page.locator('#messages > li').allTextContents();
+    expect(chatAfter).toHaveLength(chatBefore + 1); // only the user's own "/compact" line
+    expect(chatAfter.at(-1)).toBe('/compact');
+    await shot('6-compact-in-inspect-pane');
+
+    fake.assertDone();
+  });
+});

@@ -1,0 +1,234 @@
+/**
+ * Replay: committed histories (binary protobuf, `test/histories/*.history.pb`) of representative runs are replayed against the current workflow code, so a
+ * change that would break running workflows fails CI. Re-record after an intended change with
+ * `npm run record-histories` (see the README: when a change needs `patched()` instead).
+ */
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { buildWorkflowBundle } from '../../worker/bundle';
+import { FakeModel } from '../support/fake-model';
+import { startTestEnv, type TestEnv } from '../support/harness';
+import { SessionDriver } from '../support/session-driver';
+import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+
+const HISTORIES = path.join(__dirname, '..', 'histories');
+const ROOT = path.join(__dirname, '..', '..');
+const RECORD = process.env.KLEA_RECORD_HISTORIES === '1';
+
+type Scenario = (env: TestEnv, fake: FakeModel) => Promise<string[]>;
+
+/** Each scenario runs to the end and returns the workflow ids whose histories it records. */
+const scenarios: Record<string, Scenario> = {
+  async approve(env, fake) {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Read a.txt'), step('s2', 'Sum up', { needs_tool: false, depends_on: ['s1'] })], {
+        before_work: true,
+      }),
+    });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    fake.on('do_step', { content: 'alpha' });
+    fake.on('compose_answer', { content: 'a.txt says alpha' });
+    const t = await TaskDriver.start(env, 'Read a.txt', p.dir, {
+      taskId: 'task-replay-approve-1',
+      sessionId: 'replay-approve',
+    });
+    await t.waitFor('review_requested');
+    await t.handle.signal('review', { decision: 'approve' });
+    await t.result();
+    return [t.taskId];
+  },
+  async revise(env, fake) {
+    const p = makeProject();
+    fake.on(
+      'write_plan',
+      { call: plan([step('s1', 'x', { needs_tool: false })], { before_work: true }) },
+      { call: plan([step('s1', 'y', { needs_tool: false })]) }
+    );
+    fake.on('do_step', { content: 'y' });
+    fake.on('compose_answer', { content: 'y' });
+    const t = await TaskDriver.start(env, 'Do y', p.dir, {
+      taskId: 'task-replay-revise-1',
+      sessionId: 'replay-revise',
+    });
+    const r = await t.waitFor('review_requested');
+    await t.handle.signal('review', { decision: 'revise', feedback: 'y, not x' });
+    await t.waitFor('review_requested', (e) => e.planHash !== r.planHash);
+    await t.handle.signal('review', { decision: 'approve' });
+    await t.result();
+    return [t.taskId];
+  },
+  async clarify(env, fake) {
+    const p = makeProject();
+    fake.on('write_plan', { call: plan([step('s1', 'Greet', { needs_tool: false, questions: ['Who?'] })]) });
+    fake.on('do_step', { content: 'Hello Ada' });
+    fake.on('compose_answer', { content: 'Hello Ada' });
+    const t = await TaskDriver.start(env, 'Greet', p.dir, {
+      taskId: 'task-replay-clarify-1',
+      sessionId: 'replay-clarify',
+    });
+    await t.waitFor('questions');
+    await t.handle.signal('clarify', { answers: { 'Who?': 'Ada' } });
+    await t.result();
+    return [t.taskId];
+  },
+  async deny_and_allow_session(env, fake) {
+    const p = makeProject();
+    writeFileSync(path.join(p.outside, 'x.txt'), 'x');
+    writeFileSync(path.join(p.outside, 'y.txt'), 'y');
+    fake.on('write_plan', { call: plan([step('s1', 'Read x'), step('s2', 'Read y')]) });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: '../outside/x.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's2', path: '../outside/y.txt' } },
+      ],
+    });
+    fake.on('compose_answer', { content: 'one denied, one allowed' });
+    const t = await TaskDriver.start(env, 'Read both', p.dir, {
+      taskId: 'task-replay-permissions-1',
+      sessionId: 'replay-permissions',
+    });
+    const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
+    const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
+    await t.handle.signal('permission', { requestId: a.requestId, decision: 'deny' });
+    await t.handle.signal('permission', { requestId: b.requestId, decision: 'allow_session' });
+    await t.result();
+    return [t.taskId];
+  },
+  async replan(env, fake) {
+    const p = makeProject();
+    fake.on(
+      'write_plan',
+      { call: plan([step('s1', 'Open PDF')]) },
+      { call: plan([step('s2', 'Explain', { needs_tool: false })]) }
+    );
+    fake.on('pick_tools', { calls: [{ name: 'no_suitable_tool', args: { step_id: 's1', reason: 'no PDF reader' } }] });
+    fake.on('do_step', { content: 'cannot' });
+    fake.on('compose_answer', { content: 'cannot read PDFs' });
+    const t = await TaskDriver.start(env, 'Read the PDF', p.dir, {
+      taskId: 'task-replay-replan-1',
+      sessionId: 'replay-replan',
+    });
+    await t.result();
+    return [t.taskId];
+  },
+  async scientific(env) {
+    const p = makeProject();
+    const t = await TaskDriver.start(env, 'Cite sources', p.dir, {
+      taskId: 'task-replay-scientific-1',
+      sessionId: 'replay-scientific',
+      mode: 'scientific',
+    });
+    await t.result();
+    return [t.taskId];
+  },
+  async session(env, fake) {
+    const p = makeProject();
+    const s = await SessionDriver.start(env, p.dir, {
+      sessionId: 'replay-session',
+      memory: { summarisationThresholdChars: 100, numHistoryChars: 120 },
+      continueAsNewAfter: 3,
+    });
+    for (let i = 1; i <= 3; i++)
+      fake.on('route_request', { call: { route: 'chat', reply: `reply ${i} ${'y'.repeat(50)}` } });
+    fake.always('summarize_memory', { content: 'summary so far' });
+    for (let i = 1; i <= 3; i++) await s.submit(`message ${i} ${'x'.repeat(50)}`);
+    await s.submit('/compact');
+    // Wait for the continue-as-new, then record the first run (it holds the summary child and the hand-over).
+    const first = (await s.handle.describe()).runId;
+    for (let i = 0; i < 100 && (await s.handle.describe()).runId === first; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    return [`session-replay-session@${first}`];
+  },
+};
+
+async function fetchHistory(env: TestEnv, ref: string) {
+  const [workflowId, runId] = ref.split('@');
+  return env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+}
+
+function recorded(): Array<{ name: string; workflowId: string; history: temporal.api.history.v1.IHistory }> {
+  if (!existsSync(HISTORIES)) return [];
+  return readdirSync(HISTORIES)
+    .filter((f) => f.endsWith('.history.pb'))
+    .sort()
+    .map((f) => {
+      const [name, workflowId] = f.replace(/\.history\.pb$/, '').split('--');
+      return {
+        name,
+        workflowId,
+        history: temporal.api.history.v1.History.decode(readFileSync(path.join(HISTORIES, f))),
+      };
+    });
+}
+
+describe('replay of recorded histories', () => {
+  if (RECORD) {
+    it('records the representative runs', async () => {
+      const fake = await FakeModel.start();
+      const env = await startTestEnv({ fakeModel: fake, name: 'record' });
+      try {
+        mkdirSync(HISTORIES, { recursive: true });
+        for (const f of readdirSync(HISTORIES)) rmSync(path.join(HISTORIES, f));
+        for (const [name, run] of Object.entries(scenarios)) {
+          const refs = await run(env, fake);
+          fake.assertDone();
+          fake.reset();
+          for (const ref of refs) {
+            const history = await fetchHistory(env, ref);
+            // The file name keeps the workflow id: replay must see the id the run had (child ids derive from it).
+            writeFileSync(
+              path.join(HISTORIES, `${name}--${ref.split('@')[0]}.history.pb`),
+              temporal.api.history.v1.History.encode(history).finish()
+            );
+          }
+        }
+      } finally {
+        await env.shutdown();
+        await fake.close();
+      }
+    }, 300_000);
+  }
+
+  it('has a recorded history for every representative run', () => {
+    expect(recorded().map((r) => r.name)).toEqual(Object.keys(scenarios).sort());
+  });
+
+  it('replays every recorded history with the current workflow code', async () => {
+    const results = [];
+    for await (const r of Worker.runReplayHistories(
+      { workflowBundle: { codePath: process.env.KLEA_TEST_WORKFLOW_BUNDLE! } },
+      recorded().map(({ workflowId, history }) => ({ workflowId, history }))
+    )) {
+      results.push({ workflowId: r.workflowId, error: r.error ? String(r.error) : null });
+    }
+    expect(results).toEqual(recorded().map((h) => ({ workflowId: h.workflowId, error: null })));
+  });
+
+  it('catches a deliberately non-deterministic change', async () => {
+    // A copy of the workflow code where the task path asks for the project context twice: a new command that
+    // the recorded histories do not have.
+    const dir = mkdtempSync(path.join(ROOT, '.klea', 'test', 'nondeterministic-'));
+    try {
+      for (const d of ['workflows', 'common', 'activities'])
+        cpSync(path.join(ROOT, d), path.join(dir, d), { recursive: true });
+      const file = path.join(dir, 'workflows', 'task', 'workflow.ts');
+      const code = readFileSync(file, 'utf8');
+      const marker = 'upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);';
+      expect(code).toContain(marker);
+      writeFileSync(
+        file,
+        code.replace(marker, `${marker}\n    await fsFacts.projectContextInfo({ projectDir: input.projectDir });`)
+      );
+      const bundle = await buildWorkflowBundle(path.join(dir, 'workflows', 'index.ts'));
+      const approve = recorded().find((r) => r.name === 'approve')!;
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { code: bundle.code } }, approve.history, approve.workflowId)
+      ).rejects.toThrow(/[Nn]ondeterminism|DeterminismViolation|does not match/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

@@ -215,8 +215,14 @@ describe('API', () => {
     it('POST /tasks plans without routing; review, permissions and answer over REST', async () => {
       const canary = path.join(project.outside, 'secret.txt');
       writeFileSync(canary, 'canary');
-      fake.on('write_plan', { call: plan([step('s1', 'Read the secret')], { before_work: true }) });
+      // s2 waits for an answer, so the task is still running when a decision is repeated.
+      const steps = [
+        step('s1', 'Read the secret'),
+        step('s2', 'Report', { needs_tool: false, depends_on: ['s1'], questions: ['Anything else?'] }),
+      ];
+      fake.on('write_plan', { call: plan(steps, { before_work: true }) });
       fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: canary } }] });
+      fake.on('do_step', { content: 'Nothing to report.' });
       fake.on('compose_answer', { content: 'I was not allowed to read it.' });
       const created = await request(app).post('/tasks').send({ prompt: 'Read the secret' });
       expect(created.status).toBe(201);
@@ -251,11 +257,18 @@ describe('API', () => {
       expect(
         (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'maybe' })).status
       ).toBe(400);
+      const decidePermission = (decision: string) =>
+        request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision });
+      expect((await decidePermission('deny')).status).toBe(200);
+      await waitTask(taskId, (s) => s.status === 'awaiting_clarification');
+      expect((await decidePermission('deny')).status).toBe(200); // a retried decision: harmless
+      expect((await decidePermission('allow_once')).status).toBe(409); // a different one: refused
       expect(
-        (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'deny' })).status
-      ).toBe(200);
-      expect(
-        (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'deny' })).status
+        (
+          await request(app)
+            .post(`/tasks/${taskId}/clarify`)
+            .send({ answers: { 'Anything else?': 'no' } })
+        ).status
       ).toBe(200);
 
       const done = await waitTask(taskId, (s) => s.status === 'done');

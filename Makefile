@@ -38,6 +38,7 @@ test: deps temporal-cli chromium
 	npm run --silent lint
 	npm run --silent typecheck
 	npm run --silent build
+	@scripts/check-compose.sh
 	npx jest --ci
 
 test-unit: deps

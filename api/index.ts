@@ -3,6 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
 import { exitWithParent } from '../runtime/supervised';
+import { temporalConnectionOptions } from '../runtime/temporal';
 import { createApp } from './app';
 import { isLoopbackHost } from './auth';
 
@@ -16,7 +17,7 @@ async function main() {
     process.exit(1);
   }
   // The connection is lazy: the API starts (and /healthz reports "unreachable") even when Temporal is down.
-  const connection = Connection.lazy({ address: config.temporal.address });
+  const connection = Connection.lazy(temporalConnectionOptions(config));
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const app = createApp({ client, config });
 

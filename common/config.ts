@@ -89,6 +89,20 @@ export const ConfigSchema = z.strictObject({
       task_queue: z.string().min(1).default('klea'),
       /** Where people open the Temporal Web UI; used for links from the API and the web page. */
       ui_url: z.url().default('http://127.0.0.1:8233'),
+      /** API key for Temporal Cloud (env TEMPORAL_API_KEY); turns TLS on. */
+      api_key: z.string().min(1).nullable().default(null),
+      tls: z
+        .strictObject({
+          enabled: z.boolean().default(false),
+          /** Override of the server name checked in the server's certificate. */
+          server_name: z.string().min(1).nullable().default(null),
+          /** mTLS client certificate and key (PEM files), for Temporal Cloud with certificates or self-hosted mTLS. */
+          client_cert_path: z.string().min(1).nullable().default(null),
+          client_key_path: z.string().min(1).nullable().default(null),
+          /** CA bundle for a self-hosted server with a private CA. */
+          server_ca_path: z.string().min(1).nullable().default(null),
+        })
+        .prefault({}),
     })
     .prefault({}),
   api: z
@@ -165,6 +179,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
   { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
   { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
+  { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
   { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
   { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
   { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },

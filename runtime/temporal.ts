@@ -1,7 +1,8 @@
 /** Temporal plumbing shared by the worker, the API, the start script and the test harness. */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import type { Config } from '../common/config';
 import path from 'node:path';
-import { Connection, type ConnectionOptions } from '@temporalio/client';
+import { type Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../common/search-attributes';
 
@@ -10,7 +11,8 @@ export const REPO_ROOT = findRepoRoot(__dirname);
 function findRepoRoot(from: string): string {
   let dir = from;
   for (;;) {
-    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'Makefile'))) return dir;
+    const pkg = path.join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'klea') return dir;
     const parent = path.dirname(dir);
     if (parent === dir) return process.cwd();
     dir = parent;
@@ -40,6 +42,26 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   return missing;
 }
 
-export async function connectClient(address: string, extra: Partial<ConnectionOptions> = {}): Promise<Connection> {
-  return Connection.connect({ address, connectTimeout: '5s', ...extra });
+/** Address, TLS and API key for Temporal, from config (the same for the worker's and the API's connections). */
+export function temporalConnectionOptions(
+  config: Config
+): Pick<ConnectionOptions, 'address' | 'tls'> & { apiKey?: string } {
+  const { address, api_key: apiKey, tls } = config.temporal;
+  const wantsTls = tls.enabled || Boolean(apiKey) || Boolean(tls.client_cert_path);
+  const read = (p: string | null) => (p ? readFileSync(p) : undefined);
+  return {
+    address,
+    ...(apiKey ? { apiKey } : {}),
+    ...(wantsTls
+      ? {
+          tls: {
+            ...(tls.server_name ? { serverNameOverride: tls.server_name } : {}),
+            ...(tls.server_ca_path ? { serverRootCACertificate: read(tls.server_ca_path) } : {}),
+            ...(tls.client_cert_path && tls.client_key_path
+              ? { clientCertPair: { crt: read(tls.client_cert_path)!, key: read(tls.client_key_path)! } }
+              : {}),
+          },
+        }
+      : {}),
+  };
 }

@@ -4,7 +4,7 @@ import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporali
 import { Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
-import { ensureSearchAttributes } from '../runtime/temporal';
+import { ensureSearchAttributes, temporalConnectionOptions } from '../runtime/temporal';
 import { exitWithParent } from '../runtime/supervised';
 import { isModelConfigured } from '../common/config';
 import { WORKFLOW_BUNDLE_PATH } from './bundle';
@@ -33,9 +33,10 @@ async function main() {
   });
 
   const { address, namespace, task_queue: taskQueue } = config.temporal;
-  const connection = await NativeConnection.connect({ address });
+  const options = temporalConnectionOptions(config);
+  const connection = await NativeConnection.connect(options);
   try {
-    const client = await Connection.connect({ address });
+    const client = await Connection.connect(options);
     const added = await ensureSearchAttributes(client, namespace);
     if (added.length) log.info('registered search attributes', { added: added.join(',') });
     await client.close();

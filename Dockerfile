@@ -1,0 +1,20 @@
+# Klea: one image for the worker and the API (the command picks which).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production KLEA_PROJECT_DIR=/workspace
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/web ./web
+COPY klea.example.yaml ./
+RUN mkdir -p /workspace && chown node:node /workspace
+USER node
+# The worker by default; the API with: node dist/api/index.js
+CMD ["node", "dist/worker/index.js"]

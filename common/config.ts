@@ -105,6 +105,16 @@ export const ConfigSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  worker: z
+    .strictObject({
+      /** Runs kept in the worker's workflow cache (a parked task woken after eviction is replayed from history). */
+      max_cached_workflows: z.number().int().min(0).default(1000),
+      /** Activities (model and tool calls) one worker runs at once. */
+      max_concurrent_activities: z.number().int().positive().default(50),
+      /** How long a run's next task waits for the worker that ran it before any worker takes it. */
+      sticky_queue_timeout_ms: z.number().int().positive().default(5000),
+    })
+    .prefault({}),
   api: z
     .strictObject({
       host: z.string().min(1).default('127.0.0.1'),
@@ -155,6 +165,8 @@ export const ConfigSchema = z.strictObject({
           enabled: z.boolean().default(true),
           /** Audit log: one JSON line per workspace tool call (tool, arguments, grants used, outcome). */
           call_log: z.string().min(1).nullable().default(null),
+          /** Results of side-effecting calls by idempotency key (a retried write or edit does not act twice). */
+          state_dir: z.string().min(1).default('.klea/workspace-state'),
         })
         .prefault({}),
       /** Further MCP servers, in the common `mcpServers` shape. */

@@ -74,10 +74,20 @@ export interface ToolRetryPolicy {
  * Read-only or idempotent tools are retried on transport failure; anything else is attempted once, and its
  * failure goes to triage (a second attempt could repeat a side effect).
  */
-export function toolRetryPolicy(tool: Pick<ToolDescriptor, 'idempotent'>): ToolRetryPolicy {
-  return tool.idempotent
+export function toolRetryPolicy(tool: Pick<ToolDescriptor, 'idempotent'> & { server?: string; name?: string; tool?: string }): ToolRetryPolicy {
+  return tool.idempotent || replaySafe(tool)
     ? { maximumAttempts: 4, initialInterval: '1s', backoffCoefficient: 2 }
     : { maximumAttempts: 1, initialInterval: '1s', backoffCoefficient: 2 };
+}
+
+/**
+ * The workspace server records the result of a write or an edit under the call's idempotency key, so retrying
+ * one after a crash returns the recorded result instead of editing twice. A command is not retried: it may have
+ * been killed half-way, and running it again is the model's call to make.
+ */
+export function replaySafe(tool: { server?: string; name?: string; tool?: string }): boolean {
+  const name = tool.tool ?? tool.name;
+  return tool.server === 'workspace' && (name === 'write_file' || name === 'edit_file');
 }
 
 export type ToolCallStatus = 'ok' | 'error' | 'refused';

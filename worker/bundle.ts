@@ -2,7 +2,9 @@
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import path from 'node:path';
 
-export const WORKFLOW_BUNDLE_PATH = path.resolve(__dirname, '..', 'workflow-bundle.js');
+/** The prebuilt bundle (KLEA_WORKFLOW_BUNDLE points a worker at another one, e.g. a test build). */
+export const WORKFLOW_BUNDLE_PATH =
+  process.env.KLEA_WORKFLOW_BUNDLE || path.resolve(__dirname, '..', 'workflow-bundle.js');
 
 /** `workflowsPath` may be the compiled dist/workflows or the TypeScript sources (tests). */
 export async function buildWorkflowBundle(

@@ -1,4 +1,5 @@
 /** Builds a Klea worker: the prebuilt workflow bundle plus the activities made by createActivities(deps). */
+import { Context } from '@temporalio/activity';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { McpPool } from '../activities/mcp/pool';
@@ -23,6 +24,34 @@ export interface KleaWorker {
   run(): Promise<void>;
 }
 
+/** How often every running activity tells Temporal it is alive (its heartbeat timeout is a few times this). */
+export const HEARTBEAT_EVERY_MS = 3000;
+
+/**
+ * Every activity heartbeats while it runs, so an activity on a worker that died is retried elsewhere after its
+ * heartbeat timeout instead of its (long) start-to-close timeout, and cancellation reaches it.
+ */
+function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] = async (...args: never[]) => {
+      let ctx: Context | undefined;
+      try {
+        ctx = Context.current();
+      } catch {
+        return fn(...args);
+      }
+      const timer = setInterval(() => ctx!.heartbeat(), HEARTBEAT_EVERY_MS);
+      try {
+        return await fn(...args);
+      } finally {
+        clearInterval(timer);
+      }
+    };
+  }
+  return wrapped as T;
+}
+
 export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWorker> {
   const pool = new McpPool(opts.log);
   const worker = await Worker.create({
@@ -30,10 +59,13 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: opts.workflowBundle,
-    activities: createActivities({ config: opts.config, log: opts.log, pool }),
+    activities: withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool })),
     ...(opts.identity ? { identity: opts.identity } : {}),
     // Graceful shutdown gives in-flight activities a moment to finish before they are cancelled.
     shutdownGraceTime: '10s',
+    maxCachedWorkflows: opts.config.worker.max_cached_workflows,
+    maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
+    stickyQueueScheduleToStartTimeout: opts.config.worker.sticky_queue_timeout_ms,
   });
   return {
     worker,

@@ -55,6 +55,8 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       '--sensitive',
       config.tools.sensitive_patterns.join(','),
       ...(config.mcp.workspace.call_log ? ['--call-log', path.resolve(config.mcp.workspace.call_log)] : []),
+      '--state-dir',
+      path.resolve(config.mcp.workspace.state_dir),
     ],
     env: { ...getDefaultEnvironment(), KLEA_WORKSPACE_GRANT_KEY: grantKey },
     cwd: projectDir,

@@ -13,7 +13,7 @@ import {
 } from '../../common/tools';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
-import { GRANTS_META_KEY, signGrants, type Grant } from '../../tools/workspace/grants';
+import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, signGrants, type Grant } from '../../tools/workspace/grants';
 import { type McpPool } from './pool';
 import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
 
@@ -38,6 +38,8 @@ export interface CallToolInput {
   args: Record<string, unknown>;
   /** Paths the user allowed for this call (canonical real path + operation). */
   grants?: Grant[];
+  /** Stable across retries of this call: the workspace server acts on it once. */
+  idempotencyKey?: string;
   timeoutMs?: number;
 }
 
@@ -174,8 +176,11 @@ export function createToolActivities(deps: ToolDeps) {
         ctx = undefined;
       }
       const meta =
-        input.grants?.length && input.server === WORKSPACE_SERVER
-          ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) }
+        input.server === WORKSPACE_SERVER && (input.grants?.length || input.idempotencyKey)
+          ? {
+              ...(input.grants?.length ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) } : {}),
+              ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
+            }
           : undefined;
       // Heartbeats carry cancellation to this activity (and on to the server, through the MCP request's signal).
       const beat = ctx ? setInterval(() => ctx.heartbeat(), 2000) : undefined;

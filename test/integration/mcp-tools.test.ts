@@ -317,3 +317,52 @@ describe('MCP pool: tool list cache, list_changed, timeouts and progress', () =>
     expect(seen.length).toBeGreaterThanOrEqual(5);
   });
 });
+
+describe('idempotent side effects', () => {
+  let pool: McpPool;
+  let tools: ReturnType<typeof createToolActivities>;
+  beforeAll(() => {
+    pool = new McpPool(silentLogger);
+    tools = createToolActivities({
+      config: configWith({}, { mcp: { workspace: { state_dir: path.join(base, 'state') } } }),
+      log: silentLogger,
+      pool,
+    });
+  });
+  afterAll(async () => pool.shutdown());
+
+  it('a retried edit with the same idempotency key returns the recorded result and edits once', async () => {
+    writeFileSync(path.join(project, 'counter.txt'), 'n=1\n');
+    const edit = (key: string) =>
+      tools.callTool({
+        projectDir: project,
+        toolAccess: 'full',
+        server: 'workspace',
+        tool: 'edit_file',
+        args: { path: 'counter.txt', old_string: 'n=1', new_string: 'n=2' },
+        idempotencyKey: key,
+      });
+    const first = await edit('task-x/s1/attempt-1/call-0');
+    const retried = await edit('task-x/s1/attempt-1/call-0');
+    expect(first).toMatchObject({ status: 'ok', structured: { replacements: 1 } });
+    expect(retried).toEqual(first);
+    expect(readFileSync(path.join(project, 'counter.txt'), 'utf8')).toBe('n=2\n');
+    // A new attempt (a new key) really runs again: here it finds nothing to replace.
+    expect((await edit('task-x/s1/attempt-2/call-0')).status).toBe('error');
+  });
+
+  it('a retried command with the same key is not run again', async () => {
+    const run = (key: string) =>
+      tools.callTool({
+        projectDir: project,
+        toolAccess: 'full',
+        server: 'workspace',
+        tool: 'run_command',
+        args: { command: 'echo x >> runs.log' },
+        idempotencyKey: key,
+      });
+    await run('k-1');
+    await run('k-1');
+    expect(readFileSync(path.join(project, 'runs.log'), 'utf8')).toBe('x\n');
+  });
+});

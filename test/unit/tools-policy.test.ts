@@ -28,6 +28,11 @@ describe('tool policy', () => {
     expect(toolRetryPolicy(write).maximumAttempts).toBeGreaterThan(1);
     expect(toolRetryPolicy(unannotated).maximumAttempts).toBe(1);
     expect(toolRetryPolicy(command).maximumAttempts).toBe(1);
+    // The workspace server records writes and edits by idempotency key: retrying them cannot act twice.
+    expect(
+      toolRetryPolicy({ server: 'workspace', tool: 'edit_file', idempotent: false }).maximumAttempts
+    ).toBeGreaterThan(1);
+    expect(toolRetryPolicy({ server: 'workspace', tool: 'run_command', idempotent: false }).maximumAttempts).toBe(1);
   });
 
   it('names functions <server>__<tool> within the function-name alphabet', () => {

@@ -17,7 +17,7 @@ import { globToRegExp } from '../../common/glob';
 import { SensitiveMatcher, type PathOp } from '../../common/path-guard';
 import { guardOne, guardToolCall, resolveRoot, type GuardedPath } from '../../runtime/path-resolve';
 import { scrubEnv } from './env';
-import { grantCovers, verifiedGrants } from './grants';
+import { grantCovers, IDEMPOTENCY_META_KEY, verifiedGrants } from './grants';
 
 export interface WorkspaceServerOptions {
   root: string;
@@ -28,7 +28,14 @@ export interface WorkspaceServerOptions {
   limits?: Partial<typeof DEFAULT_LIMITS>;
   /** Appends one JSON line per call: time, tool, arguments, grants presented, outcome. */
   callLog?: string;
+  /**
+   * Where results of side-effecting calls are kept by idempotency key (`_meta["klea/idempotency_key"]`), so a
+   * retried call (the worker died before it heard the answer) returns the recorded result instead of acting twice.
+   */
+  stateDir?: string;
 }
+
+const READ_ONLY_TOOLS = new Set(['read_file', 'list_dir', 'find_files', 'grep']);
 
 export const DEFAULT_LIMITS = {
   readBytes: 256 * 1024,
@@ -118,7 +125,22 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     return r.startsWith('..') || path.isAbsolute(r) ? real : r || '.';
   };
 
-  async function audit(tool: string, args: unknown, meta: unknown, started: number, res: CallToolResult) {
+  /** The record file for a side-effecting call that carries an idempotency key (none without a state dir). */
+  function idempotencyRecord(tool: string, meta: unknown): string | null {
+    if (!opts.stateDir || READ_ONLY_TOOLS.has(tool) || !meta || typeof meta !== 'object') return null;
+    const key = (meta as Record<string, unknown>)[IDEMPOTENCY_META_KEY];
+    if (typeof key !== 'string' || !key) return null;
+    return path.join(opts.stateDir, `${createHash('sha256').update(`${tool}\n${key}`).digest('hex')}.json`);
+  }
+
+  async function audit(
+    tool: string,
+    args: unknown,
+    meta: unknown,
+    started: number,
+    res: CallToolResult,
+    replayed = false
+  ) {
     if (!opts.callLog) return;
     const s = res.structuredContent as Record<string, unknown> | undefined;
     const line = {
@@ -128,6 +150,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       args,
       grants: verifiedGrants(opts.grantKey, meta),
       isError: res.isError === true,
+      ...(replayed ? { replayed: true } : {}),
       ...(s && 'sha256_after' in s
         ? { sha256_before: s.sha256_before, sha256_after: s.sha256_after, changed: s.changed ?? true }
         : {}),
@@ -160,7 +183,19 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     };
     return async (args: A, extra: { _meta?: unknown; signal?: AbortSignal }): Promise<CallToolResult> => {
       const started = Date.now();
+      const record = idempotencyRecord(tool, extra._meta);
+      if (record) {
+        const seen = await fs.readFile(record, 'utf8').then(
+          (t) => JSON.parse(t) as CallToolResult,
+          () => null
+        );
+        if (seen) {
+          await audit(tool, args, extra._meta, started, seen, true);
+          return seen;
+        }
+      }
       const res = await run(args, extra._meta, extra.signal);
+      if (record) await atomicWrite(record, JSON.stringify(res)).catch(() => undefined);
       await audit(tool, args, extra._meta, started, res);
       return res;
     };
@@ -515,6 +550,20 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   return server;
 }
 
+/** Process groups of commands still running: ended when the server stops, so none outlives it half-done. */
+const runningCommands = new Set<number>();
+
+export function killRunningCommands(): void {
+  for (const pid of runningCommands) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  runningCommands.clear();
+}
+
 interface CommandResult {
   exit_code: number | null;
   signal: string | null;
@@ -540,6 +589,7 @@ function runCommand(
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
+    if (child.pid) runningCommands.add(child.pid);
     const collect = () => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -577,6 +627,7 @@ function runCommand(
     signal?.addEventListener('abort', killGroup, { once: true });
     const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
       clearTimeout(timer);
+      if (child.pid) runningCommands.delete(child.pid);
       signal?.removeEventListener('abort', killGroup);
       resolve({
         exit_code: code,

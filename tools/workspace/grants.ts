@@ -12,6 +12,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { PathOp } from '../../common/path-guard';
 
 export const GRANTS_META_KEY = 'klea/grants';
+/** Per-call key, stable across retries of the same call: the server performs a side effect once per key. */
+export const IDEMPOTENCY_META_KEY = 'klea/idempotency_key';
 export const GRANT_KEY_ENV = 'KLEA_WORKSPACE_GRANT_KEY';
 export const GRANT_TTL_MS = 10 * 60_000;
 

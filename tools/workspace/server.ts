@@ -2,17 +2,18 @@
 /**
  * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
  * Options: --root DIR (required), --sensitive "glob,glob" (replaces the default sensitive patterns),
- * --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call).
+ * --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
+ * of side-effecting calls by idempotency key, so a retried call does not act twice).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { createWorkspaceServer } from './create-server';
+import { createWorkspaceServer, killRunningCommands } from './create-server';
 import { GRANT_KEY_ENV } from './grants';
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"] [--max-read-bytes N] [--call-log FILE]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"] [--max-read-bytes N] [--call-log FILE] [--state-dir DIR]\n`
   );
   process.exit(2);
 }
@@ -23,6 +24,7 @@ async function main() {
   let sensitive: string[] | undefined;
   let readBytes: number | undefined;
   let callLog: string | undefined;
+  let stateDir: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--root') root = argv[++i];
@@ -32,11 +34,13 @@ async function main() {
       readBytes = Number(argv[++i]);
       if (!Number.isInteger(readBytes) || readBytes < 1) usage('--max-read-bytes takes a positive whole number');
     } else if (a === '--call-log') callLog = argv[++i];
+    else if (a === '--state-dir') stateDir = argv[++i];
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
   }
   if (!root) usage('--root is required');
   const dir = path.resolve(root);
+  if (stateDir) mkdirSync(stateDir, { recursive: true });
   if (!existsSync(dir) || !statSync(dir).isDirectory()) usage(`--root ${dir} is not a directory`);
   // Security: read the grant key, then drop it, so no command this server runs can see it.
   const grantKey = process.env[GRANT_KEY_ENV] || undefined;
@@ -48,9 +52,12 @@ async function main() {
     sensitivePatterns: sensitive,
     limits: readBytes ? { readBytes } : undefined,
     callLog,
+    stateDir,
   });
   await server.connect(new StdioServerTransport());
   const exit = () => {
+    // The client is gone (the worker stopped or died): a command it started must not finish unobserved.
+    killRunningCommands();
     void server.close().finally(() => process.exit(0));
   };
   process.stdin.on('close', exit);

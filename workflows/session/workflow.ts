@@ -52,10 +52,12 @@ import { eventsQuery, settingsSignal, startTaskUpdate, stateQuery, submitUpdate 
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '3 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
 const initActs = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 3 },
 });
 

@@ -8,6 +8,7 @@ import type { Turn } from '../../common/session';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '3 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
 

@@ -21,6 +21,7 @@ import {
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { PickedCall, StepResultView } from '../../activities/llm/nodes';
@@ -70,10 +71,13 @@ const RESULT_CHARS = 2000;
 
 const model = proxyActivities<Activities>({
   startToCloseTimeout: '3 minutes',
+  // Activities heartbeat every few seconds: one on a worker that died is retried elsewhere after this long.
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
 const fsFacts = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumAttempts: 4 },
 });
 
@@ -455,7 +459,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   async function runCall(
     call: PickedCall,
     guarded: Awaited<ReturnType<Activities['checkPaths']>>,
-    waitFor: Promise<unknown>[]
+    waitFor: Promise<unknown>[],
+    idempotencyKey: string
   ): Promise<CallOutcome> {
     await Promise.all(waitFor);
     const grants: SessionGrant[] = [];
@@ -483,7 +488,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
         {
           summary: callSummary(call),
           startToCloseTimeout: '15 minutes',
-          heartbeatTimeout: '30 seconds',
+          heartbeatTimeout: '10 seconds',
           retry: toolRetryPolicy(call),
         },
         [
@@ -494,6 +499,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
             tool: call.tool,
             args: call.args,
             grants,
+            idempotencyKey,
           },
         ]
       );
@@ -623,13 +629,9 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     const waits = pathDependencies(guarded.map((g) => g.map((p) => p.real)));
     const runs: Array<Promise<CallOutcome>> = [];
     calls.forEach((c, i) => {
-      runs.push(
-        runCall(
-          c,
-          guarded[i],
-          waits[i].map((j) => runs[j].catch(() => undefined))
-        )
-      );
+      // Stable across Temporal's retries of this call, distinct for every new attempt of the step.
+      const key = `${workflowInfo().workflowId}/${c.stepId}/attempt-${steps.get(c.stepId)?.attempts ?? 0}/call-${i}`;
+      runs.push(runCall(c, guarded[i], waits[i].map((j) => runs[j].catch(() => undefined)), key));
     });
     // Each step is settled as soon as its own calls finish: a decision pending for one call holds up no other step.
     await Promise.all(

@@ -1,0 +1,261 @@
+/**
+ * Proof under fire: a multi-step task (a write, an edit, a command, a review pause and a permission pause) is run
+ * again and again while the worker process is killed with SIGKILL at each activity boundary in turn, and once in
+ * the middle of the edit; and once the Temporal server itself is stopped and started again mid-run. Every run
+ * must finish with the same files, every write and edit must take effect exactly once (the workspace server's
+ * audit log proves it), no step may be lost and no task may be stuck.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { stringify } from 'yaml';
+import type { TaskInput, TaskResult, TaskState } from '../../common/task';
+import { startDevServer, type DevServer } from '../../runtime/dev-server';
+import { findFreePort } from '../../runtime/ports';
+import { FakeModel, type RecordedRequest } from '../support/fake-model';
+import { makeProject, plan, step } from '../support/task-driver';
+
+const ROOT = path.join(__dirname, '..', '..');
+const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-crash-')));
+const callLog = path.join(dir, 'calls.jsonl');
+const taskQueue = `crash-${process.pid}`;
+
+let server: DevServer;
+let ports: { port: number; httpPort: number };
+let fake: FakeModel;
+let client: Client;
+let connection: Connection;
+let worker: ChildProcess | null = null;
+let configFile: string;
+
+const restarts = { worker: 0, server: 0 };
+
+async function startServer(): Promise<void> {
+  server = await startDevServer({ ...ports, dbFile: path.join(dir, 'temporal.db') });
+}
+
+async function startWorker(): Promise<void> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'worker', 'index.js')], {
+    env: {
+      ...process.env,
+      KLEA_CONFIG: configFile,
+      KLEA_WORKFLOW_BUNDLE: process.env.KLEA_TEST_WORKFLOW_BUNDLE,
+      KLEA_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  worker = child;
+  const deadline = Date.now() + 30_000;
+  while (!/worker polling/.test(out)) {
+    if (child.exitCode !== null) throw new Error(`worker exited: ${out}`);
+    if (Date.now() > deadline) throw new Error(`worker did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function killWorker(): void {
+  if (!worker?.pid) return;
+  try {
+    process.kill(-worker.pid, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+  worker = null;
+  restarts.worker++;
+}
+
+beforeAll(async () => {
+  ports = { port: await findFreePort(), httpPort: await findFreePort() };
+  await startServer();
+  fake = await FakeModel.start();
+  configFile = path.join(dir, 'klea.yaml');
+  writeFileSync(
+    configFile,
+    stringify({
+      model: { name: 'fake', base_url: fake.url, api_key: 'k', timeout_ms: 10_000 },
+      temporal: { address: server.address, task_queue: taskQueue },
+      worker: { sticky_queue_timeout_ms: 1000 },
+      mcp: { workspace: { call_log: callLog, state_dir: path.join(dir, 'workspace-state') } },
+    })
+  );
+  connection = await Connection.connect({ address: server.address });
+  client = new Client({ connection });
+  scriptModel();
+  await startWorker();
+}, 120_000);
+
+afterAll(async () => {
+  killWorker();
+  await connection?.close();
+  await fake?.close();
+  await server?.stop();
+});
+
+/** The model's part, stable under repeats: the same request always gets the same answer. */
+function scriptModel() {
+  const fileOf = (req: RecordedRequest) => /FILE=(\S+)/.exec(req.text)?.[1] ?? 'missing';
+  fake.always('write_plan', (req) => {
+    const f = fileOf(req);
+    return {
+      call: plan(
+        [
+          step('w', `Write FILE=${f}`),
+          step('e', `Edit FILE=${f}`, { depends_on: ['w'] }),
+          step('c', `Run a command for FILE=${f}`, { depends_on: ['e'] }),
+          step('r', `Read the outside file for FILE=${f}`, { depends_on: ['c'] }),
+          step('s', 'Sum up', { needs_tool: false, depends_on: ['r'] }),
+        ],
+        { before_work: true }
+      ),
+    };
+  });
+  fake.always('pick_tools', (req) => {
+    const f = fileOf(req);
+    const id = (req.toolSchemas[0]?.parameters as { properties: { step_id: { enum: string[] } } }).properties.step_id
+      .enum[0];
+    const byStep: Record<string, { name: string; args: Record<string, unknown> }> = {
+      w: { name: 'workspace__write_file', args: { path: f, content: 'version 1\n' } },
+      e: { name: 'workspace__edit_file', args: { path: f, old_string: 'version 1', new_string: 'version 2' } },
+      c: {
+        name: 'workspace__run_command',
+        args: { command: `echo started >> ./${f}.cmd.started; sleep 1.5; echo ran >> ./${f}.cmd.log` },
+      },
+      r: { name: 'workspace__read_file', args: { path: '../outside/data.txt' } },
+    };
+    return { calls: [{ name: byStep[id].name, args: { step_id: id, ...byStep[id].args } }] };
+  });
+  fake.always('do_step', { content: 'summed up' });
+  fake.always('compose_answer', { content: 'all done' });
+}
+
+type Hook = (ctx: { completed: number; commandStarted: boolean }) => Promise<boolean>;
+
+/** Runs one task to the end, answering its review and permission pauses; `hook` may crash things once. */
+async function runTask(
+  name: string,
+  hook: Hook
+): Promise<{ result: TaskResult; state: TaskState; project: string; file: string }> {
+  const p = makeProject();
+  writeFileSync(path.join(p.outside, 'data.txt'), 'outside data');
+  const file = `${name}.txt`;
+  const taskId = `task-crash-${name}-1`;
+  const input: TaskInput = {
+    taskId,
+    sessionId: `crash-${name}`,
+    prompt: `Change FILE=${file}`,
+    projectDir: p.dir,
+    mode: 'general',
+    toolAccess: 'full',
+    route: false,
+  };
+  const handle = await client.workflow.start('taskWorkflow', { taskQueue, workflowId: taskId, args: [input] });
+  let fired = false;
+  const deadline = Date.now() + 150_000;
+  for (;;) {
+    if (Date.now() > deadline) throw new Error(`task ${taskId} is stuck`);
+    const desc = await handle.describe().catch(() => null);
+    if (desc && desc.status.name !== 'RUNNING') break;
+    if (!fired) {
+      const history = await handle.fetchHistory().catch(() => null);
+      const events = history?.events ?? [];
+      const completed = events.filter((e) => e.activityTaskCompletedEventAttributes).length;
+      const commandStarted = existsSync(path.join(p.dir, `${file}.cmd.started`));
+      fired = await hook({ completed, commandStarted });
+    }
+    const state = await handle.query<TaskState>('state').catch(() => null);
+    for (const p2 of state?.pending ?? []) {
+      if (p2.kind === 'review')
+        await handle.signal('review', { decision: 'approve', planHash: p2.planHash }).catch(() => undefined);
+      if (p2.kind === 'permission')
+        for (const r of p2.requests)
+          await handle.signal('permission', { requestId: r.requestId, decision: 'allow_once' }).catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const result = (await handle.result()) as TaskResult;
+  const state = await handle.query<TaskState>('state');
+  return { result, state, project: p.dir, file };
+}
+
+function auditFor(file: string) {
+  const lines = existsSync(callLog)
+    ? readFileSync(callLog, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
+  const mine = lines.filter((l) => JSON.stringify(l.args).includes(file));
+  return {
+    writesApplied: mine.filter((l) => l.tool === 'write_file' && !l.replayed && l.changed === true).length,
+    editsApplied: mine.filter((l) => l.tool === 'edit_file' && !l.replayed && !l.isError).length,
+    commandsCompleted: mine.filter((l) => l.tool === 'run_command' && !l.replayed && !l.isError).length,
+  };
+}
+
+function expectClean(run: Awaited<ReturnType<typeof runTask>>) {
+  expect(run.result).toMatchObject({ status: 'done', answer: 'all done' });
+  expect(run.state.steps.map((s) => [s.id, s.status])).toEqual([
+    ['w', 'done'],
+    ['e', 'done'],
+    ['c', 'done'],
+    ['r', 'done'],
+    ['s', 'done'],
+  ]);
+  expect(readFileSync(path.join(run.project, run.file), 'utf8')).toBe('version 2\n');
+  expect(readFileSync(path.join(run.project, `${run.file}.cmd.log`), 'utf8')).toBe('ran\n');
+  expect(auditFor(run.file)).toEqual({ writesApplied: 1, editsApplied: 1, commandsCompleted: 1 });
+}
+
+describe('crash suite', () => {
+  it('a run with no crash sets the baseline', async () => {
+    expectClean(await runTask('baseline', async () => true));
+  }, 180_000);
+
+  // The task's activities: project context, plan, 4 × (pick, check paths, call), do_step, answer = 16; after the
+  // 16th the task is over, so the boundaries are after the 1st to the 15th.
+  const boundaries = Array.from({ length: 15 }, (_, i) => i + 1);
+  it.each(boundaries)(
+    'the worker is SIGKILLed after activity %i completes, then started again',
+    async (n) => {
+      const before = restarts.worker;
+      const run = await runTask(`boundary-${n}`, async ({ completed }) => {
+        if (completed < n) return false;
+        killWorker();
+        await startWorker();
+        return true;
+      });
+      expectClean(run);
+      expect(restarts.worker).toBe(before + 1);
+    },
+    180_000
+  );
+
+  it('the worker is SIGKILLed in the middle of the command; the command still takes effect exactly once', async () => {
+    const run = await runTask('mid-command', async ({ commandStarted }) => {
+      if (!commandStarted) return false;
+      killWorker();
+      await startWorker();
+      return true;
+    });
+    expectClean(run);
+  }, 180_000);
+
+  it('the Temporal server is stopped mid-run and started again (SQLite kept): the run continues', async () => {
+    const run = await runTask('server-restart', async ({ completed }) => {
+      if (completed < 5) return false;
+      await server.stop();
+      restarts.server++;
+      await startServer();
+      return true;
+    });
+    expectClean(run);
+    expect(restarts.server).toBe(1);
+  }, 180_000);
+});

@@ -4,18 +4,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
 import { benchHistory, type BenchResult } from './history';
+import { benchOverhead } from './overhead';
 import { startBenchEnv } from './support';
 
 async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchHistory]) {
-      const r = await bench(env);
-      console.log(
-        `${r.ok ? 'ok  ' : 'MISS'} ${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`
-      );
-      results.push(r);
+    for (const bench of [benchHistory, benchOverhead]) {
+      const out = await bench(env);
+      for (const r of Array.isArray(out) ? out : [out]) {
+        const figures = r.figures.map(([k, v]) => `${k} ${v}`).join(', ');
+        console.log(`${r.ok ? 'ok  ' : 'MISS'} ${r.name}: ${figures} → ${r.ratio.toFixed(2)} (goal ${r.goal})`);
+        results.push(r);
+      }
     }
   } finally {
     await env.close();

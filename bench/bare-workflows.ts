@@ -1,0 +1,16 @@
+/** Bare Temporal workflows for comparison: the same number of activities, with no agent around them. */
+import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+
+const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '1 minute' });
+
+export async function bareSteps(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await noop();
+}
+
+export async function bareParked(): Promise<void> {
+  let go = false;
+  setHandler(defineSignal('go'), () => {
+    go = true;
+  });
+  await condition(() => go);
+}

@@ -3,11 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.klea-deps
 
-.PHONY: help start test deps temporal-cli chromium build lint typecheck test-unit test-integration test-e2e clean
+.PHONY: help start test proof deps temporal-cli chromium build lint typecheck test-unit test-integration test-e2e clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
 	@echo "make test    install what is missing, lint, build, and run every test"
+	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
 
 deps: $(NPM_STAMP)
 
@@ -46,6 +47,10 @@ test-unit: deps
 
 test-integration: deps temporal-cli
 	npx jest --ci --selectProjects integration
+
+proof: deps temporal-cli
+	npm run --silent build
+	@scripts/fuzz-api.sh
 
 test-e2e: deps temporal-cli chromium
 	npx jest --ci --selectProjects e2e

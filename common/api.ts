@@ -48,6 +48,7 @@ export const CreateTaskResponseSchema = z.object({
   taskId: z.string(),
   sessionId: z.string(),
   temporalUiUrl: z.string(),
+  queued: z.boolean().describe("true when the session's current task runs first; the task starts after it"),
 });
 
 export const TaskParamsSchema = z.strictObject({ id: IdSchema });

@@ -74,7 +74,9 @@ export interface ToolRetryPolicy {
  * Read-only or idempotent tools are retried on transport failure; anything else is attempted once, and its
  * failure goes to triage (a second attempt could repeat a side effect).
  */
-export function toolRetryPolicy(tool: Pick<ToolDescriptor, 'idempotent'> & { server?: string; name?: string; tool?: string }): ToolRetryPolicy {
+export function toolRetryPolicy(
+  tool: Pick<ToolDescriptor, 'idempotent'> & { server?: string; name?: string; tool?: string }
+): ToolRetryPolicy {
   return tool.idempotent || replaySafe(tool)
     ? { maximumAttempts: 4, initialInterval: '1s', backoffCoefficient: 2 }
     : { maximumAttempts: 1, initialInterval: '1s', backoffCoefficient: 2 };

@@ -1,0 +1,138 @@
+/**
+ * `make proof` fuzzing: schemathesis (from PyPI) against /openapi.json of a running API (real Temporal dev
+ * server, worker, fake model), with and without a token. Fails on any 5xx or any response that breaks the
+ * document.
+ */
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { createApp } from '../api/app';
+import { resolveConfig } from '../common/config';
+import { startDevServer } from '../runtime/dev-server';
+import { silentLogger } from '../runtime/log';
+import { findFreePort } from '../runtime/ports';
+import { REPO_ROOT } from '../runtime/temporal';
+import { FakeModel } from '../test/support/fake-model';
+import { createKleaWorker } from '../worker/worker';
+
+const SCHEMATHESIS = process.env.SCHEMATHESIS ?? path.join(REPO_ROOT, '.tools', 'fuzz-venv', 'bin', 'schemathesis');
+const MAX_EXAMPLES = process.env.KLEA_FUZZ_EXAMPLES ?? '30';
+
+/** Runs schemathesis on a spec (a URL, or a file plus the base URL to call). */
+function runSchemathesis(spec: string, headers: string[], baseUrl?: string): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const args = [
+      'run',
+      spec,
+      ...(baseUrl ? ['--url', baseUrl] : []),
+      '--checks',
+      'not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance',
+      '--max-examples',
+      MAX_EXAMPLES,
+      '--request-timeout',
+      '20',
+      '--generation-deterministic',
+      '--no-color',
+      ...headers.flatMap((h) => ['-H', h]),
+    ];
+    const child = spawn(SCHEMATHESIS, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (b: Buffer) => {
+      output += b.toString();
+      process.stdout.write(b);
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      output += b.toString();
+      process.stderr.write(b);
+    });
+    child.on('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+async function main() {
+  Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
+  const server = await startDevServer({ port: await findFreePort(), httpPort: await findFreePort() });
+  const fake = await FakeModel.start();
+  fake.always('route_request', { call: { route: 'chat', reply: 'hello' } });
+  fake.always('write_plan', {
+    call: {
+      goal: 'g',
+      steps: [{ id: 's1', title: 't', instruction: 'i', depends_on: [], needs_tool: false, questions: [] }],
+      review: { before_work: true, after_step_ids: [] },
+    },
+  });
+  fake.always('do_step', { content: 'ok' });
+  fake.always('compose_answer', { content: 'ok' });
+  fake.always('summarize_memory', { content: 'summary' });
+  fake.always('init_project', { content: '# AGENTS.md' });
+  const projectDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-fuzz-')));
+  const config = resolveConfig(
+    {
+      model: { name: 'fake', base_url: fake.url, api_key: 'k' },
+      temporal: { address: server.address, task_queue: 'fuzz' },
+      project: { dir: projectDir },
+    },
+    {}
+  );
+  const native = await NativeConnection.connect({ address: server.address });
+  const worker = await createKleaWorker({
+    connection: native,
+    namespace: 'default',
+    taskQueue: 'fuzz',
+    workflowBundle: { codePath: path.join(REPO_ROOT, 'dist', 'workflow-bundle.js') },
+    config,
+    log: silentLogger,
+  });
+  const running = worker.run();
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+
+  const token = 'fuzz-token-0123456789abcdef';
+  const listen = async (withToken: boolean) => {
+    const app = createApp({ client, config: { ...config, api: { ...config.api, token: withToken ? token : null } } });
+    const srv = http.createServer(app);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    return { srv, url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}` };
+  };
+  const open = await listen(false);
+  const secured = await listen(true);
+  const results: Array<[string, number]> = [];
+  try {
+    results.push(['without a token', (await runSchemathesis(`${open.url}/openapi.json`, [])).code]);
+    results.push([
+      'with a token',
+      (await runSchemathesis(`${secured.url}/openapi.json`, [`Authorization: Bearer ${token}`])).code,
+    ]);
+    // The secured API's own document, called without the token: every route but /healthz must answer 401.
+    const doc = await fetch(`${secured.url}/openapi.json`, { headers: { authorization: `Bearer ${token}` } }).then(
+      (r) => r.text()
+    );
+    const docFile = path.join(projectDir, 'openapi.json');
+    writeFileSync(docFile, doc);
+    results.push(['with a token set, calling without it', (await runSchemathesis(docFile, [], secured.url)).code]);
+  } finally {
+    for (const s of [open.srv, secured.srv]) {
+      s.closeAllConnections();
+      s.close();
+    }
+    worker.worker.shutdown();
+    await running;
+    await native.close();
+    await connection.close();
+    await fake.close();
+    await server.stop();
+  }
+  for (const [what, code] of results)
+    console.log(`fuzz ${what}: ${code === 0 ? 'no failures' : `FAILED (schemathesis exit ${code})`}`);
+  process.exit(results.every(([, c]) => c === 0) ? 0 : 1);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

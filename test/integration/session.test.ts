@@ -5,29 +5,18 @@
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
-import { FakeModel } from '../support/fake-model';
-import { startTestEnv, type TestEnv } from '../support/harness';
+import type { FakeModel } from '../support/fake-model';
+import type { TestEnv } from '../support/harness';
+import { useFakeModelEnv } from '../support/suite';
 import { SessionDriver } from '../support/session-driver';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 
 describe('sessionWorkflow', () => {
   let fake: FakeModel;
   let env: TestEnv;
-
-  beforeAll(async () => {
-    fake = await FakeModel.start();
-    env = await startTestEnv({ fakeModel: fake, name: 'session' });
-  });
-  afterEach(() => {
-    try {
-      fake.assertDone();
-    } finally {
-      fake.reset();
-    }
-  });
-  afterAll(async () => {
-    await env?.shutdown();
-    await fake?.close();
+  useFakeModelEnv({ name: 'session' }, (f, e) => {
+    fake = f;
+    env = e;
   });
 
   const chat = (reply: string) => ({ call: { route: 'chat', reply } });

@@ -7,8 +7,9 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { FakeModel } from '../support/fake-model';
-import { startTestEnv, type TestEnv } from '../support/harness';
+import type { FakeModel } from '../support/fake-model';
+import type { TestEnv } from '../support/harness';
+import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 
 const callLog = path.join(os.tmpdir(), `klea-calls-${process.pid}.jsonl`);
@@ -24,27 +25,17 @@ const calls = (): Array<{ tool: string; args: Record<string, unknown>; grants: u
 describe('taskWorkflow: the task path', () => {
   let fake: FakeModel;
   let env: TestEnv;
-
-  beforeAll(async () => {
-    fake = await FakeModel.start();
-    env = await startTestEnv({
-      fakeModel: fake,
+  useFakeModelEnv(
+    {
       name: 'task',
       overrides: { mcp: { workspace: { enabled: true, call_log: callLog } } },
-    });
-  });
-  afterEach(() => {
-    try {
-      fake.assertDone();
-    } finally {
-      fake.reset();
+      after: () => rmSync(callLog, { force: true }),
+    },
+    (f, e) => {
+      fake = f;
+      env = e;
     }
-  });
-  afterAll(async () => {
-    await env?.shutdown();
-    await fake?.close();
-    rmSync(callLog, { force: true });
-  });
+  );
 
   it('approve path: plan → review → approve → steps → answer labelled unverified', async () => {
     const p = makeProject({ 'notes.md': 'TODO: ship it\n' });

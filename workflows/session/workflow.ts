@@ -19,14 +19,12 @@ import {
   continueAsNew,
   executeChild,
   isCancellation,
-  proxyActivities,
   setCurrentDetails,
   setHandler,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
 import type { KleaEvent } from '../../common/events';
 import { KleaMode, KleaSessionId, KleaStatus } from '../../common/search-attributes';
 import {
@@ -41,6 +39,7 @@ import {
   type Turn,
 } from '../../common/session';
 import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import { longActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { failureMessage } from '../task/text';
@@ -50,16 +49,8 @@ import { helpText, isCommand, parseCommand, unknownCommandText } from './command
 import { compactSplit, needsSummary, splitWindow, totalChars } from './memory';
 import { eventsQuery, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
 
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '3 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-});
-const initActs = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 3 },
-});
+const acts = modelActivities;
+const initActs = longActivities;
 
 /** Events carried into the next run, so a reconnecting client finds no gap. */
 const CARRIED_EVENTS = 500;

@@ -2,15 +2,8 @@
  * `summarizeMemoryWorkflow` (contract): folds older conversation turns into the running summary with the
  * `summarize_memory` node. A child of the session workflow, so each summarisation is its own run in the UI.
  */
-import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
+import { modelActivities as acts } from '../shared/activities';
 import type { Turn } from '../../common/session';
-
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '3 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-});
 
 export interface SummarizeInput {
   summary: string;

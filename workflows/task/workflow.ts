@@ -17,7 +17,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  proxyActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -45,6 +44,7 @@ import {
   type TaskState,
 } from '../../common/task';
 import { toolRetryPolicy } from '../../common/tools';
+import { fsActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import {
   cancelSignal,
@@ -69,17 +69,8 @@ export const MAX_REPLANS = 3;
 /** A step's result as kept in state and shown to later prompts. */
 const RESULT_CHARS = 2000;
 
-const model = proxyActivities<Activities>({
-  startToCloseTimeout: '3 minutes',
-  // Activities heartbeat every few seconds: one on a worker that died is retried elsewhere after this long.
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-});
-const fsFacts = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumAttempts: 4 },
-});
+const model = modelActivities;
+const fsFacts = fsActivities;
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const parsed = TaskInputSchema.safeParse(rawInput);
@@ -631,7 +622,14 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     calls.forEach((c, i) => {
       // Stable across Temporal's retries of this call, distinct for every new attempt of the step.
       const key = `${workflowInfo().workflowId}/${c.stepId}/attempt-${steps.get(c.stepId)?.attempts ?? 0}/call-${i}`;
-      runs.push(runCall(c, guarded[i], waits[i].map((j) => runs[j].catch(() => undefined)), key));
+      runs.push(
+        runCall(
+          c,
+          guarded[i],
+          waits[i].map((j) => runs[j].catch(() => undefined)),
+          key
+        )
+      );
     });
     // Each step is settled as soon as its own calls finish: a decision pending for one call holds up no other step.
     await Promise.all(

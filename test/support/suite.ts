@@ -1,0 +1,38 @@
+/** Jest suite helpers (not part of the build: they use jest's globals). */
+import type { Config } from '../../common/config';
+import { FakeModel } from './fake-model';
+import { startTestEnv, type TestEnv } from './harness';
+
+type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];
+};
+
+/**
+ * The usual suite set-up: a fake model and a worker environment using it, started before the suite and stopped
+ * after it; after each test, every scripted reply must have been used and nothing unscripted asked.
+ */
+export function useFakeModelEnv(
+  opts: { name: string; overrides?: DeepPartial<Config>; after?: () => Promise<void> | void },
+  ready: (fake: FakeModel, env: TestEnv) => void
+): void {
+  let fake: FakeModel | undefined;
+  let env: TestEnv | undefined;
+  beforeAll(async () => {
+    const started = await FakeModel.start();
+    fake = started;
+    env = await startTestEnv({ fakeModel: started, name: opts.name, overrides: opts.overrides });
+    ready(started, env);
+  });
+  afterEach(() => {
+    try {
+      fake?.assertDone();
+    } finally {
+      fake?.reset();
+    }
+  });
+  afterAll(async () => {
+    await env?.shutdown();
+    await fake?.close();
+    await opts.after?.();
+  });
+}

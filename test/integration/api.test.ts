@@ -8,6 +8,7 @@ import type { Express } from 'express';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
+import { loadConfig } from '../../runtime/config';
 import { FakeModel } from '../support/fake-model';
 import { startTestEnv, testConfig, type TestEnv } from '../support/harness';
 import { makeProject, plan, step } from '../support/task-driver';
@@ -151,6 +152,20 @@ describe('API', () => {
       const events = await request(app).get(`/sessions/${id}/events?after=0`);
       expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(['context', 'answer', 'context']);
       expect(events.body.events[2]).toMatchObject({ toolAccess: 'read_only' });
+    });
+
+    it('memory thresholds from klea.yaml reach the session', async () => {
+      const dirOf = makeProject();
+      const yamlFile = path.join(dirOf.root, 'klea.yaml');
+      writeFileSync(
+        yamlFile,
+        'general:\n  memory:\n    summarisation_threshold_chars: 1234\n    num_history_chars: 567\n'
+      );
+      const { config } = loadConfig({ KLEA_CONFIG: yamlFile }, dirOf.root);
+      const custom = createApp({ client: env.client, config: { ...env.config, general: config.general } });
+      const id = (await request(custom).post('/sessions').send({})).body.sessionId;
+      const state = await request(custom).get(`/sessions/${id}`);
+      expect(state.body.memory.settings).toEqual({ summarisationThresholdChars: 1234, numHistoryChars: 567 });
     });
 
     it('validates bodies: 400 names the field; unknown fields are refused; PATCH needs something to change', async () => {

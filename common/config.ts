@@ -107,8 +107,11 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   worker: z
     .strictObject({
-      /** Runs kept in the worker's workflow cache (a parked task woken after eviction is replayed from history). */
-      max_cached_workflows: z.number().int().min(0).default(1000),
+      /**
+       * Runs kept in the worker's workflow cache (a parked task woken after eviction is replayed from history).
+       * null: sized from the worker's heap by the Temporal SDK.
+       */
+      max_cached_workflows: z.number().int().min(0).nullable().default(null),
       /** Activities (model and tool calls) one worker runs at once. */
       max_concurrent_activities: z.number().int().positive().default(50),
       /** How long a run's next task waits for the worker that ran it before any worker takes it. */

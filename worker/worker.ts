@@ -63,7 +63,9 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     ...(opts.identity ? { identity: opts.identity } : {}),
     // Graceful shutdown gives in-flight activities a moment to finish before they are cancelled.
     shutdownGraceTime: '10s',
-    maxCachedWorkflows: opts.config.worker.max_cached_workflows,
+    ...(opts.config.worker.max_cached_workflows !== null
+      ? { maxCachedWorkflows: opts.config.worker.max_cached_workflows }
+      : {}),
     maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
     stickyQueueScheduleToStartTimeout: opts.config.worker.sticky_queue_timeout_ms,
   });

@@ -60,8 +60,8 @@
   }
 
   /** Follows an event stream; reconnects by itself, resuming after the last event seen. */
-  function follow(path, onEvent, onState) {
-    let last = 0;
+  function follow(path, onEvent, onState, after) {
+    let last = after || 0;
     let stopped = false;
     let delay = 500;
     (async function loop() {
@@ -553,10 +553,31 @@
     link.href = runUrl('session-' + state.sessionId);
     state.session = await api('GET', '/sessions/' + state.sessionId);
     state.commands = state.session.commands;
-    follow('/sessions/' + state.sessionId + '/events', onSessionEvent, function (s) {
-      $('connection').textContent = s === 'live' ? 'live' : 'reconnecting…';
-      $('connection').dataset.state = s;
-    });
+    // A reloaded page shows the conversation so far and the task in progress, then follows what comes next.
+    const resumed = state.session.lastSeq > 0;
+    if (resumed) {
+      if (state.session.memory.summary)
+        addMessage('note', 'Earlier conversation (summarised): ' + state.session.memory.summary);
+      for (const t of state.session.memory.turns) addMessage(t.role, t.text, { markdown: t.role === 'assistant' });
+      if (state.session.currentTaskId) taskCard(state.session.currentTaskId);
+    }
+    const events = await api('GET', '/sessions/' + state.sessionId + '/events?after=0');
+    for (const e of events.events) {
+      if (resumed) {
+        logEvent('session', e);
+        if (e.type === 'context') showContext(e);
+        if (e.type === 'memory') $('memory-log').appendChild(el('li', { 'data-action': e.action, text: e.detail }));
+      } else onSessionEvent(e);
+    }
+    follow(
+      '/sessions/' + state.sessionId + '/events',
+      onSessionEvent,
+      function (s) {
+        $('connection').textContent = s === 'live' ? 'live' : 'reconnecting…';
+        $('connection').dataset.state = s;
+      },
+      events.events.length ? events.events[events.events.length - 1].seq : 0
+    );
     input.focus();
   }
 

@@ -143,6 +143,13 @@ describe('the web page, end to end', () => {
     expect(chatAfter.at(-1)).toBe('/compact');
     await shot('6-compact-in-inspect-pane');
 
+    // A reload keeps the session: the conversation so far is shown again.
+    await page.reload();
+    await page.getByText('live', { exact: true }).waitFor();
+    await page.locator('#messages li', { hasText: 'Summarise the secret file' }).first().waitFor();
+    expect(await page.locator('#messages li.assistant').last().textContent()).toContain('you denied access');
+    await shot('7-after-reload');
+
     fake.assertDone();
   });
 });

@@ -25,7 +25,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { KleaEvent } from '../../common/events';
+import { UNVERIFIED_LABEL, type KleaEvent } from '../../common/events';
 import { KleaMode, KleaSessionId, KleaStatus } from '../../common/search-attributes';
 import {
   COMMANDS,
@@ -121,6 +121,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     // KleaStatus is left to tasks, so `KleaStatus="awaiting_review"` lists only tasks waiting for people.
     upsertSearchAttributes([{ key: KleaMode, value: mode }]);
   };
+
+  /** An answer on the session's log: a chat reply, a command's result, or a task's answer (with its id). */
+  const emitAnswer = (text: string, extra: { taskId?: string; command?: string } = {}) =>
+    log.emit({ type: 'answer', ...extra, text, verification: 'unverified', label: UNVERIFIED_LABEL });
 
   const emitContext = (requested = mode) =>
     log.emit({
@@ -336,14 +340,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       result.answer ??
       `(the task ${result.status === 'cancelled' ? 'was cancelled' : 'failed'}${result.error ? `: ${result.error}` : ''})`;
     turns.push({ role: 'assistant', text: reply });
-    if (result.answer)
-      log.emit({
-        type: 'answer',
-        taskId,
-        text: result.answer,
-        verification: 'unverified',
-        label: 'Unverified: this answer has not been checked against sources.',
-      });
+    if (result.answer) emitAnswer(result.answer, { taskId });
     log.emit({
       type: 'status',
       status: result.status,
@@ -371,13 +368,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     if (toolAccess === 'read_only') {
       const reply =
         '/init writes AGENTS.md into the project, and this session has read-only tool access. Switch tool access to full (in the status pane) and run /init again.';
-      log.emit({
-        type: 'answer',
-        command: '/init',
-        text: reply,
-        verification: 'unverified',
-        label: 'Unverified: this answer has not been checked against sources.',
-      });
+      emitAnswer(reply, { command: '/init' });
       return { kind: 'command', reply };
     }
     try {
@@ -386,13 +377,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       ]);
       contextFile = 'AGENTS.md';
       const reply = `Wrote ${r.path} (${r.bytes} bytes) with guidance for this project. It is used as project context from now on; edit it as you like.`;
-      log.emit({
-        type: 'answer',
-        command: '/init',
-        text: reply,
-        verification: 'unverified',
-        label: 'Unverified: this answer has not been checked against sources.',
-      });
+      emitAnswer(reply, { command: '/init' });
       emitContext();
       return { kind: 'command', reply };
     } catch (err) {
@@ -410,12 +395,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     }
     if (item.route === 'chat') {
       turns.push({ role: 'user', text: item.text }, { role: 'assistant', text: item.reply! });
-      log.emit({
-        type: 'answer',
-        text: item.reply!,
-        verification: 'unverified',
-        label: 'Unverified: this answer has not been checked against sources.',
-      });
+      emitAnswer(item.reply!);
       return;
     }
     await runTask(item);

@@ -158,6 +158,8 @@ export const ConfigSchema = z.strictObject({
       sensitive_patterns: z.array(z.string().min(1)).default(DEFAULT_SENSITIVE_PATTERNS),
       /** Default per-call tool timeout. */
       call_timeout_ms: z.number().int().positive().default(60_000),
+      /** Where tool outputs too large for prompts are kept in full (content-addressed, `<sha256>.txt`). */
+      results_dir: z.string().min(1).default('.klea/results'),
     })
     .prefault({}),
   mcp: z

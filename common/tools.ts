@@ -102,4 +102,6 @@ export interface ToolCallResult {
   truncated: boolean;
   /** Bytes of the full text before cutting. */
   bytes: number;
+  /** When cut: where the full output is kept (`sha256:<hex>`, a file in `tools.results_dir`). */
+  ref?: string;
 }

@@ -1,5 +1,7 @@
 /** Tool activities: list what a session may use, classify a call's paths, and dispatch a call. */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -66,6 +68,21 @@ function flattenContent(result: CallToolResult): string {
   }
   if (!parts.length && result.structuredContent) parts.push(JSON.stringify(result.structuredContent));
   return parts.join('\n');
+}
+
+/** Stores a full tool output content-addressed; returns its reference, or undefined if it cannot be kept. */
+export async function keepResult(dir: string, text: string): Promise<string | undefined> {
+  const hash = createHash('sha256').update(text).digest('hex');
+  const file = path.resolve(dir, `${hash}.txt`);
+  try {
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, text, { flag: 'wx' }).catch((e: NodeJS.ErrnoException) =>
+      e.code === 'EEXIST' ? undefined : Promise.reject(e)
+    );
+    return `sha256:${hash}`;
+  } catch {
+    return undefined;
+  }
 }
 
 export function cutText(text: string, cap = RESULT_TEXT_CAP): { text: string; truncated: boolean; bytes: number } {
@@ -195,12 +212,20 @@ export function createToolActivities(deps: ToolDeps) {
       } finally {
         if (beat) clearInterval(beat);
       }
-      const cut = cutText(flattenContent(result));
+      const full = flattenContent(result);
+      const cut = cutText(full);
+      // Large outputs are cut for history and prompts, and kept whole by reference.
+      const ref = cut.truncated ? await keepResult(deps.config.tools.results_dir, full) : undefined;
       const structured =
         result.structuredContent && JSON.stringify(result.structuredContent).length <= 16 * 1024
           ? result.structuredContent
           : undefined;
-      return { status: result.isError ? 'error' : 'ok', ...cut, ...(structured ? { structured } : {}) };
+      return {
+        status: result.isError ? 'error' : 'ok',
+        ...cut,
+        ...(structured ? { structured } : {}),
+        ...(ref ? { ref } : {}),
+      };
     },
   };
   return activities;

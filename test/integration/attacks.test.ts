@@ -4,7 +4,7 @@
  * and a model that rate-limits, errors or answers nonsense. Canary files outside the project must stay untouched,
  * nothing the user did not allow may run, and no task may be left stuck.
  */
-import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskState } from '../../common/task';
@@ -168,7 +168,13 @@ describe('attack suites', () => {
     expect((await t.result()).status).toBe('done');
     const history = await t.handle.fetchHistory();
     expect(JSON.stringify(history).length).toBeLessThan(400 * 1024);
-    expect((await t.state()).steps[0].result!.length).toBeLessThan(3000);
+    const result = (await t.state()).steps[0].result!;
+    expect(result.length).toBeLessThan(3000);
+    // The whole output is kept by reference.
+    const [, bytes, ref] = /full output of (\d+) bytes kept as sha256:([0-9a-f]{64})/.exec(result) ?? [];
+    expect(ref).toBeDefined();
+    expect(Number(bytes)).toBeGreaterThan(60 * 1024); // the command's own output cap is 64 KiB
+    expect(statSync(path.join(env.config.tools.results_dir, `${ref}.txt`)).size).toBe(Number(bytes));
   });
 
   it('an MCP server that hangs past its timeout: clear errors, bounded retries, no stuck task', async () => {

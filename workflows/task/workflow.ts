@@ -494,7 +494,9 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
           },
         ]
       );
-      return { tool: call.qualifiedName, status: r.status, text: r.text };
+      // A cut output says where the whole of it is kept.
+      const text = r.ref ? `[full output of ${r.bytes} bytes kept as ${r.ref}]\n${r.text}` : r.text;
+      return { tool: call.qualifiedName, status: r.status, text };
     } catch (err) {
       if (isCancellation(err)) throw err;
       return { tool: call.qualifiedName, status: 'failed', text: failureMessage(err) };

@@ -1,0 +1,200 @@
+#!/usr/bin/env node
+/**
+ * `klea ask "…"`: a thin command-line client. Starts a task over the REST API, prints its events as they come,
+ * and asks at the prompt when the task waits for a review, answers, or a permission.
+ *
+ *   klea ask "List the TODOs in src/" [--review always] [--read-only] [--project DIR]
+ *            [--api http://127.0.0.1:8080] [--token T]     (KLEA_API_URL, KLEA_API_TOKEN)
+ */
+import readline from 'node:readline';
+import type { KleaEvent } from '../common/events';
+
+interface Options {
+  prompt: string;
+  api: string;
+  token?: string;
+  review?: 'always';
+  readOnly: boolean;
+  project?: string;
+}
+
+function usage(message?: string): never {
+  if (message) process.stderr.write(`klea: ${message}\n`);
+  process.stderr.write(
+    'usage: klea ask "<request>" [--review always] [--read-only] [--project DIR] [--api URL] [--token TOKEN]\n'
+  );
+  process.exit(2);
+}
+
+function parseArgs(argv: string[]): Options {
+  const [command, ...rest] = argv;
+  if (command !== 'ask') usage(command ? `unknown command "${command}"` : undefined);
+  const opts: Options = {
+    prompt: '',
+    api: process.env.KLEA_API_URL ?? 'http://127.0.0.1:8080',
+    token: process.env.KLEA_API_TOKEN,
+    readOnly: false,
+  };
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a === '--api') opts.api = rest[++i] ?? usage('--api needs a URL');
+    else if (a === '--token') opts.token = rest[++i] ?? usage('--token needs a value');
+    else if (a === '--project') opts.project = rest[++i] ?? usage('--project needs a directory');
+    else if (a === '--review') {
+      if (rest[++i] !== 'always') usage('--review takes "always"');
+      opts.review = 'always';
+    } else if (a === '--read-only') opts.readOnly = true;
+    else if (a.startsWith('--')) usage(`unknown option ${a}`);
+    else opts.prompt = opts.prompt ? `${opts.prompt} ${a}` : a;
+  }
+  if (!opts.prompt.trim()) usage('give the request to ask');
+  opts.api = opts.api.replace(/\/$/, '');
+  return opts;
+}
+
+export async function ask(
+  opts: Options,
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }
+): Promise<number> {
+  const say = (line: string) => io.output.write(`${line}\n`);
+  const rl = readline.createInterface({ input: io.input, terminal: false });
+  const lines: string[] = [];
+  const waiting: Array<(l: string) => void> = [];
+  rl.on('line', (l) => {
+    const w = waiting.shift();
+    if (w) w(l);
+    else lines.push(l);
+  });
+  const question = (q: string) => {
+    io.output.write(q);
+    return new Promise<string>((resolve) => {
+      const l = lines.shift();
+      if (l !== undefined) resolve(l);
+      else waiting.push(resolve);
+    });
+  };
+  const headers = (extra: Record<string, string> = {}) => ({
+    ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+    ...extra,
+  });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${opts.api}${path}`, {
+      method,
+      headers: headers(body ? { 'content-type': 'application/json' } : {}),
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const data = (await res.json().catch(() => ({}))) as { error?: { message: string } } & Record<string, unknown>;
+    if (!res.ok) throw new Error(data.error?.message ?? `HTTP ${res.status}`);
+    return data;
+  };
+
+  try {
+    const created = await call('POST', '/tasks', {
+      prompt: opts.prompt,
+      ...(opts.review ? { review: opts.review } : {}),
+      ...(opts.readOnly ? { toolAccess: 'read_only' } : {}),
+      ...(opts.project ? { projectDir: opts.project } : {}),
+    });
+    const taskId = String(created.taskId);
+    say(`task ${taskId} · ${created.temporalUiUrl}`);
+    let last = 0;
+    for (;;) {
+      const res = await fetch(`${opts.api}/tasks/${taskId}/events`, {
+        headers: headers({ accept: 'text/event-stream', ...(last ? { 'last-event-id': String(last) } : {}) }),
+      });
+      if (!res.ok || !res.body) throw new Error(`cannot follow the task: HTTP ${res.status}`);
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        buf += decoder.decode(chunk.value, { stream: true });
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const frame = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const data = frame.split('\n').find((l) => l.startsWith('data: '));
+          if (!data) continue;
+          const e = JSON.parse(data.slice(6)) as KleaEvent;
+          if (e.seq <= last) continue;
+          last = e.seq;
+          const code = await handle(e, taskId);
+          if (code !== null) {
+            await reader.cancel();
+            return code;
+          }
+        }
+      }
+    }
+  } catch (err) {
+    say(`klea: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    rl.close();
+  }
+
+  async function handle(e: KleaEvent, taskId: string): Promise<number | null> {
+    switch (e.type) {
+      case 'plan':
+      case 'replanned':
+        say(`${e.type === 'plan' ? 'plan' : `replanned (${e.reason})`}: ${e.plan.goal}`);
+        for (const s of e.plan.steps)
+          say(`  ${s.id}. ${s.title}${s.depends_on.length ? ` (after ${s.depends_on.join(', ')})` : ''}`);
+        return null;
+      case 'review_requested': {
+        const a = (await question(`review (${e.reason}): [a]pprove or [r]evise? `)).trim().toLowerCase();
+        if (a.startsWith('r')) {
+          const feedback = await question('what should change? ');
+          await call('POST', `/tasks/${taskId}/review`, { decision: 'revise', feedback, planHash: e.planHash });
+        } else await call('POST', `/tasks/${taskId}/review`, { decision: 'approve', planHash: e.planHash });
+        return null;
+      }
+      case 'questions': {
+        const answers: Record<string, string> = {};
+        for (const q of e.questions) answers[q] = await question(`${q} `);
+        await call('POST', `/tasks/${taskId}/clarify`, { answers });
+        return null;
+      }
+      case 'permission_requested': {
+        const a = (
+          await question(
+            `${e.tool} wants to ${e.op} ${e.path} (${e.reason}): allow [o]nce, for the [s]ession, or [d]eny? `
+          )
+        )
+          .trim()
+          .toLowerCase();
+        const decision = a.startsWith('o') ? 'allow_once' : a.startsWith('s') ? 'allow_session' : 'deny';
+        await call('POST', `/tasks/${taskId}/permissions`, { requestId: e.requestId, decision });
+        return null;
+      }
+      case 'step_started':
+        say(`→ ${e.stepId} ${e.title}${e.attempt > 1 ? ` (attempt ${e.attempt})` : ''}`);
+        return null;
+      case 'step_finished':
+        say(`  ${e.stepId} ${e.status}: ${e.summary.split('\n')[0].slice(0, 120)}`);
+        return null;
+      case 'answer':
+        say(`\n${e.text}\n\n[${e.label}]`);
+        return null;
+      case 'error':
+        say(`error: ${e.message}`);
+        return null;
+      case 'status':
+        say(`task ${e.status}${e.detail && e.status !== 'done' ? `: ${e.detail}` : ''}`);
+        return e.status === 'done' ? 0 : 1;
+      default:
+        return null;
+    }
+  }
+}
+
+if (require.main === module) {
+  ask(parseArgs(process.argv.slice(2)), { input: process.stdin, output: process.stdout }).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`klea: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+  );
+}

@@ -222,3 +222,16 @@ export function strictest(verdicts: PathVerdict[]): PathVerdict {
   const rank: Record<PathClass, number> = { inside: 0, sensitive: 1, outside: 2 };
   return verdicts.reduce((a, b) => (rank[b.class] > rank[a.class] ? b : a));
 }
+
+/** A grant for a path: the canonical real path and the operation allowed on it. */
+export interface PathGrant {
+  path: string;
+  op: PathOp;
+}
+
+/** Whether grants cover an operation on a path: a write or execute grant covers reads of the same path too. */
+export function grantCovers(grants: readonly PathGrant[], path: string, op: PathOp): boolean {
+  return grants.some(
+    (g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute')))
+  );
+}

@@ -9,7 +9,7 @@
  * grants at all: used on its own, it stays confined to its root.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { PathOp } from '../../common/path-guard';
+import { grantCovers, type PathOp } from '../../common/path-guard';
 
 export const GRANTS_META_KEY = 'klea/grants';
 /** Per-call key, stable across retries of the same call: the server performs a side effect once per key. */
@@ -53,9 +53,4 @@ export function verifiedGrants(key: string | undefined, meta: unknown, now = Dat
   return out;
 }
 
-/** A write grant covers reads of the same path; execute covers reads too (a command's cwd is read). */
-export function grantCovers(grants: readonly Grant[], path: string, op: PathOp): boolean {
-  return grants.some(
-    (g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute')))
-  );
-}
+export { grantCovers };

@@ -26,6 +26,7 @@ import type { Activities } from '../../activities';
 import type { PickedCall, StepResultView } from '../../activities/llm/nodes';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import { addUsage, type ModelUsage } from '../../common/model-protocol';
+import { grantCovers, type PathOp } from '../../common/path-guard';
 import { planHash, type Plan, type PlanStep } from '../../common/plan';
 import { KleaMode, KleaStatus } from '../../common/search-attributes';
 import {
@@ -400,10 +401,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const needsReviewBeforeWork = () => plan!.review.before_work || input.review === 'always';
 
   // ------------------------------------------------------------------ the permission gate
-  const grantCovers = (path: string, op: string) =>
-    sessionGrants.some(
-      (g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute')))
-    );
+  const covered = (path: string, op: PathOp) => grantCovers(sessionGrants, path, op);
 
   async function askPermission(
     call: PickedCall,
@@ -430,13 +428,13 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     log.emit({ type: 'permission_requested', ...request });
     setStatus('awaiting_permission', `${call.qualifiedName} wants to ${p.op} ${p.real}`);
     // A grant for the session made while this request waited answers it too.
-    await condition(() => permissionDecisions.has(requestId) || grantCovers(p.real, p.op));
+    await condition(() => permissionDecisions.has(requestId) || covered(p.real, p.op));
     const decision = permissionDecisions.get(requestId) ?? 'allow_session';
     const automatic = !permissionDecisions.has(requestId);
     decidedPermissions.set(requestId, decision);
     permissionRequests.delete(requestId);
     permissionDecisions.delete(requestId);
-    if (decision === 'allow_session' && !automatic && !grantCovers(p.real, p.op)) {
+    if (decision === 'allow_session' && !automatic && !covered(p.real, p.op)) {
       const grant = { path: p.real, op: p.op };
       sessionGrants.push(grant);
       newGrants.push(grant);
@@ -458,7 +456,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     for (const p of guarded) {
       if (p.class === 'inside') continue;
       const gated = { ...p, class: p.class };
-      if (grantCovers(p.real, p.op)) {
+      if (covered(p.real, p.op)) {
         grants.push({ path: p.real, op: p.op });
         continue;
       }

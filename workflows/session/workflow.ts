@@ -41,6 +41,7 @@ import {
 import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
 import { longActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
+import { parseInput, parseOrThrow } from '../shared/payloads';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { failureMessage } from '../task/text';
 import { taskWorkflow } from '../task/workflow';
@@ -61,14 +62,7 @@ const firstLine = (text: string) => {
 };
 
 export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
-  const parsed = SessionInputSchema.safeParse(rawInput);
-  if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable(
-      `invalid session input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-      'InvalidInput'
-    );
-  }
-  const input = parsed.data;
+  const input = parseInput(SessionInputSchema, 'invalid session input', rawInput);
   const carry = input.carry;
   const log = new EventLog((carry?.recentEvents ?? []) as KleaEvent[], carry?.lastSeq ?? 0);
 
@@ -216,11 +210,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     },
     {
       validator: (request) => {
-        const p = SubmitRequestSchema.safeParse(request);
-        if (!p.success)
-          throw new Error(
-            `invalid message: ${p.error.issues.map((i) => `${i.path.join('.') || 'message'}: ${i.message}`).join('; ')}`
-          );
+        parseOrThrow(SubmitRequestSchema, 'invalid message', request, 'message');
       },
     }
   );
@@ -246,11 +236,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     },
     {
       validator: (request) => {
-        const p = StartTaskRequestSchema.safeParse(request);
-        if (!p.success)
-          throw new Error(
-            `invalid task: ${p.error.issues.map((i) => `${i.path.join('.') || 'task'}: ${i.message}`).join('; ')}`
-          );
+        parseOrThrow(StartTaskRequestSchema, 'invalid task', request, 'task');
       },
     }
   );

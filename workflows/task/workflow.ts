@@ -13,7 +13,6 @@
  * server restarts. Status is mirrored into the `KleaStatus` search attribute and the run's current details.
  */
 import {
-  ApplicationFailure,
   CancellationScope,
   condition,
   isCancellation,
@@ -47,6 +46,7 @@ import {
 import { toolRetryPolicy } from '../../common/tools';
 import { fsActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
+import { parseInput, parseOrThrow } from '../shared/payloads';
 import {
   cancelSignal,
   clarifySignal,
@@ -74,14 +74,7 @@ const model = modelActivities;
 const fsFacts = fsActivities;
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
-  const parsed = TaskInputSchema.safeParse(rawInput);
-  if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable(
-      `invalid task input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-      'InvalidInput'
-    );
-  }
-  const input = parsed.data;
+  const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
   const log = new EventLog();
 
   // ------------------------------------------------------------------ state
@@ -211,13 +204,9 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     },
     {
       validator: (d) => {
-        const p = ReviewDecisionSchema.safeParse(d);
-        if (!p.success)
-          throw new Error(
-            `invalid review decision: ${p.error.issues.map((i) => `${i.path.join('.') || 'decision'}: ${i.message}`).join('; ')}`
-          );
-        const problem = reviewProblem(p.data);
-        if (problem && !isRepeatedReview(p.data)) throw new Error(problem);
+        const p = parseOrThrow(ReviewDecisionSchema, 'invalid review decision', d, 'decision');
+        const problem = reviewProblem(p);
+        if (problem && !isRepeatedReview(p)) throw new Error(problem);
       },
     }
   );
@@ -236,11 +225,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     },
     {
       validator: (a) => {
-        const p = ClarifySchema.safeParse(a);
-        if (!p.success)
-          throw new Error(
-            `invalid answers: ${p.error.issues.map((i) => `${i.path.join('.') || 'answers'}: ${i.message}`).join('; ')}`
-          );
+        parseOrThrow(ClarifySchema, 'invalid answers', a, 'answers');
         const problem = clarifyProblem();
         if (problem) throw new Error(problem);
       },
@@ -273,12 +258,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     },
     {
       validator: (d) => {
-        const p = PermissionDecisionSchema.safeParse(d);
-        if (!p.success)
-          throw new Error(
-            `invalid permission decision: ${p.error.issues.map((i) => `${i.path.join('.') || 'decision'}: ${i.message}`).join('; ')}`
-          );
-        const problem = permissionProblem(p.data);
+        const p = parseOrThrow(PermissionDecisionSchema, 'invalid permission decision', d, 'decision');
+        const problem = permissionProblem(p);
         if (problem) throw new Error(problem);
       },
     }

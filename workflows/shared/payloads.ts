@@ -1,0 +1,22 @@
+/** Validation of workflow inputs and message payloads against their zod schemas, with messages naming the field. */
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { z } from 'zod';
+
+/** `path: message` per issue; `whole` names the payload itself when an issue has no path. */
+export function describeIssues(error: z.ZodError, whole: string): string {
+  return error.issues.map((i) => `${i.path.join('.') || whole}: ${i.message}`).join('; ');
+}
+
+/** For update validators: the parsed payload, or an Error the caller sees (nothing reaches history). */
+export function parseOrThrow<S extends z.ZodType>(schema: S, what: string, value: unknown, whole: string): z.output<S> {
+  const p = schema.safeParse(value);
+  if (!p.success) throw new Error(`${what}: ${describeIssues(p.error, whole)}`);
+  return p.data;
+}
+
+/** For workflow inputs: the parsed input, or a non-retryable failure of the run (retrying cannot fix it). */
+export function parseInput<S extends z.ZodType>(schema: S, what: string, value: unknown): z.output<S> {
+  const p = schema.safeParse(value);
+  if (!p.success) throw ApplicationFailure.nonRetryable(`${what}: ${describeIssues(p.error, 'input')}`, 'InvalidInput');
+  return p.data;
+}

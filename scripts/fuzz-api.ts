@@ -9,16 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
-import { resolveConfig } from '../common/config';
-import { startDevServer } from '../runtime/dev-server';
-import { silentLogger } from '../runtime/log';
-import { findFreePort } from '../runtime/ports';
 import { REPO_ROOT } from '../runtime/temporal';
-import { FakeModel } from '../test/support/fake-model';
-import { createKleaWorker } from '../worker/worker';
+import { startStack } from '../test/support/stack';
 
 const SCHEMATHESIS = process.env.SCHEMATHESIS ?? path.join(REPO_ROOT, '.tools', 'fuzz-venv', 'bin', 'schemathesis');
 const MAX_EXAMPLES = process.env.KLEA_FUZZ_EXAMPLES ?? '30';
@@ -55,9 +48,9 @@ function runSchemathesis(spec: string, headers: string[], baseUrl?: string): Pro
 }
 
 async function main() {
-  Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
-  const server = await startDevServer({ port: await findFreePort(), httpPort: await findFreePort() });
-  const fake = await FakeModel.start();
+  const projectDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-fuzz-')));
+  const stack = await startStack({ taskQueue: 'fuzz', projectDir });
+  const { fake, client, config } = stack;
   fake.always('route_request', { call: { route: 'chat', reply: 'hello' } });
   fake.always('write_plan', {
     call: {
@@ -70,27 +63,6 @@ async function main() {
   fake.always('compose_answer', { content: 'ok' });
   fake.always('summarize_memory', { content: 'summary' });
   fake.always('init_project', { content: '# AGENTS.md' });
-  const projectDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-fuzz-')));
-  const config = resolveConfig(
-    {
-      model: { name: 'fake', base_url: fake.url, api_key: 'k' },
-      temporal: { address: server.address, task_queue: 'fuzz' },
-      project: { dir: projectDir },
-    },
-    {}
-  );
-  const native = await NativeConnection.connect({ address: server.address });
-  const worker = await createKleaWorker({
-    connection: native,
-    namespace: 'default',
-    taskQueue: 'fuzz',
-    workflowBundle: { codePath: path.join(REPO_ROOT, 'dist', 'workflow-bundle.js') },
-    config,
-    log: silentLogger,
-  });
-  const running = worker.run();
-  const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
 
   const token = 'fuzz-token-0123456789abcdef';
   const listen = async (withToken: boolean) => {
@@ -120,12 +92,7 @@ async function main() {
       s.closeAllConnections();
       s.close();
     }
-    worker.worker.shutdown();
-    await running;
-    await native.close();
-    await connection.close();
-    await fake.close();
-    await server.stop();
+    await stack.close();
   }
   for (const [what, code] of results)
     console.log(`fuzz ${what}: ${code === 0 ? 'no failures' : `FAILED (schemathesis exit ${code})`}`);

@@ -9,32 +9,20 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import { loadConfig } from '../../runtime/config';
-import { FakeModel } from '../support/fake-model';
-import { startTestEnv, testConfig, type TestEnv } from '../support/harness';
+import type { FakeModel } from '../support/fake-model';
+import { testConfig, type TestEnv } from '../support/harness';
+import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';
 
 describe('API', () => {
   let fake: FakeModel;
   let env: TestEnv;
   let app: Express;
-  let project: ReturnType<typeof makeProject>;
-
-  beforeAll(async () => {
-    fake = await FakeModel.start();
-    project = makeProject({ 'a.txt': 'alpha\n' });
-    env = await startTestEnv({ fakeModel: fake, name: 'api', overrides: { project: { dir: project.dir } } });
+  const project = makeProject({ 'a.txt': 'alpha\n' });
+  useFakeModelEnv({ name: 'api', overrides: { project: { dir: project.dir } } }, (f, e) => {
+    fake = f;
+    env = e;
     app = createApp({ client: env.client, config: env.config, ssePollMs: 50 });
-  });
-  afterEach(() => {
-    try {
-      fake.assertDone();
-    } finally {
-      fake.reset();
-    }
-  });
-  afterAll(async () => {
-    await env?.shutdown();
-    await fake?.close();
   });
 
   async function waitTask(taskId: string, pred: (s: Record<string, unknown>) => boolean, ms = 20_000) {

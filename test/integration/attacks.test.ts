@@ -8,8 +8,9 @@ import { readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskState } from '../../common/task';
-import { FakeModel } from '../support/fake-model';
-import { startTestEnv, type TestEnv } from '../support/harness';
+import type { FakeModel } from '../support/fake-model';
+import type { TestEnv } from '../support/harness';
+import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 
 const CANARY = 'canary: never read, never changed';
@@ -20,10 +21,8 @@ describe('attack suites', () => {
   let env: TestEnv;
   const fixture = path.join(__dirname, '../fixtures/mcp/dynamic-server.cjs');
 
-  beforeAll(async () => {
-    fake = await FakeModel.start();
-    env = await startTestEnv({
-      fakeModel: fake,
+  useFakeModelEnv(
+    {
       name: 'attack',
       overrides: {
         model: { timeout_ms: 2000 },
@@ -38,19 +37,12 @@ describe('attack suites', () => {
           },
         },
       },
-    });
-  });
-  afterEach(() => {
-    try {
-      fake.assertDone();
-    } finally {
-      fake.reset();
+    },
+    (f, e) => {
+      fake = f;
+      env = e;
     }
-  });
-  afterAll(async () => {
-    await env?.shutdown();
-    await fake?.close();
-  });
+  );
 
   /** Drives a task, denying every permission request; returns what was asked and the final state. */
   async function runDenyingAll(t: TaskDriver): Promise<{ asked: string[]; state: TaskState }> {

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger } from '../../runtime/log';
@@ -101,6 +102,7 @@ export async function startTestEnv(
 
   let worker = await makeWorker();
   let running = worker.run();
+  await untilPolling(client, config.temporal.namespace, taskQueue);
 
   const env: TestEnv = {
     client,
@@ -125,6 +127,21 @@ export async function startTestEnv(
     },
   };
   return env;
+}
+
+/** Waits until a worker polls the task queue, so a test starts against a stack that is ready. */
+async function untilPolling(client: Client, namespace: string, taskQueue: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const res = await client.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    if ((res.pollers ?? []).length > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no worker polled ${taskQueue} within ${timeoutMs} ms`);
 }
 
 export const uniqueId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;

@@ -15,6 +15,8 @@ export interface KleaWorkerOptions {
   config: Config;
   log: Logger;
   identity?: string;
+  /** Workflow and activity interceptors (tests pause activities at a chosen boundary with one). */
+  interceptors?: WorkerOptions['interceptors'];
 }
 
 export interface KleaWorker {
@@ -61,6 +63,7 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     workflowBundle: opts.workflowBundle,
     activities: withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool })),
     ...(opts.identity ? { identity: opts.identity } : {}),
+    ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
     // Graceful shutdown gives in-flight activities a moment to finish before they are cancelled.
     shutdownGraceTime: '10s',
     ...(opts.config.worker.max_cached_workflows !== null

@@ -1,12 +1,19 @@
 /**
  * Proof under fire: a multi-step task (a write, an edit, a command, a review pause and a permission pause) is run
  * again and again while the worker process is killed with SIGKILL at each activity boundary in turn, and once in
- * the middle of the edit; and once the Temporal server itself is stopped and started again mid-run. Every run
+ * the middle of the command; and once the Temporal server itself is stopped and started again mid-run. Every run
  * must finish with the same files, every write and edit must take effect exactly once (the workspace server's
  * audit log proves it), no step may be lost and no task may be stuck.
+ *
+ * Every kill is deterministic: the worker runs with an activity gate (test/support/gated-worker.ts) that asks this
+ * test before each activity starts. To kill "after activity N" the test holds activity N+1 at the gate, checks the
+ * history holds exactly N completions, and kills; nothing can slip past the boundary. The command waits for a
+ * release file the test creates only once the killed attempt's shell is gone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -29,6 +36,18 @@ let client: Client;
 let connection: Connection;
 let worker: ChildProcess | null = null;
 let configFile: string;
+let gate: http.Server;
+let gateUrl: string;
+
+/** One activity about to start, as the gated worker reports it. */
+interface GateCall {
+  workflowId: string;
+  activityType: string;
+  activityId: string;
+  attempt: number;
+}
+/** What the gate does with a call; the gate answers (lets the activity run) when the promise settles. */
+let onActivity: (call: GateCall) => Promise<void> = async () => undefined;
 
 const restarts = { worker: 0, server: 0 };
 
@@ -37,9 +56,10 @@ async function startServer(): Promise<void> {
 }
 
 async function startWorker(): Promise<void> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'worker', 'index.js')], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'test', 'support', 'gated-worker.js')], {
     env: {
       ...process.env,
+      KLEA_TEST_GATE_URL: gateUrl,
       KLEA_CONFIG: configFile,
       KLEA_WORKFLOW_BUNDLE: process.env.KLEA_TEST_WORKFLOW_BUNDLE,
       KLEA_LOG_LEVEL: 'info',
@@ -71,6 +91,18 @@ function killWorker(): void {
 }
 
 beforeAll(async () => {
+  gate = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (b: Buffer) => (body += b.toString()));
+    req.on('end', () => {
+      const answer = () => {
+        if (!res.destroyed) res.end('go');
+      };
+      onActivity(JSON.parse(body) as GateCall).then(answer, answer);
+    });
+  });
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
+  gateUrl = `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
   ports = { port: await findFreePort(), httpPort: await findFreePort() };
   await startServer();
   fake = await FakeModel.start();
@@ -92,6 +124,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   killWorker();
+  gate?.closeAllConnections();
+  gate?.close();
   await connection?.close();
   await fake?.close();
   await server?.stop();
@@ -124,7 +158,10 @@ function scriptModel() {
       e: { name: 'workspace__edit_file', args: { path: f, old_string: 'version 1', new_string: 'version 2' } },
       c: {
         name: 'workspace__run_command',
-        args: { command: `echo started >> ./${f}.cmd.started; sleep 1.5; echo ran >> ./${f}.cmd.log` },
+        // The shell records its pid, then waits for the test's release file: a kill mid-command cannot miss it.
+        args: {
+          command: `echo $$ >> ./${f}.cmd.started; until [ -e ./${f}.go ]; do sleep 0.05; done; echo ran >> ./${f}.cmd.log`,
+        },
       },
       r: { name: 'workspace__read_file', args: { path: '../outside/data.txt' } },
     };
@@ -134,12 +171,17 @@ function scriptModel() {
   fake.always('compose_answer', { content: 'all done' });
 }
 
-type Hook = (ctx: { completed: number; commandStarted: boolean }) => Promise<boolean>;
+interface Crashes {
+  /** Called before each of the task's activities starts, with the completions in history; true = done with it. */
+  atActivity?: (completed: number) => Promise<boolean>;
+  /** Called once while the command runs (before it is released). */
+  midCommand?: () => Promise<void>;
+}
 
-/** Runs one task to the end, answering its review and permission pauses; `hook` may crash things once. */
+/** Runs one task to the end, answering its review and permission pauses; `crashes` may crash things once each. */
 async function runTask(
   name: string,
-  hook: Hook
+  crashes: Crashes = {}
 ): Promise<{ result: TaskResult; state: TaskState; project: string; file: string }> {
   const p = makeProject();
   writeFileSync(path.join(p.outside, 'data.txt'), 'outside data');
@@ -155,32 +197,64 @@ async function runTask(
     route: false,
   };
   const handle = await client.workflow.start('taskWorkflow', { taskQueue, workflowId: taskId, args: [input] });
-  let fired = false;
+  let atActivity = crashes.atActivity;
+  onActivity = async (call) => {
+    if (call.workflowId !== taskId || !atActivity) return;
+    const history = await handle.fetchHistory();
+    const completed = (history.events ?? []).filter((e) => e.activityTaskCompletedEventAttributes).length;
+    if (await atActivity(completed)) atActivity = undefined;
+  };
+  const started = path.join(p.dir, `${file}.cmd.started`);
+  let released = false;
   const deadline = Date.now() + 150_000;
-  for (;;) {
-    if (Date.now() > deadline) throw new Error(`task ${taskId} is stuck`);
-    const desc = await handle.describe().catch(() => null);
-    if (desc && desc.status.name !== 'RUNNING') break;
-    if (!fired) {
-      const history = await handle.fetchHistory().catch(() => null);
-      const events = history?.events ?? [];
-      const completed = events.filter((e) => e.activityTaskCompletedEventAttributes).length;
-      const commandStarted = existsSync(path.join(p.dir, `${file}.cmd.started`));
-      fired = await hook({ completed, commandStarted });
+  try {
+    for (;;) {
+      if (Date.now() > deadline) throw new Error(`task ${taskId} is stuck`);
+      const desc = await handle.describe().catch(() => null);
+      if (desc && desc.status.name !== 'RUNNING') break;
+      if (!released && existsSync(started)) {
+        released = true;
+        if (crashes.midCommand) await crashes.midCommand();
+        // Security of the proof: the killed attempt's shell must be gone before the command may finish.
+        await untilGone(readFileSync(started, 'utf8').trim().split('\n').map(Number));
+        writeFileSync(path.join(p.dir, `${file}.go`), '');
+      }
+      const state = await handle.query<TaskState>('state').catch(() => null);
+      for (const p2 of state?.pending ?? []) {
+        if (p2.kind === 'review')
+          await handle.signal('review', { decision: 'approve', planHash: p2.planHash }).catch(() => undefined);
+        if (p2.kind === 'permission')
+          for (const r of p2.requests)
+            await handle
+              .signal('permission', { requestId: r.requestId, decision: 'allow_once' })
+              .catch(() => undefined);
+      }
+      await new Promise((r) => setTimeout(r, 50));
     }
-    const state = await handle.query<TaskState>('state').catch(() => null);
-    for (const p2 of state?.pending ?? []) {
-      if (p2.kind === 'review')
-        await handle.signal('review', { decision: 'approve', planHash: p2.planHash }).catch(() => undefined);
-      if (p2.kind === 'permission')
-        for (const r of p2.requests)
-          await handle.signal('permission', { requestId: r.requestId, decision: 'allow_once' }).catch(() => undefined);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    onActivity = async () => undefined;
   }
   const result = (await handle.result()) as TaskResult;
   const state = await handle.query<TaskState>('state');
   return { result, state, project: p.dir, file };
+}
+
+/** Waits until none of these processes is alive except the newest (the attempt that will be released). */
+async function untilGone(pids: number[]): Promise<void> {
+  const older = pids.slice(0, -1);
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 30_000;
+  while (older.some(alive)) {
+    if (Date.now() > deadline) throw new Error(`a killed worker's command is still running: ${older.filter(alive)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 function auditFor(file: string) {
@@ -215,7 +289,7 @@ function expectClean(run: Awaited<ReturnType<typeof runTask>>) {
 
 describe('crash suite', () => {
   it('a run with no crash sets the baseline', async () => {
-    expectClean(await runTask('baseline', async () => true));
+    expectClean(await runTask('baseline'));
   }, 180_000);
 
   // The task's activities: project context, plan, 4 × (pick, check paths, call), do_step, answer = 16; after the
@@ -225,37 +299,49 @@ describe('crash suite', () => {
     'the worker is SIGKILLed after activity %i completes, then started again',
     async (n) => {
       const before = restarts.worker;
-      const run = await runTask(`boundary-${n}`, async ({ completed }) => {
-        if (completed < n) return false;
-        killWorker();
-        await startWorker();
-        return true;
+      let killedAt: number | undefined;
+      const run = await runTask(`boundary-${n}`, {
+        atActivity: async (completed) => {
+          if (completed < n) return false;
+          killedAt = completed;
+          killWorker();
+          await startWorker();
+          return true;
+        },
       });
       expectClean(run);
+      expect(killedAt).toBe(n);
       expect(restarts.worker).toBe(before + 1);
     },
     180_000
   );
 
   it('the worker is SIGKILLed in the middle of the command; the command still takes effect exactly once', async () => {
-    const run = await runTask('mid-command', async ({ commandStarted }) => {
-      if (!commandStarted) return false;
-      killWorker();
-      await startWorker();
-      return true;
+    const before = restarts.worker;
+    const run = await runTask('mid-command', {
+      midCommand: async () => {
+        killWorker();
+        await startWorker();
+      },
     });
     expectClean(run);
+    expect(restarts.worker).toBe(before + 1);
   }, 180_000);
 
   it('the Temporal server is stopped mid-run and started again (SQLite kept): the run continues', async () => {
-    const run = await runTask('server-restart', async ({ completed }) => {
-      if (completed < 5) return false;
-      await server.stop();
-      restarts.server++;
-      await startServer();
-      return true;
+    let stoppedAt: number | undefined;
+    const run = await runTask('server-restart', {
+      atActivity: async (completed) => {
+        if (completed < 5) return false;
+        stoppedAt = completed;
+        await server.stop();
+        restarts.server++;
+        await startServer();
+        return true;
+      },
     });
     expectClean(run);
+    expect(stoppedAt).toBe(5);
     expect(restarts.server).toBe(1);
   }, 180_000);
 });

@@ -1,0 +1,75 @@
+/** The worker process: configuration, Temporal runtime and connection, search attributes, then run until stopped. */
+import { existsSync } from 'node:fs';
+import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
+import { loadConfigOrExit } from '../runtime/config';
+import { createLogger } from '../runtime/log';
+import { ensureSearchAttributes, temporalConnectionOptions } from '../runtime/temporal';
+import { exitWithParent } from '../runtime/supervised';
+import { isModelConfigured } from '../common/config';
+import { WORKFLOW_BUNDLE_PATH } from './bundle';
+import { createKleaWorker, type KleaWorkerOptions } from './worker';
+
+/** Runs a worker process until SIGTERM/SIGINT; `extra` adds interceptors (tests use one to pause activities). */
+export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'interceptors'> = {}): Promise<void> {
+  const log = createLogger('worker');
+  const { config, file } = loadConfigOrExit('worker');
+  if (!existsSync(WORKFLOW_BUNDLE_PATH)) {
+    log.error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is missing: run "npm run build" first`);
+    process.exit(1);
+  }
+  Runtime.install({
+    logger: {
+      log: (level, message, meta) => {
+        if (level === 'ERROR') log.error(message, meta);
+        else if (level === 'WARN') log.warn(message, meta);
+      },
+      trace() {},
+      debug() {},
+      info() {},
+      warn: (m, meta) => log.warn(m, meta),
+      error: (m, meta) => log.error(m, meta),
+    },
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+  });
+
+  const { address, namespace, task_queue: taskQueue } = config.temporal;
+  const options = temporalConnectionOptions(config);
+  const connection = await NativeConnection.connect(options);
+  try {
+    const client = await Connection.connect(options);
+    const added = await ensureSearchAttributes(client, namespace);
+    if (added.length) log.info('registered search attributes', { added: added.join(',') });
+    await client.close();
+  } catch (err) {
+    log.warn('could not check search attributes (filtering in the Temporal UI may not work)', { error: String(err) });
+  }
+
+  const worker = await createKleaWorker({
+    connection,
+    namespace,
+    taskQueue,
+    workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH },
+    config,
+    log: createLogger('activity'),
+    ...extra,
+  });
+  log.info('worker polling', {
+    address,
+    namespace,
+    taskQueue,
+    config: file ?? 'defaults',
+    model: isModelConfigured(config) ? config.model.name : 'NOT CONFIGURED (set OPENAI_API_KEY / OPENAI_BASE_URL)',
+  });
+  exitWithParent(() => process.kill(process.pid, 'SIGTERM'));
+  // Worker.run() installs SIGINT/SIGTERM handlers that drain in-flight work before resolving.
+  await worker.run();
+  await connection.close();
+  log.info('worker stopped');
+}
+
+/** The one way a worker process ends on a start-up error: a single line on stderr and exit code 1. */
+export function exitOnError(err: unknown): never {
+  process.stderr.write(`worker: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}

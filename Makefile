@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM_STAMP := node_modules/.klea-deps
+# With KLEA_REPORT_DIR set (.ci/run sets it), every runner also writes a machine-readable report there.
+JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 
 .PHONY: help start test proof deps temporal-cli chromium build lint typecheck test-unit test-integration test-e2e clean
 
@@ -40,7 +42,7 @@ test: deps temporal-cli chromium
 	npm run --silent typecheck
 	npm run --silent build
 	@scripts/check-compose.sh
-	npx jest --ci
+	npx jest --ci $(JEST_REPORT)
 
 test-unit: deps
 	npx jest --ci --selectProjects unit

@@ -16,11 +16,21 @@ import { startStack } from '../test/support/stack';
 const SCHEMATHESIS = process.env.SCHEMATHESIS ?? path.join(REPO_ROOT, '.tools', 'fuzz-venv', 'bin', 'schemathesis');
 const MAX_EXAMPLES = process.env.KLEA_FUZZ_EXAMPLES ?? '30';
 
-/** Runs schemathesis on a spec (a URL, or a file plus the base URL to call). */
-function runSchemathesis(spec: string, headers: string[], baseUrl?: string): Promise<{ code: number; output: string }> {
+const REPORT_DIR = process.env.KLEA_REPORT_DIR;
+
+/** Runs schemathesis on a spec (a URL, or a file plus the base URL to call); `name` names its JUnit report. */
+function runSchemathesis(
+  name: string,
+  spec: string,
+  headers: string[],
+  baseUrl?: string
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     const args = [
       'run',
+      ...(REPORT_DIR
+        ? ['--report', 'junit', '--report-junit-path', path.join(REPORT_DIR, `schemathesis-${name}.xml`)]
+        : []),
       spec,
       ...(baseUrl ? ['--url', baseUrl] : []),
       '--checks',
@@ -75,10 +85,10 @@ async function main() {
   const secured = await listen(true);
   const results: Array<[string, number]> = [];
   try {
-    results.push(['without a token', (await runSchemathesis(`${open.url}/openapi.json`, [])).code]);
+    results.push(['without a token', (await runSchemathesis('open', `${open.url}/openapi.json`, [])).code]);
     results.push([
       'with a token',
-      (await runSchemathesis(`${secured.url}/openapi.json`, [`Authorization: Bearer ${token}`])).code,
+      (await runSchemathesis('token', `${secured.url}/openapi.json`, [`Authorization: Bearer ${token}`])).code,
     ]);
     // The secured API's own document, called without the token: every route but /healthz must answer 401.
     const doc = await fetch(`${secured.url}/openapi.json`, { headers: { authorization: `Bearer ${token}` } }).then(
@@ -86,7 +96,10 @@ async function main() {
     );
     const docFile = path.join(projectDir, 'openapi.json');
     writeFileSync(docFile, doc);
-    results.push(['with a token set, calling without it', (await runSchemathesis(docFile, [], secured.url)).code]);
+    results.push([
+      'with a token set, calling without it',
+      (await runSchemathesis('token-missing', docFile, [], secured.url)).code,
+    ]);
   } finally {
     for (const s of [open.srv, secured.srv]) {
       s.closeAllConnections();

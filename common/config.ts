@@ -170,7 +170,10 @@ export const ConfigSchema = z.strictObject({
           enabled: z.boolean().default(true),
           /** Audit log: one JSON line per workspace tool call (tool, arguments, grants used, outcome). */
           call_log: z.string().min(1).nullable().default(null),
-          /** Results of side-effecting calls by idempotency key (a retried write or edit does not act twice). */
+          /**
+           * Intents and results of side-effecting calls by idempotency key, so a retried write or edit does not
+           * act twice (env KLEA_WORKSPACE_STATE_DIR). Every worker that can take a retry must share it.
+           */
           state_dir: z.string().min(1).default('.klea/workspace-state'),
         })
         .prefault({}),
@@ -201,6 +204,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
   { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
   { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
+  { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
 ];
 
 export class ConfigError extends Error {

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Config, McpServerConfig } from '../../common/config';
 import { REPO_ROOT } from '../../runtime/temporal';
+import { HOLD_AFTER_CHANGE_ENV } from '../../tools/workspace/grants';
 
 export const WORKSPACE_SERVER = 'workspace';
 
@@ -58,7 +59,12 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       '--state-dir',
       path.resolve(config.mcp.workspace.state_dir),
     ],
-    env: { ...getDefaultEnvironment(), KLEA_WORKSPACE_GRANT_KEY: grantKey },
+    env: {
+      ...getDefaultEnvironment(),
+      KLEA_WORKSPACE_GRANT_KEY: grantKey,
+      // Crash tests stop the server between a change and its record; unset everywhere else.
+      ...(process.env[HOLD_AFTER_CHANGE_ENV] ? { [HOLD_AFTER_CHANGE_ENV]: process.env[HOLD_AFTER_CHANGE_ENV] } : {}),
+    },
     cwd: projectDir,
     timeoutMs: config.tools.call_timeout_ms,
   };

@@ -55,7 +55,8 @@ async function startServer(): Promise<void> {
   server = await startDevServer({ ...ports, dbFile: path.join(dir, 'temporal.db') });
 }
 
-async function startWorker(): Promise<void> {
+/** Starts a worker process (with the activity gate) and waits until it polls. */
+async function spawnWorker(extraEnv: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'test', 'support', 'gated-worker.js')], {
     env: {
       ...process.env,
@@ -63,6 +64,7 @@ async function startWorker(): Promise<void> {
       KLEA_CONFIG: configFile,
       KLEA_WORKFLOW_BUNDLE: process.env.KLEA_TEST_WORKFLOW_BUNDLE,
       KLEA_LOG_LEVEL: 'info',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -70,22 +72,30 @@ async function startWorker(): Promise<void> {
   let out = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
-  worker = child;
   const deadline = Date.now() + 30_000;
   while (!/worker polling/.test(out)) {
     if (child.exitCode !== null) throw new Error(`worker exited: ${out}`);
     if (Date.now() > deadline) throw new Error(`worker did not start: ${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+  return child;
+}
+
+async function startWorker(extraEnv: Record<string, string> = {}): Promise<void> {
+  worker = await spawnWorker(extraEnv);
+}
+
+function kill(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
 }
 
 function killWorker(): void {
   if (!worker?.pid) return;
-  try {
-    process.kill(-worker.pid, 'SIGKILL');
-  } catch {
-    /* gone */
-  }
+  kill(worker);
   worker = null;
   restarts.worker++;
 }
@@ -176,6 +186,8 @@ interface Crashes {
   atActivity?: (completed: number) => Promise<boolean>;
   /** Called once while the command runs (before it is released). */
   midCommand?: () => Promise<void>;
+  /** Called on every poll while the task runs; true = done with it. */
+  atPoll?: () => Promise<boolean>;
 }
 
 /** Runs one task to the end, answering its review and permission pauses; `crashes` may crash things once each. */
@@ -206,12 +218,14 @@ async function runTask(
   };
   const started = path.join(p.dir, `${file}.cmd.started`);
   let released = false;
+  let atPoll = crashes.atPoll;
   const deadline = Date.now() + 150_000;
   try {
     for (;;) {
       if (Date.now() > deadline) throw new Error(`task ${taskId} is stuck`);
       const desc = await handle.describe().catch(() => null);
       if (desc && desc.status.name !== 'RUNNING') break;
+      if (atPoll && (await atPoll())) atPoll = undefined;
       if (!released && existsSync(started)) {
         released = true;
         if (crashes.midCommand) await crashes.midCommand();
@@ -269,11 +283,16 @@ function auditFor(file: string) {
   return {
     writesApplied: mine.filter((l) => l.tool === 'write_file' && !l.replayed && l.changed === true).length,
     editsApplied: mine.filter((l) => l.tool === 'edit_file' && !l.replayed && !l.isError).length,
+    writesRecovered: mine.filter((l) => l.tool === 'write_file' && l.replayed).length,
+    editsRecovered: mine.filter((l) => l.tool === 'edit_file' && l.replayed).length,
     commandsCompleted: mine.filter((l) => l.tool === 'run_command' && !l.replayed && !l.isError).length,
   };
 }
 
-function expectClean(run: Awaited<ReturnType<typeof runTask>>) {
+function expectClean(
+  run: Awaited<ReturnType<typeof runTask>>,
+  audit: Partial<ReturnType<typeof auditFor>> = { writesApplied: 1, editsApplied: 1, commandsCompleted: 1 }
+) {
   expect(run.result).toMatchObject({ status: 'done', answer: 'all done' });
   expect(run.state.steps.map((s) => [s.id, s.status])).toEqual([
     ['w', 'done'],
@@ -284,7 +303,7 @@ function expectClean(run: Awaited<ReturnType<typeof runTask>>) {
   ]);
   expect(readFileSync(path.join(run.project, run.file), 'utf8')).toBe('version 2\n');
   expect(readFileSync(path.join(run.project, `${run.file}.cmd.log`), 'utf8')).toBe('ran\n');
-  expect(auditFor(run.file)).toEqual({ writesApplied: 1, editsApplied: 1, commandsCompleted: 1 });
+  expect(auditFor(run.file)).toMatchObject(audit);
 }
 
 describe('crash suite', () => {
@@ -344,4 +363,34 @@ describe('crash suite', () => {
     expect(stoppedAt).toBe(5);
     expect(restarts.server).toBe(1);
   }, 180_000);
+
+  // Two workers poll one queue. Worker A's workspace server is stopped right after it changes the file and before
+  // it records the call (then SIGKILLed with A); the retry goes to worker B, whose server finds the open intent,
+  // sees the change in the file and answers with the recorded result instead of applying it again.
+  it.each([
+    ['write_file', { writesApplied: 0, writesRecovered: 1, editsApplied: 1, commandsCompleted: 1 }],
+    ['edit_file', { writesApplied: 1, editsApplied: 0, editsRecovered: 1, commandsCompleted: 1 }],
+  ] as const)(
+    'two workers: the one executing %s is SIGKILLed between the change and its record; the other does not apply it twice',
+    async (tool, audit) => {
+      killWorker();
+      const markers = mkdtempSync(path.join(dir, 'held-'));
+      await startWorker({ KLEA_WORKSPACE_HOLD_AFTER_CHANGE: `${tool}:${markers}` });
+      const workerA = worker!;
+      let workerB: ChildProcess | undefined;
+      const run = await runTask(`two-workers-${tool}`, {
+        atPoll: async () => {
+          if (!existsSync(path.join(markers, `${tool}.held`))) return false;
+          workerB = await spawnWorker();
+          kill(workerA);
+          return true;
+        },
+      });
+      worker = workerB ?? null;
+      expect(workerB).toBeDefined();
+      // The change was made once, by A's server (its marker proves it got that far), and recovered on B.
+      expectClean(run, audit);
+    },
+    180_000
+  );
 });

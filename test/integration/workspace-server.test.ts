@@ -361,3 +361,112 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
     });
   });
 });
+
+/**
+ * The server process dies between changing a file and recording the call's result (stopped there on purpose, then
+ * SIGKILLed); a new server on the same state directory gets the retry with the same idempotency key.
+ */
+describe('workspace server: a retry after the server died mid-change', () => {
+  const script = path.join(__dirname, '../../dist/tools/workspace/server.js');
+  const stateDir = path.join(base, 'state');
+  const callLog = path.join(base, 'calls.jsonl');
+  let n = 0;
+
+  async function connect(
+    env: Record<string, string> = {}
+  ): Promise<{ client: Client; transport: StdioClientTransport }> {
+    const c = new Client({ name: 'test', version: '1' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [script, '--root', root, '--state-dir', stateDir, '--call-log', callLog],
+      env: { PATH: process.env.PATH ?? '', HOME: path.join(base, 'home'), ...env },
+    });
+    await c.connect(transport);
+    return { client: c, transport };
+  }
+
+  /** Starts `tool` on a server told to stop after the change, waits until it has, and kills that server. */
+  async function dieAfterChange(tool: string, args: Record<string, unknown>, key: string): Promise<void> {
+    const markers = mkdtempSync(path.join(base, 'held-'));
+    const { client: c, transport } = await connect({ KLEA_WORKSPACE_HOLD_AFTER_CHANGE: `${tool}:${markers}` });
+    const pending = c.callTool({ name: tool, arguments: args, _meta: { 'klea/idempotency_key': key } });
+    pending.catch(() => undefined);
+    const marker = path.join(markers, `${tool}.held`);
+    const deadline = Date.now() + 20_000;
+    while (!existsSync(marker)) {
+      if (Date.now() > deadline) throw new Error(`${tool} never reached its change`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    process.kill(transport.pid!, 'SIGKILL');
+    await c.close().catch(() => undefined);
+  }
+
+  async function retry(tool: string, args: Record<string, unknown>, key: string) {
+    const { client: c } = await connect();
+    try {
+      return await c.callTool({ name: tool, arguments: args, _meta: { 'klea/idempotency_key': key } });
+    } finally {
+      await c.close();
+    }
+  }
+
+  const auditOf = (key: string) =>
+    readFileSync(callLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((l) => JSON.stringify(l.args).includes(key));
+
+  it('an edit whose record was lost is not applied again, and answers as the first attempt would have', async () => {
+    const file = `crash-edit-${++n}.txt`;
+    writeFileSync(path.join(root, file), 'version 1\n');
+    // A second application would be visible: the new text contains the old one.
+    const args = { path: file, old_string: 'version 1', new_string: 'version 1, patched' };
+    await dieAfterChange('edit_file', args, file);
+    expect(readFileSync(path.join(root, file), 'utf8')).toBe('version 1, patched\n');
+
+    const res = await retry('edit_file', args, file);
+    expect(res.isError).toBeFalsy();
+    expect(textOf(res)).toBe(`edited ${file}: 1 replacement`);
+    expect(readFileSync(path.join(root, file), 'utf8')).toBe('version 1, patched\n');
+    expect(auditOf(file)).toEqual([expect.objectContaining({ tool: 'edit_file', replayed: true, isError: false })]);
+    // A further retry finds the recorded result.
+    expect(textOf(await retry('edit_file', args, file))).toBe(`edited ${file}: 1 replacement`);
+  });
+
+  it('a write whose record was lost says it wrote the file, and does not write it again', async () => {
+    const file = `crash-write-${++n}.txt`;
+    await dieAfterChange('write_file', { path: file, content: 'hello\n' }, file);
+    const inode = statSync(path.join(root, file)).ino;
+
+    const res = await retry('write_file', { path: file, content: 'hello\n' }, file);
+    expect(textOf(res)).toBe(`wrote ${file} (6 bytes, new file)`);
+    expect(res.structuredContent).toMatchObject({ created: true, changed: true });
+    expect(statSync(path.join(root, file)).ino).toBe(inode);
+  });
+
+  it('a change that never reached the file (it still has the old content) is carried out by the retry', async () => {
+    const file = `crash-undone-${++n}.txt`;
+    writeFileSync(path.join(root, file), 'version 1\n');
+    const args = { path: file, old_string: 'version 1', new_string: 'version 2' };
+    await dieAfterChange('edit_file', args, file);
+    writeFileSync(path.join(root, file), 'version 1\n');
+
+    const res = await retry('edit_file', args, file);
+    expect(res.isError).toBeFalsy();
+    expect(readFileSync(path.join(root, file), 'utf8')).toBe('version 2\n');
+    expect(auditOf(file)).toEqual([expect.objectContaining({ tool: 'edit_file', isError: false })]);
+    expect(auditOf(file)[0].replayed).toBeUndefined();
+  });
+
+  it('a file changed by someone else since the interrupted call is left alone, with a clear error', async () => {
+    const file = `crash-conflict-${++n}.txt`;
+    await dieAfterChange('write_file', { path: file, content: 'from the agent\n' }, file);
+    writeFileSync(path.join(root, file), 'from the user\n');
+
+    const res = await retry('write_file', { path: file, content: 'from the agent\n' }, file);
+    expect(res.isError).toBe(true);
+    expect(textOf(res)).toMatch(new RegExp(`write_file on ${file} was interrupted and the file has changed since`));
+    expect(readFileSync(path.join(root, file), 'utf8')).toBe('from the user\n');
+  });
+});

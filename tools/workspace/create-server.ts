@@ -29,10 +29,36 @@ export interface WorkspaceServerOptions {
   /** Appends one JSON line per call: time, tool, arguments, grants presented, outcome. */
   callLog?: string;
   /**
-   * Where results of side-effecting calls are kept by idempotency key (`_meta["klea/idempotency_key"]`), so a
-   * retried call (the worker died before it heard the answer) returns the recorded result instead of acting twice.
+   * Where side-effecting calls keep their state by idempotency key (`_meta["klea/idempotency_key"]`): an intent
+   * record (target, hashes before and after, the result) written before a write or edit changes the file, and the
+   * result once the call is done. A retry (the worker died before it heard the answer, perhaps mid-change) finds
+   * one of them and neither acts twice nor fails a change that already happened. Every worker that can take the
+   * retry must see the same directory (a shared volume when workers run on several hosts).
    */
   stateDir?: string;
+  /**
+   * Fault injection for crash tests: after a change made by this tool, and before its result is recorded, create
+   * `<markerDir>/<tool>.held` and wait until the client goes away. Never set in production.
+   */
+  holdAfterChange?: { tool: string; markerDir: string };
+}
+
+/** What a write or edit records before it changes its target (see `stateDir`). */
+interface Intent {
+  key: string;
+  tool: string;
+  target: string;
+  sha256_before: string | null;
+  sha256_after: string;
+  result: CallToolResult;
+}
+
+/** Where one keyed call keeps its intent while it runs and its result once it is done. */
+interface CallState {
+  key: string;
+  tool: string;
+  done: string;
+  intent: string;
 }
 
 const READ_ONLY_TOOLS = new Set(['read_file', 'list_dir', 'find_files', 'grep']);
@@ -125,12 +151,80 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     return r.startsWith('..') || path.isAbsolute(r) ? real : r || '.';
   };
 
-  /** The record file for a side-effecting call that carries an idempotency key (none without a state dir). */
-  function idempotencyRecord(tool: string, meta: unknown): string | null {
+  /** The state files of a side-effecting call that carries an idempotency key (none without a state dir). */
+  function callState(tool: string, meta: unknown): CallState | null {
     if (!opts.stateDir || READ_ONLY_TOOLS.has(tool) || !meta || typeof meta !== 'object') return null;
     const key = (meta as Record<string, unknown>)[IDEMPOTENCY_META_KEY];
     if (typeof key !== 'string' || !key) return null;
-    return path.join(opts.stateDir, `${createHash('sha256').update(`${tool}\n${key}`).digest('hex')}.json`);
+    const base = path.join(opts.stateDir, createHash('sha256').update(`${tool}\n${key}`).digest('hex'));
+    return { key, tool, done: `${base}.json`, intent: `${base}.intent.json` };
+  }
+
+  const readJson = <T>(file: string): Promise<T | null> =>
+    fs.readFile(file, 'utf8').then(
+      (t) => JSON.parse(t) as T,
+      () => null
+    );
+
+  async function settle(state: CallState, res: CallToolResult): Promise<void> {
+    await atomicWrite(state.done, JSON.stringify(res));
+    await fs.rm(state.intent, { force: true });
+  }
+
+  /**
+   * What an earlier attempt of this call left behind: its recorded result, or an open intent judged by the
+   * target's content now. Null when the call must (still) be carried out.
+   */
+  async function recover(state: CallState): Promise<{ res: CallToolResult; replayed: boolean } | null> {
+    const done = await readJson<CallToolResult>(state.done);
+    if (done) return { res: done, replayed: true };
+    const intent = await readJson<Intent>(state.intent);
+    if (!intent) return null;
+    const now = await fs.readFile(intent.target).then(sha256, () => null);
+    // The change happened; only its record was lost: answer as the first attempt would have.
+    if (now === intent.sha256_after) {
+      await settle(state, intent.result);
+      return { res: intent.result, replayed: true };
+    }
+    // The change never reached the file: carry it out now.
+    if (now === intent.sha256_before) return null;
+    // Someone else changed the file in between: repeating the call could undo their change.
+    const res = text(
+      `${intent.tool} on ${await rel(intent.target)} was interrupted and the file has changed since (neither its old nor its new content); not repeated, nothing changed. Read the file and decide again.`,
+      undefined,
+      true
+    );
+    await settle(state, res);
+    return { res, replayed: false };
+  }
+
+  /**
+   * Changes a file on behalf of a keyed call: the intent first (so a retry can tell whether the change happened),
+   * then the atomic write. The caller's result is recorded by `handle` when the call returns.
+   */
+  async function applyChange(
+    state: CallState | null,
+    change: { real: string; content: string; mode?: number; sha256_before: string | null; sha256_after: string },
+    result: CallToolResult
+  ): Promise<CallToolResult> {
+    if (state) {
+      const intent: Intent = {
+        key: state.key,
+        tool: state.tool,
+        target: change.real,
+        sha256_before: change.sha256_before,
+        sha256_after: change.sha256_after,
+        result,
+      };
+      await atomicWrite(state.intent, JSON.stringify(intent));
+    }
+    await fs.mkdir(path.dirname(change.real), { recursive: true });
+    await atomicWrite(change.real, change.content, change.mode);
+    if (state && opts.holdAfterChange?.tool === state.tool) {
+      await fs.writeFile(path.join(opts.holdAfterChange.markerDir, `${state.tool}.held`), String(process.pid));
+      await new Promise<never>(() => {});
+    }
+    return result;
   }
 
   async function audit(
@@ -158,10 +252,18 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     await fs.appendFile(opts.callLog, `${JSON.stringify(line)}\n`).catch(() => undefined);
   }
 
-  function handle<A>(tool: string, fn: (args: A, meta: unknown, signal?: AbortSignal) => Promise<CallToolResult>) {
-    const run = async (args: A, meta: unknown, signal?: AbortSignal): Promise<CallToolResult> => {
+  function handle<A>(
+    tool: string,
+    fn: (args: A, meta: unknown, signal: AbortSignal | undefined, state: CallState | null) => Promise<CallToolResult>
+  ) {
+    const run = async (
+      args: A,
+      meta: unknown,
+      signal: AbortSignal | undefined,
+      state: CallState | null
+    ): Promise<CallToolResult> => {
       try {
-        return await fn(args, meta, signal);
+        return await fn(args, meta, signal, state);
       } catch (err) {
         if (err instanceof ToolError) return text(err.message, undefined, true);
         const e = err as NodeJS.ErrnoException;
@@ -183,19 +285,14 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     };
     return async (args: A, extra: { _meta?: unknown; signal?: AbortSignal }): Promise<CallToolResult> => {
       const started = Date.now();
-      const record = idempotencyRecord(tool, extra._meta);
-      if (record) {
-        const seen = await fs.readFile(record, 'utf8').then(
-          (t) => JSON.parse(t) as CallToolResult,
-          () => null
-        );
-        if (seen) {
-          await audit(tool, args, extra._meta, started, seen, true);
-          return seen;
-        }
+      const state = callState(tool, extra._meta);
+      const earlier = state ? await recover(state) : null;
+      if (earlier) {
+        await audit(tool, args, extra._meta, started, earlier.res, earlier.replayed);
+        return earlier.res;
       }
-      const res = await run(args, extra._meta, extra.signal);
-      if (record) await atomicWrite(record, JSON.stringify(res)).catch(() => undefined);
+      const res = await run(args, extra._meta, extra.signal, state);
+      if (state) await settle(state, res).catch(() => undefined);
       await audit(tool, args, extra._meta, started, res);
       return res;
     };
@@ -426,7 +523,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         openWorldHint: false,
       },
     },
-    handle('write_file', async (a: { path: string; content: string }, meta) => {
+    handle('write_file', async (a: { path: string; content: string }, meta, _signal, state) => {
       const g = await allow(a.path, 'write', meta);
       const before = await fs
         .readFile(g.real)
@@ -436,13 +533,9 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       const hashBefore = before ? sha256(before) : null;
       const hashAfter = sha256(a.content);
       const changed = hashBefore !== hashAfter;
-      if (changed) {
-        await fs.mkdir(path.dirname(g.real), { recursive: true });
-        await atomicWrite(g.real, a.content, stat?.mode);
-      }
       const r = await rel(g.real);
       const bytes = Buffer.byteLength(a.content);
-      return text(
+      const result = text(
         changed
           ? `wrote ${r} (${bytes} bytes${before ? '' : ', new file'})`
           : `${r} already has this content (${bytes} bytes); nothing changed`,
@@ -454,6 +547,12 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
           sha256_before: hashBefore,
           sha256_after: hashAfter,
         }
+      );
+      if (!changed) return result;
+      return applyChange(
+        state,
+        { real: g.real, content: a.content, mode: stat?.mode, sha256_before: hashBefore, sha256_after: hashAfter },
+        result
       );
     })
   );
@@ -481,7 +580,12 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     },
     handle(
       'edit_file',
-      async (a: { path: string; old_string: string; new_string: string; replace_all: boolean }, meta) => {
+      async (
+        a: { path: string; old_string: string; new_string: string; replace_all: boolean },
+        meta,
+        _signal,
+        state
+      ) => {
         if (a.old_string === a.new_string)
           throw new ToolError('old_string and new_string are the same: nothing to change');
         const g = await allow(a.path, 'write', meta);
@@ -501,13 +605,12 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         const next = a.replace_all
           ? current.split(a.old_string).join(a.new_string)
           : current.replace(a.old_string, () => a.new_string);
-        await atomicWrite(g.real, next, stat.mode);
-        return text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
-          path: r,
-          replacements: count,
-          sha256_before: sha256(buf),
-          sha256_after: sha256(next),
-        });
+        const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
+        return applyChange(
+          state,
+          { real: g.real, content: next, mode: stat.mode, ...hashes },
+          text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, { path: r, replacements: count, ...hashes })
+        );
       }
     )
   );

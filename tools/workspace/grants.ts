@@ -15,6 +15,8 @@ export const GRANTS_META_KEY = 'klea/grants';
 /** Per-call key, stable across retries of the same call: the server performs a side effect once per key. */
 export const IDEMPOTENCY_META_KEY = 'klea/idempotency_key';
 export const GRANT_KEY_ENV = 'KLEA_WORKSPACE_GRANT_KEY';
+/** Crash tests only: "<tool>:<marker dir>" stops the server between a change and its record (see create-server). */
+export const HOLD_AFTER_CHANGE_ENV = 'KLEA_WORKSPACE_HOLD_AFTER_CHANGE';
 export const GRANT_TTL_MS = 10 * 60_000;
 
 export interface Grant {

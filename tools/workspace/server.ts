@@ -9,7 +9,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { createWorkspaceServer, killRunningCommands } from './create-server';
-import { GRANT_KEY_ENV } from './grants';
+import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from './grants';
 
 function usage(message: string): never {
   process.stderr.write(
@@ -46,6 +46,8 @@ async function main() {
   const grantKey = process.env[GRANT_KEY_ENV] || undefined;
   delete process.env[GRANT_KEY_ENV];
 
+  // Fault injection for crash tests only ("<tool>:<marker dir>"): see WorkspaceServerOptions.holdAfterChange.
+  const hold = /^(\w+):(.+)$/.exec(process.env[HOLD_AFTER_CHANGE_ENV] ?? '');
   const server = createWorkspaceServer({
     root: dir,
     grantKey,
@@ -53,6 +55,7 @@ async function main() {
     limits: readBytes ? { readBytes } : undefined,
     callLog,
     stateDir,
+    ...(hold ? { holdAfterChange: { tool: hold[1], markerDir: hold[2] } } : {}),
   });
   await server.connect(new StdioServerTransport());
   const exit = () => {

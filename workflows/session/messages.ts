@@ -1,6 +1,7 @@
 /** Messages of `sessionWorkflow` (contract names, plus `startTask` for POST /tasks). */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
+import type { SessionGrant } from '../../common/task';
 import type {
   SessionSettings,
   SessionState,
@@ -12,5 +13,7 @@ import type {
 export const submitUpdate = defineUpdate<SubmitResult, [SubmitRequest]>('submit');
 export const startTaskUpdate = defineUpdate<{ taskId: string; queued: boolean }, [StartTaskRequest]>('startTask');
 export const settingsSignal = defineSignal<[SessionSettings]>('settings');
+/** From a child task when the user allows a path for the session (recorded at once, whatever the task's fate). */
+export const grantSignal = defineSignal<[SessionGrant]>('grant');
 export const stateQuery = defineQuery<SessionState>('state');
 export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number }?]>('events');

@@ -30,6 +30,7 @@ import { KleaMode, KleaSessionId, KleaStatus } from '../../common/search-attribu
 import {
   COMMANDS,
   SessionInputSchema,
+  SettingsSchema,
   StartTaskRequestSchema,
   SubmitRequestSchema,
   type QueuedMessage,
@@ -38,17 +39,17 @@ import {
   type SubmitResult,
   type Turn,
 } from '../../common/session';
-import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import { GrantSchema, type SessionGrant, type TaskInput, type TaskResult } from '../../common/task';
 import { longActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
-import { parseInput, parseOrThrow } from '../shared/payloads';
+import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { failureMessage } from '../task/text';
 import { taskWorkflow } from '../task/workflow';
 import { summarizeMemoryWorkflow } from '../summarize/workflow';
 import { helpText, isCommand, parseCommand, unknownCommandText } from './commands';
 import { compactSplit, needsSummary, splitWindow, totalChars } from './memory';
-import { eventsQuery, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
+import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
 
 const acts = modelActivities;
 const initActs = longActivities;
@@ -70,6 +71,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   let toolAccess = carry?.toolAccess ?? input.toolAccess;
   const review = carry?.review ?? input.review;
   const grants: SessionGrant[] = [...(carry?.grants ?? [])];
+  const addGrants = (more: readonly SessionGrant[]) => {
+    for (const g of more) if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
+  };
   let summary = carry?.summary ?? '';
   let turns: Turn[] = [...(carry?.turns ?? [])];
   let summarisedChars = carry?.summarisedChars ?? 0;
@@ -135,7 +139,14 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   setHandler(stateQuery, snapshot);
   setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
 
-  setHandler(settingsSignal, (s) => {
+  setHandler(settingsSignal, (raw: unknown) => {
+    // Signals come from the Temporal CLI too: a bad value is reported and never stored.
+    const p = parseSignal(SettingsSchema, raw, 'settings');
+    if (!p.ok) {
+      log.emit({ type: 'error', code: 'InvalidSignal', message: `settings signal ignored: ${p.problem}` });
+      return;
+    }
+    const s = p.value;
     let changed = false;
     if (s?.mode && s.mode !== mode) {
       mode = s.mode;
@@ -149,6 +160,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       emitContext();
       showDetails();
     }
+  });
+
+  setHandler(grantSignal, (raw: unknown) => {
+    const p = parseSignal(GrantSchema, raw, 'grant');
+    if (p.ok) addGrants([p.value]);
   });
 
   setHandler(
@@ -321,7 +337,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         newGrants: [],
       };
     }
-    for (const g of result.newGrants) if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
+    addGrants(result.newGrants);
     const reply =
       result.answer ??
       `(the task ${result.status === 'cancelled' ? 'was cancelled' : 'failed'}${result.error ? `: ${result.error}` : ''})`;

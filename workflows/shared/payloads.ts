@@ -14,6 +14,19 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, what: string, value
   return p.data;
 }
 
+/**
+ * For signals, which cannot answer their sender: the parsed payload, or why it was ignored (the caller reports that
+ * as an `error` event, so someone signalling from the Temporal CLI sees it).
+ */
+export function parseSignal<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  whole: string
+): { ok: true; value: z.output<S> } | { ok: false; problem: string } {
+  const p = schema.safeParse(value);
+  return p.success ? { ok: true, value: p.data } : { ok: false, problem: describeIssues(p.error, whole) };
+}
+
 /** For workflow inputs: the parsed input, or a non-retryable failure of the run (retrying cannot fix it). */
 export function parseInput<S extends z.ZodType>(schema: S, what: string, value: unknown): z.output<S> {
   const p = schema.safeParse(value);

@@ -15,7 +15,9 @@
 import {
   CancellationScope,
   condition,
+  getExternalWorkflowHandle,
   isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -29,10 +31,12 @@ import { grantCovers, type PathOp } from '../../common/path-guard';
 import { planHash, type Plan, type PlanStep } from '../../common/plan';
 import { KleaMode, KleaStatus } from '../../common/search-attributes';
 import {
+  CancelSchema,
   ClarifySchema,
   PermissionDecisionSchema,
   ReviewDecisionSchema,
   TaskInputSchema,
+  type ClarifyAnswers,
   type PendingInterrupt,
   type PermissionDecision,
   type PermissionRequest,
@@ -46,7 +50,8 @@ import {
 import { toolRetryPolicy } from '../../common/tools';
 import { fsActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
-import { parseInput, parseOrThrow } from '../shared/payloads';
+import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
+import { grantSignal } from '../session/messages';
 import {
   cancelSignal,
   clarifySignal,
@@ -58,6 +63,7 @@ import {
   reviewUpdate,
   stateQuery,
 } from './messages';
+import { answersProblem } from './questions';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { allFinished, pathDependencies, readySteps } from './plan-graph';
 import { callSummary, cut, failureMessage, withAnswers } from './text';
@@ -211,10 +217,15 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     }
   );
 
-  const clarifyProblem = (): string | null => (pendingQuestion ? null : 'no questions are pending');
-  const acceptClarify = (a: { answers: Record<string, string> }) => {
-    if (!ClarifySchema.safeParse(a).success || !pendingQuestion || answers.has(pendingQuestion.stepId)) return;
-    answers.set(pendingQuestion.stepId, a.answers);
+  const clarifyProblem = (a: ClarifyAnswers): string | null =>
+    pendingQuestion ? answersProblem(pendingQuestion.questions, a.answers) : 'no questions are pending';
+  const acceptClarify = (raw: unknown) => {
+    // A repeat after the answers were taken, or answers with nothing pending, change nothing and say nothing.
+    if (!pendingQuestion || answers.has(pendingQuestion.stepId)) return;
+    const p = parseSignal(ClarifySchema, raw, 'answers');
+    const problem = p.ok ? clarifyProblem(p.value) : p.problem;
+    if (problem) return ignoredSignal('clarify', problem);
+    if (p.ok) answers.set(pendingQuestion.stepId, p.value.answers);
   };
   setHandler(clarifySignal, acceptClarify);
   setHandler(
@@ -225,8 +236,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     },
     {
       validator: (a) => {
-        parseOrThrow(ClarifySchema, 'invalid answers', a, 'answers');
-        const problem = clarifyProblem();
+        const problem = clarifyProblem(parseOrThrow(ClarifySchema, 'invalid answers', a, 'answers'));
         if (problem) throw new Error(problem);
       },
     }
@@ -266,9 +276,13 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   );
 
   const work = new CancellationScope();
-  setHandler(cancelSignal, (c) => {
+  setHandler(cancelSignal, (raw: unknown) => {
     if (cancelReason !== null || isFinalStatus(status)) return;
-    cancelReason = c?.reason?.trim() || 'cancelled by the user';
+    // From the Temporal CLI a bare string is a natural way to give the reason; anything else malformed still
+    // cancels (that is what the sender asked for) and says the reason was not used.
+    const p = parseSignal(CancelSchema, typeof raw === 'string' ? { reason: raw } : (raw ?? {}), 'cancel');
+    if (!p.ok) ignoredSignal('cancel', `the reason was not used (${p.problem}); cancelling anyway`);
+    cancelReason = (p.ok && p.value.reason?.trim()) || 'cancelled by the user';
     work.cancel();
   });
 
@@ -285,6 +299,10 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     setStatus(s, detail);
     return result(s);
   };
+  /** A signal's payload that could not be used: reported, since a signal has no answer to carry the error. */
+  function ignoredSignal(name: string, problem: string): void {
+    log.emit({ type: 'error', code: 'InvalidSignal', message: `${name} signal: ${problem}` });
+  }
   const fail = (code: string, message: string, stepId?: string): TaskResult => {
     error = message;
     log.emit({ type: 'error', code, message, ...(stepId ? { stepId } : {}) });
@@ -419,10 +437,24 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       const grant = { path: p.real, op: p.op };
       sessionGrants.push(grant);
       newGrants.push(grant);
+      tellSession(grant);
     }
     log.emit({ type: 'permission_decided', requestId, decision, path: p.real, automatic });
     settleStatus();
     return decision;
+  }
+
+  /**
+   * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
+   * later must not lose the user's decision.
+   */
+  function tellSession(grant: SessionGrant): void {
+    const parent = workflowInfo().parent;
+    if (!parent || !patched('grant-reaches-session-when-made')) return;
+    // The session may have ended (it is cancelled with its tasks); then there is nobody to tell.
+    void getExternalWorkflowHandle(parent.workflowId)
+      .signal(grantSignal, grant)
+      .catch(() => undefined);
   }
 
   /** One tool call: ordered after earlier calls on the same files, through the gate, then dispatched. */

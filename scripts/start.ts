@@ -1,8 +1,8 @@
 /**
- * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in .klea/temporal.db,
- * Web UI), then the worker and the API; prints the URLs and streams every process's log with its name. A worker
- * or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after it starts stops
- * everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
+ * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in .klea/temporal.db, or
+ * KLEA_TEMPORAL_DB; Web UI), then the worker and the API; prints the URLs and streams every process's log with its
+ * name. A worker or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after
+ * it starts stops everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -88,15 +88,16 @@ async function main() {
   }, 500).unref();
 
   if (startTemporal) {
-    const klea = path.join(REPO_ROOT, '.klea');
-    mkdirSync(klea, { recursive: true });
-    say(`starting the Temporal dev server (data in ${path.join(klea, 'temporal.db')})`);
+    // A separate database for a second stack on one machine (or a test) that must not share the usual one.
+    const dbFile = path.resolve(process.env.KLEA_TEMPORAL_DB || path.join(REPO_ROOT, '.klea', 'temporal.db'));
+    mkdirSync(path.dirname(dbFile), { recursive: true });
+    say(`starting the Temporal dev server (data in ${dbFile})`);
     try {
       devServer = await startDevServer({
         port: temporalAddr.port,
         httpPort,
         uiPort,
-        dbFile: path.join(klea, 'temporal.db'),
+        dbFile,
         namespace: config.temporal.namespace,
         logLevel: (process.env.KLEA_TEMPORAL_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error',
         detached: true,

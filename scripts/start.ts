@@ -1,20 +1,22 @@
 /**
- * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in .klea/temporal.db,
- * Web UI), then the worker and the API; prints the URLs and streams every process's log with its name.
- * Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
+ * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in .klea/temporal.db, or
+ * KLEA_TEMPORAL_DB; Web UI), then the worker and the API; prints the URLs and streams every process's log with its
+ * name. A worker or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after
+ * it starts stops everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfigOrExit } from '../runtime/config';
 import { startDevServer, type DevServer } from '../runtime/dev-server';
 import { portProblem } from '../runtime/ports';
+import { Supervisor } from '../runtime/supervisor';
 import { REPO_ROOT } from '../runtime/temporal';
 
 const COLORS: Record<string, string> = { temporal: '\x1b[35m', worker: '\x1b[36m', api: '\x1b[32m', klea: '\x1b[1m' };
 const useColor = process.stdout.isTTY;
 const tag = (name: string) => (useColor ? `${COLORS[name] ?? ''}${name.padEnd(8)}\x1b[0m` : name.padEnd(8));
 const say = (msg: string) => process.stdout.write(`${tag('klea')} ${msg}\n`);
+const sayError = (msg: string) => process.stderr.write(`${tag('klea')} ${msg}\n`);
 
 function lineWriter(name: string, stream: NodeJS.WriteStream) {
   let pending = '';
@@ -62,7 +64,7 @@ async function main() {
   }
 
   say(`configuration: ${file ?? 'defaults (no klea.yaml)'}`);
-  const children: Array<{ name: string; proc: ChildProcess }> = [];
+  const children: Supervisor[] = [];
   let devServer: DevServer | undefined;
   let stopping = false;
 
@@ -71,7 +73,7 @@ async function main() {
     stopping = true;
     say('stopping…');
     // The API and the worker first (the worker drains in-flight activities), then the server they talk to.
-    await Promise.all(children.map(({ proc }) => stopChild(proc, 15_000)));
+    await Promise.all(children.map((child) => child.stop(15_000)));
     await devServer?.stop();
     say('stopped');
     process.exit(code);
@@ -86,15 +88,16 @@ async function main() {
   }, 500).unref();
 
   if (startTemporal) {
-    const klea = path.join(REPO_ROOT, '.klea');
-    mkdirSync(klea, { recursive: true });
-    say(`starting the Temporal dev server (data in ${path.join(klea, 'temporal.db')})`);
+    // A separate database for a second stack on one machine (or a test) that must not share the usual one.
+    const dbFile = path.resolve(process.env.KLEA_TEMPORAL_DB || path.join(REPO_ROOT, '.klea', 'temporal.db'));
+    mkdirSync(path.dirname(dbFile), { recursive: true });
+    say(`starting the Temporal dev server (data in ${dbFile})`);
     try {
       devServer = await startDevServer({
         port: temporalAddr.port,
         httpPort,
         uiPort,
-        dbFile: path.join(klea, 'temporal.db'),
+        dbFile,
         namespace: config.temporal.namespace,
         logLevel: (process.env.KLEA_TEMPORAL_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error',
         detached: true,
@@ -116,20 +119,23 @@ async function main() {
 
   const env = { ...process.env, KLEA_SUPERVISED: '1', FORCE_COLOR: '0' };
   for (const name of ['worker', 'api'] as const) {
-    const proc = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', name, 'index.js')], {
+    const child = new Supervisor({
+      name,
+      command: process.execPath,
+      args: [path.join(REPO_ROOT, 'dist', name, 'index.js')],
       env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    proc.stdout?.on('data', lineWriter(name, process.stdout));
-    proc.stderr?.on('data', lineWriter(name, process.stderr));
-    proc.once('exit', (code, signal) => {
-      if (!stopping) {
-        say(`the ${name} exited (${signal ?? `code ${code}`}); stopping everything`);
+      attachOutput: (proc) => {
+        proc.stdout?.on('data', lineWriter(name, process.stdout));
+        proc.stderr?.on('data', lineWriter(name, process.stderr));
+      },
+      say,
+      onGiveUp: (msg) => {
+        sayError(`${msg}; stopping everything`);
         void stopAll(1);
-      }
+      },
     });
-    children.push({ name, proc });
+    children.push(child);
+    child.start();
   }
 
   const apiUrl = `http://${config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host}:${config.api.port}`;
@@ -157,26 +163,6 @@ async function waitForHealth(apiUrl: string, timeoutMs: number): Promise<boolean
     await new Promise((r) => setTimeout(r, 500));
   }
   return false;
-}
-
-function stopChild(proc: ChildProcess, graceMs: number): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null || !proc.pid) return Promise.resolve();
-  return new Promise((resolve) => {
-    const group = -proc.pid!;
-    const kill = (sig: NodeJS.Signals) => {
-      try {
-        process.kill(group, sig);
-      } catch {
-        /* gone */
-      }
-    };
-    const timer = setTimeout(() => kill('SIGKILL'), graceMs);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    kill('SIGTERM');
-  });
 }
 
 main().catch((err: unknown) => {

@@ -15,7 +15,10 @@ declare global {
   var __KLEA_DEV_SERVER__: DevServer | undefined;
 }
 
-/** The stdio MCP servers run from dist/: rebuild it when a source file is newer (or it is missing). */
+/**
+ * The stdio MCP servers, the gated worker and `make start` (test/e2e) run from dist/: rebuild it when a source
+ * file is newer (or it is missing).
+ */
 function ensureBuilt(): void {
   const built = path.join(REPO_ROOT, 'dist', 'tools', 'workspace', 'server.js');
   const builtAt = existsSync(built) ? statSync(built).mtimeMs : 0;
@@ -24,7 +27,8 @@ function ensureBuilt(): void {
       const p = path.join(dir, d.name);
       return Math.max(max, d.isDirectory() ? newest(p) : d.name.endsWith('.ts') ? statSync(p).mtimeMs : 0);
     }, 0);
-  if (['common', 'runtime', 'tools', 'activities'].some((d) => newest(path.join(REPO_ROOT, d)) > builtAt)) {
+  const sources = ['common', 'runtime', 'tools', 'activities', 'worker', 'api', 'scripts', 'test/support'];
+  if (sources.some((d) => newest(path.join(REPO_ROOT, d)) > builtAt)) {
     execFileSync(
       process.execPath,
       [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(REPO_ROOT, 'tsconfig.build.json')],

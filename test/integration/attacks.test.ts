@@ -239,7 +239,9 @@ describe('attack suites', () => {
     const r2 = await t2.result();
     expect(r2.status).toBe('failed');
     expect(r2.error).toMatch(/model is down|500/);
-    expect((await t2.events()).find((e) => e.type === 'error')).toBeDefined();
+    expect((await t2.events()).filter((e) => e.type === 'error')).toEqual([
+      expect.objectContaining({ code: 'InternalServerError', message: expect.stringMatching(/model is down/) }),
+    ]);
     fake.reset();
   }, 120_000);
 });

@@ -1,3 +1,5 @@
+import { temporal } from '@temporalio/proto';
+import type { KleaEvent } from '../../common/events';
 import type { TaskResult } from '../../common/task';
 import { startTestEnv, uniqueId, type TestEnv } from '../support/harness';
 
@@ -28,13 +30,20 @@ describe('no model configured', () => {
     expect(result.status).toBe('failed');
     expect(result.error).toMatch(/OPENAI_API_KEY/);
     expect(result.error).toMatch(/KLEA_MODEL/);
-    // Not retried: exactly one attempt is in the history.
-    const history = await handle.fetchHistory();
-    const scheduled =
-      history.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'routeRequest') ??
-      [];
-    const failed = history.events?.filter((e) => e.activityTaskFailedEventAttributes) ?? [];
-    expect(scheduled).toHaveLength(1);
-    expect(failed[0]?.activityTaskFailedEventAttributes?.retryState).toBeDefined();
+    const events = await handle.query<KleaEvent[], [{ after: number }]>('events', { after: 0 });
+    expect(events.filter((e) => e.type === 'error')).toEqual([expect.objectContaining({ code: 'ModelNotConfigured' })]);
+    // Not retried: one activity, one attempt, failed as non-retryable.
+    const history = (await handle.fetchHistory()).events ?? [];
+    const scheduled = history.filter((e) => e.activityTaskScheduledEventAttributes);
+    const names = scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    expect(names.filter((n) => n === 'routeRequest')).toHaveLength(1);
+    const started = history.filter((e) => e.activityTaskStartedEventAttributes);
+    expect(started.map((e) => e.activityTaskStartedEventAttributes?.attempt)).toEqual(names.map(() => 1));
+    const failed = history
+      .filter((e) => e.activityTaskFailedEventAttributes)
+      .map((e) => e.activityTaskFailedEventAttributes!);
+    expect(failed).toHaveLength(1);
+    expect(failed[0].retryState).toBe(temporal.api.enums.v1.RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE);
+    expect(failed[0].failure?.applicationFailureInfo).toMatchObject({ type: 'ModelNotConfigured', nonRetryable: true });
   });
 });

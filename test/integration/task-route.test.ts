@@ -83,7 +83,12 @@ describe('taskWorkflow: the first durable path (route_request through the model)
     const { result, events } = await run(input('hello'));
     expect(result.status).toBe('failed');
     expect(result.error).toMatch(/route_request was invalid after 3 attempts/);
-    expect(events.find((e) => e.type === 'error')).toBeDefined();
+    expect(events.filter((e) => e.type === 'error')).toEqual([
+      expect.objectContaining({
+        code: 'ModelOutputInvalid',
+        message: expect.stringMatching(/route_request was invalid/),
+      }),
+    ]);
     expect(events.at(-1)).toMatchObject({ type: 'status', status: 'failed' });
   });
 

@@ -12,6 +12,19 @@ export function failureMessage(err: unknown): string {
   return e?.message ?? String(err);
 }
 
+/**
+ * The type of the innermost typed failure of a chain (`ModelOutputInvalid`, `ModelNotConfigured`, an error class a
+ * retried activity ended with), for the `error` event's code; `fallback` when none has a type.
+ */
+export function failureCode(err: unknown, fallback: string): string {
+  let code = fallback;
+  for (let e = err as { type?: unknown; cause?: unknown } | undefined; e && typeof e === 'object';) {
+    if (typeof e.type === 'string' && e.type) code = e.type;
+    e = e.cause as typeof e;
+  }
+  return code;
+}
+
 export function withAnswers(instruction: string, answers: Record<string, string> | undefined): string {
   if (!answers || !Object.keys(answers).length) return instruction;
   return `${instruction}\n\nAnswers from the user:\n${Object.entries(answers)

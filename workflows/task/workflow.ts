@@ -66,7 +66,7 @@ import {
 import { answersProblem } from './questions';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { allFinished, pathDependencies, readySteps } from './plan-graph';
-import { callSummary, cut, failureMessage, withAnswers } from './text';
+import { callSummary, cut, failureCode, failureMessage, withAnswers } from './text';
 import { applyVerdict, triage, type CallOutcome, type TriageDecision } from './triage';
 
 /** Attempts of one step (first run + retries). */
@@ -779,6 +779,6 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       return finish('cancelled', cancelReason);
     }
     if (isCancellation(err)) throw err;
-    return fail('TaskFailed', failureMessage(err));
+    return fail(failureCode(err, 'TaskFailed'), failureMessage(err));
   }
 }

@@ -171,6 +171,19 @@ describe('configuration', () => {
       expect(servers.everything).toMatchObject({ type: 'sse', url: 'http://localhost:3001/sse' });
     });
 
+    it("the README's pasted examples load as they are shown", () => {
+      const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+      const section = readme.slice(readme.indexOf('### More MCP servers'), readme.indexOf('## Sessions'));
+      const examples = [...section.matchAll(/```yaml\n(mcp:[\s\S]*?)```/g)].map((m) => parse(m[1]));
+      expect(examples).toHaveLength(2);
+      expect(Object.keys(resolveConfig(examples[0], {}).mcp.servers)).toEqual(['filesystem', 'api-server']);
+      expect(Object.keys(resolveConfig(examples[1], {}).mcp.servers)).toEqual([
+        'memory',
+        'io.github.github/github-mcp-server',
+        'everything',
+      ]);
+    });
+
     it('merges mcp.servers and mcp.mcpServers, and names a server defined in both', () => {
       const c = resolveConfig(
         {

@@ -1,13 +1,16 @@
 /**
  * One MCP client per server per worker process: connected on first use, reused, reconnected after its server
  * dies. `listTools` is cached and refreshed when the server says its list changed. `shutdown` ends every
- * stdio server's whole process group.
+ * stdio server's whole process group. Remote servers speak streamable HTTP or, when configured `type: sse` (or
+ * found to need it), the older HTTP+SSE transport.
  *
  * Tool failures (`isError`) come back as data; transport failures (the server died, timed out, cannot start)
  * throw, so the activity that called fails and Temporal retries it as the tool's retry policy allows.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   ToolListChangedNotificationSchema,
@@ -31,7 +34,7 @@ export class McpServerUnavailable extends Error {
 interface Connection {
   spec: ServerSpec;
   client: Client;
-  transport: GroupStdioTransport | StreamableHTTPClientTransport;
+  transport: Transport;
   tools?: Promise<Tool[]>;
   alive: boolean;
 }
@@ -56,21 +59,22 @@ export class McpPool {
   }
 
   async listTools(spec: ServerSpec): Promise<Tool[]> {
-    const conn = await this.connect(spec);
-    conn.tools ??= (async () => {
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await conn.client.listTools(cursor ? { cursor } : undefined, { timeout: spec.timeoutMs });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor);
-      return tools;
-    })().catch((err: unknown) => {
-      conn.tools = undefined;
-      throw err;
+    return this.onConnection(spec, (conn) => {
+      conn.tools ??= (async () => {
+        const tools: Tool[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await conn.client.listTools(cursor ? { cursor } : undefined, { timeout: spec.timeoutMs });
+          tools.push(...page.tools);
+          cursor = page.nextCursor;
+        } while (cursor);
+        return tools;
+      })().catch((err: unknown) => {
+        conn.tools = undefined;
+        throw err;
+      });
+      return conn.tools;
     });
-    return conn.tools;
   }
 
   async callTool(
@@ -79,21 +83,52 @@ export class McpPool {
     args: Record<string, unknown>,
     opts: CallOptions = {}
   ): Promise<CallToolResult> {
-    const conn = await this.connect(spec);
     const timeout = opts.timeoutMs ?? spec.timeoutMs;
-    const result = await conn.client.callTool(
-      { name, arguments: args, ...(opts.meta ? { _meta: opts.meta } : {}) },
-      CallToolResultSchema,
-      {
-        timeout,
-        // Progress notifications keep a long call alive, up to four times its timeout in all.
-        resetTimeoutOnProgress: true,
-        maxTotalTimeout: timeout * 4,
-        onprogress: opts.onProgress,
-        signal: opts.signal,
-      }
+    const result = await this.onConnection(spec, (conn) =>
+      conn.client.callTool(
+        { name, arguments: args, ...(opts.meta ? { _meta: opts.meta } : {}) },
+        CallToolResultSchema,
+        {
+          timeout,
+          // Progress notifications keep a long call alive, up to four times its timeout in all.
+          resetTimeoutOnProgress: true,
+          maxTotalTimeout: timeout * 4,
+          onprogress: opts.onProgress,
+          signal: opts.signal,
+        }
+      )
     );
     return result as CallToolResult;
+  }
+
+  /**
+   * Runs `use` on the server's connection. A streamable HTTP server answers 404 to a session it no longer knows
+   * (it restarted, or let the session expire): the request did not run, and the MCP spec has the client start a
+   * new session, so it is sent once more on a new one.
+   */
+  private async onConnection<T>(spec: ServerSpec, use: (conn: Connection) => Promise<T>): Promise<T> {
+    const conn = await this.connect(spec);
+    try {
+      return await use(conn);
+    } catch (err) {
+      const sessionLost =
+        conn.transport instanceof StreamableHTTPClientTransport &&
+        err instanceof StreamableHTTPError &&
+        err.code === 404;
+      if (!sessionLost) throw err;
+      this.log.info('MCP server no longer knows the session; starting a new one', { server: spec.name });
+      await this.forget(conn);
+      return use(await this.connect(spec));
+    }
+  }
+
+  private async forget(conn: Connection): Promise<void> {
+    conn.alive = false;
+    const pending = this.connections.get(conn.spec.key);
+    const current = await pending?.catch(() => undefined);
+    // Another call may have replaced it already; that newer connection stays.
+    if (current === conn && this.connections.get(conn.spec.key) === pending) this.connections.delete(conn.spec.key);
+    await conn.client.close().catch(() => undefined);
   }
 
   async shutdown(): Promise<void> {
@@ -125,11 +160,56 @@ export class McpPool {
   }
 
   private async open(spec: ServerSpec): Promise<Connection> {
+    if (spec.kind === 'stdio') {
+      const transport = new GroupStdioTransport({
+        command: spec.command,
+        args: spec.args,
+        env: spec.env,
+        cwd: spec.cwd,
+      });
+      try {
+        return await this.connectOver(spec, transport);
+      } catch (err) {
+        const tail = transport.stderrTail ? `; it said: ${transport.stderrTail.split('\n').slice(-5).join(' | ')}` : '';
+        const what = `${spec.command} ${spec.args.join(' ')}`.trim();
+        throw new McpServerUnavailable(
+          spec.name,
+          `MCP server "${spec.name}" failed to start (${what}): ${(err as Error).message}${tail}`
+        );
+      }
+    }
+    const over = (kind: 'http' | 'sse') => {
+      const init = { requestInit: { headers: spec.headers } };
+      const url = new URL(spec.url);
+      return kind === 'sse' ? new SSEClientTransport(url, init) : new StreamableHTTPClientTransport(url, init);
+    };
+    const unreachable = (failures: string[]) =>
+      new McpServerUnavailable(
+        spec.name,
+        `MCP server "${spec.name}" could not be reached at ${shownUrl(spec.url)}: ${failures.join('; ')}`
+      );
+    const first = spec.kind === 'sse' ? 'sse' : 'http';
+    try {
+      return await this.connectOver(spec, over(first));
+    } catch (err) {
+      const failure = `${first === 'sse' ? 'HTTP+SSE' : 'streamable HTTP'}: ${reason(err)}`;
+      // The MCP spec's rule for a client that does not know which transport a URL speaks: a 4xx to the
+      // streamable HTTP POST means an older server, which takes a GET for an SSE stream instead.
+      const status = err instanceof StreamableHTTPError ? (err.code ?? 0) : 0;
+      const olderServer = status >= 400 && status < 500;
+      if (spec.kind !== 'http' || !spec.sseFallback || !olderServer) throw unreachable([failure]);
+      this.log.debug('MCP server refused streamable HTTP; trying HTTP+SSE', { server: spec.name, status });
+      try {
+        return await this.connectOver(spec, over('sse'));
+      } catch (sseErr) {
+        throw unreachable([failure, `HTTP+SSE: ${reason(sseErr)}`]);
+      }
+    }
+  }
+
+  /** Connects a client over the transport; on failure the transport is closed and the error thrown as it is. */
+  private async connectOver(spec: ServerSpec, transport: Transport): Promise<Connection> {
     const client = new Client({ name: 'klea', version: '0.1.0' }, { capabilities: {} });
-    const transport =
-      spec.kind === 'stdio'
-        ? new GroupStdioTransport({ command: spec.command, args: spec.args, env: spec.env, cwd: spec.cwd })
-        : new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
     const conn: Connection = { spec, client, transport, alive: true };
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       conn.tools = undefined;
@@ -151,20 +231,27 @@ export class McpPool {
     } catch (err) {
       conn.alive = false;
       await transport.close().catch(() => undefined);
-      const tail =
-        transport instanceof GroupStdioTransport && transport.stderrTail
-          ? `; it said: ${transport.stderrTail.split('\n').slice(-5).join(' | ')}`
-          : '';
-      const what = spec.kind === 'stdio' ? `${spec.command} ${spec.args.join(' ')}`.trim() : spec.url;
-      throw new McpServerUnavailable(
-        spec.name,
-        `MCP server "${spec.name}" failed to start (${what}): ${(err as Error).message}${tail}`
-      );
+      throw err;
     }
     this.log.debug('MCP server connected', {
       server: spec.name,
+      transport: transport.constructor.name,
       pid: transport instanceof GroupStdioTransport ? transport.pid : undefined,
     });
     return conn;
   }
+}
+
+function reason(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return err instanceof StreamableHTTPError && err.code !== undefined && err.code > 0
+    ? `HTTP ${err.code}, ${message}`
+    : message;
+}
+
+/** A URL fit for error messages, which end up in workflow history. */
+function shownUrl(url: string): string {
+  // Security: query strings and user info often carry API keys (`?api_key=...`).
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}${u.search ? '?…' : ''}`;
 }

@@ -1,38 +1,64 @@
 /**
  * Which MCP servers a call can use: the bundled workspace server (rooted at the session's project directory)
- * and the servers of `mcp.servers`, with `${VAR}` expanded from the environment.
+ * and the servers of `mcp.servers` (and `mcp.mcpServers`), with their `${...}` variables expanded.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import util from 'node:util';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { Config, McpServerConfig } from '../../common/config';
+import { MCP_VARIABLE, parseMcpVariable, type Config, type McpServerConfig } from '../../common/config';
 import { REPO_ROOT } from '../../runtime/temporal';
 import { HOLD_AFTER_CHANGE_ENV } from '../../tools/workspace/grants';
 
 export const WORKSPACE_SERVER = 'workspace';
 
+interface SpecBase {
+  name: string;
+  key: string;
+  timeoutMs: number;
+}
+
 export type ServerSpec =
-  | {
-      name: string;
-      key: string;
+  | (SpecBase & {
       kind: 'stdio';
       command: string;
       args: string[];
       env: Record<string, string>;
       cwd?: string;
-      timeoutMs: number;
-    }
-  | { name: string; key: string; kind: 'http'; url: string; headers: Record<string, string>; timeoutMs: number };
+    })
+  | (SpecBase & {
+      kind: 'http';
+      url: string;
+      headers: Record<string, string>;
+      /** An untyped `url` entry: a server that refuses the streamable HTTP POST with a 4xx may speak HTTP+SSE. */
+      sseFallback: boolean;
+    })
+  | (SpecBase & { kind: 'sse'; url: string; headers: Record<string, string> });
 
 export class ServerConfigError extends Error {}
 
-/** Replaces `${VAR}` (and `${VAR:-default}`) from env; a missing variable is an error naming it. */
-export function expandVars(value: string, env: NodeJS.ProcessEnv, where: string): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
-    const v = env[name];
-    if (v !== undefined && v !== '') return v;
-    if (fallback !== undefined) return fallback;
-    throw new ServerConfigError(`${where}: the environment variable ${name} is not set`);
+/** What `${workspaceFolder}` and `${userHome}` stand for, beside the environment. */
+export interface VariableScope {
+  env: NodeJS.ProcessEnv;
+  workspaceFolder: string;
+  userHome: string;
+}
+
+/**
+ * Expands `${VAR}`, `${VAR:-default}`, `${env:VAR}`, `${workspaceFolder}` and `${userHome}`; a missing variable
+ * is an error naming it and the setting.
+ */
+export function expandVars(value: string, scope: VariableScope, where: string): string {
+  return value.replace(MCP_VARIABLE, (_m, body: string) => {
+    const v = parseMcpVariable(body);
+    if ('unsupported' in v) throw new ServerConfigError(`${where}: ${v.unsupported}`);
+    if (v.kind === 'workspaceFolder') return scope.workspaceFolder;
+    if (v.kind === 'userHome') return scope.userHome;
+    const set = scope.env[v.name];
+    if (set !== undefined && set !== '') return set;
+    if (v.fallback !== undefined) return v.fallback;
+    throw new ServerConfigError(`${where}: the environment variable ${v.name} is not set`);
   });
 }
 
@@ -70,6 +96,32 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
   };
 }
 
+/** Reads a dotenv file (`envFile`) the way `node --env-file` does. */
+function readEnvFile(file: string, where: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ServerConfigError(`${where}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+  }
+  if (typeof util.parseEnv !== 'function') throw new ServerConfigError(`${where}: needs Node.js 20.12 or later`);
+  return util.parseEnv(text) as Record<string, string>;
+}
+
+function remoteUrl(template: string, scope: VariableScope, where: string): string {
+  const url = expandVars(template, scope, where);
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  // The expanded value may hold a secret: the error quotes what was written, not what it became.
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    throw new ServerConfigError(`${where}: "${template}" does not expand to an http(s) URL`);
+  return url;
+}
+
 export function configuredSpec(
   name: string,
   server: McpServerConfig,
@@ -78,29 +130,36 @@ export function configuredSpec(
 ): ServerSpec {
   const where = `mcp.servers.${name}`;
   const timeoutMs = server.timeout_ms ?? config.tools.call_timeout_ms;
+  // Configured servers are shared by every session, so the workspace folder is the configured default project.
+  const scope: VariableScope = { env, workspaceFolder: path.resolve(config.project.dir), userHome: os.homedir() };
+  const expand = (value: string, key: string) => expandVars(value, scope, `${where}.${key}`);
   if ('url' in server) {
-    return {
+    const remote = {
       name,
       key: name,
-      kind: 'http',
-      url: expandVars(server.url, env, `${where}.url`),
-      headers: Object.fromEntries(
-        Object.entries(server.headers).map(([k, v]) => [k, expandVars(v, env, `${where}.headers.${k}`)])
-      ),
+      url: remoteUrl(server.url, scope, `${where}.url`),
+      headers: Object.fromEntries(Object.entries(server.headers).map(([k, v]) => [k, expand(v, `headers.${k}`)])),
       timeoutMs,
     };
+    return server.type === 'sse'
+      ? { ...remote, kind: 'sse' }
+      : { ...remote, kind: 'http', sseFallback: server.type === undefined };
   }
+  const fromFile = server.envFile
+    ? readEnvFile(path.resolve(expand(server.envFile, 'envFile')), `${where}.envFile`)
+    : {};
   return {
     name,
     key: name,
     kind: 'stdio',
-    command: expandVars(server.command, env, `${where}.command`),
-    args: server.args.map((a, i) => expandVars(a, env, `${where}.args[${i}]`)),
+    command: expand(server.command, 'command'),
+    args: server.args.map((a, i) => expand(a, `args[${i}]`)),
     env: {
       ...getDefaultEnvironment(),
-      ...Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expandVars(v, env, `${where}.env.${k}`)])),
+      ...fromFile,
+      ...Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expand(v, `env.${k}`)])),
     },
-    cwd: server.cwd ? expandVars(server.cwd, env, `${where}.cwd`) : undefined,
+    cwd: server.cwd ? expand(server.cwd, 'cwd') : undefined,
     timeoutMs,
   };
 }

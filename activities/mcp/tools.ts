@@ -100,14 +100,25 @@ export function createToolActivities(deps: ToolDeps) {
   // Per worker process: the workspace servers this worker starts accept grants signed with it, and no others.
   const grantKey = randomBytes(32).toString('hex');
 
-  function specsFor(projectDir: string): ServerSpec[] {
+  /** Every server a session may use; one that cannot be set up is reported by name and the others kept. */
+  function specsFor(projectDir: string): { specs: ServerSpec[]; unavailable: ListToolsResult['unavailable'] } {
     const specs: ServerSpec[] = [];
-    if (deps.config.mcp.workspace.enabled) specs.push(workspaceSpec(deps.config, projectDir, grantKey));
+    const unavailable: ListToolsResult['unavailable'] = [];
+    const add = (name: string, spec: () => ServerSpec) => {
+      try {
+        specs.push(spec());
+      } catch (err) {
+        if (!(err instanceof ServerConfigError)) throw err;
+        unavailable.push({ server: name, error: err.message });
+      }
+    };
+    if (deps.config.mcp.workspace.enabled)
+      add(WORKSPACE_SERVER, () => workspaceSpec(deps.config, projectDir, grantKey));
     for (const [name, server] of Object.entries(deps.config.mcp.servers)) {
       if (server.disabled || name === WORKSPACE_SERVER) continue;
-      specs.push(configuredSpec(name, server, deps.config));
+      add(name, () => configuredSpec(name, server, deps.config));
     }
-    return specs;
+    return { specs, unavailable };
   }
 
   function specFor(projectDir: string, server: string): ServerSpec | undefined {
@@ -141,13 +152,8 @@ export function createToolActivities(deps: ToolDeps) {
   const activities = {
     async listTools(input: ListToolsInput): Promise<ListToolsResult> {
       const tools: ToolDescriptor[] = [];
-      const unavailable: ListToolsResult['unavailable'] = [];
-      let specs: ServerSpec[] = [];
-      try {
-        specs = specsFor(input.projectDir);
-      } catch (err) {
-        unavailable.push({ server: '(config)', error: (err as Error).message });
-      }
+      const { specs, unavailable } = specsFor(input.projectDir);
+      for (const u of unavailable) deps.log.warn('MCP server misconfigured', u);
       const listed = await Promise.allSettled(specs.map((s) => descriptorsOf(s)));
       listed.forEach((r, i) => {
         if (r.status === 'fulfilled') tools.push(...r.value);

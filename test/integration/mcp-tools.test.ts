@@ -1,6 +1,7 @@
 /**
  * The MCP client pool and the tool activities against real stdio servers: the official filesystem server from
- * npm (started through npx, a wrapper that leaves grandchildren) and Klea's own workspace server.
+ * npm (started through npx, a wrapper that leaves grandchildren) and Klea's own workspace server; and against real
+ * remote servers on loopback, over streamable HTTP and HTTP+SSE.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { configuredSpec } from '../../activities/mcp/servers';
 import { createToolActivities } from '../../activities/mcp/tools';
 import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger } from '../../runtime/log';
+import { startNotesServer, type NotesServer } from '../support/notes-server';
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-mcp-')));
 const project = path.join(base, 'project');
@@ -364,5 +366,178 @@ describe('idempotent side effects', () => {
     await run('k-1');
     await run('k-1');
     expect(readFileSync(path.join(project, 'runs.log'), 'utf8')).toBe('x\n');
+  });
+});
+
+describe('remote MCP servers: a real server on loopback', () => {
+  const TOKEN_VAR = 'KLEA_TEST_NOTES_TOKEN';
+  const token = `tok-${process.pid}`;
+  let streamable: NotesServer;
+  let sseOnly: NotesServer;
+  beforeAll(async () => {
+    process.env[TOKEN_VAR] = token;
+    [streamable, sseOnly] = await Promise.all([
+      startNotesServer({ token, notes: [{ title: 'Groceries', text: 'oat milk, coffee' }] }),
+      startNotesServer({ speaks: ['sse'], notes: [{ title: 'Old', text: 'kept by an HTTP+SSE server' }] }),
+    ]);
+  });
+  afterAll(async () => {
+    delete process.env[TOKEN_VAR];
+    await Promise.all([streamable?.close(), sseOnly?.close()]);
+  });
+
+  /** Tool activities over a pasted `mcp:` block, without the workspace server unless asked for. */
+  function toolsFor(mcp: Record<string, unknown>, workspace = false) {
+    const config = resolveConfig({ mcp: { workspace: { enabled: workspace }, ...mcp } }, {});
+    const pool = new McpPool(silentLogger);
+    return { pool, tools: createToolActivities({ config, log: silentLogger, pool }) };
+  }
+  const call = (
+    tools: ReturnType<typeof createToolActivities>,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    toolAccess: 'full' | 'read_only' = 'full'
+  ) => tools.callTool({ projectDir: project, toolAccess, server, tool, args });
+
+  it('a VS Code `type: http` entry: tools listed with their annotations, called with the configured header', async () => {
+    const { pool, tools } = toolsFor({
+      servers: {
+        notes: {
+          type: 'http',
+          url: `${streamable.origin}/mcp`,
+          headers: { Authorization: `Bearer \${env:${TOKEN_VAR}}` },
+        },
+      },
+      inputs: [],
+    });
+    try {
+      const full = await tools.listTools({ projectDir: project, toolAccess: 'full' });
+      expect(full.unavailable).toEqual([]);
+      expect(full.tools.map((t) => [t.qualifiedName, t.readOnly, t.idempotent])).toEqual([
+        ['notes__search_notes', true, true],
+        ['notes__add_note', false, false], // no annotations: taken as a tool that writes
+      ]);
+      const readOnly = await tools.listTools({ projectDir: project, toolAccess: 'read_only' });
+      expect(readOnly.tools.map((t) => t.qualifiedName)).toEqual(['notes__search_notes']);
+
+      expect(await call(tools, 'notes', 'search_notes', { query: 'milk' })).toMatchObject({
+        status: 'ok',
+        text: 'Groceries: oat milk, coffee',
+      });
+      expect(await call(tools, 'notes', 'add_note', { title: 'Call Ana', text: 'about the lease' })).toMatchObject({
+        status: 'ok',
+        text: 'added note "Call Ana" (2 in all)',
+      });
+      expect(await call(tools, 'notes', 'add_note', { title: 'x', text: 'y' }, 'read_only')).toMatchObject({
+        status: 'refused',
+      });
+      expect(streamable.notes.map((n) => n.title)).toEqual(['Groceries', 'Call Ana']);
+      expect(streamable.requests.length).toBeGreaterThan(0);
+      expect(streamable.requests.every((r) => r.authorization === `Bearer ${token}`)).toBe(true);
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('a `type: sse` entry connects over HTTP+SSE', async () => {
+    const { pool, tools } = toolsFor({ mcpServers: { old: { type: 'sse', url: `${sseOnly.origin}/sse` } } });
+    try {
+      expect(await call(tools, 'old', 'search_notes', { query: 'kept' })).toMatchObject({
+        status: 'ok',
+        text: 'Old: kept by an HTTP+SSE server',
+      });
+      expect(new Set(sseOnly.requests.map((r) => r.transport))).toEqual(new Set(['sse']));
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('a url without type (Cursor) speaks streamable HTTP, and falls back to SSE for a server that refuses it', async () => {
+    const { pool, tools } = toolsFor({
+      mcpServers: {
+        current: { url: `${streamable.origin}/mcp`, headers: { Authorization: `Bearer \${${TOKEN_VAR}}` } },
+        old: { url: `${sseOnly.origin}/sse` },
+      },
+    });
+    const before = { streamable: streamable.requests.length, sse: sseOnly.requests.length };
+    try {
+      const listed = await tools.listTools({ projectDir: project, toolAccess: 'full' });
+      expect(listed.unavailable).toEqual([]);
+      expect(listed.tools.map((t) => t.qualifiedName).sort()).toEqual([
+        'current__add_note',
+        'current__search_notes',
+        'old__add_note',
+        'old__search_notes',
+      ]);
+      expect((await call(tools, 'old', 'search_notes', { query: 'old' })).status).toBe('ok');
+      expect(streamable.requests.slice(before.streamable).every((r) => r.transport === 'streamable-http')).toBe(true);
+      expect(sseOnly.requests.length).toBeGreaterThan(before.sse);
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('a `type: http` entry does not fall back: the error names the server and the URL, not its query string', async () => {
+    const { pool, tools } = toolsFor({
+      mcpServers: { old: { type: 'http', url: `${sseOnly.origin}/sse?api_key=s3cret` } },
+    });
+    try {
+      const listed = await tools.listTools({ projectDir: project, toolAccess: 'full' });
+      expect(listed.tools).toEqual([]);
+      expect(listed.unavailable).toEqual([
+        {
+          server: 'old',
+          error: expect.stringMatching(
+            /^MCP server "old" could not be reached at http:\/\/127\.0\.0\.1:\d+\/sse\?…: streamable HTTP: HTTP 404, /
+          ),
+        },
+      ]);
+      expect(listed.unavailable[0].error).not.toContain('s3cret');
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('a server that forgot the session (restarted) gets a new one, and the call is made once', async () => {
+    const { pool, tools } = toolsFor({
+      servers: {
+        notes: { type: 'http', url: `${streamable.origin}/mcp`, headers: { Authorization: `Bearer ${token}` } },
+      },
+    });
+    try {
+      expect((await call(tools, 'notes', 'search_notes', { query: 'milk' })).status).toBe('ok');
+      const before = streamable.notes.length;
+      streamable.forgetSessions();
+      expect(await call(tools, 'notes', 'add_note', { title: 'After restart', text: 'z' })).toMatchObject({
+        status: 'ok',
+      });
+      expect(streamable.notes.length).toBe(before + 1);
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('a server whose variable is not set is reported by name, and the others keep working', async () => {
+    const { pool, tools } = toolsFor(
+      {
+        mcpServers: {
+          broken: { type: 'http', url: '${KLEA_TEST_UNSET_BASE}/mcp' },
+          notes: { type: 'http', url: `${streamable.origin}/mcp`, headers: { Authorization: `Bearer ${token}` } },
+        },
+      },
+      true
+    );
+    try {
+      const listed = await tools.listTools({ projectDir: project, toolAccess: 'read_only' });
+      expect(listed.unavailable).toEqual([
+        { server: 'broken', error: 'mcp.servers.broken.url: the environment variable KLEA_TEST_UNSET_BASE is not set' },
+      ]);
+      expect(listed.tools.map((t) => t.qualifiedName)).toEqual(
+        expect.arrayContaining(['workspace__read_file', 'notes__search_notes'])
+      );
+    } finally {
+      await pool.shutdown();
+    }
   });
 });

@@ -12,7 +12,12 @@ type DeepPartial<T> = {
  * after it; after each test, every scripted reply must have been used and nothing unscripted asked.
  */
 export function useFakeModelEnv(
-  opts: { name: string; overrides?: DeepPartial<Config>; after?: () => Promise<void> | void },
+  opts: {
+    name: string;
+    /** A function is called when the suite starts: for settings known only then (a server's port). */
+    overrides?: DeepPartial<Config> | (() => DeepPartial<Config>);
+    after?: () => Promise<void> | void;
+  },
   ready: (fake: FakeModel, env: TestEnv) => void
 ): void {
   let fake: FakeModel | undefined;
@@ -20,7 +25,8 @@ export function useFakeModelEnv(
   beforeAll(async () => {
     const started = await FakeModel.start();
     fake = started;
-    env = await startTestEnv({ fakeModel: started, name: opts.name, overrides: opts.overrides });
+    const overrides = typeof opts.overrides === 'function' ? opts.overrides() : opts.overrides;
+    env = await startTestEnv({ fakeModel: started, name: opts.name, overrides });
     ready(started, env);
   });
   afterEach(() => {

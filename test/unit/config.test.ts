@@ -73,4 +73,172 @@ describe('configuration', () => {
     expect(c.mcp.servers.fs).toMatchObject({ command: 'npx', args: ['-y', 'x'], env: {} });
     expect(() => resolveConfig({ mcp: { servers: { fs: { args: [] } } } }, {})).toThrow(/mcp\.servers\.fs/);
   });
+
+  describe('MCP server configs pasted from other clients', () => {
+    /** A JSON config file pasted under `mcp:` in klea.yaml, indented as an editor would indent it. */
+    const pasted = (json: string) => parse(`general:\n  mode: general\nmcp:\n  ${json.split('\n').join('\n  ')}\n`);
+    const errorOf = (file: unknown) => {
+      try {
+        resolveConfig(file, {});
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('expected a configuration error');
+    };
+
+    it("loads Claude Code's .mcp.json as it is", () => {
+      const file = pasted(`{
+  "mcpServers": {
+    "filesystem": {
+      "type": "stdio",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "\${HOME}/notes"],
+      "env": {}
+    },
+    "api-server": {
+      "type": "http",
+      "url": "\${API_BASE_URL:-https://api.example.com}/mcp",
+      "headers": { "Authorization": "Bearer \${API_KEY}" }
+    },
+    "legacy": { "type": "sse", "url": "https://sse.example.com/sse", "headers": { "X-API-Key": "\${LEGACY_KEY}" } }
+  }
+}`);
+      const { servers } = resolveConfig(file, { KLEA_MODEL: 'from-env' }).mcp;
+      expect(servers).toEqual({
+        filesystem: {
+          type: 'stdio',
+          command: 'npx',
+          args: ['-y', '@modelcontextprotocol/server-filesystem', '${HOME}/notes'],
+          env: {},
+          disabled: false,
+        },
+        'api-server': {
+          type: 'http',
+          url: '${API_BASE_URL:-https://api.example.com}/mcp',
+          headers: { Authorization: 'Bearer ${API_KEY}' },
+          disabled: false,
+        },
+        legacy: {
+          type: 'sse',
+          url: 'https://sse.example.com/sse',
+          headers: { 'X-API-Key': '${LEGACY_KEY}' },
+          disabled: false,
+        },
+      });
+    });
+
+    it("loads Cursor's mcp.json as it is: a url without type stays untyped (streamable HTTP, then SSE)", () => {
+      const file = pasted(`{
+  "mcpServers": {
+    "sqlite": { "command": "uvx", "args": ["mcp-server-sqlite", "--db-path", "\${workspaceFolder}/app.db"], "envFile": ".env" },
+    "remote": { "url": "http://localhost:3000/mcp", "headers": { "API_KEY": "\${env:REMOTE_API_KEY}" } }
+  }
+}`);
+      const { servers } = resolveConfig(file, {}).mcp;
+      expect(servers.sqlite).toMatchObject({ type: 'stdio', command: 'uvx', envFile: '.env' });
+      expect(servers.remote).toEqual({
+        url: 'http://localhost:3000/mcp',
+        headers: { API_KEY: '${env:REMOTE_API_KEY}' },
+        disabled: false,
+      });
+    });
+
+    it("loads VS Code's .vscode/mcp.json as it is, tabs, inputs, gallery names and editor-only keys included", () => {
+      const file = pasted(
+        [
+          '{',
+          '\t"inputs": [',
+          '\t\t{ "type": "promptString", "id": "perplexity-key", "description": "Perplexity API Key", "password": true }',
+          '\t],',
+          '\t"servers": {',
+          '\t\t"memory": { "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],',
+          '\t\t\t"envFile": "${workspaceFolder}/.env", "dev": { "watch": "src/**/*.ts" } },',
+          '\t\t"io.github.github/github-mcp-server": { "type": "http", "url": "https://api.githubcopilot.com/mcp/",',
+          '\t\t\t"gallery": "https://api.mcp.github.com", "version": "1.0.3" },',
+          '\t\t"everything": { "type": "sse", "url": "http://localhost:3001/sse" },',
+          '\t\t"fetch": { "type": "stdio", "command": "uvx", "args": ["mcp-server-fetch"], "sandboxEnabled": false },',
+          '\t}',
+          '}',
+        ].join('\n')
+      );
+      const { servers } = resolveConfig(file, {}).mcp;
+      expect(Object.keys(servers)).toEqual(['memory', 'io.github.github/github-mcp-server', 'everything', 'fetch']);
+      expect(servers.memory).toMatchObject({ type: 'stdio', command: 'npx', envFile: '${workspaceFolder}/.env' });
+      expect(servers['io.github.github/github-mcp-server']).toMatchObject({
+        type: 'http',
+        url: 'https://api.githubcopilot.com/mcp/',
+      });
+      expect(servers.everything).toMatchObject({ type: 'sse', url: 'http://localhost:3001/sse' });
+    });
+
+    it("the README's pasted examples load as they are shown", () => {
+      const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+      const section = readme.slice(readme.indexOf('### More MCP servers'), readme.indexOf('## Sessions'));
+      const examples = [...section.matchAll(/```yaml\n(mcp:[\s\S]*?)```/g)].map((m) => parse(m[1]));
+      expect(examples).toHaveLength(2);
+      expect(Object.keys(resolveConfig(examples[0], {}).mcp.servers)).toEqual(['filesystem', 'api-server']);
+      expect(Object.keys(resolveConfig(examples[1], {}).mcp.servers)).toEqual([
+        'memory',
+        'io.github.github/github-mcp-server',
+        'everything',
+      ]);
+    });
+
+    it('merges mcp.servers and mcp.mcpServers, and names a server defined in both', () => {
+      const c = resolveConfig(
+        {
+          mcp: {
+            servers: { a: { command: 'a' } },
+            mcpServers: { b: { type: 'streamable-http', url: 'https://b.dev' } },
+          },
+        },
+        {}
+      );
+      expect(Object.keys(c.mcp.servers)).toEqual(['a', 'b']);
+      expect(c.mcp.servers.b).toMatchObject({ type: 'streamable-http' });
+      expect(errorOf({ mcp: { servers: { a: { command: 'a' } }, mcpServers: { a: { command: 'b' } } } })).toBe(
+        'klea.yaml: mcp.mcpServers.a: also defined under mcp.servers'
+      );
+    });
+
+    it('names a bad type, and says which types there are', () => {
+      expect(errorOf({ mcp: { mcpServers: { live: { type: 'websocket', url: 'wss://x.dev/mcp' } } } })).toBe(
+        'klea.yaml: mcp.mcpServers.live.type: expected one of "stdio", "http", "streamable-http", "sse" ' +
+          '(or no type: command means stdio, url means streamable HTTP)'
+      );
+      expect(errorOf({ mcp: { servers: { s: { type: 'stdio', url: 'https://x.dev' } } } })).toMatch(
+        /^klea\.yaml: mcp\.servers\.s\.command: missing/
+      );
+      expect(errorOf({ mcp: { servers: { s: { type: 'http', url: 'not a url' } } } })).toBe(
+        'klea.yaml: mcp.servers.s.url: expected an http(s) URL'
+      );
+      expect(errorOf({ mcp: { servers: { s: { type: 'http', url: 'https://x.dev', headerz: {} } } } })).toBe(
+        'klea.yaml: mcp.servers.s: unknown key "headerz"'
+      );
+    });
+
+    it('refuses, naming the key, what would change the server Klea runs', () => {
+      expect(
+        errorOf({ mcp: { servers: { gh: { type: 'http', url: 'https://x.dev', headers: { A: '${input:token}' } } } } })
+      ).toMatch(/^klea\.yaml: mcp\.servers\.gh\.headers\.A: \$\{input:token\} is a value VS Code prompts for/);
+      expect(errorOf({ mcp: { servers: { f: { command: 'x', sandboxEnabled: true } } } })).toMatch(
+        /^klea\.yaml: mcp\.servers\.f\.sandboxEnabled: Klea does not sandbox/
+      );
+      expect(
+        errorOf({ mcp: { servers: { r: { type: 'http', url: 'https://x.dev', oauth: { clientId: 'c' } } } } })
+      ).toMatch(/^klea\.yaml: mcp\.servers\.r\.oauth: Klea does not sign in/);
+      expect(errorOf({ mcp: { servers: { r: { command: 'x', args: ['${command:pickFile}'] } } } })).toMatch(
+        /^klea\.yaml: mcp\.servers\.r\.args\.0: \$\{command:pickFile\} is not a variable Klea expands/
+      );
+    });
+
+    it('names a server name the model could not tell apart, or that is the bundled one', () => {
+      expect(errorOf({ mcp: { servers: { 'git hub': { command: 'a' }, git_hub: { command: 'b' } } } })).toBe(
+        'klea.yaml: mcp.servers.git_hub: the model would see this server\'s tools under the same name as "git hub"\'s (git_hub__...)'
+      );
+      expect(errorOf({ mcp: { mcpServers: { workspace: { command: 'a' } } } })).toBe(
+        'klea.yaml: mcp.mcpServers.workspace: bad name: that is the bundled server, configured under mcp.workspace'
+      );
+    });
+  });
 });

@@ -50,8 +50,10 @@ describe('configuration', () => {
         KLEA_API_PORT: '9191',
         TEMPORAL_ADDRESS: 'temporal:7233',
         OPENAI_BASE_URL: 'http://127.0.0.1:1234/v1',
+        KLEA_WORKSPACE_STATE_DIR: '/var/lib/klea/workspace-state',
       }
     );
+    expect(c.mcp.workspace.state_dir).toBe('/var/lib/klea/workspace-state');
     expect(c.model.name).toBe('from-env');
     expect(c.api.port).toBe(9191);
     expect(c.temporal.address).toBe('temporal:7233');

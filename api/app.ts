@@ -4,7 +4,7 @@
  * query), validated by the zod schemas in common/ with the parsed value handed on.
  */
 import { randomUUID } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
 import type { ZodType } from 'zod';
@@ -105,30 +105,38 @@ export function createApp({
 
   const allowedRoots = () =>
     config.api.allowed_project_roots.length ? config.api.allowed_project_roots : [config.project.dir];
+  const realRoots = () =>
+    allowedRoots().flatMap((root) => {
+      try {
+        return [realpathSync(root)];
+      } catch {
+        return [];
+      }
+    });
+  const under = (p: string, roots: string[]) => roots.some((r) => p === r || p.startsWith(r + path.sep));
+  const projectDirError = (message: string, detail: string) =>
+    badRequest(`body.projectDir: ${message}`, [{ path: 'body.projectDir', message: detail }]);
+  const outsideRoots = () =>
+    projectDirError(
+      `must lie under an allowed project root (${allowedRoots().join(', ')})`,
+      'outside the allowed project roots'
+    );
+
   /** Security: a client-chosen project directory must resolve (symlinks included) under an allowed root. */
   function resolveProjectDir(requested: string | undefined): string {
     const dir = requested ?? config.project.dir;
+    const resolved = path.resolve(config.project.dir, dir);
     let real: string;
     try {
-      real = realpathSync(path.resolve(config.project.dir, dir));
+      real = realpathSync(resolved);
     } catch {
-      throw badRequest(`body.projectDir: no such directory: ${dir}`, [
-        { path: 'body.projectDir', message: 'no such directory' },
-      ]);
+      // Security: outside the roots, "missing" and "outside" read the same, so the API cannot probe the disk.
+      // A missing path has no real path, so it is compared as written (with the roots as written, too).
+      if (!under(resolved, [...realRoots(), ...allowedRoots().map((r) => path.resolve(r))])) throw outsideRoots();
+      throw projectDirError(`no such directory: ${dir}`, 'no such directory');
     }
-    const ok = allowedRoots().some((root) => {
-      try {
-        const realRoot = realpathSync(root);
-        return real === realRoot || real.startsWith(realRoot + path.sep);
-      } catch {
-        return false;
-      }
-    });
-    if (!ok) {
-      throw badRequest(`body.projectDir: must lie under an allowed project root (${allowedRoots().join(', ')})`, [
-        { path: 'body.projectDir', message: 'outside the allowed project roots' },
-      ]);
-    }
+    if (!under(real, realRoots())) throw outsideRoots();
+    if (!statSync(real).isDirectory()) throw projectDirError(`not a directory: ${dir}`, 'not a directory');
     return real;
   }
 
@@ -397,13 +405,25 @@ export function createApp({
           description: "the task was started (or queued behind the session's current task)",
           schema: CreateTaskResponseSchema,
         },
+        400: { description: "invalid request, or a projectDir other than the given session's" },
         404: { description: 'no such session' },
         409: { description: 'the session has ended' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ body }) => {
+        const requestedDir = body.projectDir !== undefined ? resolveProjectDir(body.projectDir) : undefined;
         await calls.requireWorker('task', body.sessionId ? sessionTarget(body.sessionId) : undefined);
         let sessionId = body.sessionId;
+        if (sessionId && requestedDir !== undefined) {
+          const session = await calls.query<SessionState>(sessionTarget(sessionId), 'state');
+          if (session.projectDir !== requestedDir) {
+            throw badRequest(
+              `body.projectDir: session "${sessionId}" works in ${session.projectDir}, not ${requestedDir}; ` +
+                'leave projectDir out, or start the task without sessionId',
+              [{ path: 'body.projectDir', message: "differs from the session's project directory" }]
+            );
+          }
+        }
         const created = !sessionId;
         sessionId ??= await startSession(body);
         const task = {

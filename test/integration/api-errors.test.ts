@@ -1,7 +1,10 @@
 /**
  * Every bad input gets a clear answer in the API's error shape, never a 500 or a hung request: Temporal down or
- * stuck, no worker, a decision for a task that has ended, and a workflow that does not answer what the route asks.
+ * stuck, no worker, a projectDir that is not a directory, a task's projectDir that is not its session's, a
+ * decision for a task that has ended, and a workflow that does not answer what the route asks.
  */
+import path from 'node:path';
+import { mkdirSync } from 'node:fs';
 import request from 'supertest';
 import type { Express } from 'express';
 import { Client, Connection } from '@temporalio/client';
@@ -242,6 +245,52 @@ describe('API errors', () => {
         await own.shutdown();
       }
     });
+  });
+
+  it('a projectDir that is a file, or does not exist: 400 naming the field', async () => {
+    const file = path.join(project.dir, 'a.txt');
+    const missing = path.join(project.dir, 'no-such-dir');
+    for (const [route, extra] of [
+      ['/sessions', {}],
+      ['/tasks', { prompt: 'Say hi' }],
+    ] as const) {
+      const isFile = await request(app)
+        .post(route)
+        .send({ ...extra, projectDir: file });
+      expectError(isFile, 400, 'invalid_request', /^body\.projectDir: not a directory: /);
+      expect(isFile.body.error.details).toEqual([{ path: 'body.projectDir', message: 'not a directory' }]);
+      const relative = await request(app)
+        .post(route)
+        .send({ ...extra, projectDir: 'a.txt' });
+      expectError(relative, 400, 'invalid_request', /^body\.projectDir: not a directory: a\.txt$/);
+      const absent = await request(app)
+        .post(route)
+        .send({ ...extra, projectDir: missing });
+      expectError(absent, 400, 'invalid_request', /^body\.projectDir: no such directory: /);
+      expect(absent.body.error.details).toEqual([{ path: 'body.projectDir', message: 'no such directory' }]);
+    }
+  });
+
+  it("POST /tasks with a session and another projectDir: 400; the session's own: accepted", async () => {
+    const sub = path.join(project.dir, 'sub');
+    mkdirSync(sub, { recursive: true });
+    const sessionId = await newSession();
+
+    const other = await request(app).post('/tasks').send({ prompt: 'Say hi', sessionId, projectDir: sub });
+    expectError(other, 400, 'invalid_request', new RegExp(`^body\\.projectDir: session "${sessionId}" works in `));
+    expect(other.body.error.details).toEqual([
+      { path: 'body.projectDir', message: "differs from the session's project directory" },
+    ]);
+
+    fake.on('write_plan', { call: plan([step('s1', 'Say hi', { needs_tool: false })], { before_work: true }) });
+    const same = await request(app).post('/tasks').send({ prompt: 'Say hi', sessionId, projectDir: project.dir });
+    expect(same.status).toBe(201);
+    expect(same.body).toMatchObject({ sessionId, taskId: `task-${sessionId}-1` });
+    await until('the plan is under review', async () => {
+      const s = await request(app).get(`/tasks/${same.body.taskId}`);
+      return s.body.status === 'awaiting_review' ? true : undefined;
+    });
+    expect((await request(app).post(`/tasks/${same.body.taskId}/cancel`).send({})).status).toBe(200);
   });
 
   it('a decision for a task that has ended: 409 naming its final status', async () => {

@@ -4,12 +4,11 @@
  * query), validated by the zod schemas in common/ with the parsed value handed on.
  */
 import { randomUUID } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
 import type { ZodType } from 'zod';
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import {
   AcceptedResponseSchema,
   CancelRequestBodySchema,
@@ -37,11 +36,11 @@ import { KleaMode, KleaSessionId } from '../common/search-attributes';
 import type { SessionInput, SessionState, SubmitResult } from '../common/session';
 import type { TaskState } from '../common/task';
 import { bearerAuth } from './auth';
-import { ApiError, badRequest, conflict, errorHandler } from './errors';
+import { ApiError, badRequest, errorHandler, RETRY_AFTER_SECONDS, unavailable } from './errors';
 import { buildOpenApiDocument } from './openapi';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
 import { lastEventId, streamEvents } from './sse';
-import { TemporalCalls } from './temporal-calls';
+import { TemporalCalls, type Target } from './temporal-calls';
 import { webRoutes } from './web';
 
 export interface AppDeps {
@@ -50,12 +49,29 @@ export interface AppDeps {
   version?: string;
   /** Poll interval of event streams (tests shorten it). */
   ssePollMs?: number;
+  /** Deadline of one Temporal call, and how long an update may wait for a worker (tests shorten them). */
+  callTimeoutMs?: number;
+  acceptTimeoutMs?: number;
 }
 
-/** A poller seen within this window counts as a live worker (long polls last about a minute). */
-const POLLER_FRESH_MS = 90_000;
-
 const sessionWorkflowId = (sessionId: string) => `session-${sessionId}`;
+const sessionTarget = (sessionId: string): Target => ({
+  what: `session "${sessionId}"`,
+  workflowId: sessionWorkflowId(sessionId),
+});
+const taskTarget = (taskId: string): Target => ({ what: `task "${taskId}"`, workflowId: taskId });
+
+/** The 503 every route that calls Temporal may answer (see TemporalCalls). */
+const TEMPORAL_DOWN = {
+  503: { description: 'temporal_unavailable: Temporal is unreachable or did not answer in time (see Retry-After)' },
+};
+const TEMPORAL_DOWN_OR_NO_WORKER = {
+  503: {
+    description:
+      'temporal_unavailable: Temporal is unreachable or did not answer in time; no_worker: no worker is polling ' +
+      'the task queue, or none answered in time (see Retry-After)',
+  },
+};
 /** Event routes answer JSON with ?after=, else (Accept: text/event-stream) a stream of `id: <seq>` events. */
 const eventStream = {
   'text/event-stream': {
@@ -63,43 +79,64 @@ const eventStream = {
   },
 };
 
-export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppDeps): Express {
+export function createApp({
+  client,
+  config,
+  version = '0.1.0',
+  ssePollMs,
+  callTimeoutMs,
+  acceptTimeoutMs,
+}: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(express.json({ limit: config.api.max_body_bytes, strict: true }));
 
-  const calls = new TemporalCalls(client);
   const { namespace, task_queue: taskQueue, ui_url: uiUrl } = config.temporal;
+  const calls = new TemporalCalls(client, {
+    namespace,
+    taskQueue,
+    address: config.temporal.address,
+    callTimeoutMs,
+    acceptTimeoutMs,
+  });
   const runUrl = (workflowId: string) =>
     `${uiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 
   const allowedRoots = () =>
     config.api.allowed_project_roots.length ? config.api.allowed_project_roots : [config.project.dir];
+  const realRoots = () =>
+    allowedRoots().flatMap((root) => {
+      try {
+        return [realpathSync(root)];
+      } catch {
+        return [];
+      }
+    });
+  const under = (p: string, roots: string[]) => roots.some((r) => p === r || p.startsWith(r + path.sep));
+  const projectDirError = (message: string, detail: string) =>
+    badRequest(`body.projectDir: ${message}`, [{ path: 'body.projectDir', message: detail }]);
+  const outsideRoots = () =>
+    projectDirError(
+      `must lie under an allowed project root (${allowedRoots().join(', ')})`,
+      'outside the allowed project roots'
+    );
+
   /** Security: a client-chosen project directory must resolve (symlinks included) under an allowed root. */
   function resolveProjectDir(requested: string | undefined): string {
     const dir = requested ?? config.project.dir;
+    const resolved = path.resolve(config.project.dir, dir);
     let real: string;
     try {
-      real = realpathSync(path.resolve(config.project.dir, dir));
+      real = realpathSync(resolved);
     } catch {
-      throw badRequest(`body.projectDir: no such directory: ${dir}`, [
-        { path: 'body.projectDir', message: 'no such directory' },
-      ]);
+      // Security: outside the roots, "missing" and "outside" read the same, so the API cannot probe the disk.
+      // A missing path has no real path, so it is compared as written (with the roots as written, too).
+      if (!under(resolved, [...realRoots(), ...allowedRoots().map((r) => path.resolve(r))])) throw outsideRoots();
+      throw projectDirError(`no such directory: ${dir}`, 'no such directory');
     }
-    const ok = allowedRoots().some((root) => {
-      try {
-        const realRoot = realpathSync(root);
-        return real === realRoot || real.startsWith(realRoot + path.sep);
-      } catch {
-        return false;
-      }
-    });
-    if (!ok) {
-      throw badRequest(`body.projectDir: must lie under an allowed project root (${allowedRoots().join(', ')})`, [
-        { path: 'body.projectDir', message: 'outside the allowed project roots' },
-      ]);
-    }
+    if (!under(real, realRoots())) throw outsideRoots();
+    if (!statSync(real).isDirectory()) throw projectDirError(`not a directory: ${dir}`, 'not a directory');
     return real;
   }
 
@@ -125,7 +162,7 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
         numHistoryChars: config.general.memory.num_history_chars,
       },
     };
-    await client.workflow.start('sessionWorkflow', {
+    await calls.start(sessionTarget(sessionId), 'sessionWorkflow', {
       taskQueue,
       workflowId: sessionWorkflowId(sessionId),
       args: [input],
@@ -139,6 +176,23 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
     return sessionId;
   }
 
+  /**
+   * A session this request started, whose task no worker took in time: stopped, so that neither it nor the task
+   * Temporal still holds for it starts later, after the caller was told it failed.
+   */
+  async function abandon(sessionId: string, cause: ApiError): Promise<ApiError> {
+    try {
+      await calls.terminate(sessionTarget(sessionId), 'no worker took its first task');
+    } catch {
+      return cause;
+    }
+    return unavailable(
+      'no_worker',
+      `no worker took the task within ${calls.acceptTimeoutMs / 1000} s (is the worker running?); the new ` +
+        'session was stopped, so the task will not start later'
+    );
+  }
+
   async function health() {
     const temporalStatus = {
       status: 'ok' as 'ok' | 'unreachable',
@@ -149,21 +203,9 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
     const worker = { status: 'unknown' as 'ok' | 'none' | 'unknown', taskQueue, pollers: 0 };
     try {
       // A health check answers within seconds even when Temporal is down.
-      const res = await client.withDeadline(Date.now() + 3000, () =>
-        client.workflowService.describeTaskQueue({
-          namespace,
-          taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-          taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        })
-      );
-      const now = Date.now();
-      const fresh = (res.pollers ?? []).filter((p) => {
-        const t = p.lastAccessTime;
-        const ms = t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
-        return now - ms < POLLER_FRESH_MS;
-      });
-      worker.pollers = fresh.length;
-      worker.status = fresh.length > 0 ? 'ok' : 'none';
+      const { pollers } = await calls.workerPresence(Math.min(3000, calls.callTimeoutMs));
+      worker.pollers = pollers;
+      worker.status = pollers > 0 ? 'ok' : 'none';
     } catch (err) {
       temporalStatus.status = 'unreachable';
       temporalStatus.error = err instanceof Error ? err.message : String(err);
@@ -183,7 +225,7 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
   }
 
   /** Events as JSON (?after=) or as a server-sent event stream. */
-  function eventsRoute(what: 'session' | 'task', workflowIdOf: (id: string) => string) {
+  function eventsRoute(targetOf: (id: string) => Target) {
     return async ({
       params,
       query,
@@ -195,11 +237,8 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       req: express.Request;
       res: express.Response;
     }) => {
-      const workflowId = workflowIdOf(params.id);
-      const fetch = (after: number) =>
-        calls.on(`${what} "${params.id}"`, workflowId, (h) =>
-          h.query<KleaEvent[], [{ after: number }]>('events', { after })
-        );
+      const target = targetOf(params.id);
+      const fetch = (after: number) => calls.query<KleaEvent[]>(target, 'events', { after });
       const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
       if (!wantsStream) return { events: await fetch(query.after ?? 0) };
       const after = lastEventId(req) ?? 0;
@@ -225,13 +264,17 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
           schema: AcceptedResponseSchema,
         },
         404: { description: 'no such task' },
-        409: { description: 'nothing of the kind is pending, the decision is stale, or the task has ended' },
+        409: {
+          description:
+            'nothing of the kind is pending, the decision is stale, or the task has ended (the message names its ' +
+            'final status)',
+        },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: ({ params, body: b }) =>
-        calls.on(`task "${params.id}"`, params.id, async (h) => {
-          await h.executeUpdate(what, { args: [b] });
-          return { accepted: true as const };
-        }),
+      handler: async ({ params, body: b }) => {
+        await calls.update(taskTarget(params.id), what, b, { noun: 'decision' });
+        return { accepted: true as const };
+      },
     });
 
   const routes: RouteSpec[] = [
@@ -247,6 +290,7 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       },
       handler: async ({ res }) => {
         const body = await health();
+        if (body.status !== 'ok') res.set('Retry-After', String(RETRY_AFTER_SECONDS));
         res.status(body.status === 'ok' ? 200 : 503).json(body);
       },
     }),
@@ -268,7 +312,11 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       tags: ['sessions'],
       body: CreateSessionRequestSchema,
       status: 201,
-      responses: { 201: { description: 'the session was started', schema: CreateSessionResponseSchema } },
+      // No worker check: nothing waits for the new session, and Temporal keeps it until a worker runs it.
+      responses: {
+        201: { description: 'the session was started', schema: CreateSessionResponseSchema },
+        ...TEMPORAL_DOWN,
+      },
       handler: async ({ body }) => {
         const sessionId = await startSession(body);
         return { sessionId, temporalUiUrl: runUrl(sessionWorkflowId(sessionId)) };
@@ -284,12 +332,12 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       responses: {
         200: { description: 'the session state', schema: SessionStateResponseSchema },
         404: { description: 'no such session' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: ({ params }) =>
-        calls.on(`session "${params.id}"`, sessionWorkflowId(params.id), async (h) => ({
-          ...(await h.query<SessionState>('state')),
-          temporalUiUrl: runUrl(sessionWorkflowId(params.id)),
-        })),
+      handler: async ({ params }) => ({
+        ...(await calls.query<SessionState>(sessionTarget(params.id), 'state')),
+        temporalUiUrl: runUrl(sessionWorkflowId(params.id)),
+      }),
     }),
     defineRoute({
       method: 'post',
@@ -303,11 +351,10 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
         200: { description: 'chat reply, started task, or command result', schema: MessageResponseSchema },
         404: { description: 'no such session' },
         409: { description: 'the session has ended' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: ({ params, body }) =>
-        calls.on(`session "${params.id}"`, sessionWorkflowId(params.id), (h) =>
-          h.executeUpdate<SubmitResult, [typeof body]>('submit', { args: [body] })
-        ),
+        calls.update<SubmitResult>(sessionTarget(params.id), 'submit', body, { noun: 'message' }),
     }),
     defineRoute({
       method: 'patch',
@@ -321,14 +368,12 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
         200: { description: 'the settings were applied', schema: AcceptedResponseSchema },
         404: { description: 'no such session' },
         409: { description: 'the session has ended' },
+        ...TEMPORAL_DOWN,
       },
-      handler: ({ params, body }) =>
-        calls.on(`session "${params.id}"`, sessionWorkflowId(params.id), async (h) => {
-          if (!(await calls.running(`session "${params.id}"`, sessionWorkflowId(params.id))))
-            throw conflict(`session "${params.id}" has ended`);
-          await h.signal('settings', body);
-          return { accepted: true as const };
-        }),
+      handler: async ({ params, body }) => {
+        await calls.signal(sessionTarget(params.id), 'settings', body);
+        return { accepted: true as const };
+      },
     }),
     defineRoute({
       method: 'get',
@@ -341,8 +386,9 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       responses: {
         200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
         404: { description: 'no such session' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsRoute('session', sessionWorkflowId),
+      handler: eventsRoute(sessionTarget),
     }),
 
     // ---------------------------------------------------------------- tasks
@@ -359,24 +405,45 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
           description: "the task was started (or queued behind the session's current task)",
           schema: CreateTaskResponseSchema,
         },
+        400: { description: "invalid request, or a projectDir other than the given session's" },
         404: { description: 'no such session' },
         409: { description: 'the session has ended' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ body }) => {
-        const sessionId = body.sessionId ?? (await startSession(body));
-        const { taskId, queued } = await calls.on(`session "${sessionId}"`, sessionWorkflowId(sessionId), (h) =>
-          h.executeUpdate<{ taskId: string; queued: boolean }, [unknown]>('startTask', {
-            args: [
-              {
-                prompt: body.prompt,
-                ...(body.mode ? { mode: body.mode } : {}),
-                ...(body.toolAccess ? { toolAccess: body.toolAccess } : {}),
-                ...(body.review ? { review: body.review } : {}),
-              },
-            ],
-          })
-        );
-        return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
+        const requestedDir = body.projectDir !== undefined ? resolveProjectDir(body.projectDir) : undefined;
+        await calls.requireWorker('task', body.sessionId ? sessionTarget(body.sessionId) : undefined);
+        let sessionId = body.sessionId;
+        if (sessionId && requestedDir !== undefined) {
+          const session = await calls.query<SessionState>(sessionTarget(sessionId), 'state');
+          if (session.projectDir !== requestedDir) {
+            throw badRequest(
+              `body.projectDir: session "${sessionId}" works in ${session.projectDir}, not ${requestedDir}; ` +
+                'leave projectDir out, or start the task without sessionId',
+              [{ path: 'body.projectDir', message: "differs from the session's project directory" }]
+            );
+          }
+        }
+        const created = !sessionId;
+        sessionId ??= await startSession(body);
+        const task = {
+          prompt: body.prompt,
+          ...(body.mode ? { mode: body.mode } : {}),
+          ...(body.toolAccess ? { toolAccess: body.toolAccess } : {}),
+          ...(body.review ? { review: body.review } : {}),
+        };
+        try {
+          const { taskId, queued } = await calls.update<{ taskId: string; queued: boolean }>(
+            sessionTarget(sessionId),
+            'startTask',
+            task,
+            { noun: 'task', workerChecked: true }
+          );
+          return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
+        } catch (err) {
+          if (created && err instanceof ApiError && err.code === 'no_worker') throw await abandon(sessionId, err);
+          throw err;
+        }
       },
     }),
     defineRoute({
@@ -389,12 +456,12 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       responses: {
         200: { description: 'the task state', schema: TaskStateResponseSchema },
         404: { description: 'no such task' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: ({ params }) =>
-        calls.on(`task "${params.id}"`, params.id, async (h) => ({
-          ...(await h.query<TaskState>('state')),
-          temporalUiUrl: runUrl(params.id),
-        })),
+      handler: async ({ params }) => ({
+        ...(await calls.query<TaskState>(taskTarget(params.id), 'state')),
+        temporalUiUrl: runUrl(params.id),
+      }),
     }),
     defineRoute({
       method: 'get',
@@ -407,8 +474,9 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       responses: {
         200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
         404: { description: 'no such task' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsRoute('task', (id) => id),
+      handler: eventsRoute(taskTarget),
     }),
     taskDecision('review', 'Approve the plan under review, or ask for a revision with feedback', ReviewRequestSchema),
     taskDecision('clarify', 'Answer the questions of the step that waits for them', ClarifyRequestSchema),
@@ -428,15 +496,13 @@ export function createApp({ client, config, version = '0.1.0', ssePollMs }: AppD
       responses: {
         200: { description: 'cancellation was requested', schema: AcceptedResponseSchema },
         404: { description: 'no such task' },
-        409: { description: 'the task has already ended' },
+        409: { description: 'the task has already ended (the message names its final status)' },
+        ...TEMPORAL_DOWN,
       },
-      handler: ({ params, body }) =>
-        calls.on(`task "${params.id}"`, params.id, async (h) => {
-          if (!(await calls.running(`task "${params.id}"`, params.id)))
-            throw conflict(`task "${params.id}" has already ended`);
-          await h.signal('cancel', body);
-          return { accepted: true as const };
-        }),
+      handler: async ({ params, body }) => {
+        await calls.signal(taskTarget(params.id), 'cancel', body);
+        return { accepted: true as const };
+      },
     }),
   ];
 

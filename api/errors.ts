@@ -2,6 +2,9 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 
+/** Seconds a client is told to wait (`Retry-After`) before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 5;
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -17,6 +20,9 @@ export const badRequest = (message: string, details?: unknown) =>
   new ApiError(400, 'invalid_request', message, details);
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, 'conflict', message, details);
+/** 503: worth retrying later (every 503 carries `Retry-After`). */
+export const unavailable = (code: 'temporal_unavailable' | 'no_worker', message: string) =>
+  new ApiError(503, code, message);
 
 /** A zod error as a 400 naming each field and why. */
 export function validationError(where: 'body' | 'query' | 'path', error: z.ZodError): ApiError {
@@ -38,6 +44,7 @@ export function validationError(where: 'body' | 'query' | 'path', error: z.ZodEr
 
 export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
   if (err instanceof ApiError) {
+    if (err.status === 503) res.set('Retry-After', String(RETRY_AFTER_SECONDS));
     res.status(err.status).json({
       error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) },
     });

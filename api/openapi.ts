@@ -36,6 +36,12 @@ function parameters(route: RouteSpec): Json[] {
   return list;
 }
 
+const RETRY_AFTER_HEADER: Json = {
+  description: 'seconds to wait before trying again',
+  required: true,
+  schema: { type: 'integer', minimum: 0 },
+};
+
 export const STANDARD_ERRORS: Record<number, string> = {
   400: 'invalid request: the message names the field and why',
   401: 'missing or wrong bearer token',
@@ -81,6 +87,8 @@ export function buildOpenApiDocument(
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         };
       }
+      // The error handler (and /healthz) send Retry-After with every 503.
+      if (status === '503') responses[status].headers = { 'Retry-After': RETRY_AFTER_HEADER };
     }
     const op: Json = {
       operationId: route.operationId,

@@ -1,43 +1,282 @@
-/** Temporal client calls as the API needs them, with Temporal's failures mapped to the API's errors. */
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
-import { ApiError, conflict, notFound } from './errors';
+/**
+ * Every Temporal call the API makes goes through here, and `toApiError` is the one place where Temporal's
+ * failures become the API's errors:
+ *
+ * - no such workflow → 404; a workflow that does not answer the query or update → 404 (it is not what the
+ *   route addresses, e.g. a session id on a task route);
+ * - a workflow that has ended → 409 naming its final status; an update its validator refused → 409;
+ * - Temporal unreachable or not answering within the deadline → 503 `temporal_unavailable`;
+ * - no worker to answer a query or take an update → 503 `no_worker`.
+ *
+ * Each call has a deadline: without one the client retries an unreachable server for about 20 s and waits for
+ * an update that no worker takes for ever.
+ */
+import {
+  QueryNotRegisteredError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  WorkflowUpdateStage,
+  isGrpcServiceError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { KleaStatus } from '../common/search-attributes';
+import { ApiError, conflict, notFound, unavailable } from './errors';
+
+/** A workflow as a route addresses it: `what` names it for people (`task "task-s-1-1"`). */
+export interface Target {
+  what: string;
+  workflowId: string;
+}
+
+export interface TemporalCallsOptions {
+  namespace: string;
+  taskQueue: string;
+  address: string;
+  /** Deadline of one call (query, signal, describe, start). */
+  callTimeoutMs?: number;
+  /** How long an update may wait for a worker to accept it. */
+  acceptTimeoutMs?: number;
+}
+
+export const DEFAULT_CALL_TIMEOUT_MS = 5_000;
+export const DEFAULT_ACCEPT_TIMEOUT_MS = 10_000;
+/** A poller seen within this window counts as a live worker (an idle worker renews its long poll every minute). */
+const POLLER_FRESH_MS = 90_000;
+
+/** gRPC status codes (the client does not re-export grpc-js's enum). */
+const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
+
+interface Call {
+  kind: 'query' | 'update' | 'signal' | 'describe' | 'start' | 'terminate' | 'describeTaskQueue';
+  name?: string;
+  /** What an update carries, for messages: "message", "task", "decision". */
+  noun?: string;
+}
+
+/** The gRPC status code of an error or of any error it wraps. */
+function grpcCode(err: unknown): number | undefined {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e)) return e.code;
+  }
+  return undefined;
+}
 
 function isClosed(err: unknown): boolean {
   const text = `${(err as Error)?.message ?? ''} ${String((err as { cause?: { message?: string } })?.cause?.message ?? '')}`;
   return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed/i.test(text);
 }
 
-export class TemporalCalls {
-  constructor(readonly client: Client) {}
+const ENDED: Record<string, string> = {
+  COMPLETED: 'has already completed',
+  FAILED: 'has already failed',
+  CANCELLED: 'was cancelled',
+  TERMINATED: 'was terminated',
+  TIMED_OUT: 'has timed out',
+};
 
-  handle(workflowId: string): WorkflowHandle {
-    return this.client.workflow.getHandle(workflowId);
+export class TemporalCalls {
+  readonly taskQueue: string;
+  readonly callTimeoutMs: number;
+  readonly acceptTimeoutMs: number;
+  private readonly namespace: string;
+  private readonly address: string;
+
+  constructor(
+    readonly client: Client,
+    opts: TemporalCallsOptions
+  ) {
+    this.namespace = opts.namespace;
+    this.taskQueue = opts.taskQueue;
+    this.address = opts.address;
+    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.acceptTimeoutMs = opts.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;
   }
 
-  /** Runs a call on a workflow; "no such workflow" becomes 404, "it has ended" 409, a refused update 409. */
-  async on<T>(what: string, workflowId: string, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+  private handle(target: Target): WorkflowHandle {
+    return this.client.workflow.getHandle(target.workflowId);
+  }
+
+  private within<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+    return this.client.withDeadline(Date.now() + ms, fn);
+  }
+
+  private async run<T>(target: Target | undefined, call: Call, fn: () => Promise<T>, ms = this.callTimeoutMs) {
     try {
-      return await fn(this.handle(workflowId));
+      return await this.within(ms, fn);
     } catch (err) {
-      if (err instanceof ApiError) throw err;
-      if (err instanceof WorkflowNotFoundError) {
-        if (isClosed(err)) throw conflict(`${what} has ended`);
-        throw notFound(`no ${what}`);
-      }
-      if (err instanceof WorkflowUpdateFailedError) {
-        const reason = (err.cause as Error | undefined)?.message ?? err.message;
-        throw conflict(reason);
-      }
-      if (isClosed(err)) throw conflict(`${what} has ended`);
-      const status = (err as { code?: number }).code;
-      if (status === 5) throw notFound(`no ${what}`); // gRPC NOT_FOUND
-      throw err;
+      throw await this.toApiError(err, target, call);
     }
   }
 
-  /** Whether a workflow is still running (false when it has ended; throws 404 when it does not exist). */
-  async running(what: string, workflowId: string): Promise<boolean> {
-    const desc = await this.on(what, workflowId, (h) => h.describe());
-    return desc.status.name === 'RUNNING';
+  query<T>(target: Target, name: string, ...args: unknown[]): Promise<T> {
+    return this.run(target, { kind: 'query', name }, () => this.handle(target).query<T, unknown[]>(name, ...args));
+  }
+
+  /** Signals need no worker: Temporal keeps them until one runs the workflow. */
+  signal(target: Target, name: string, arg: unknown): Promise<void> {
+    return this.run(target, { kind: 'signal', name }, () => this.handle(target).signal(name, arg));
+  }
+
+  describe(target: Target): Promise<WorkflowExecutionDescription> {
+    return this.run(target, { kind: 'describe' }, () => this.handle(target).describe());
+  }
+
+  async start(target: Target, workflowType: string, options: WorkflowStartOptions): Promise<void> {
+    await this.run(target, { kind: 'start', name: workflowType }, () =>
+      this.client.workflow.start(workflowType, options)
+    );
+  }
+
+  async terminate(target: Target, reason: string): Promise<void> {
+    await this.run(target, { kind: 'terminate' }, () => this.handle(target).terminate(reason));
+  }
+
+  /**
+   * An update that a worker must accept before it counts. Nothing is sent when no worker polls (a message
+   * sent then would wait in Temporal and be acted on whenever a worker starts, long after the caller gave up),
+   * and acceptance is bounded, so a worker that stopped moments ago (it still looks fresh) cannot hang the call.
+   */
+  async update<T>(
+    target: Target,
+    name: string,
+    arg: unknown,
+    opts: { noun: string; workerChecked?: boolean }
+  ): Promise<T> {
+    if (!opts.workerChecked) await this.requireWorker(opts.noun, target);
+    const call: Call = { kind: 'update', name, noun: opts.noun };
+    const accepted = await this.run(
+      target,
+      call,
+      () =>
+        this.handle(target).startUpdate<T, [unknown]>(name, {
+          args: [arg],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      this.acceptTimeoutMs
+    );
+    try {
+      return await accepted.result();
+    } catch (err) {
+      throw await this.toApiError(err, target, call);
+    }
+  }
+
+  /** Workers that polled the task queue recently. Throws Temporal's error when it cannot be asked. */
+  async workerPresence(timeoutMs = this.callTimeoutMs): Promise<{ pollers: number }> {
+    const res = await this.within(timeoutMs, () =>
+      this.client.workflowService.describeTaskQueue({
+        namespace: this.namespace,
+        taskQueue: { name: this.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      })
+    );
+    const now = Date.now();
+    const fresh = (res.pollers ?? []).filter((p) => {
+      const t = p.lastAccessTime;
+      const ms = t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
+      return now - ms < POLLER_FRESH_MS;
+    });
+    return { pollers: fresh.length };
+  }
+
+  /** 503 `no_worker` unless a worker polls; for an existing workflow, 404 or 409 first when that is the truth. */
+  async requireWorker(noun: string, target?: Target): Promise<void> {
+    let presence: { pollers: number };
+    try {
+      presence = await this.workerPresence();
+    } catch (err) {
+      throw await this.toApiError(err, target, { kind: 'describeTaskQueue' });
+    }
+    if (presence.pollers > 0) return;
+    if (target) {
+      const desc = await this.describe(target);
+      if (desc.status.name !== 'RUNNING') throw this.ended(target, desc);
+    }
+    throw unavailable(
+      'no_worker',
+      `no worker is polling task queue "${this.taskQueue}", so the ${noun} was not sent; start a worker ` +
+        '(make start, or npm run worker) and try again'
+    );
+  }
+
+  /** 409 naming how a workflow ended and, for a task, its final status (done, failed, cancelled). */
+  private ended(target: Target, desc: WorkflowExecutionDescription): ApiError {
+    const execution = desc.status.name;
+    const kleaStatus = desc.typedSearchAttributes.get(KleaStatus);
+    const status = execution === 'COMPLETED' && kleaStatus ? kleaStatus : execution.toLowerCase();
+    return conflict(`${target.what} ${ENDED[execution] ?? 'has ended'} (status ${status})`, { status });
+  }
+
+  /** The one mapping from a Temporal failure to the API's error; anything unknown is returned as it is (500). */
+  async toApiError(err: unknown, target: Target | undefined, call: Call): Promise<unknown> {
+    if (err instanceof ApiError) return err;
+    const what = target?.what ?? 'workflow';
+
+    if (err instanceof QueryNotRegisteredError) {
+      return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" query`);
+    }
+    if (err instanceof WorkflowUpdateFailedError) {
+      const reason = (err.cause as Error | undefined)?.message ?? err.message;
+      if (/^No registered handler for update: /.test(reason)) {
+        return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" update`);
+      }
+      return conflict(reason);
+    }
+    if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC.NOT_FOUND || isClosed(err)) {
+      if (!target || !isClosed(err)) return notFound(`no ${what}`);
+      try {
+        const desc = await this.within(this.callTimeoutMs, () => this.handle(target).describe());
+        return this.ended(target, desc);
+      } catch {
+        return conflict(`${what} has ended`);
+      }
+    }
+
+    const code = grpcCode(err);
+    const timedOut = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || code === GRPC.DEADLINE_EXCEEDED;
+    if (timedOut && (call.kind === 'query' || call.kind === 'update')) return this.whyNoAnswer(call);
+    if (timedOut || code === GRPC.UNAVAILABLE || code === GRPC.RESOURCE_EXHAUSTED) return this.temporalUnavailable();
+    return err;
+  }
+
+  private temporalUnavailable(): ApiError {
+    return unavailable(
+      'temporal_unavailable',
+      `Temporal (${this.address}, namespace "${this.namespace}") is unreachable or did not answer in time; ` +
+        'try again shortly'
+    );
+  }
+
+  /** A query or update that timed out: Temporal down, no worker, or a worker that did not take it in time. */
+  private async whyNoAnswer(call: Call): Promise<ApiError> {
+    let pollers: number;
+    try {
+      pollers = (await this.workerPresence()).pollers;
+    } catch {
+      return this.temporalUnavailable();
+    }
+    const queue = `task queue "${this.taskQueue}"`;
+    if (call.kind === 'query') {
+      return unavailable(
+        'no_worker',
+        pollers === 0
+          ? `no worker is polling ${queue}, so nothing can answer; start a worker and try again`
+          : `no worker answered within ${this.callTimeoutMs / 1000} s although one polled ${queue} recently`
+      );
+    }
+    const noun = call.noun ?? 'update';
+    return unavailable(
+      'no_worker',
+      `no worker took the ${noun} within ${this.acceptTimeoutMs / 1000} s` +
+        (pollers === 0
+          ? ` (none is polling ${queue})`
+          : ` although one polled ${queue} recently (it may have just stopped)`) +
+        `; Temporal keeps the ${noun}, and a worker that takes it later will still act on it`
+    );
   }
 }

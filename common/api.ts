@@ -6,9 +6,17 @@ import { EventTypeSchema, TaskStatusSchema } from './events';
 
 export const ErrorResponseSchema = z.object({
   error: z.object({
-    code: z.string().describe('machine-readable error code, e.g. invalid_request, unauthorized, not_found, conflict'),
+    code: z
+      .string()
+      .describe(
+        'machine-readable error code, e.g. invalid_request, unauthorized, not_found, conflict, ' +
+          'temporal_unavailable, no_worker'
+      ),
     message: z.string().describe('what went wrong, for people'),
-    details: z.unknown().optional().describe('for validation errors: [{path, message}]'),
+    details: z
+      .unknown()
+      .optional()
+      .describe('for validation errors: [{path, message}]; for a task or session that has ended: {status}'),
   }),
 });
 

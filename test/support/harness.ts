@@ -78,10 +78,10 @@ export interface TestEnv {
 }
 
 export async function startTestEnv(
-  opts: { fakeModel?: FakeModel; overrides?: DeepPartial<Config>; name?: string } = {}
+  opts: { fakeModel?: FakeModel; overrides?: DeepPartial<Config>; name?: string; taskQueue?: string } = {}
 ): Promise<TestEnv> {
   quietRuntime();
-  const taskQueue = `test-${opts.name ?? 'klea'}-${randomUUID().slice(0, 8)}`;
+  const taskQueue = opts.taskQueue ?? `test-${opts.name ?? 'klea'}-${randomUUID().slice(0, 8)}`;
   const config = testConfig({ fakeModel: opts.fakeModel, taskQueue, overrides: opts.overrides });
   const bundlePath = process.env.KLEA_TEST_WORKFLOW_BUNDLE;
   if (!bundlePath) throw new Error('KLEA_TEST_WORKFLOW_BUNDLE is not set (global set-up builds it)');
@@ -130,7 +130,12 @@ export async function startTestEnv(
 }
 
 /** Waits until a worker polls the task queue, so a test starts against a stack that is ready. */
-async function untilPolling(client: Client, namespace: string, taskQueue: string, timeoutMs = 15_000): Promise<void> {
+export async function untilPolling(
+  client: Client,
+  namespace: string,
+  taskQueue: string,
+  timeoutMs = 15_000
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const res = await client.workflowService.describeTaskQueue({

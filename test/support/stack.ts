@@ -12,6 +12,7 @@ import { findFreePort } from '../../runtime/ports';
 import { REPO_ROOT } from '../../runtime/temporal';
 import { createKleaWorker, type KleaWorker } from '../../worker/worker';
 import { FakeModel } from './fake-model';
+import { untilPolling } from './harness';
 
 export interface Stack {
   server: DevServer;
@@ -52,6 +53,8 @@ export async function startStack(opts: { taskQueue: string; projectDir?: string 
     log: silentLogger,
   });
   const running = worker.run();
+  // The API answers 503 no_worker until a worker polls, so callers get a stack that is ready.
+  await untilPolling(client, config.temporal.namespace, taskQueue);
   return {
     server,
     client,

@@ -1,8 +1,13 @@
-/** Request and response schemas of the REST API (ARCHITECTURE §8). The API validates with these and the OpenAPI
- * document is generated from them: one source of truth. */
+/**
+ * Request and response schemas of the REST API (ARCHITECTURE §8). The API validates with these and the OpenAPI
+ * document is generated from them. Bodies that carry a workflow message are the message's own schema (common/task.ts,
+ * common/session.ts), so the API and the workflow's validators accept exactly the same payloads.
+ */
 import { z } from 'zod';
 import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
-import { EventTypeSchema, TaskStatusSchema } from './events';
+import { EventTypeSchema } from './events';
+import { SettingsSchema, SubmitRequestSchema, SubmitResultSchema } from './session';
+import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema, TaskStateSchema } from './task';
 
 export const ErrorResponseSchema = z.object({
   error: z.object({
@@ -67,13 +72,7 @@ export const EventSchema = z
   .describe('an event of the log; further fields depend on type');
 export const EventListSchema = z.object({ events: z.array(EventSchema) });
 
-export const TaskStateResponseSchema = z.looseObject({
-  taskId: z.string(),
-  sessionId: z.string(),
-  status: TaskStatusSchema,
-  answer: z.string().nullable(),
-  temporalUiUrl: z.string(),
-});
+export const TaskStateResponseSchema = TaskStateSchema.extend({ temporalUiUrl: z.string() });
 
 export const CreateSessionRequestSchema = z.strictObject({
   projectDir: z.string().min(1).optional(),
@@ -85,20 +84,13 @@ export const CreateSessionResponseSchema = z.object({ sessionId: z.string(), tem
 
 export const SessionParamsSchema = z.strictObject({ id: IdSchema });
 
-export const MessageRequestSchema = z.strictObject({
-  text: z.string().trim().min(1, 'must not be empty').max(100_000),
-  mode: ModeSchema.optional(),
-});
-export const MessageResponseSchema = z.object({
-  kind: z.enum(['chat', 'task', 'command']),
-  taskId: z.string().optional(),
-  reply: z.string().optional(),
-  queued: z.boolean().optional().describe('the session is busy: the reply or the task comes after what is ahead of it'),
-});
+export const MessageRequestSchema = SubmitRequestSchema;
+export const MessageResponseSchema = SubmitResultSchema;
 
-export const PatchSessionRequestSchema = z
-  .strictObject({ mode: ModeSchema.optional(), toolAccess: ToolAccessSchema.optional() })
-  .refine((v) => v.mode !== undefined || v.toolAccess !== undefined, { message: 'give mode or toolAccess' });
+export const PatchSessionRequestSchema = SettingsSchema.refine(
+  (v) => v.mode !== undefined || v.toolAccess !== undefined,
+  { message: 'give mode or toolAccess' }
+);
 
 export const SessionStateResponseSchema = z
   .looseObject({
@@ -115,23 +107,8 @@ export const SessionStateResponseSchema = z
   })
   .describe('session state: settings, memory, queue, tasks and the commands (client or graph)');
 
-export const ReviewRequestSchema = z.strictObject({
-  decision: z.enum(['approve', 'revise']),
-  feedback: z.string().max(20_000).optional(),
-  planHash: z
-    .string()
-    .max(64)
-    .optional()
-    .describe('the plan the decision is about; a decision for another plan is refused (409)'),
-});
-export const ClarifyRequestSchema = z.strictObject({
-  answers: z
-    .record(z.string(), z.string().max(20_000))
-    .refine((a) => Object.keys(a).length > 0, { message: 'give at least one answer' }),
-});
-export const PermissionRequestBodySchema = z.strictObject({
-  requestId: z.string().min(1).max(300),
-  decision: z.enum(['allow_once', 'allow_session', 'deny']),
-});
-export const CancelRequestBodySchema = z.strictObject({ reason: z.string().max(2000).optional() });
+export const ReviewRequestSchema = ReviewDecisionSchema;
+export const ClarifyRequestSchema = ClarifySchema;
+export const PermissionRequestBodySchema = PermissionDecisionSchema;
+export const CancelRequestBodySchema = CancelSchema;
 export const AcceptedResponseSchema = z.object({ accepted: z.literal(true) });

@@ -413,10 +413,9 @@ export function resolveConfig(
         throw new ConfigError(`environment: ${name}: expected a port number (0-65535), got "${raw}"`);
       }
     }
-    const parent = path.slice(0, -1).reduce<Record<string, unknown>>(
-      (o, k) => o[k] as Record<string, unknown>,
-      merged as Record<string, unknown>
-    );
+    const parent = path
+      .slice(0, -1)
+      .reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, merged as Record<string, unknown>);
     parent[path[path.length - 1]] = value;
   }
   const final = ConfigSchema.safeParse(merged);

@@ -4,6 +4,9 @@
  */
 import { z } from 'zod';
 import { ModeSchema, ToolAccessSchema } from './config';
+import { PlanShape } from './plan';
+import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
+import { TaskStatusSchema } from './status';
 
 export const EVENT_TYPES = [
   'context',
@@ -23,20 +26,7 @@ export const EVENT_TYPES = [
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
 
-export const TASK_STATUSES = [
-  'routing',
-  'planning',
-  'awaiting_review',
-  'awaiting_clarification',
-  'awaiting_permission',
-  'running',
-  'done',
-  'failed',
-  'cancelled',
-] as const;
-export const TaskStatusSchema = z.enum(TASK_STATUSES);
-export type TaskStatus = z.infer<typeof TaskStatusSchema>;
-export const isFinalStatus = (s: TaskStatus): boolean => s === 'done' || s === 'failed' || s === 'cancelled';
+export { TASK_STATUSES, TaskStatusSchema, isFinalStatus, type TaskStatus } from './status';
 
 export const ContextEventSchema = z.object({
   type: z.literal('context'),
@@ -79,56 +69,32 @@ export const StatusEventSchema = z.object({
   detail: z.string().optional(),
 });
 
-const PlanStepViewSchema = z.object({
-  id: z.string(),
-  title: z.string(),
-  instruction: z.string(),
-  depends_on: z.array(z.string()),
-  needs_tool: z.boolean(),
-  questions: z.array(z.string()),
-});
-const PlanViewSchema = z.object({
-  goal: z.string(),
-  steps: z.array(PlanStepViewSchema),
-  review: z.object({ before_work: z.boolean(), after_step_ids: z.array(z.string()) }),
-});
-
 export const PlanEventSchema = z.object({
   type: z.literal('plan'),
-  plan: PlanViewSchema,
+  plan: PlanShape,
   planHash: z.string(),
   version: z.number().int(),
 });
 export const ReviewRequestedEventSchema = z.object({
   type: z.literal('review_requested'),
-  reason: z.enum(['before_work', 'checkpoint', 'policy', 'revised']),
-  plan: PlanViewSchema,
+  reason: ReviewReasonSchema,
+  plan: PlanShape,
   planHash: z.string(),
   afterStepIds: z.array(z.string()),
-  results: z.array(
-    z.object({ stepId: z.string(), title: z.string(), status: z.string(), result: z.string().nullable() })
-  ),
+  results: z.array(StepResultSummarySchema),
 });
 export const QuestionsEventSchema = z.object({
   type: z.literal('questions'),
   stepId: z.string(),
   questions: z.array(z.string()),
 });
-export const PermissionRequestedEventSchema = z.object({
+export const PermissionRequestedEventSchema = PermissionRequestSchema.extend({
   type: z.literal('permission_requested'),
-  requestId: z.string(),
-  stepId: z.string(),
-  tool: z.string(),
-  path: z.string(),
-  requestedPath: z.string(),
-  op: z.enum(['read', 'write', 'execute']),
-  class: z.enum(['outside', 'sensitive']),
-  reason: z.string(),
 });
 export const PermissionDecidedEventSchema = z.object({
   type: z.literal('permission_decided'),
   requestId: z.string(),
-  decision: z.enum(['allow_once', 'allow_session', 'deny']),
+  decision: PermissionDecisionSchema.shape.decision,
   path: z.string(),
   automatic: z.boolean().describe('true when an earlier allow_session grant answered it'),
 });
@@ -150,7 +116,7 @@ export const StepFinishedEventSchema = z.object({
 export const ReplannedEventSchema = z.object({
   type: z.literal('replanned'),
   reason: z.string(),
-  plan: PlanViewSchema,
+  plan: PlanShape,
   planHash: z.string(),
   version: z.number().int(),
 });

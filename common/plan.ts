@@ -26,7 +26,8 @@ export const PlanReviewSchema = z.strictObject({
   after_step_ids: z.array(StepIdSchema).describe('pause for review after these steps finish'),
 });
 
-const PlanShape = z.strictObject({
+/** A plan's structure (no cross-step checks): the shape events and the task state carry. */
+export const PlanShape = z.strictObject({
   goal: z.string().min(1).max(2000).describe('what the user wants, in one or two sentences'),
   steps: z.array(PlanStepSchema).min(1).max(60),
   review: PlanReviewSchema,

@@ -65,13 +65,13 @@ export const SubmitRequestSchema = z.strictObject({
 });
 export type SubmitRequest = z.infer<typeof SubmitRequestSchema>;
 
-export interface SubmitResult {
-  kind: 'chat' | 'task' | 'command';
-  taskId?: string;
-  reply?: string;
-  /** True when the session is busy: the reply (or the task) comes after what is ahead of it. */
-  queued?: boolean;
-}
+export const SubmitResultSchema = z.object({
+  kind: z.enum(['chat', 'task', 'command']),
+  taskId: z.string().optional(),
+  reply: z.string().optional(),
+  queued: z.boolean().optional().describe('the session is busy: the reply or the task comes after what is ahead of it'),
+});
+export type SubmitResult = z.infer<typeof SubmitResultSchema>;
 
 export const StartTaskRequestSchema = z.strictObject({
   prompt: z.string().trim().min(1, 'must not be empty').max(100_000),
@@ -81,7 +81,10 @@ export const StartTaskRequestSchema = z.strictObject({
 });
 export type StartTaskRequest = z.infer<typeof StartTaskRequestSchema>;
 
-export const SettingsSchema = z.strictObject({ mode: ModeSchema.optional(), toolAccess: ToolAccessSchema.optional() });
+export const SettingsSchema = z.strictObject({
+  mode: ModeSchema.optional(),
+  toolAccess: ToolAccessSchema.optional(),
+});
 export type SessionSettings = z.infer<typeof SettingsSchema>;
 
 export interface CommandInfo {

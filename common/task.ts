@@ -1,8 +1,8 @@
 /** The task workflow's input, result, state (the `state` query) and message payloads, shared by every layer. */
 import { z } from 'zod';
 import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
-import { type TaskStatusSchema } from './events';
-import type { Plan } from './plan';
+import { PlanShape } from './plan';
+import { TaskStatusSchema } from './status';
 
 export const PathOpSchema = z.enum(['read', 'write', 'execute']);
 export const GrantSchema = z.strictObject({ path: z.string().min(1), op: PathOpSchema });
@@ -32,18 +32,24 @@ export type ParsedTaskInput = z.output<typeof TaskInputSchema>;
 export const ReviewDecisionSchema = z.strictObject({
   decision: z.enum(['approve', 'revise']),
   feedback: z.string().max(20_000).optional(),
-  /** The plan hash the decision is about; a decision for another (stale) plan changes nothing. */
-  planHash: z.string().optional(),
+  planHash: z
+    .string()
+    .max(64)
+    .optional()
+    .describe('the plan the decision is about; a decision for another (stale) plan is refused and changes nothing'),
 });
 export type ReviewDecision = z.infer<typeof ReviewDecisionSchema>;
 
 export const ClarifySchema = z.strictObject({
-  answers: z.record(z.string(), z.string()),
+  answers: z
+    .record(z.string(), z.string().max(20_000))
+    .refine((a) => Object.keys(a).length > 0, { message: 'give at least one answer' })
+    .describe('one answer per pending question, keyed by the question'),
 });
 export type ClarifyAnswers = z.infer<typeof ClarifySchema>;
 
 export const PermissionDecisionSchema = z.strictObject({
-  requestId: z.string().min(1),
+  requestId: z.string().min(1).max(300),
   decision: z.enum(['allow_once', 'allow_session', 'deny']),
 });
 export type PermissionDecision = z.infer<typeof PermissionDecisionSchema>;
@@ -51,69 +57,92 @@ export type PermissionDecision = z.infer<typeof PermissionDecisionSchema>;
 export const CancelSchema = z.strictObject({ reason: z.string().max(2000).optional() });
 export type CancelRequest = z.infer<typeof CancelSchema>;
 
-export type StepStatus = 'pending' | 'awaiting_clarification' | 'running' | 'done' | 'failed' | 'skipped';
+export const STEP_STATUSES = ['pending', 'awaiting_clarification', 'running', 'done', 'failed', 'skipped'] as const;
+export const StepStatusSchema = z.enum(STEP_STATUSES);
+export type StepStatus = z.infer<typeof StepStatusSchema>;
 
-export interface StepState {
-  id: string;
-  title: string;
-  status: StepStatus;
-  attempts: number;
-  /** A short summary of the result (the full text is cut for prompts and kept by reference). */
-  result: string | null;
-  ok: boolean | null;
-}
+export const StepStateSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  status: StepStatusSchema,
+  attempts: z.number().int(),
+  result: z.string().nullable().describe('a short summary of the result (the full text is kept by reference)'),
+  ok: z.boolean().nullable(),
+});
+export type StepState = z.infer<typeof StepStateSchema>;
 
-export interface PermissionRequest {
-  requestId: string;
-  stepId: string;
-  tool: string;
-  path: string;
-  requestedPath: string;
-  op: 'read' | 'write' | 'execute';
-  class: 'outside' | 'sensitive';
-  reason: string;
-}
+/** One finished step as a review at a checkpoint shows it. */
+export const StepResultSummarySchema = z.object({
+  stepId: z.string(),
+  title: z.string(),
+  status: z.string(),
+  result: z.string().nullable(),
+});
 
-export type PendingInterrupt =
-  | {
-      kind: 'review';
-      reason: 'before_work' | 'checkpoint' | 'policy' | 'revised';
-      planHash: string;
-      plan: Plan;
-      afterStepIds: string[];
-    }
-  | { kind: 'questions'; stepId: string; questions: string[] }
-  | { kind: 'permission'; requests: PermissionRequest[] };
+export const PermissionRequestSchema = z.object({
+  requestId: z.string(),
+  stepId: z.string(),
+  tool: z.string(),
+  path: z.string(),
+  requestedPath: z.string(),
+  op: PathOpSchema,
+  class: z.enum(['outside', 'sensitive']),
+  reason: z.string(),
+});
+export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 
-export interface TaskState {
-  taskId: string;
-  sessionId: string;
-  status: z.infer<typeof TaskStatusSchema>;
-  prompt: string;
-  mode: z.infer<typeof ModeSchema>;
-  requestedMode: z.infer<typeof ModeSchema>;
-  toolAccess: z.infer<typeof ToolAccessSchema>;
-  goal: string | null;
-  plan: Plan | null;
-  planHash: string | null;
-  planVersion: number;
-  steps: StepState[];
-  /** Every decision the task is waiting for, with what a client needs to act on it. */
-  pending: PendingInterrupt[];
-  answer: string | null;
-  verification: 'unverified';
-  error: string | null;
-  /** Grants made with allow_session during this task (the session keeps them). */
-  newGrants: SessionGrant[];
-  usage: { inputTokens: number; outputTokens: number; modelCalls: number; toolCalls: number };
-  lastSeq: number;
-}
+export const ReviewReasonSchema = z.enum(['before_work', 'checkpoint', 'policy', 'revised']);
 
-export interface TaskResult {
-  taskId: string;
-  status: z.infer<typeof TaskStatusSchema>;
-  answer: string | null;
-  verification: 'unverified';
-  error: string | null;
-  newGrants: SessionGrant[];
-}
+export const PendingInterruptSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('review'),
+    reason: ReviewReasonSchema,
+    planHash: z.string(),
+    plan: PlanShape,
+    afterStepIds: z.array(z.string()),
+  }),
+  z.object({ kind: z.literal('questions'), stepId: z.string(), questions: z.array(z.string()) }),
+  z.object({ kind: z.literal('permission'), requests: z.array(PermissionRequestSchema) }),
+]);
+export type PendingInterrupt = z.infer<typeof PendingInterruptSchema>;
+
+export const TaskUsageSchema = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  modelCalls: z.number().int(),
+  toolCalls: z.number().int(),
+});
+
+/** The `state` query's answer (and, with a Temporal UI link, `GET /tasks/:id`). */
+export const TaskStateSchema = z.object({
+  taskId: z.string(),
+  sessionId: z.string(),
+  status: TaskStatusSchema,
+  prompt: z.string(),
+  mode: ModeSchema,
+  requestedMode: ModeSchema,
+  toolAccess: ToolAccessSchema,
+  goal: z.string().nullable(),
+  plan: PlanShape.nullable(),
+  planHash: z.string().nullable(),
+  planVersion: z.number().int(),
+  steps: z.array(StepStateSchema),
+  pending: z.array(PendingInterruptSchema).describe('every decision the task waits for, with what a client needs'),
+  answer: z.string().nullable(),
+  verification: z.literal('unverified'),
+  error: z.string().nullable(),
+  newGrants: z.array(GrantSchema).describe('grants made with allow_session during this task (the session keeps them)'),
+  usage: TaskUsageSchema,
+  lastSeq: z.number().int(),
+});
+export type TaskState = z.infer<typeof TaskStateSchema>;
+
+export const TaskResultSchema = z.object({
+  taskId: z.string(),
+  status: TaskStatusSchema,
+  answer: z.string().nullable(),
+  verification: z.literal('unverified'),
+  error: z.string().nullable(),
+  newGrants: z.array(GrantSchema),
+});
+export type TaskResult = z.infer<typeof TaskResultSchema>;

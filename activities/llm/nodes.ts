@@ -10,6 +10,7 @@ import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '
 import { StepIdSchema } from '../../common/plan';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient, OpenAIFunction } from './model';
+import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
 export interface Turn {
   role: 'user' | 'assistant';
@@ -26,9 +27,14 @@ export interface StepResultView {
 const section = (title: string, body: string | undefined | null) =>
   body && body.trim() ? `## ${title}\n${body.trim()}` : '';
 const join = (...parts: string[]) => parts.filter(Boolean).join('\n\n');
+/** Step results are what tools returned (or what the model made of it): fenced as untrusted, per step. */
 const resultsText = (results: readonly StepResultView[]) =>
-  results.map((r) => `- ${r.id} "${r.title}" (${r.status}): ${r.result ?? '(no result)'}`).join('\n');
-
+  results
+    .map(
+      (r) =>
+        `- ${r.id} "${r.title}" (${r.status}):\n${r.result === null ? '(no result)' : untrusted(`result of step ${r.id}`, r.result)}`
+    )
+    .join('\n');
 // ---------------------------------------------------------------- write_plan
 
 export interface WritePlanInput {
@@ -59,10 +65,10 @@ Use only the tools listed. Keep the plan as short as the task allows.`;
 export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
   const toolList =
     tools.map((t) => `- ${t.qualifiedName}: ${t.description.split('\n')[0]}`).join('\n') || '(no tools are available)';
-  const turns = input.recentTurns?.map((t) => `${t.role}: ${t.text}`).join('\n');
+  const turns = input.recentTurns && turnsText(input.recentTurns);
   const user = join(
     section('Project context (from the project instruction file)', projectContext),
-    section('Summary of the earlier conversation', input.summary),
+    section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
     section('Recent conversation', turns),
     section(`Tools you may plan with (access: ${input.toolAccess})`, toolList),
     section('Request', input.request),
@@ -77,7 +83,7 @@ export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescr
         )
       : ''
   );
-  return { node: 'write_plan' as const, system: WRITE_PLAN_SYSTEM, messages: [user] };
+  return { node: 'write_plan' as const, system: withUntrustedRule(WRITE_PLAN_SYSTEM), messages: [user] };
 }
 
 export async function writePlan(
@@ -180,7 +186,7 @@ export function pickToolsPrompt(input: PickToolsInput) {
     .join('\n\n');
   return {
     node: 'pick_tools' as const,
-    system: PICK_TOOLS_SYSTEM,
+    system: withUntrustedRule(PICK_TOOLS_SYSTEM),
     messages: [join(section('Goal', input.goal), section('Steps to bind', steps))],
   };
 }
@@ -242,7 +248,7 @@ the step's result. Be concrete and complete; write only the result.`;
 export async function doStep(model: ModelClient, input: DoStepInput): Promise<{ text: string; usage: ModelUsage }> {
   return model.text({
     node: 'do_step',
-    system: DO_STEP_SYSTEM,
+    system: withUntrustedRule(DO_STEP_SYSTEM),
     messages: [
       join(
         section('Goal', input.goal),
@@ -268,11 +274,11 @@ export const EVALUATE_STEP_SYSTEM = `You judge the outcome of one step whose too
 - replan when the plan itself must change.`;
 
 export async function evaluateStep(model: ModelClient, input: EvaluateStepInput) {
-  const calls = input.calls.map((c) => `- ${c.tool} (${c.status}): ${c.text}`).join('\n');
+  const calls = input.calls.map((c) => `- ${c.tool} (${c.status}):\n${untrusted(`tool ${c.tool}`, c.text)}`).join('\n');
   const { value, usage } = await model.structured(
     {
       node: 'evaluate_step',
-      system: EVALUATE_STEP_SYSTEM,
+      system: withUntrustedRule(EVALUATE_STEP_SYSTEM),
       messages: [
         join(
           section('Goal', input.goal),
@@ -303,7 +309,7 @@ that the steps did not produce.`;
 export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
   return model.text({
     node: 'compose_answer',
-    system: COMPOSE_ANSWER_SYSTEM,
+    system: withUntrustedRule(COMPOSE_ANSWER_SYSTEM),
     messages: [
       join(
         section('Project context (from the project instruction file)', projectContext),
@@ -331,11 +337,11 @@ questions; drop pleasantries. Write only the new summary (it replaces the old on
 export async function summarizeMemory(model: ModelClient, input: SummarizeMemoryInput) {
   return model.text({
     node: 'summarize_memory',
-    system: SUMMARIZE_MEMORY_SYSTEM,
+    system: withUntrustedRule(SUMMARIZE_MEMORY_SYSTEM),
     messages: [
       join(
-        section('Current summary', input.summary || '(none yet)'),
-        section('Older turns to fold in', input.turns.map((t) => `${t.role}: ${t.text}`).join('\n'))
+        section('Current summary', input.summary ? untrusted('the running summary', input.summary) : '(none yet)'),
+        section('Older turns to fold in', turnsText(input.turns))
       ),
     ],
   });
@@ -349,5 +355,9 @@ run it (exact commands), its conventions, and anything to be careful with. Only 
 say "unknown" rather than guess. Write only the markdown content of AGENTS.md.`;
 
 export async function initProjectText(model: ModelClient, observations: string) {
-  return model.text({ node: 'init_project', system: INIT_PROJECT_SYSTEM, messages: [observations] });
+  return model.text({
+    node: 'init_project',
+    system: withUntrustedRule(INIT_PROJECT_SYSTEM),
+    messages: [untrusted('the project files', observations)],
+  });
 }

@@ -1,6 +1,7 @@
 /** Node `route_request`: the narrow entry router. Chat is answered inline; anything that needs work is a task. */
 import { RouteRequestOutputSchema, type ModelUsage, type RouteRequestOutput } from '../../common/model-protocol';
 import type { ModelClient } from './model';
+import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
 export interface RouteRequestInput {
   text: string;
@@ -25,12 +26,15 @@ When unsure, choose "task".`;
 
 export function routeRequestPrompt(input: RouteRequestInput) {
   const parts: string[] = [];
-  if (input.summary) parts.push(`Summary of the earlier conversation:\n${input.summary}`);
-  if (input.recentTurns?.length) {
-    parts.push('Recent conversation:\n' + input.recentTurns.map((t) => `${t.role}: ${t.text}`).join('\n'));
-  }
+  if (input.summary)
+    parts.push(`Summary of the earlier conversation:\n${untrusted('the running summary', input.summary)}`);
+  if (input.recentTurns?.length) parts.push(`Recent conversation:\n${turnsText(input.recentTurns)}`);
   parts.push(`Latest user message:\n${input.text}`);
-  return { node: 'route_request' as const, system: ROUTE_REQUEST_SYSTEM, messages: [parts.join('\n\n')] };
+  return {
+    node: 'route_request' as const,
+    system: withUntrustedRule(ROUTE_REQUEST_SYSTEM),
+    messages: [parts.join('\n\n')],
+  };
 }
 
 export async function routeRequest(model: ModelClient, input: RouteRequestInput): Promise<RouteRequestResult> {

@@ -7,6 +7,9 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
+# bubblewrap: every run_command runs in its sandbox; prlimit (util-linux) caps its memory and processes.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap util-linux \
+  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production KLEA_PROJECT_DIR=/workspace
 COPY --from=build /app/package.json ./

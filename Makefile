@@ -5,7 +5,8 @@ NPM_STAMP := node_modules/.klea-deps
 # With KLEA_REPORT_DIR set (.ci/run sets it), every runner also writes a machine-readable report there.
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 
-.PHONY: help start test proof deps temporal-cli chromium build lint typecheck test-unit test-integration test-e2e clean
+
+.PHONY: help start test proof deps temporal-cli chromium bubblewrap build lint typecheck test-unit test-integration test-e2e clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
@@ -23,7 +24,11 @@ temporal-cli:
 	@scripts/install-temporal.sh
 
 chromium:
-	@scripts/install-chromium.sh
+	@scripts/install-debian-package.sh chromium "$${KLEA_CHROMIUM:-/usr/bin/chromium}"
+
+# The command sandbox: every run_command runs inside bubblewrap.
+bubblewrap:
+	@scripts/install-debian-package.sh bubblewrap "$${KLEA_BWRAP:-/usr/bin/bwrap}"
 
 build: deps
 	npm run --silent build
@@ -34,10 +39,10 @@ lint: deps
 typecheck: deps
 	npm run --silent typecheck
 
-start: deps temporal-cli build
+start: deps temporal-cli bubblewrap build
 	@exec node dist/scripts/start.js
 
-test: deps temporal-cli chromium
+test: deps temporal-cli chromium bubblewrap
 	npm run --silent lint
 	npm run --silent typecheck
 	npm run --silent build
@@ -47,14 +52,14 @@ test: deps temporal-cli chromium
 test-unit: deps
 	npx jest --ci --selectProjects unit
 
-test-integration: deps temporal-cli
+test-integration: deps temporal-cli bubblewrap
 	npx jest --ci --selectProjects integration
 
-proof: deps temporal-cli
+proof: deps temporal-cli bubblewrap
 	npm run --silent build
 	@scripts/fuzz-api.sh
 
-test-e2e: deps temporal-cli chromium
+test-e2e: deps temporal-cli chromium bubblewrap
 	npx jest --ci --selectProjects e2e
 
 clean:

@@ -5,7 +5,6 @@ NPM_STAMP := node_modules/.klea-deps
 # With KLEA_REPORT_DIR set (.ci/run sets it), every runner also writes a machine-readable report there.
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 
-
 .PHONY: help start test proof deps temporal-cli chromium bubblewrap build lint typecheck test-unit test-integration test-e2e clean
 
 help:

@@ -86,12 +86,17 @@ export function extractPathCandidates(call: GuardedCall): PathCandidate[] {
   const out: PathCandidate[] = [];
   const opFor = (key: string): PathOp =>
     call.readOnly ? 'read' : /^(cwd|workdir|working_directory)$/i.test(key) ? 'execute' : 'write';
+  // A relative path in a command means a path under the command's working directory, not under the project root.
+  const args = (call.args ?? {}) as Record<string, unknown>;
+  const cwdKey = Object.keys(args).find((k) => /^(cwd|workdir|working_directory)$/i.test(k));
+  const cwd = cwdKey && typeof args[cwdKey] === 'string' ? (args[cwdKey] as string).replace(/\/+$/, '') : '';
+  const inCwd = (token: string) => (!cwd || cwd === '.' || /^([/~]|file:)/i.test(token) ? token : `${cwd}/${token}`);
   const visit = (value: unknown, key: string, where: string, depth: number, pathKey: boolean) => {
     if (depth > 5) return;
     if (typeof value === 'string') {
       if (pathKey || /^file:/i.test(value)) out.push({ arg: where, raw: value, op: opFor(key) });
       else if (COMMAND_KEY.test(key) && !call.readOnly) {
-        for (const t of commandPathTokens(value)) out.push({ arg: where, raw: t, op: 'execute' });
+        for (const t of commandPathTokens(value)) out.push({ arg: where, raw: inCwd(t), op: 'execute' });
       }
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => visit(v, key, `${where}[${i}]`, depth + 1, pathKey));

@@ -147,6 +147,17 @@ describe('path guard: which arguments are paths', () => {
     expect(r).toMatchObject({ arg: 'cwd', class: 'outside', op: 'execute' });
   });
 
+  it("a relative path in a command is resolved against the command's cwd, not the project root", async () => {
+    const r = await classify(
+      { command: 'ls ../../../../../Documents', cwd: 'a/b/c/d' },
+      { tool: 'run_command', readOnly: false }
+    );
+    expect(r.map((x) => [x.arg, x.requested, x.class])).toEqual([
+      ['command', 'a/b/c/d/../../../../../Documents', 'outside'],
+      ['cwd', 'a/b/c/d', 'inside'],
+    ]);
+  });
+
   it('paths named in a shell command are checked', async () => {
     const r = await classify(
       { command: 'cat ~/.ssh/id_rsa ../outside/secret.txt src/app.ts && cat .env' },

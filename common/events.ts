@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ModeSchema, ToolAccessSchema } from './config';
+import { PathOpSchema } from './path-guard';
 
 export const EVENT_TYPES = [
   'context',
@@ -121,7 +122,7 @@ export const PermissionRequestedEventSchema = z.object({
   tool: z.string(),
   path: z.string(),
   requestedPath: z.string(),
-  op: z.enum(['read', 'write', 'execute']),
+  op: PathOpSchema,
   class: z.enum(['outside', 'sensitive']),
   reason: z.string(),
 });

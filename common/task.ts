@@ -2,11 +2,12 @@
 import { z } from 'zod';
 import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { type TaskStatusSchema } from './events';
+import { GrantSchema, type Grant, type PathOp } from './path-guard';
 import type { Plan } from './plan';
 
-export const PathOpSchema = z.enum(['read', 'write', 'execute']);
-export const GrantSchema = z.strictObject({ path: z.string().min(1), op: PathOpSchema });
-export type SessionGrant = z.infer<typeof GrantSchema>;
+// The workflows know path-guard's grant by these names (a session's grants are ordinary grants).
+export { GrantSchema };
+export type SessionGrant = Grant;
 
 export const TurnSchema = z.strictObject({ role: z.enum(['user', 'assistant']), text: z.string() });
 
@@ -69,7 +70,7 @@ export interface PermissionRequest {
   tool: string;
   path: string;
   requestedPath: string;
-  op: 'read' | 'write' | 'execute';
+  op: PathOp;
   class: 'outside' | 'sensitive';
   reason: string;
 }

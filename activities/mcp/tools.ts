@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Config, ToolAccess } from '../../common/config';
+import type { Grant } from '../../common/path-guard';
 import {
   accessRefusal,
   describeTool,
@@ -13,9 +14,10 @@ import {
   type ToolCallResult,
   type ToolDescriptor,
 } from '../../common/tools';
+import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
+import { signGrants } from '../../runtime/grant-signing';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
-import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, signGrants, type Grant } from '../../tools/workspace/grants';
 import { type McpPool } from './pool';
 import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
 

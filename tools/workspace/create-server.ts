@@ -3,7 +3,7 @@
  *
  * Every call is checked with the same path guard the worker's permission gate uses: a path outside the root,
  * or a sensitive file inside it, is refused unless the call carries a signed grant for that path (see
- * grants.ts). Failures are tool results with `isError: true`, never protocol errors, so a model can read them.
+ * common/workspace-protocol.ts). Failures are tool results with `isError: true`, never protocol errors, so a model can read them.
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -14,10 +14,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
 import { globToRegExp } from '../../common/glob';
-import { SensitiveMatcher, type PathOp } from '../../common/path-guard';
+import { grantCovers, SensitiveMatcher, type PathOp } from '../../common/path-guard';
+import { IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
+import { verifiedGrants } from '../../runtime/grant-signing';
 import { guardOne, guardToolCall, resolveRoot, type GuardedPath } from '../../runtime/path-resolve';
 import { scrubEnv } from './env';
-import { grantCovers, IDEMPOTENCY_META_KEY, verifiedGrants } from './grants';
 
 export interface WorkspaceServerOptions {
   root: string;

@@ -207,19 +207,15 @@ export function createToolActivities(deps: ToolDeps) {
               ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
             }
           : undefined;
-      // Heartbeats carry cancellation to this activity (and on to the server, through the MCP request's signal).
-      const beat = ctx ? setInterval(() => ctx.heartbeat(), 2000) : undefined;
-      let result: CallToolResult;
-      try {
-        result = await pool.callTool(found.spec, input.tool, input.args, {
-          timeoutMs: input.timeoutMs,
-          meta,
-          signal: ctx?.cancellationSignal,
-          onProgress: (p) => ctx?.heartbeat(p),
-        });
-      } finally {
-        if (beat) clearInterval(beat);
-      }
+      // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this
+      // one; the MCP request's signal carries it on to the server. A progress notification is a heartbeat too,
+      // with the progress as its details.
+      const result = await pool.callTool(found.spec, input.tool, input.args, {
+        timeoutMs: input.timeoutMs,
+        meta,
+        signal: ctx?.cancellationSignal,
+        onProgress: (p) => ctx?.heartbeat(p),
+      });
       const full = flattenContent(result);
       const cut = cutText(full);
       // Large outputs are cut for history and prompts, and kept whole by reference.

@@ -69,6 +69,42 @@ export default tseslint.config(
       ],
     },
   },
+  // tools/ is a standalone MCP server: what it shares with the worker (the grant format, the path guard) lives in
+  // common/ and runtime/, so the server builds and runs without the worker's code.
+  {
+    files: ['tools/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(activities|workflows|api)(/|$)',
+              message: 'tools/ stands alone: move what it shares with the worker to common/ or runtime/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  // The worker talks to the workspace server over MCP only; the protocol is in common/ and runtime/.
+  {
+    files: ['activities/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+tools(/|$)',
+              message:
+                'activities/ reaches the workspace server over MCP only: import the protocol from common/workspace-protocol or runtime/grant-signing.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   {
     files: ['web/**/*.js'],
     languageOptions: {

@@ -6,11 +6,20 @@
  * Classes: `inside` the project directory; `outside` it (or not safely resolvable); `sensitive` (inside, but
  * matching the sensitive patterns: `.env`, keys, credentials...). Anything but `inside` needs permission.
  */
+import { z } from 'zod';
 import { globToRegExp } from './glob';
 import { basename, isAbsolute, isWithin, normalize, relativeTo } from './posix-path';
 
 export type PathClass = 'inside' | 'outside' | 'sensitive';
-export type PathOp = 'read' | 'write' | 'execute';
+export const PathOpSchema = z.enum(['read', 'write', 'execute']);
+export type PathOp = z.infer<typeof PathOpSchema>;
+
+/**
+ * A grant for a path: the canonical real path and the operation allowed on it. The same shape everywhere: a
+ * permission decision, a session's grants, and (signed) the grants a call carries to the workspace server.
+ */
+export const GrantSchema = z.strictObject({ path: z.string().min(1), op: PathOpSchema });
+export type Grant = z.infer<typeof GrantSchema>;
 
 export interface GuardedCall {
   server: string;
@@ -228,14 +237,8 @@ export function strictest(verdicts: PathVerdict[]): PathVerdict {
   return verdicts.reduce((a, b) => (rank[b.class] > rank[a.class] ? b : a));
 }
 
-/** A grant for a path: the canonical real path and the operation allowed on it. */
-export interface PathGrant {
-  path: string;
-  op: PathOp;
-}
-
 /** Whether grants cover an operation on a path: a write or execute grant covers reads of the same path too. */
-export function grantCovers(grants: readonly PathGrant[], path: string, op: PathOp): boolean {
+export function grantCovers(grants: readonly Grant[], path: string, op: PathOp): boolean {
   return grants.some(
     (g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute')))
   );

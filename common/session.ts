@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import type { KleaEvent } from './events';
-import { GrantSchema, TurnSchema } from './task';
+import { GrantSchema } from './path-guard';
+import { TurnSchema } from './task';
 
 export const MemorySettingsSchema = z.strictObject({
   summarisationThresholdChars: z.number().int().positive(),

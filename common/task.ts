@@ -1,12 +1,13 @@
 /** The task workflow's input, result, state (the `state` query) and message payloads, shared by every layer. */
 import { z } from 'zod';
 import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
 import { PlanShape } from './plan';
 import { TaskStatusSchema } from './status';
 
-export const PathOpSchema = z.enum(['read', 'write', 'execute']);
-export const GrantSchema = z.strictObject({ path: z.string().min(1), op: PathOpSchema });
-export type SessionGrant = z.infer<typeof GrantSchema>;
+// The workflows know path-guard's grant by these names (a session's grants are ordinary grants).
+export { GrantSchema };
+export type SessionGrant = Grant;
 
 export const TurnSchema = z.strictObject({ role: z.enum(['user', 'assistant']), text: z.string() });
 

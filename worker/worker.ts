@@ -31,7 +31,8 @@ export const HEARTBEAT_EVERY_MS = 3000;
 
 /**
  * Every activity heartbeats while it runs, so an activity on a worker that died is retried elsewhere after its
- * heartbeat timeout instead of its (long) start-to-close timeout, and cancellation reaches it.
+ * heartbeat timeout instead of its (long) start-to-close timeout, and cancellation reaches it (a tool call passes
+ * it on to its MCP server). The only periodic heartbeat: activities add none of their own.
  */
 function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T): T {
   const wrapped: Record<string, unknown> = {};

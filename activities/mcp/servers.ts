@@ -8,8 +8,8 @@ import path from 'node:path';
 import util from 'node:util';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { MCP_VARIABLE, parseMcpVariable, type Config, type McpServerConfig } from '../../common/config';
+import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 import { REPO_ROOT } from '../../runtime/temporal';
-import { HOLD_AFTER_CHANGE_ENV } from '../../tools/workspace/grants';
 
 export const WORKSPACE_SERVER = 'workspace';
 
@@ -87,7 +87,7 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
     ],
     env: {
       ...getDefaultEnvironment(),
-      KLEA_WORKSPACE_GRANT_KEY: grantKey,
+      [GRANT_KEY_ENV]: grantKey,
       // Crash tests stop the server between a change and its record; unset everywhere else.
       ...(process.env[HOLD_AFTER_CHANGE_ENV] ? { [HOLD_AFTER_CHANGE_ENV]: process.env[HOLD_AFTER_CHANGE_ENV] } : {}),
     },

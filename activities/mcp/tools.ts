@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Config, ToolAccess } from '../../common/config';
+import type { Grant } from '../../common/path-guard';
 import {
   accessRefusal,
   describeTool,
@@ -13,9 +14,10 @@ import {
   type ToolCallResult,
   type ToolDescriptor,
 } from '../../common/tools';
+import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
+import { signGrants } from '../../runtime/grant-signing';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
-import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, signGrants, type Grant } from '../../tools/workspace/grants';
 import { type McpPool } from './pool';
 import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
 
@@ -205,19 +207,15 @@ export function createToolActivities(deps: ToolDeps) {
               ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
             }
           : undefined;
-      // Heartbeats carry cancellation to this activity (and on to the server, through the MCP request's signal).
-      const beat = ctx ? setInterval(() => ctx.heartbeat(), 2000) : undefined;
-      let result: CallToolResult;
-      try {
-        result = await pool.callTool(found.spec, input.tool, input.args, {
-          timeoutMs: input.timeoutMs,
-          meta,
-          signal: ctx?.cancellationSignal,
-          onProgress: (p) => ctx?.heartbeat(p),
-        });
-      } finally {
-        if (beat) clearInterval(beat);
-      }
+      // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this
+      // one; the MCP request's signal carries it on to the server. A progress notification is a heartbeat too,
+      // with the progress as its details.
+      const result = await pool.callTool(found.spec, input.tool, input.args, {
+        timeoutMs: input.timeoutMs,
+        meta,
+        signal: ctx?.cancellationSignal,
+        onProgress: (p) => ctx?.heartbeat(p),
+      });
       const full = flattenContent(result);
       const cut = cutText(full);
       // Large outputs are cut for history and prompts, and kept whole by reference.

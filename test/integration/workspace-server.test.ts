@@ -21,7 +21,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { createWorkspaceServer } from '../../tools/workspace/create-server';
-import { GRANT_KEY_ENV, GRANTS_META_KEY, signGrants } from '../../tools/workspace/grants';
+import { GRANT_KEY_ENV, GRANTS_META_KEY } from '../../common/workspace-protocol';
+import { signGrants } from '../../runtime/grant-signing';
 
 const KEY = 'test-grant-key-0123456789';
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-ws-')));

@@ -8,8 +8,9 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { createWorkspaceServer, killRunningCommands } from './create-server';
-import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from './grants';
+import { killRunningCommands } from './commands';
+import { createWorkspaceServer } from './create-server';
+import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 
 function usage(message: string): never {
   process.stderr.write(

@@ -1,0 +1,100 @@
+/**
+ * Running run_command's shell commands: each in its own process group with a scrubbed environment, output
+ * collected up to a cap, killed (with everything it started) on timeout, on cancellation, or when the server
+ * stops.
+ */
+import { spawn } from 'node:child_process';
+import { scrubEnv } from './env';
+
+/** Process groups of commands still running: ended when the server stops, so none outlives it half-done. */
+const runningCommands = new Set<number>();
+
+export function killRunningCommands(): void {
+  for (const pid of runningCommands) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  runningCommands.clear();
+}
+
+export interface CommandResult {
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  stdout: string;
+  stderr: string;
+  duration_ms: number;
+}
+
+export function runCommand(
+  command: string,
+  cwd: string,
+  timeoutMs: number,
+  cap: number,
+  signal?: AbortSignal
+): Promise<CommandResult> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    // Its own process group, so a timeout kills everything the command started.
+    const child = spawn('/bin/sh', ['-c', command], {
+      cwd,
+      env: scrubEnv(process.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    if (child.pid) runningCommands.add(child.pid);
+    const collect = () => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let dropped = 0;
+      return {
+        push(b: Buffer) {
+          if (size < cap) {
+            const take = b.subarray(0, cap - size);
+            chunks.push(take);
+            size += take.length;
+            dropped += b.length - take.length;
+          } else dropped += b.length;
+        },
+        text: () =>
+          Buffer.concat(chunks).toString('utf8') + (dropped ? `\n[truncated: ${dropped} more bytes not shown]` : ''),
+      };
+    };
+    const out = collect();
+    const err = collect();
+    child.stdout.on('data', out.push);
+    child.stderr.on('data', err.push);
+    let timedOut = false;
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, timeoutMs);
+    // The client cancelled the request (the task was cancelled): stop the command and all it started.
+    signal?.addEventListener('abort', killGroup, { once: true });
+    const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
+      clearTimeout(timer);
+      if (child.pid) runningCommands.delete(child.pid);
+      signal?.removeEventListener('abort', killGroup);
+      resolve({
+        exit_code: code,
+        signal: exitSignal,
+        timed_out: timedOut,
+        stdout: out.text(),
+        stderr: spawnError ? spawnError.message : err.text(),
+        duration_ms: Date.now() - started,
+      });
+    };
+    child.once('error', (e) => finish(null, null, e));
+    child.once('close', (code, signal) => finish(code, signal));
+  });
+}

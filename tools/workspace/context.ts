@@ -1,0 +1,24 @@
+/** What the tool registrations share: the caps they work within and the server's gate, store and call pipeline. */
+import type { Handle } from './call-handler';
+import type { CallStateStore } from './call-state';
+import type { PathGate } from './path-gate';
+
+export const DEFAULT_LIMITS = {
+  readBytes: 256 * 1024,
+  listEntries: 1000,
+  findResults: 500,
+  grepResults: 200,
+  grepFileBytes: 2 * 1024 * 1024,
+  commandTimeoutMs: 60_000,
+  commandMaxTimeoutMs: 10 * 60_000,
+  commandOutputBytes: 64 * 1024,
+};
+
+export type WorkspaceLimits = typeof DEFAULT_LIMITS;
+
+export interface ToolContext {
+  limits: WorkspaceLimits;
+  gate: PathGate;
+  store: CallStateStore;
+  handle: Handle;
+}

@@ -1,0 +1,44 @@
+/** run_command: a shell command in the project directory (see commands.ts for how it runs). */
+import { promises as fs } from 'node:fs';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { runCommand } from '../commands';
+import type { ToolContext } from '../context';
+import { text, ToolError } from '../tool-result';
+
+export function registerRunCommand(server: McpServer, { limits, gate, handle }: ToolContext): void {
+  server.registerTool(
+    'run_command',
+    {
+      title: 'Run a shell command',
+      description:
+        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory. Returns the exit code and the output (cut at a cap). ' +
+        'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files.',
+      inputSchema: {
+        command: z.string().min(1).describe('the shell command line'),
+        cwd: z.string().default('.').describe('working directory, relative to the project directory'),
+        timeout_ms: z.number().int().min(100).max(limits.commandMaxTimeoutMs).default(limits.commandTimeoutMs),
+      },
+      annotations: {
+        title: 'Run a shell command',
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+    },
+    handle('run_command', async (a: { command: string; cwd: string; timeout_ms: number }, meta, signal) => {
+      await gate.allowCall('run_command', a, meta, false);
+      const g = await gate.allow(a.cwd, 'execute', meta);
+      const st = await fs.stat(g.real);
+      if (!st.isDirectory()) throw new ToolError(`cwd ${a.cwd} is not a directory`);
+      const result = await runCommand(a.command, g.real, a.timeout_ms, limits.commandOutputBytes, signal);
+      const parts = [
+        `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
+      ];
+      if (result.stdout) parts.push(`--- stdout ---\n${result.stdout}`);
+      if (result.stderr) parts.push(`--- stderr ---\n${result.stderr}`);
+      return text(parts.join('\n'), result as unknown as Record<string, unknown>, result.exit_code !== 0);
+    })
+  );
+}

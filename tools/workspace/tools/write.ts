@@ -1,0 +1,123 @@
+/**
+ * write_file and edit_file: changing files. Both report the content's sha256 before and after, and both change
+ * a file through the idempotency store, so a retried call does not change it twice.
+ */
+import { promises as fs } from 'node:fs';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import type { ToolContext } from '../context';
+import { readText, sha256 } from '../fs-ops';
+import { text, ToolError } from '../tool-result';
+
+export function registerWriteTools(server: McpServer, { gate, store, handle }: ToolContext): void {
+  server.registerTool(
+    'write_file',
+    {
+      title: 'Write a file',
+      description:
+        'Create or overwrite a file in the project with the given content (parent directories are created). The write is atomic. ' +
+        'The result reports the sha256 before and after; writing the same content again changes nothing.',
+      inputSchema: {
+        path: z.string().describe('file path, relative to the project directory'),
+        content: z.string().describe('the complete new content of the file'),
+      },
+      annotations: {
+        title: 'Write a file',
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+    },
+    handle('write_file', async (a: { path: string; content: string }, meta, _signal, state) => {
+      const g = await gate.allow(a.path, 'write', meta);
+      const before = await fs
+        .readFile(g.real)
+        .catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
+      const stat = before ? await fs.stat(g.real) : null;
+      if (stat?.isDirectory()) throw new ToolError(`${a.path} is a directory`);
+      const hashBefore = before ? sha256(before) : null;
+      const hashAfter = sha256(a.content);
+      const changed = hashBefore !== hashAfter;
+      const r = await gate.rel(g.real);
+      const bytes = Buffer.byteLength(a.content);
+      const result = text(
+        changed
+          ? `wrote ${r} (${bytes} bytes${before ? '' : ', new file'})`
+          : `${r} already has this content (${bytes} bytes); nothing changed`,
+        {
+          path: r,
+          bytes,
+          created: before === null,
+          changed,
+          sha256_before: hashBefore,
+          sha256_after: hashAfter,
+        }
+      );
+      if (!changed) return result;
+      return store.applyChange(
+        state,
+        { real: g.real, content: a.content, mode: stat?.mode, sha256_before: hashBefore, sha256_after: hashAfter },
+        result
+      );
+    })
+  );
+
+  server.registerTool(
+    'edit_file',
+    {
+      title: 'Edit a file',
+      description:
+        'Replace an exact string in a file. old_string must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. ' +
+        'Fails, changing nothing, when old_string is missing or not unique. The result reports the sha256 before and after.',
+      inputSchema: {
+        path: z.string().describe('file path, relative to the project directory'),
+        old_string: z.string().min(1).describe('exact text to replace, including whitespace'),
+        new_string: z.string().describe('replacement text'),
+        replace_all: z.boolean().default(false).describe('replace every occurrence'),
+      },
+      annotations: {
+        title: 'Edit a file',
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
+    },
+    handle(
+      'edit_file',
+      async (
+        a: { path: string; old_string: string; new_string: string; replace_all: boolean },
+        meta,
+        _signal,
+        state
+      ) => {
+        if (a.old_string === a.new_string)
+          throw new ToolError('old_string and new_string are the same: nothing to change');
+        const g = await gate.allow(a.path, 'write', meta);
+        const { buf, stat } = await readText(g.real, gate.rel);
+        const current = buf.toString('utf8');
+        const count = current.split(a.old_string).length - 1;
+        const r = await gate.rel(g.real);
+        if (count === 0)
+          throw new ToolError(
+            `old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`
+          );
+        if (count > 1 && !a.replace_all) {
+          throw new ToolError(
+            `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`
+          );
+        }
+        const next = a.replace_all
+          ? current.split(a.old_string).join(a.new_string)
+          : current.replace(a.old_string, () => a.new_string);
+        const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
+        return store.applyChange(
+          state,
+          { real: g.real, content: next, mode: stat.mode, ...hashes },
+          text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, { path: r, replacements: count, ...hashes })
+        );
+      }
+    )
+  );
+}

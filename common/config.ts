@@ -296,6 +296,21 @@ export const ConfigSchema = z.strictObject({
       call_timeout_ms: z.number().int().positive().default(60_000),
       /** Where tool outputs too large for prompts are kept in full (content-addressed, `<sha256>.txt`). */
       results_dir: z.string().min(1).default('.klea/results'),
+      /** The command sandbox every run_command runs in. */
+      sandbox: z
+        .strictObject({
+          /** `bwrap` (bubblewrap; commands are refused where it cannot run) or `none` (commands run unsandboxed). */
+          mode: z.enum(['bwrap', 'none']).default('bwrap'),
+          /** The network a command may reach by default (a session can change it): `off` is none at all. */
+          network: z.enum(['off', 'on']).default('off'),
+          /** The bubblewrap program (env KLEA_BWRAP). */
+          bwrap_path: z.string().min(1).default('/usr/bin/bwrap'),
+          /** Most processes one command may run at once. */
+          max_processes: z.number().int().min(8).max(100_000).default(256),
+          /** Address-space cap per process of a command, in MiB. */
+          memory_mb: z.number().int().min(64).max(1_048_576).default(4096),
+        })
+        .prefault({}),
     })
     .prefault({}),
   mcp: z
@@ -365,6 +380,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
   { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
   { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
+  { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
 ];
 
 export class ConfigError extends Error {

@@ -14,6 +14,8 @@ export const GRANTS_META_KEY = 'klea/grants';
 /** Per-call key, stable across retries of the same call: the server performs a side effect once per key. */
 export const IDEMPOTENCY_META_KEY = 'klea/idempotency_key';
 export const GRANT_KEY_ENV = 'KLEA_WORKSPACE_GRANT_KEY';
+/** Per call: `"on"` lets a sandboxed command reach the network (the session's setting); anything else is off. */
+export const NETWORK_META_KEY = 'klea/network';
 /**
  * Crash tests only: "<tool>:<marker dir>" stops the server between a change and its record (see
  * `WorkspaceServerOptions.holdAfterChange`).

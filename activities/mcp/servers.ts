@@ -79,11 +79,12 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       workspaceServerScript(),
       '--root',
       projectDir,
-      '--sensitive',
-      config.tools.sensitive_patterns.join(','),
+      // One flag per pattern: a glob such as *.{pem,key} must reach the server whole.
+      ...config.tools.sensitive_patterns.flatMap((p) => ['--sensitive-pattern', p]),
       ...(config.mcp.workspace.call_log ? ['--call-log', path.resolve(config.mcp.workspace.call_log)] : []),
       '--state-dir',
       path.resolve(config.mcp.workspace.state_dir),
+      ...sandboxFlags(config),
     ],
     env: {
       ...getDefaultEnvironment(),
@@ -94,6 +95,31 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
     cwd: projectDir,
     timeoutMs: config.tools.call_timeout_ms,
   };
+}
+
+/** run_command's sandbox, as configured; Klea's own files are hidden from commands wherever they are. */
+function sandboxFlags(config: Config): string[] {
+  const { sandbox } = config.tools;
+  const own = [
+    config.mcp.workspace.state_dir,
+    config.tools.results_dir,
+    config.mcp.workspace.call_log,
+    process.env.KLEA_CONFIG ?? 'klea.yaml',
+    '.klea',
+  ].filter((p): p is string => !!p);
+  return [
+    '--sandbox',
+    sandbox.mode,
+    '--bwrap',
+    sandbox.bwrap_path,
+    '--network',
+    sandbox.network,
+    '--max-processes',
+    String(sandbox.max_processes),
+    '--memory-mb',
+    String(sandbox.memory_mb),
+    ...own.flatMap((p) => ['--hide', path.resolve(p)]),
+  ];
 }
 
 /** Reads a dotenv file (`envFile`) the way `node --env-file` does. */

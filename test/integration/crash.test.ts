@@ -7,8 +7,8 @@
  *
  * Every kill is deterministic: the worker runs with an activity gate (test/support/gated-worker.ts) that asks this
  * test before each activity starts. To kill "after activity N" the test holds activity N+1 at the gate, checks the
- * history holds exactly N completions, and kills; nothing can slip past the boundary. The command waits for a
- * release file the test creates only once the killed attempt's shell is gone.
+ * history holds exactly N completions, and kills; nothing can slip past the boundary. Each attempt of the command
+ * waits for a release file naming its own token, and the test never releases an attempt it killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -168,9 +168,12 @@ function scriptModel() {
       e: { name: 'workspace__edit_file', args: { path: f, old_string: 'version 1', new_string: 'version 2' } },
       c: {
         name: 'workspace__run_command',
-        // The shell records its pid, then waits for the test's release file: a kill mid-command cannot miss it.
+        // Each attempt records a token of its own, then waits for the test to release that token: a kill
+        // mid-command cannot miss it, and an attempt the test killed is never released, so it cannot finish later.
         args: {
-          command: `echo $$ >> ./${f}.cmd.started; until [ -e ./${f}.go ]; do sleep 0.05; done; echo ran >> ./${f}.cmd.log`,
+          command:
+            `t=$(od -An -N8 -tx8 /dev/urandom | tr -d ' '); echo $t >> ./${f}.cmd.started; ` +
+            `until [ -e ./${f}.go.$t ]; do sleep 0.05; done; echo ran >> ./${f}.cmd.log`,
         },
       },
       r: { name: 'workspace__read_file', args: { path: '../outside/data.txt' } },
@@ -217,7 +220,8 @@ async function runTask(
     if (await atActivity(completed)) atActivity = undefined;
   };
   const started = path.join(p.dir, `${file}.cmd.started`);
-  let released = false;
+  const handled = new Set<string>();
+  let midCommand = crashes.midCommand;
   let atPoll = crashes.atPoll;
   const deadline = Date.now() + 150_000;
   try {
@@ -226,12 +230,13 @@ async function runTask(
       const desc = await handle.describe().catch(() => null);
       if (desc && desc.status.name !== 'RUNNING') break;
       if (atPoll && (await atPoll())) atPoll = undefined;
-      if (!released && existsSync(started)) {
-        released = true;
-        if (crashes.midCommand) await crashes.midCommand();
-        // Security of the proof: the killed attempt's shell must be gone before the command may finish.
-        await untilGone(readFileSync(started, 'utf8').trim().split('\n').map(Number));
-        writeFileSync(path.join(p.dir, `${file}.go`), '');
+      const newest = existsSync(started) ? readFileSync(started, 'utf8').trim().split('\n').at(-1) : undefined;
+      if (newest && !handled.has(newest)) {
+        handled.add(newest);
+        if (midCommand) {
+          await midCommand();
+          midCommand = undefined;
+        } else writeFileSync(path.join(p.dir, `${file}.go.${newest}`), '');
       }
       const state = await handle.query<TaskState>('state').catch(() => null);
       for (const p2 of state?.pending ?? []) {
@@ -251,24 +256,6 @@ async function runTask(
   const result = (await handle.result()) as TaskResult;
   const state = await handle.query<TaskState>('state');
   return { result, state, project: p.dir, file };
-}
-
-/** Waits until none of these processes is alive except the newest (the attempt that will be released). */
-async function untilGone(pids: number[]): Promise<void> {
-  const older = pids.slice(0, -1);
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const deadline = Date.now() + 30_000;
-  while (older.some(alive)) {
-    if (Date.now() > deadline) throw new Error(`a killed worker's command is still running: ${older.filter(alive)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 function auditFor(file: string) {

@@ -1,10 +1,10 @@
 /**
- * Running run_command's shell commands: each in its own process group with a scrubbed environment, output
- * collected up to a cap, killed (with everything it started) on timeout, on cancellation, or when the server
- * stops.
+ * Running run_command's shell commands: each started as command-sandbox.ts prepared it (inside bubblewrap unless
+ * the operator chose none), in its own process group, output collected up to a cap, killed with everything it
+ * started on timeout, on cancellation, or when the server stops.
  */
 import { spawn } from 'node:child_process';
-import { scrubEnv } from './env';
+import type { SandboxLaunch } from './sandbox';
 
 /** Process groups of commands still running: ended when the server stops, so none outlives it half-done. */
 const runningCommands = new Set<number>();
@@ -30,7 +30,7 @@ export interface CommandResult {
 }
 
 export function runCommand(
-  command: string,
+  launch: SandboxLaunch & { env: NodeJS.ProcessEnv },
   cwd: string,
   timeoutMs: number,
   cap: number,
@@ -39,9 +39,9 @@ export function runCommand(
   const started = Date.now();
   return new Promise((resolve) => {
     // Its own process group, so a timeout kills everything the command started.
-    const child = spawn('/bin/sh', ['-c', command], {
+    const child = spawn(launch.file, launch.args, {
       cwd,
-      env: scrubEnv(process.env),
+      env: launch.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -74,6 +74,8 @@ export function runCommand(
       } catch {
         /* gone */
       }
+      // Security: whatever left the process group (setsid) is still in the pids cgroup, and ends here too.
+      launch.cap?.killAll();
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -84,6 +86,8 @@ export function runCommand(
     const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
       clearTimeout(timer);
       if (child.pid) runningCommands.delete(child.pid);
+      launch.cap?.killAll();
+      launch.cap?.dispose();
       signal?.removeEventListener('abort', killGroup);
       resolve({
         exit_code: code,

@@ -1,6 +1,7 @@
 /** What the tool registrations share: the caps they work within and the server's gate, store and call pipeline. */
 import type { Handle } from './call-handler';
 import type { CallStateStore } from './call-state';
+import type { CommandSandbox } from './command-sandbox';
 import type { PathGate } from './path-gate';
 
 export const DEFAULT_LIMITS = {
@@ -21,4 +22,5 @@ export interface ToolContext {
   gate: PathGate;
   store: CallStateStore;
   handle: Handle;
+  sandbox: CommandSandbox;
 }

@@ -15,6 +15,7 @@ import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
 import { createAuditLog } from './audit';
 import { createCallHandler } from './call-handler';
 import { createCallStateStore } from './call-state';
+import { createCommandSandbox, type CommandSandboxOptions } from './command-sandbox';
 import { DEFAULT_LIMITS } from './context';
 import { createPathGate } from './path-gate';
 import { registerReadTools } from './tools/read';
@@ -46,6 +47,8 @@ export interface WorkspaceServerOptions {
    * `<markerDir>/<tool>.held` and wait until the client goes away. Never set in production.
    */
   holdAfterChange?: { tool: string; markerDir: string };
+  /** How run_command runs its commands; bubblewrap with no network by default. */
+  sandbox?: Omit<CommandSandboxOptions, 'grantKey'>;
 }
 
 export const WORKSPACE_TOOLS = [
@@ -77,7 +80,8 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     }
   );
   // The order of registration is the order tools/list shows them in.
-  const context = { limits, gate, store, handle };
+  const sandbox = createCommandSandbox(gate, { mode: 'bwrap', ...opts.sandbox, grantKey: opts.grantKey });
+  const context = { limits, gate, store, handle, sandbox };
   registerReadTools(server, context);
   registerSearchTools(server, context);
   registerWriteTools(server, context);

@@ -1,20 +1,23 @@
 #!/usr/bin/env node
 /**
  * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
- * Options: --root DIR (required), --sensitive "glob,glob" (replaces the default sensitive patterns),
+ * Options: --root DIR (required), --sensitive "glob,glob" or --sensitive-pattern GLOB (repeatable; either replaces
+ * the default sensitive patterns; the repeatable form keeps globs with commas such as `*.{pem,key}` whole),
  * --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
- * of side-effecting calls by idempotency key, so a retried call does not act twice).
+ * of side-effecting calls by idempotency key, so a retried call does not act twice), and for run_command's
+ * sandbox: --sandbox bwrap|none, --bwrap PATH, --network on|off (default off), --max-processes N, --memory-mb N,
+ * --hide PATH (repeatable: never visible to a command).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { killRunningCommands } from './commands';
-import { createWorkspaceServer } from './create-server';
+import { createWorkspaceServer, type WorkspaceServerOptions } from './create-server';
 import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob"] [--max-read-bytes N] [--call-log FILE] [--state-dir DIR]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--max-read-bytes N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--max-processes N] [--memory-mb N] [--hide PATH ...]\n`
   );
   process.exit(2);
 }
@@ -26,19 +29,36 @@ async function main() {
   let readBytes: number | undefined;
   let callLog: string | undefined;
   let stateDir: string | undefined;
+  const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
+  const limits: { maxProcesses?: number; memoryBytes?: number } = {};
+  const positive = (flag: string, v: string | undefined): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) usage(`${flag} takes a positive whole number`);
+    return n;
+  };
+  const oneOf = <T extends string>(flag: string, v: string | undefined, allowed: readonly T[]): T => {
+    if (!allowed.includes(v as T)) usage(`${flag} takes ${allowed.join(' or ')}`);
+    return v as T;
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--root') root = argv[++i];
     else if (a.startsWith('--root=')) root = a.slice(7);
     else if (a === '--sensitive') sensitive = (argv[++i] ?? '').split(',').filter(Boolean);
-    else if (a === '--max-read-bytes') {
-      readBytes = Number(argv[++i]);
-      if (!Number.isInteger(readBytes) || readBytes < 1) usage('--max-read-bytes takes a positive whole number');
-    } else if (a === '--call-log') callLog = argv[++i];
+    else if (a === '--sensitive-pattern') (sensitive ??= []).push(argv[++i] ?? '');
+    else if (a === '--max-read-bytes') readBytes = positive(a, argv[++i]);
+    else if (a === '--call-log') callLog = argv[++i];
     else if (a === '--state-dir') stateDir = argv[++i];
+    else if (a === '--sandbox') sandbox.mode = oneOf(a, argv[++i], ['bwrap', 'none'] as const);
+    else if (a === '--bwrap') sandbox.bwrap = argv[++i];
+    else if (a === '--network') sandbox.network = oneOf(a, argv[++i], ['on', 'off'] as const);
+    else if (a === '--max-processes') limits.maxProcesses = positive(a, argv[++i]);
+    else if (a === '--memory-mb') limits.memoryBytes = positive(a, argv[++i]) * 1024 * 1024;
+    else if (a === '--hide') sandbox.hide = [...(sandbox.hide ?? []), path.resolve(argv[++i] ?? '')];
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
   }
+  sandbox.limits = limits;
   if (!root) usage('--root is required');
   const dir = path.resolve(root);
   if (stateDir) mkdirSync(stateDir, { recursive: true });
@@ -56,6 +76,7 @@ async function main() {
     limits: readBytes ? { readBytes } : undefined,
     callLog,
     stateDir,
+    sandbox,
     ...(hold ? { holdAfterChange: { tool: hold[1], markerDir: hold[2] } } : {}),
   });
   await server.connect(new StdioServerTransport());

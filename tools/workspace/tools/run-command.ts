@@ -6,14 +6,15 @@ import { runCommand } from '../commands';
 import type { ToolContext } from '../context';
 import { text, ToolError } from '../tool-result';
 
-export function registerRunCommand(server: McpServer, { limits, gate, handle }: ToolContext): void {
+export function registerRunCommand(server: McpServer, { limits, gate, handle, sandbox }: ToolContext): void {
   server.registerTool(
     'run_command',
     {
       title: 'Run a shell command',
       description:
         'Run a shell command (/bin/sh -c) in the project directory or a subdirectory. Returns the exit code and the output (cut at a cap). ' +
-        'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files.',
+        'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files. ' +
+        'It runs in a sandbox: only the project (and paths the user granted) exist, and the network is off unless the user turned it on.',
       inputSchema: {
         command: z.string().min(1).describe('the shell command line'),
         cwd: z.string().default('.').describe('working directory, relative to the project directory'),
@@ -32,7 +33,8 @@ export function registerRunCommand(server: McpServer, { limits, gate, handle }: 
       const g = await gate.allow(a.cwd, 'execute', meta);
       const st = await fs.stat(g.real);
       if (!st.isDirectory()) throw new ToolError(`cwd ${a.cwd} is not a directory`);
-      const result = await runCommand(a.command, g.real, a.timeout_ms, limits.commandOutputBytes, signal);
+      const launch = await sandbox.prepare(a.command, g.real, meta);
+      const result = await runCommand(launch, g.real, a.timeout_ms, limits.commandOutputBytes, signal);
       const parts = [
         `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
       ];

@@ -1,0 +1,126 @@
+/**
+ * How the workspace server starts one run_command: inside the bubblewrap sandbox (sandbox.ts) built from this
+ * call's facts (the project, the grants the call carries, the sensitive files to hide, the network setting), or,
+ * only when the operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused
+ * with the reason; they never silently run unsandboxed.
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { promises as fs } from 'node:fs';
+import { NETWORK_META_KEY } from '../../common/workspace-protocol';
+import { verifiedGrants } from '../../runtime/grant-signing';
+import { scrubEnv } from './env';
+import type { PathGate } from './path-gate';
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  makeProcessCap,
+  probeSandbox,
+  SANDBOX_PATH,
+  sandboxFiles,
+  sandboxLaunch,
+  type SandboxFiles,
+  type SandboxLaunch,
+  type SandboxLimits,
+  type SandboxMode,
+  type SandboxProbe,
+} from './sandbox';
+import { ToolError } from './tool-result';
+
+export interface CommandSandboxOptions {
+  mode: SandboxMode;
+  bwrap?: string;
+  /** The network commands get when a call does not say (a session's setting arrives per call). */
+  network?: 'on' | 'off';
+  limits?: Partial<SandboxLimits>;
+  /** Klea's own state (state dir, results, audit log, config): hidden from commands when inside the project. */
+  hide?: readonly string[];
+  /** Secret for verifying grants (the same the path gate uses). */
+  grantKey?: string;
+}
+
+export interface CommandSandbox {
+  /** `bwrap` and whether it can run here, or `none`. */
+  status(): Promise<{ mode: SandboxMode; probe: SandboxProbe | null }>;
+  /** The process to start for `command` in `cwd` (a real path the gate allowed) under this call's grants. */
+  prepare(command: string, cwd: string, meta: unknown): Promise<SandboxLaunch & { env: NodeJS.ProcessEnv }>;
+}
+
+/** Most entries looked at when listing the sensitive files to hide; a larger project is cut off here. */
+const HIDE_SCAN_LIMIT = 50_000;
+
+export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions): CommandSandbox {
+  const bwrap = opts.bwrap ?? '/usr/bin/bwrap';
+  const limits = { ...DEFAULT_SANDBOX_LIMITS, ...opts.limits };
+  let probe: Promise<SandboxProbe> | undefined;
+  let files: SandboxFiles | undefined;
+  const probed = () => (probe ??= probeSandbox(bwrap));
+
+  /** Sensitive files and directories inside the project, by the same patterns the gate uses. */
+  async function sensitiveEntries(root: string): Promise<Array<{ path: string; dir: boolean }>> {
+    const out: Array<{ path: string; dir: boolean }> = [];
+    let seen = 0;
+    const visit = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const d of entries) {
+        if (++seen > HIDE_SCAN_LIMIT) return;
+        const real = path.join(dir, d.name);
+        if (gate.sensitive(path.relative(root, real))) out.push({ path: real, dir: d.isDirectory() });
+        // Symlinks are not followed: the sandbox shows a link's target only if that target is bound anyway.
+        else if (d.isDirectory() && d.name !== '.git') await visit(real);
+      }
+    };
+    await visit(root);
+    return out;
+  }
+
+  return {
+    async status() {
+      return { mode: opts.mode, probe: opts.mode === 'bwrap' ? await probed() : null };
+    },
+
+    async prepare(command, cwd, meta) {
+      const env = scrubEnv(process.env);
+      if (opts.mode === 'none') return { file: '/bin/sh', args: ['-c', command], cap: null, env };
+      const p = await probed();
+      if (!p.available) throw new ToolError(`run_command refused: ${p.problem}`);
+      const root = (await gate.root()).real;
+      const inside = (x: string) => x === root || x.startsWith(root + path.sep);
+      const own = await Promise.all(
+        (opts.hide ?? []).filter(inside).map(async (h) => {
+          const st = await fs.stat(h).catch(() => null);
+          return st ? [{ path: h, dir: st.isDirectory() }] : [];
+        })
+      );
+      const hidden = [...(await sensitiveEntries(root)), ...own.flat()];
+      const m = meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {};
+      const network = (m[NETWORK_META_KEY] ?? opts.network) === 'on';
+      files ??= sandboxFiles(path.join(os.tmpdir(), `klea-sandbox-${process.pid}-${randomBytes(4).toString('hex')}`));
+      const { PATH: _hostPath, HOME: _home, TMPDIR: _tmp, ...rest } = env;
+      const launch = sandboxLaunch(
+        {
+          projectDir: root,
+          cwd,
+          grants: verifiedGrants(opts.grantKey, meta),
+          hidden,
+          network,
+          env: { ...rest, PATH: SANDBOX_PATH },
+          files,
+        },
+        command,
+        {
+          bwrap,
+          limits,
+          cap: makeProcessCap(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(6).toString('hex')}`),
+        }
+      );
+      // Only bwrap and prlimit see this environment; the command gets the one set inside the sandbox.
+      return { ...launch, env: { PATH: SANDBOX_PATH } };
+    },
+  };
+}

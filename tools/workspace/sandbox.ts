@@ -157,13 +157,14 @@ export function probeSandbox(bwrap: string, timeoutMs = 10_000): Promise<Sandbox
         const e = err as NodeJS.ErrnoException;
         const why =
           e.code === 'ENOENT'
-            ? `bubblewrap is not installed (${bwrap} not found): install the Debian package "bubblewrap"`
-            : `bubblewrap cannot create its namespaces here: ${(stderr || e.message).trim().split('\n')[0]}; ` +
-              'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or in Docker ' +
-              '--security-opt seccomp=unconfined --security-opt apparmor=unconfined)';
+            ? `bubblewrap is not installed (${bwrap}): install the Debian package "bubblewrap"`
+            : (stderr || e.message).trim().split('\n')[0];
         resolve({
           available: false,
-          problem: `${why}. Commands are refused rather than run unsandboxed; tools.sandbox.mode: none runs them without a sandbox.`,
+          problem:
+            `the command sandbox cannot run here (${why}). Set tools.sandbox.mode: none to run commands without it, ` +
+            'or allow user namespaces (sysctl kernel.unprivileged_userns_clone=1; in Docker, ' +
+            '--security-opt seccomp=unconfined --security-opt apparmor=unconfined)',
         });
       }
     );

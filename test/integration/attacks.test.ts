@@ -8,7 +8,7 @@ import { readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskState } from '../../common/task';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';

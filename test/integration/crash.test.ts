@@ -21,7 +21,7 @@ import { stringify } from 'yaml';
 import type { TaskInput, TaskResult, TaskState } from '../../common/task';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
-import { FakeModel, type RecordedRequest } from '../support/fake-model';
+import { FakeModel, type RecordedRequest } from '../../testing/fake-model';
 import { makeProject, plan, step } from '../support/task-driver';
 
 const ROOT = path.join(__dirname, '..', '..');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { buildWorkflowBundle } from '../../worker/bundle';
-import { FakeModel } from '../support/fake-model';
+import { FakeModel } from '../../testing/fake-model';
 import { startTestEnv, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';

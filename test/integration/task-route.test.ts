@@ -1,7 +1,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import type { KleaEvent } from '../../common/events';
 import type { TaskInput, TaskResult } from '../../common/task';
-import { FakeModel } from '../support/fake-model';
+import { FakeModel } from '../../testing/fake-model';
 import { startTestEnv, uniqueId, type TestEnv } from '../support/harness';
 
 describe('taskWorkflow: the first durable path (route_request through the model)', () => {

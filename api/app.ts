@@ -8,7 +8,7 @@ import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
 import type { ZodType } from 'zod';
-import type { Client } from '@temporalio/client';
+import type { Client, UpdateDefinition } from '@temporalio/client';
 import {
   AcceptedResponseSchema,
   CancelRequestBodySchema,
@@ -31,11 +31,25 @@ import {
   TaskStateResponseSchema,
 } from '../common/api';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../common/config';
-import type { KleaEvent } from '../common/events';
 import { KleaMode, KleaSessionId } from '../common/search-attributes';
-import type { SessionInput, SessionState, SubmitResult } from '../common/session';
-import type { TaskState } from '../common/task';
+import type { SessionInput } from '../common/session';
 import { bearerAuth } from './auth';
+import {
+  eventsQuery as sessionEventsQuery,
+  settingsSignal,
+  startTaskUpdate,
+  stateQuery as sessionStateQuery,
+  submitUpdate,
+} from '../workflows/session/messages';
+import {
+  cancelSignal,
+  clarifyUpdate,
+  type DecisionAck,
+  eventsQuery as taskEventsQuery,
+  permissionUpdate,
+  reviewUpdate,
+  stateQuery as taskStateQuery,
+} from '../workflows/task/messages';
 import { ApiError, badRequest, errorHandler, RETRY_AFTER_SECONDS, unavailable } from './errors';
 import { buildOpenApiDocument } from './openapi';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
@@ -225,7 +239,7 @@ export function createApp({
   }
 
   /** Events as JSON (?after=) or as a server-sent event stream. */
-  function eventsRoute(targetOf: (id: string) => Target) {
+  function eventsRoute(targetOf: (id: string) => Target, eventsQuery: typeof taskEventsQuery) {
     return async ({
       params,
       query,
@@ -238,7 +252,7 @@ export function createApp({
       res: express.Response;
     }) => {
       const target = targetOf(params.id);
-      const fetch = (after: number) => calls.query<KleaEvent[]>(target, 'events', { after });
+      const fetch = (after: number) => calls.query(target, eventsQuery, { after });
       const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
       if (!wantsStream) return { events: await fetch(query.after ?? 0) };
       const after = lastEventId(req) ?? 0;
@@ -248,12 +262,14 @@ export function createApp({
     };
   }
 
-  const taskDecision = <B>(what: 'review' | 'clarify' | 'permission', summary: string, body: ZodType<B>) =>
+  const taskDecision = <B>(
+    update: UpdateDefinition<DecisionAck, [B]>,
+    route: { path: string; operationId: string; summary: string },
+    body: ZodType<B>
+  ) =>
     defineRoute({
       method: 'post',
-      path: `/tasks/:id/${what === 'permission' ? 'permissions' : what}`,
-      operationId: `${what}Task`,
-      summary,
+      ...route,
       tags: ['tasks'],
       params: TaskParamsSchema,
       body,
@@ -272,7 +288,7 @@ export function createApp({
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ params, body: b }) => {
-        await calls.update(taskTarget(params.id), what, b, { noun: 'decision' });
+        await calls.update(taskTarget(params.id), update, b, { noun: 'decision' });
         return { accepted: true as const };
       },
     });
@@ -335,7 +351,7 @@ export function createApp({
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ params }) => ({
-        ...(await calls.query<SessionState>(sessionTarget(params.id), 'state')),
+        ...(await calls.query(sessionTarget(params.id), sessionStateQuery)),
         temporalUiUrl: runUrl(sessionWorkflowId(params.id)),
       }),
     }),
@@ -353,8 +369,7 @@ export function createApp({
         409: { description: 'the session has ended' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: ({ params, body }) =>
-        calls.update<SubmitResult>(sessionTarget(params.id), 'submit', body, { noun: 'message' }),
+      handler: ({ params, body }) => calls.update(sessionTarget(params.id), submitUpdate, body, { noun: 'message' }),
     }),
     defineRoute({
       method: 'patch',
@@ -371,7 +386,7 @@ export function createApp({
         ...TEMPORAL_DOWN,
       },
       handler: async ({ params, body }) => {
-        await calls.signal(sessionTarget(params.id), 'settings', body);
+        await calls.signal(sessionTarget(params.id), settingsSignal, body);
         return { accepted: true as const };
       },
     }),
@@ -388,7 +403,7 @@ export function createApp({
         404: { description: 'no such session' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsRoute(sessionTarget),
+      handler: eventsRoute(sessionTarget, sessionEventsQuery),
     }),
 
     // ---------------------------------------------------------------- tasks
@@ -415,7 +430,7 @@ export function createApp({
         await calls.requireWorker('task', body.sessionId ? sessionTarget(body.sessionId) : undefined);
         let sessionId = body.sessionId;
         if (sessionId && requestedDir !== undefined) {
-          const session = await calls.query<SessionState>(sessionTarget(sessionId), 'state');
+          const session = await calls.query(sessionTarget(sessionId), sessionStateQuery);
           if (session.projectDir !== requestedDir) {
             throw badRequest(
               `body.projectDir: session "${sessionId}" works in ${session.projectDir}, not ${requestedDir}; ` +
@@ -433,12 +448,10 @@ export function createApp({
           ...(body.review ? { review: body.review } : {}),
         };
         try {
-          const { taskId, queued } = await calls.update<{ taskId: string; queued: boolean }>(
-            sessionTarget(sessionId),
-            'startTask',
-            task,
-            { noun: 'task', workerChecked: true }
-          );
+          const { taskId, queued } = await calls.update(sessionTarget(sessionId), startTaskUpdate, task, {
+            noun: 'task',
+            workerChecked: true,
+          });
           return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
         } catch (err) {
           if (created && err instanceof ApiError && err.code === 'no_worker') throw await abandon(sessionId, err);
@@ -459,7 +472,7 @@ export function createApp({
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ params }) => ({
-        ...(await calls.query<TaskState>(taskTarget(params.id), 'state')),
+        ...(await calls.query(taskTarget(params.id), taskStateQuery)),
         temporalUiUrl: runUrl(params.id),
       }),
     }),
@@ -476,13 +489,33 @@ export function createApp({
         404: { description: 'no such task' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsRoute(taskTarget),
+      handler: eventsRoute(taskTarget, taskEventsQuery),
     }),
-    taskDecision('review', 'Approve the plan under review, or ask for a revision with feedback', ReviewRequestSchema),
-    taskDecision('clarify', 'Answer the questions of the step that waits for them', ClarifyRequestSchema),
     taskDecision(
-      'permission',
-      'Decide a pending permission request: allow_once, allow_session or deny',
+      reviewUpdate,
+      {
+        path: '/tasks/:id/review',
+        operationId: 'reviewTask',
+        summary: 'Approve the plan under review, or ask for a revision with feedback',
+      },
+      ReviewRequestSchema
+    ),
+    taskDecision(
+      clarifyUpdate,
+      {
+        path: '/tasks/:id/clarify',
+        operationId: 'clarifyTask',
+        summary: 'Answer the questions of the step that waits for them',
+      },
+      ClarifyRequestSchema
+    ),
+    taskDecision(
+      permissionUpdate,
+      {
+        path: '/tasks/:id/permissions',
+        operationId: 'permissionTask',
+        summary: 'Decide a pending permission request: allow_once, allow_session or deny',
+      },
       PermissionRequestBodySchema
     ),
     defineRoute({
@@ -500,7 +533,7 @@ export function createApp({
         ...TEMPORAL_DOWN,
       },
       handler: async ({ params, body }) => {
-        await calls.signal(taskTarget(params.id), 'cancel', body);
+        await calls.signal(taskTarget(params.id), cancelSignal, body);
         return { accepted: true as const };
       },
     }),

@@ -7,7 +7,10 @@
  *            [--api http://127.0.0.1:8080] [--token T]     (KLEA_API_URL, KLEA_API_TOKEN)
  */
 import readline from 'node:readline';
+import type { z } from 'zod';
+import type { CreateTaskRequestSchema } from '../common/api';
 import type { KleaEvent } from '../common/events';
+import type { ClarifyAnswers, PermissionDecision, ReviewDecision } from '../common/task';
 
 interface Options {
   prompt: string;
@@ -94,7 +97,7 @@ export async function ask(
       ...(opts.review ? { review: opts.review } : {}),
       ...(opts.readOnly ? { toolAccess: 'read_only' } : {}),
       ...(opts.project ? { projectDir: opts.project } : {}),
-    });
+    } satisfies z.input<typeof CreateTaskRequestSchema>);
     const taskId = String(created.taskId);
     say(`task ${taskId} · ${created.temporalUiUrl}`);
     let last = 0;
@@ -144,16 +147,16 @@ export async function ask(
         return null;
       case 'review_requested': {
         const a = (await question(`review (${e.reason}): [a]pprove or [r]evise? `)).trim().toLowerCase();
-        if (a.startsWith('r')) {
-          const feedback = await question('what should change? ');
-          await call('POST', `/tasks/${taskId}/review`, { decision: 'revise', feedback, planHash: e.planHash });
-        } else await call('POST', `/tasks/${taskId}/review`, { decision: 'approve', planHash: e.planHash });
+        const review: ReviewDecision = a.startsWith('r')
+          ? { decision: 'revise', feedback: await question('what should change? '), planHash: e.planHash }
+          : { decision: 'approve', planHash: e.planHash };
+        await call('POST', `/tasks/${taskId}/review`, review);
         return null;
       }
       case 'questions': {
         const answers: Record<string, string> = {};
         for (const q of e.questions) answers[q] = await question(`${q} `);
-        await call('POST', `/tasks/${taskId}/clarify`, { answers });
+        await call('POST', `/tasks/${taskId}/clarify`, { answers } satisfies ClarifyAnswers);
         return null;
       }
       case 'permission_requested': {
@@ -165,7 +168,8 @@ export async function ask(
           .trim()
           .toLowerCase();
         const decision = a.startsWith('o') ? 'allow_once' : a.startsWith('s') ? 'allow_session' : 'deny';
-        await call('POST', `/tasks/${taskId}/permissions`, { requestId: e.requestId, decision });
+        const permission: PermissionDecision = { requestId: e.requestId, decision };
+        await call('POST', `/tasks/${taskId}/permissions`, permission);
         return null;
       }
       case 'step_started':

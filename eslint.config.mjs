@@ -89,6 +89,11 @@ export default tseslint.config(
     },
   },
   {
+    // The page's stream parser is also required by the CLI and the tests, as a CommonJS module.
+    files: ['web/sse.js'],
+    languageOptions: { globals: { module: 'writable' } },
+  },
+  {
     files: ['**/*.mjs', '**/*.cjs', '*.js', 'scripts/**/*.js'],
     languageOptions: {
       globals: {

@@ -27,6 +27,21 @@ const ioModulePatterns = [
 ];
 const sandboxMessage =
   'workflows/ and common/ are bundled into the deterministic workflow sandbox: no I/O modules (use `import type`, or move the code to activities/).';
+const sandboxPaths = ioModuleNames.map((name) => ({ name, allowTypeImports: true, message: sandboxMessage }));
+const sandboxPatterns = [{ group: ioModulePatterns, allowTypeImports: true, message: sandboxMessage }];
+
+// Folder boundaries. Each folder has one block setting @typescript-eslint/no-restricted-imports: when two blocks
+// set the same rule for a file, the later one's options replace the earlier one's, so blocks must not overlap.
+/** A relative import of one of the repository's top-level folders, from a file at any depth. */
+const topLevel = (/** @type {string[]} */ names) => `^(\\.\\./)+(${names.join('|')})(/|$)`;
+const folderBan = (/** @type {string[]} */ names, /** @type {string} */ message, allowTypeImports = false) => ({
+  regex: topLevel(names),
+  caseSensitive: true,
+  allowTypeImports,
+  message,
+});
+const clientMessage =
+  "api/ and cli/ are Temporal clients: common/, runtime/, the workflows' messages.ts (and workflows/index.ts as types), the Temporal client. No workflow, activity, worker or tool code.";
 
 export default tseslint.config(
   {
@@ -58,13 +73,82 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts', 'common/**/*.ts'],
+    files: ['common/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { paths: sandboxPaths, patterns: sandboxPatterns }],
+    },
+  },
+  {
+    // Workflow code sees common/ and workflows/ alone, and activities/ as types (proxyActivities<Activities>).
+    files: ['workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          paths: ioModuleNames.map((name) => ({ name, allowTypeImports: true, message: sandboxMessage })),
-          patterns: [{ group: ioModulePatterns, allowTypeImports: true, message: sandboxMessage }],
+          paths: sandboxPaths,
+          patterns: [
+            ...sandboxPatterns,
+            folderBan(
+              ['activities'],
+              'workflows/ import activities/ as types only (`import type`): the worker builds the activities.',
+              true
+            ),
+            folderBan(
+              ['api', 'cli', 'worker', 'tools', 'runtime', 'scripts', 'bench', 'test', 'testing', 'web'],
+              'workflows/ import only common/ and workflows/ (and activities/ as types).'
+            ),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The API and the CLI are clients: they start workflows and send typed messages, and run no workflow code.
+    files: ['api/**/*.ts', 'cli/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...['@temporalio/worker', '@temporalio/activity', '@temporalio/testing'].map((name) => ({
+              name,
+              message: clientMessage,
+            })),
+            {
+              name: '@temporalio/workflow',
+              allowTypeImports: true,
+              message: 'define messages in workflows/<workflow>/messages.ts and import them from there.',
+            },
+          ],
+          patterns: [
+            { group: ['@modelcontextprotocol/*', '@langchain/*'], message: clientMessage },
+            folderBan(['activities', 'worker', 'tools', 'scripts', 'bench', 'test', 'testing'], clientMessage),
+            // A workflow's messages.ts is the client's contract; workflows/index.ts only lends its types.
+            { regex: '^(\\.\\./)+workflows/(?!index$|[^/]+/messages$)', caseSensitive: true, message: clientMessage },
+            {
+              regex: '^(\\.\\./)+workflows(/index)?$',
+              caseSensitive: true,
+              allowTypeImports: true,
+              message: clientMessage,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Benchmarks, scripts and the shared test stack may use anything but the tests themselves.
+    files: ['bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'testing/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            folderBan(
+              ['test'],
+              'bench/, scripts/ and testing/ never import test/: what they share with it lives in testing/.'
+            ),
+          ],
         },
       ],
     },
@@ -123,6 +207,11 @@ export default tseslint.config(
         clearTimeout: 'readonly',
       },
     },
+  },
+  {
+    // The page's stream parser is also required by the CLI and the tests, as a CommonJS module.
+    files: ['web/sse.js'],
+    languageOptions: { globals: { module: 'writable' } },
   },
   {
     files: ['**/*.mjs', '**/*.cjs', '*.js', 'scripts/**/*.js'],

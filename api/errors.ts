@@ -1,6 +1,7 @@
 /** The API's one error shape: `{error: {code, message, details?}}` with the right status. */
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
+import { describeZodIssues } from '../common/zod-issues';
 
 /** Seconds a client is told to wait (`Retry-After`) before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -26,15 +27,7 @@ export const unavailable = (code: 'temporal_unavailable' | 'no_worker', message:
 
 /** A zod error as a 400 naming each field and why. */
 export function validationError(where: 'body' | 'query' | 'path', error: z.ZodError): ApiError {
-  const details = error.issues
-    .map((i) => {
-      const keys = i.code === 'unrecognized_keys' ? i.keys : [undefined];
-      return keys.map((k) => ({
-        path: [where, ...i.path.map(String), ...(k ? [k] : [])].join('.'),
-        message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message,
-      }));
-    })
-    .flat();
+  const details = describeZodIssues(error, { prefix: [where], unknownKeys: 'per_field' });
   const first = details[0];
   return badRequest(
     `${first.path}: ${first.message}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}`,

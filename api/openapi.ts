@@ -50,6 +50,18 @@ export const STANDARD_ERRORS: Record<number, string> = {
   413: 'request body too large',
 };
 
+/** The 503 every route that calls Temporal may answer (see TemporalCalls). */
+export const TEMPORAL_DOWN = {
+  503: { description: 'temporal_unavailable: Temporal is unreachable or did not answer in time (see Retry-After)' },
+};
+export const TEMPORAL_DOWN_OR_NO_WORKER = {
+  503: {
+    description:
+      'temporal_unavailable: Temporal is unreachable or did not answer in time; no_worker: no worker is polling ' +
+      'the task queue, or none answered in time (see Retry-After)',
+  },
+};
+
 export function buildOpenApiDocument(
   routes: readonly RouteSpec[],
   info: { version: string; tokenRequired: boolean }

@@ -19,13 +19,25 @@ import {
   WorkflowUpdateStage,
   isGrpcServiceError,
   type Client,
+  type QueryDefinition,
+  type SignalDefinition,
+  type UpdateDefinition,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { KleaStatus } from '../common/search-attributes';
+import type * as workflows from '../workflows';
 import { ApiError, conflict, notFound, unavailable } from './errors';
+
+/**
+ * The workflow entry points by the name they are registered under. A type-only import: the compiler checks a
+ * workflow's name and input, and no workflow code is loaded into the API process (importing the functions, as
+ * `client.workflow.start(taskWorkflow)` needs, would run the workflow modules and their activity proxies here).
+ */
+type Workflows = typeof workflows;
+export type WorkflowName = keyof Workflows;
 
 /** A workflow as a route addresses it: `what` names it for people (`task "task-s-1-1"`). */
 export interface Target {
@@ -113,22 +125,26 @@ export class TemporalCalls {
     }
   }
 
-  query<T>(target: Target, name: string, ...args: unknown[]): Promise<T> {
-    return this.run(target, { kind: 'query', name }, () => this.handle(target).query<T, unknown[]>(name, ...args));
+  query<Ret, Args extends unknown[]>(target: Target, def: QueryDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+    return this.run(target, { kind: 'query', name: def.name }, () => this.handle(target).query(def, ...args));
   }
 
   /** Signals need no worker: Temporal keeps them until one runs the workflow. */
-  signal(target: Target, name: string, arg: unknown): Promise<void> {
-    return this.run(target, { kind: 'signal', name }, () => this.handle(target).signal(name, arg));
+  signal<Args extends unknown[]>(target: Target, def: SignalDefinition<Args>, ...args: Args): Promise<void> {
+    return this.run(target, { kind: 'signal', name: def.name }, () => this.handle(target).signal(def, ...args));
   }
 
   describe(target: Target): Promise<WorkflowExecutionDescription> {
     return this.run(target, { kind: 'describe' }, () => this.handle(target).describe());
   }
 
-  async start(target: Target, workflowType: string, options: WorkflowStartOptions): Promise<void> {
+  async start<N extends WorkflowName>(
+    target: Target,
+    workflowType: N,
+    options: WorkflowStartOptions<Workflows[N]>
+  ): Promise<void> {
     await this.run(target, { kind: 'start', name: workflowType }, () =>
-      this.client.workflow.start(workflowType, options)
+      this.client.workflow.start<Workflows[N]>(workflowType, options)
     );
   }
 
@@ -141,19 +157,19 @@ export class TemporalCalls {
    * sent then would wait in Temporal and be acted on whenever a worker starts, long after the caller gave up),
    * and acceptance is bounded, so a worker that stopped moments ago (it still looks fresh) cannot hang the call.
    */
-  async update<T>(
+  async update<Ret, Arg>(
     target: Target,
-    name: string,
-    arg: unknown,
+    def: UpdateDefinition<Ret, [Arg]>,
+    arg: Arg,
     opts: { noun: string; workerChecked?: boolean }
-  ): Promise<T> {
+  ): Promise<Ret> {
     if (!opts.workerChecked) await this.requireWorker(opts.noun, target);
-    const call: Call = { kind: 'update', name, noun: opts.noun };
+    const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
     const accepted = await this.run(
       target,
       call,
       () =>
-        this.handle(target).startUpdate<T, [unknown]>(name, {
+        this.handle(target).startUpdate(def, {
           args: [arg],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         }),

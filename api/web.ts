@@ -6,14 +6,22 @@ import { defineRoute, type RouteSpec } from './route';
 
 const WEB_DIR = path.join(REPO_ROOT, 'web');
 
-const FILES: Array<{ route: string; file: string; type: string; summary: string }> = [
+const FILES: Array<{ route: string; file: string; type: string; summary: string; precededBy?: string[] }> = [
   {
     route: '/',
     file: 'index.html',
     type: 'text/html; charset=utf-8',
     summary: 'The web page: chat, plan, review, permissions, status and inspect panes',
   },
-  { route: '/app.js', file: 'app.js', type: 'text/javascript; charset=utf-8', summary: "The web page's script" },
+  {
+    route: '/app.js',
+    file: 'app.js',
+    // The event-stream parser the page shares with the CLI comes first, in the same response: the page gets it
+    // without a route of its own, so the routes (and the OpenAPI document) stay as they are.
+    precededBy: ['sse.js'],
+    type: 'text/javascript; charset=utf-8',
+    summary: "The web page's script",
+  },
   {
     route: '/markdown.js',
     file: 'markdown.js',
@@ -24,7 +32,7 @@ const FILES: Array<{ route: string; file: string; type: string; summary: string 
 ];
 
 export function webRoutes(opts: { uiUrl: string; namespace: string }): RouteSpec[] {
-  return FILES.map(({ route, file, type, summary }) =>
+  return FILES.map(({ route, file, type, summary, precededBy = [] }) =>
     defineRoute({
       method: 'get',
       path: route,
@@ -35,7 +43,7 @@ export function webRoutes(opts: { uiUrl: string; namespace: string }): RouteSpec
       auth: false,
       responses: { 200: { description: file, contentType: type } },
       handler: ({ res }) => {
-        let body = readFileSync(path.join(WEB_DIR, file), 'utf8');
+        let body = [...precededBy, file].map((f) => readFileSync(path.join(WEB_DIR, f), 'utf8')).join('\n');
         if (file === 'index.html')
           body = body
             .replace('__TEMPORAL_UI__', opts.uiUrl.replace(/\/$/, ''))

@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskInput } from '../common/task';
+import type { taskWorkflow } from '../workflows';
 import { historyBytes, offeredStepIds, startBenchEnv, type BenchEnv } from './support';
 
 export interface BenchResult {
@@ -45,7 +46,7 @@ async function runTask(env: BenchEnv, steps: number, dir: string): Promise<numbe
     toolAccess: 'full',
     route: false,
   };
-  const handle = await env.client.workflow.start('taskWorkflow', {
+  const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
     taskQueue: env.config.temporal.task_queue,
     workflowId: taskId,
     args: [input],

@@ -12,8 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import type { TaskInput } from '../common/task';
+import type { taskWorkflow } from '../workflows';
+import { stateQuery } from '../workflows/task/messages';
 import type { BenchResult } from './history';
 import { offeredStepIds, type BenchEnv } from './support';
+import type { bareParked, bareSteps } from './bare-workflows';
 
 const project = () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-bench-'));
@@ -84,7 +87,7 @@ async function kleaTask(
     route: false,
   };
   const started = performance.now();
-  const handle = await env.client.workflow.start('taskWorkflow', {
+  const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
     taskQueue: env.config.temporal.task_queue,
     workflowId: taskId,
     args: [input],
@@ -101,7 +104,7 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
     const N = 20;
     // Warm both paths once (bundles, MCP server start, connections).
     await kleaTask(env, 2);
-    await env.client.workflow.execute('bareSteps', {
+    await env.client.workflow.execute<typeof bareSteps>('bareSteps', {
       taskQueue: bare.queue,
       workflowId: `bare-warm-${Date.now()}`,
       args: [2],
@@ -113,7 +116,7 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
     const modelCalls = env.fake.requests.length;
     env.fake.reset();
     let t0 = performance.now();
-    await env.client.workflow.execute('bareSteps', {
+    await env.client.workflow.execute<typeof bareSteps>('bareSteps', {
       taskQueue: bare.queue,
       workflowId: `bare-${Date.now()}`,
       args: [N],
@@ -170,7 +173,7 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
     t0 = performance.now();
     await Promise.all(
       Array.from({ length: M }, (_, i) =>
-        env.client.workflow.execute('bareSteps', {
+        env.client.workflow.execute<typeof bareSteps>('bareSteps', {
           taskQueue: bare.queue,
           workflowId: `bare-tps-${i}-${Date.now()}`,
           args: [3],
@@ -214,7 +217,7 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
             toolAccess: 'full',
             route: false,
           };
-          const h = await env.client.workflow.start('taskWorkflow', {
+          const h = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
             taskQueue: env.config.temporal.task_queue,
             workflowId: taskId,
             args: [input],
@@ -226,7 +229,7 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
     }
     for (const id of parked) {
       for (;;) {
-        const s = await env.client.workflow.getHandle(id).query<{ status: string }>('state');
+        const s = await env.client.workflow.getHandle(id).query(stateQuery);
         if (s.status === 'awaiting_review') break;
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -236,7 +239,10 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
     const rss1 = process.memoryUsage().rss;
     await Promise.all(
       Array.from({ length: P }, (_, i) =>
-        env.client.workflow.start('bareParked', { taskQueue: bare.queue, workflowId: `bare-park-${i}-${Date.now()}` })
+        env.client.workflow.start<typeof bareParked>('bareParked', {
+          taskQueue: bare.queue,
+          workflowId: `bare-park-${i}-${Date.now()}`,
+        })
       )
     );
     await new Promise((r) => setTimeout(r, 3000));

@@ -1,7 +1,7 @@
 /** Shared set-up for benchmarks: a real dev server, a Klea worker on the prebuilt bundle, and the fake model. */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { startStack, type Stack } from '../test/support/stack';
+import { startStack, type Stack } from '../testing/stack';
 
 export type BenchEnv = Stack;
 export const startBenchEnv = (taskQueue = 'bench'): Promise<BenchEnv> => startStack({ taskQueue });

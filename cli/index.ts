@@ -6,8 +6,19 @@
  *   klea ask "List the TODOs in src/" [--review always] [--read-only] [--project DIR]
  *            [--api http://127.0.0.1:8080] [--token T]     (KLEA_API_URL, KLEA_API_TOKEN)
  */
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import readline from 'node:readline';
+import type { z } from 'zod';
+import type { CreateTaskRequestSchema } from '../common/api';
 import type { KleaEvent } from '../common/events';
+import type { ClarifyAnswers, PermissionDecision, ReviewDecision } from '../common/task';
+import { REPO_ROOT } from '../runtime/repo-root';
+import type * as Sse from '../web/sse';
+
+// The web page's own stream parser, so the two clients read frames alike. The page's scripts are served as they
+// are and never copied into dist/, so it is loaded from the installation's web/ folder.
+const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
 
 interface Options {
   prompt: string;
@@ -94,7 +105,7 @@ export async function ask(
       ...(opts.review ? { review: opts.review } : {}),
       ...(opts.readOnly ? { toolAccess: 'read_only' } : {}),
       ...(opts.project ? { projectDir: opts.project } : {}),
-    });
+    } satisfies z.input<typeof CreateTaskRequestSchema>);
     const taskId = String(created.taskId);
     say(`task ${taskId} · ${created.temporalUiUrl}`);
     let last = 0;
@@ -105,18 +116,13 @@ export async function ask(
       if (!res.ok || !res.body) throw new Error(`cannot follow the task: HTTP ${res.status}`);
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
-      let buf = '';
+      const frames = createFrameParser();
       for (;;) {
         const chunk = await reader.read();
         if (chunk.done) break;
-        buf += decoder.decode(chunk.value, { stream: true });
-        let i;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const frame = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const data = frame.split('\n').find((l) => l.startsWith('data: '));
-          if (!data) continue;
-          const e = JSON.parse(data.slice(6)) as KleaEvent;
+        for (const frame of frames.push(decoder.decode(chunk.value, { stream: true }))) {
+          if (frame.data === undefined) continue;
+          const e = JSON.parse(frame.data) as KleaEvent;
           if (e.seq <= last) continue;
           last = e.seq;
           const code = await handle(e, taskId);
@@ -144,16 +150,16 @@ export async function ask(
         return null;
       case 'review_requested': {
         const a = (await question(`review (${e.reason}): [a]pprove or [r]evise? `)).trim().toLowerCase();
-        if (a.startsWith('r')) {
-          const feedback = await question('what should change? ');
-          await call('POST', `/tasks/${taskId}/review`, { decision: 'revise', feedback, planHash: e.planHash });
-        } else await call('POST', `/tasks/${taskId}/review`, { decision: 'approve', planHash: e.planHash });
+        const review: ReviewDecision = a.startsWith('r')
+          ? { decision: 'revise', feedback: await question('what should change? '), planHash: e.planHash }
+          : { decision: 'approve', planHash: e.planHash };
+        await call('POST', `/tasks/${taskId}/review`, review);
         return null;
       }
       case 'questions': {
         const answers: Record<string, string> = {};
         for (const q of e.questions) answers[q] = await question(`${q} `);
-        await call('POST', `/tasks/${taskId}/clarify`, { answers });
+        await call('POST', `/tasks/${taskId}/clarify`, { answers } satisfies ClarifyAnswers);
         return null;
       }
       case 'permission_requested': {
@@ -165,7 +171,8 @@ export async function ask(
           .trim()
           .toLowerCase();
         const decision = a.startsWith('o') ? 'allow_once' : a.startsWith('s') ? 'allow_session' : 'deny';
-        await call('POST', `/tasks/${taskId}/permissions`, { requestId: e.requestId, decision });
+        const permission: PermissionDecision = { requestId: e.requestId, decision };
+        await call('POST', `/tasks/${taskId}/permissions`, permission);
         return null;
       }
       case 'step_started':

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { qualifiedToolName } from './tools';
+import { describeZodIssues } from './zod-issues';
 
 export const DEFAULT_SENSITIVE_PATTERNS = [
   '.env',
@@ -387,23 +388,15 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') {
-    return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  }
-  // A bad record key (an MCP server's name): zod's own message says only "Invalid key in record".
-  if (issue.code === 'invalid_key') return `bad name: ${issue.issues.map((i) => i.message).join('; ')}`;
-  return issue.message;
-}
-
-function issuePath(prefix: readonly PropertyKey[], issue: z.core.$ZodIssue): string {
-  const parts = [...prefix, ...issue.path].map(String);
-  return parts.length ? parts.join('.') : '(top level)';
-}
+/** How the config's problems read: `unknown key "x"`, a bad server name explained, `(top level)` for the file. */
+const describeConfigIssues = (error: z.ZodError) =>
+  describeZodIssues(error, { whole: '(top level)', unknownKeys: 'grouped', recordKeys: 'explain' });
 
 /** One line per problem: `<source>: <key.path>: <what was expected>`. */
-export function formatZodIssues(source: string, error: z.ZodError): string {
-  return error.issues.map((i) => `${source}: ${issuePath([], i)}: ${describeIssue(i)}`).join('\n');
+export function formatConfigIssues(source: string, error: z.ZodError): string {
+  return describeConfigIssues(error)
+    .map((d) => `${source}: ${d.path}: ${d.message}`)
+    .join('\n');
 }
 
 /**
@@ -416,7 +409,7 @@ export function resolveConfig(
   source = 'klea.yaml'
 ): Config {
   const fromFile = ConfigSchema.safeParse(fileValue ?? {});
-  if (!fromFile.success) throw new ConfigError(formatZodIssues(source, fromFile.error));
+  if (!fromFile.success) throw new ConfigError(formatConfigIssues(source, fromFile.error));
 
   const merged = structuredClone(fromFile.data) as unknown as Record<string, Record<string, unknown>>;
   for (const { env: name, path, kind } of ENV_OVERRIDES) {
@@ -438,13 +431,10 @@ export function resolveConfig(
   if (!final.success) {
     const byEnv = new Map(ENV_OVERRIDES.map((o) => [o.path.join('.'), o.env]));
     throw new ConfigError(
-      final.error.issues
-        .map((i) => {
-          const key = i.path.map(String).join('.');
+      describeConfigIssues(final.error)
+        .map(({ path: key, message }) => {
           const envName = byEnv.get(key);
-          return envName && env[envName]
-            ? `environment: ${envName}: ${describeIssue(i)}`
-            : `${source}: ${key}: ${describeIssue(i)}`;
+          return envName && env[envName] ? `environment: ${envName}: ${message}` : `${source}: ${key}: ${message}`;
         })
         .join('\n')
     );

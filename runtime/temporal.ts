@@ -5,19 +5,11 @@ import path from 'node:path';
 import { type Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../common/search-attributes';
+import { REPO_ROOT } from './repo-root';
 
-export const REPO_ROOT = findRepoRoot(__dirname);
-
-function findRepoRoot(from: string): string {
-  let dir = from;
-  for (;;) {
-    const pkg = path.join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'klea') return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
-}
+// Re-exported for the worker, the API, the scripts and the tests, which import it from here; the CLI imports
+// repo-root.ts alone, so as not to load the Temporal packages.
+export { REPO_ROOT };
 
 /** The Temporal CLI: TEMPORAL_CLI_PATH, else the project-local install in .tools/bin, else `temporal` on PATH. */
 export function temporalCliPath(env: NodeJS.ProcessEnv = process.env): string {

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createApp } from '../api/app';
 import { REPO_ROOT } from '../runtime/temporal';
-import { startStack } from '../test/support/stack';
+import { startStack } from '../testing/stack';
 
 const SCHEMATHESIS = process.env.SCHEMATHESIS ?? path.join(REPO_ROOT, '.tools', 'fuzz-venv', 'bin', 'schemathesis');
 const MAX_EXAMPLES = process.env.KLEA_FUZZ_EXAMPLES ?? '30';

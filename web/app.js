@@ -4,6 +4,7 @@
   'use strict';
 
   const md = window.KleaMarkdown;
+  const sse = window.KleaSse;
   const $ = (id) => document.getElementById(id);
   const temporalUi = document.body.dataset.temporalUi;
   const namespace = document.body.dataset.namespace;
@@ -80,29 +81,19 @@
           delay = 500;
           const reader = res.body.getReader();
           const decoder = new TextDecoder();
-          let buf = '';
+          const frames = sse.createFrameParser();
           for (;;) {
             const chunk = await reader.read();
             if (chunk.done) break;
-            buf += decoder.decode(chunk.value, { stream: true });
-            let i;
-            while ((i = buf.indexOf('\n\n')) >= 0) {
-              const frame = buf.slice(0, i);
-              buf = buf.slice(i + 2);
-              let data = '';
-              let id = null;
-              for (const line of frame.split('\n')) {
-                if (line.startsWith('data: ')) data += line.slice(6);
-                else if (line.startsWith('id: ')) id = Number(line.slice(4));
-              }
-              if (id !== null && data) {
-                if (id <= last) continue;
-                last = id;
-                try {
-                  onEvent(JSON.parse(data));
-                } catch (e) {
-                  console.error(e);
-                }
+            for (const frame of frames.push(decoder.decode(chunk.value, { stream: true }))) {
+              if (frame.id === undefined || !frame.data) continue;
+              const id = Number(frame.id);
+              if (id <= last) continue;
+              last = id;
+              try {
+                onEvent(JSON.parse(frame.data));
+              } catch (e) {
+                console.error(e);
               }
             }
           }

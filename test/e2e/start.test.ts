@@ -21,7 +21,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { isFinalStatus, type TaskStatus } from '../../common/events';
 import { findFreePort, portProblem } from '../../runtime/ports';
-import { FakeModel } from '../support/fake-model';
+import { FakeModel } from '../../testing/fake-model';
 import { makeProject, plan, step } from '../support/task-driver';
 
 const ROOT = path.join(__dirname, '..', '..');

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createApp } from '../../api/app';
-import { FakeModel } from '../support/fake-model';
+import { FakeModel } from '../../testing/fake-model';
 import { startTestEnv, type TestEnv } from '../support/harness';
 import { makeProject, plan, step } from '../support/task-driver';
 

@@ -11,7 +11,8 @@ import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
+import type { summarizeMemoryWorkflow } from '../../workflows';
 import { startTestEnv, testConfig, uniqueId, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';
@@ -340,7 +341,7 @@ describe('API errors', () => {
     const sessionId = await newSession();
     const other = `task-${uniqueId('other')}-1`;
     fake.on('summarize_memory', { content: 'Nothing yet.' });
-    await env.client.workflow.execute('summarizeMemoryWorkflow', {
+    await env.client.workflow.execute<typeof summarizeMemoryWorkflow>('summarizeMemoryWorkflow', {
       taskQueue: env.taskQueue,
       workflowId: other,
       args: [{ summary: '', turns: [{ role: 'user', text: 'hi' }] }],

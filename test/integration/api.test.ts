@@ -9,7 +9,8 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import { loadConfig } from '../../runtime/config';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
+import { createFrameParser } from '../../web/sse';
 import { testConfig, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';
@@ -363,18 +364,14 @@ describe('API', () => {
             },
             (res) => {
               expect(res.headers['content-type']).toMatch(/text\/event-stream/);
-              let buf = '';
+              const frames = createFrameParser();
               let last = lastId ?? 0;
               let got = 0;
-              res.on('data', (chunk: Buffer) => {
-                buf += chunk.toString();
-                let i;
-                while ((i = buf.indexOf('\n\n')) >= 0) {
-                  const frame = buf.slice(0, i);
-                  buf = buf.slice(i + 2);
-                  const idLine = frame.split('\n').find((l) => l.startsWith('id: '));
-                  if (!idLine) continue;
-                  last = Number(idLine.slice(4));
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => {
+                for (const frame of frames.push(chunk)) {
+                  if (frame.id === undefined) continue;
+                  last = Number(frame.id);
                   seen.push(last);
                   if (++got >= stopAfter) {
                     req.destroy();

@@ -8,7 +8,8 @@ import { readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskState } from '../../common/task';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
+import { permissionSignal } from '../../workflows/task/messages';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
@@ -54,7 +55,7 @@ describe('attack suites', () => {
         if (p.kind !== 'permission') continue;
         for (const r of p.requests) {
           if (!asked.includes(r.requestId)) asked.push(r.requestId);
-          await t.handle.signal('permission', { requestId: r.requestId, decision: 'deny' });
+          await t.handle.signal(permissionSignal, { requestId: r.requestId, decision: 'deny' });
         }
       }
       await new Promise((r) => setTimeout(r, 50));

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { KleaEvent } from '../../common/events';
 import { temporalCliPath } from '../../runtime/temporal';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
+import { clarifyUpdate } from '../../workflows/task/messages';
 import { temporalAddress, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
@@ -34,7 +35,7 @@ async function cliSignal(workflowId: string, name: string, input: string): Promi
 }
 
 /** The workflow history has no failed workflow task: no handler threw. */
-async function expectNoFailedWorkflowTask(handle: TaskDriver['handle']): Promise<void> {
+async function expectNoFailedWorkflowTask(handle: TaskDriver['handle'] | SessionDriver['handle']): Promise<void> {
   const history = await handle.fetchHistory();
   expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
 }
@@ -116,7 +117,7 @@ describe('signals from the Temporal CLI', () => {
     );
     // Through the update (what the API uses), the caller is told at once and nothing reaches history.
     await expect(
-      t.handle.executeUpdate('clarify', { args: [{ answers: { 'Whom should I greet?': 'Ada' } }] })
+      t.handle.executeUpdate(clarifyUpdate, { args: [{ answers: { 'Whom should I greet?': 'Ada' } }] })
     ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/^no answer to "In which language\?"/) } });
     expect((await t.state()).status).toBe('awaiting_clarification');
 

@@ -21,7 +21,9 @@ import { stringify } from 'yaml';
 import type { TaskInput, TaskResult, TaskState } from '../../common/task';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
-import { FakeModel, type RecordedRequest } from '../support/fake-model';
+import { FakeModel, type RecordedRequest } from '../../testing/fake-model';
+import type { taskWorkflow } from '../../workflows';
+import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import { makeProject, plan, step } from '../support/task-driver';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -211,7 +213,11 @@ async function runTask(
     toolAccess: 'full',
     route: false,
   };
-  const handle = await client.workflow.start('taskWorkflow', { taskQueue, workflowId: taskId, args: [input] });
+  const handle = await client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
+    taskQueue,
+    workflowId: taskId,
+    args: [input],
+  });
   let atActivity = crashes.atActivity;
   onActivity = async (call) => {
     if (call.workflowId !== taskId || !atActivity) return;
@@ -238,14 +244,14 @@ async function runTask(
           midCommand = undefined;
         } else writeFileSync(path.join(p.dir, `${file}.go.${newest}`), '');
       }
-      const state = await handle.query<TaskState>('state').catch(() => null);
+      const state = await handle.query(stateQuery).catch(() => null);
       for (const p2 of state?.pending ?? []) {
         if (p2.kind === 'review')
-          await handle.signal('review', { decision: 'approve', planHash: p2.planHash }).catch(() => undefined);
+          await handle.signal(reviewSignal, { decision: 'approve', planHash: p2.planHash }).catch(() => undefined);
         if (p2.kind === 'permission')
           for (const r of p2.requests)
             await handle
-              .signal('permission', { requestId: r.requestId, decision: 'allow_once' })
+              .signal(permissionSignal, { requestId: r.requestId, decision: 'allow_once' })
               .catch(() => undefined);
       }
       await new Promise((r) => setTimeout(r, 50));
@@ -253,8 +259,8 @@ async function runTask(
   } finally {
     onActivity = async () => undefined;
   }
-  const result = (await handle.result()) as TaskResult;
-  const state = await handle.query<TaskState>('state');
+  const result = await handle.result();
+  const state = await handle.query(stateQuery);
   return { result, state, project: p.dir, file };
 }
 

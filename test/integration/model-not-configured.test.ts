@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
-import type { KleaEvent } from '../../common/events';
-import type { TaskResult } from '../../common/task';
+import type { taskWorkflow } from '../../workflows';
+import { eventsQuery } from '../../workflows/task/messages';
 import { startTestEnv, uniqueId, type TestEnv } from '../support/harness';
 
 describe('no model configured', () => {
@@ -12,7 +12,7 @@ describe('no model configured', () => {
 
   it('fails the model activity at once, naming the variables to set', async () => {
     const sessionId = uniqueId('s');
-    const handle = await env.client.workflow.start('taskWorkflow', {
+    const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
       taskQueue: env.taskQueue,
       workflowId: `task-${sessionId}-1`,
       args: [
@@ -26,11 +26,11 @@ describe('no model configured', () => {
         },
       ],
     });
-    const result = (await handle.result()) as TaskResult;
+    const result = await handle.result();
     expect(result.status).toBe('failed');
     expect(result.error).toMatch(/OPENAI_API_KEY/);
     expect(result.error).toMatch(/KLEA_MODEL/);
-    const events = await handle.query<KleaEvent[], [{ after: number }]>('events', { after: 0 });
+    const events = await handle.query(eventsQuery, { after: 0 });
     expect(events.filter((e) => e.type === 'error')).toEqual([expect.objectContaining({ code: 'ModelNotConfigured' })]);
     // Not retried: one activity, one attempt, failed as non-retryable.
     const history = (await handle.fetchHistory()).events ?? [];

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { buildWorkflowBundle } from '../../worker/bundle';
-import { FakeModel } from '../support/fake-model';
+import { FakeModel } from '../../testing/fake-model';
+import { clarifySignal, permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import { startTestEnv, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
@@ -36,7 +37,7 @@ const scenarios: Record<string, Scenario> = {
       sessionId: 'replay-approve',
     });
     await t.waitFor('review_requested');
-    await t.handle.signal('review', { decision: 'approve' });
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
     await t.result();
     return [t.taskId];
   },
@@ -54,9 +55,9 @@ const scenarios: Record<string, Scenario> = {
       sessionId: 'replay-revise',
     });
     const r = await t.waitFor('review_requested');
-    await t.handle.signal('review', { decision: 'revise', feedback: 'y, not x' });
+    await t.handle.signal(reviewSignal, { decision: 'revise', feedback: 'y, not x' });
     await t.waitFor('review_requested', (e) => e.planHash !== r.planHash);
-    await t.handle.signal('review', { decision: 'approve' });
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
     await t.result();
     return [t.taskId];
   },
@@ -70,7 +71,7 @@ const scenarios: Record<string, Scenario> = {
       sessionId: 'replay-clarify',
     });
     await t.waitFor('questions');
-    await t.handle.signal('clarify', { answers: { 'Who?': 'Ada' } });
+    await t.handle.signal(clarifySignal, { answers: { 'Who?': 'Ada' } });
     await t.result();
     return [t.taskId];
   },
@@ -92,8 +93,8 @@ const scenarios: Record<string, Scenario> = {
     });
     const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
     const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
-    await t.handle.signal('permission', { requestId: a.requestId, decision: 'deny' });
-    await t.handle.signal('permission', { requestId: b.requestId, decision: 'allow_session' });
+    await t.handle.signal(permissionSignal, { requestId: a.requestId, decision: 'deny' });
+    await t.handle.signal(permissionSignal, { requestId: b.requestId, decision: 'allow_session' });
     await t.result();
     return [t.taskId];
   },

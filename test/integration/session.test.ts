@@ -5,7 +5,8 @@
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
+import { permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { SessionDriver } from '../support/session-driver';
@@ -62,7 +63,7 @@ describe('sessionWorkflow', () => {
     expect(await s.submit('first question')).toEqual({ kind: 'chat', reply: 'first reply', queued: true });
     expect(await s.submit('second question')).toEqual({ kind: 'chat', reply: 'second reply', queued: true });
     expect((await s.events()).filter((e) => e.type === 'answer')).toHaveLength(0);
-    await t.handle.signal('review', { decision: 'approve', planHash: review.planHash });
+    await t.handle.signal(reviewSignal, { decision: 'approve', planHash: review.planHash });
     await s.waitIdle();
     const answers = (await s.events())
       .filter((e): e is Extract<KleaEvent, { type: 'answer' }> => e.type === 'answer')
@@ -232,7 +233,7 @@ describe('sessionWorkflow', () => {
     const r1 = await s.submit('read it');
     const t1 = await TaskDriver.attach(env, r1.taskId!);
     const req = await t1.waitFor('permission_requested');
-    await t1.handle.signal('permission', { requestId: req.requestId, decision: 'allow_session' });
+    await t1.handle.signal(permissionSignal, { requestId: req.requestId, decision: 'allow_session' });
     expect((await t1.result()).status).toBe('done');
 
     // After one message the session continues as new, carrying its grants, memory and event log.

@@ -7,10 +7,17 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import {
+  cancelSignal,
+  clarifySignal,
+  permissionSignal,
+  reviewSignal,
+  reviewUpdate,
+} from '../../workflows/task/messages';
 
 const callLog = path.join(os.tmpdir(), `klea-calls-${process.pid}.jsonl`);
 const calls = (): Array<{ tool: string; args: Record<string, unknown>; grants: unknown[]; at: string; ms: number }> =>
@@ -54,7 +61,7 @@ describe('taskWorkflow: the task path', () => {
     expect((await t.state()).status).toBe('awaiting_review');
     expect(await t.countOf('step_started')).toBe(0);
 
-    await t.handle.signal('review', { decision: 'approve' });
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
     const result = await t.result();
     expect(result).toMatchObject({
       status: 'done',
@@ -113,7 +120,7 @@ describe('taskWorkflow: the task path', () => {
 
     const t = await TaskDriver.start(env, 'Tidy up', p.dir);
     const r1 = await t.waitFor('review_requested');
-    await t.handle.signal('review', { decision: 'revise', feedback: 'Do not delete anything; just read a.txt.' });
+    await t.handle.signal(reviewSignal, { decision: 'revise', feedback: 'Do not delete anything; just read a.txt.' });
     const r2 = await t.waitFor('review_requested', (e) => e.planHash !== r1.planHash);
     expect(r2).toMatchObject({ reason: 'revised', plan: second });
     expect(await t.countOf('step_started')).toBe(0);
@@ -122,7 +129,7 @@ describe('taskWorkflow: the task path', () => {
     expect(revision.text).toContain('Do not delete anything; just read a.txt.');
     expect(revision.text).toContain('Delete everything');
 
-    await t.handle.signal('review', { decision: 'approve', planHash: r2.planHash });
+    await t.handle.signal(reviewSignal, { decision: 'approve', planHash: r2.planHash });
     expect((await t.result()).status).toBe('done');
     expect(readFileSync(path.join(p.dir, 'a.txt'), 'utf8')).toBe('alpha\n');
   });
@@ -135,18 +142,18 @@ describe('taskWorkflow: the task path', () => {
     const t = await TaskDriver.start(env, 'Think', p.dir);
     const r = await t.waitFor('review_requested');
 
-    await t.handle.signal('review', { decision: 'approve', planHash: 'not-the-plan' });
+    await t.handle.signal(reviewSignal, { decision: 'approve', planHash: 'not-the-plan' });
     await new Promise((res) => setTimeout(res, 500));
     expect((await t.state()).status).toBe('awaiting_review');
     const err = await t.handle
-      .executeUpdate('review', { args: [{ decision: 'approve', planHash: 'stale0' }] })
+      .executeUpdate(reviewUpdate, { args: [{ decision: 'approve', planHash: 'stale0' }] })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
     expect(String((err as WorkflowUpdateFailedError).cause?.message)).toMatch(/stale decision/);
 
-    await t.handle.executeUpdate('review', { args: [{ decision: 'approve', planHash: r.planHash }] });
+    await t.handle.executeUpdate(reviewUpdate, { args: [{ decision: 'approve', planHash: r.planHash }] });
     const again = await t.handle
-      .executeUpdate('review', { args: [{ decision: 'revise', feedback: 'too late' }] })
+      .executeUpdate(reviewUpdate, { args: [{ decision: 'revise', feedback: 'too late' }] })
       .catch((e: unknown) => e);
     expect(again).toBeInstanceOf(WorkflowUpdateFailedError);
     expect((await t.result()).status).toBe('done');
@@ -171,7 +178,7 @@ describe('taskWorkflow: the task path', () => {
       results: [{ stepId: 's1', status: 'done', result: '42' }],
     });
     expect(fake.requestsFor('do_step')).toHaveLength(0);
-    await t.handle.signal('review', { decision: 'approve' });
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
     expect((await t.result()).status).toBe('done');
   });
 
@@ -182,7 +189,7 @@ describe('taskWorkflow: the task path', () => {
     fake.on('compose_answer', { content: 'ok' });
     const t = await TaskDriver.start(env, 'Think', p.dir, { review: 'always' });
     expect(await t.waitFor('review_requested')).toMatchObject({ reason: 'policy' });
-    await t.handle.signal('review', { decision: 'approve' });
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
     expect((await t.result()).status).toBe('done');
   });
 
@@ -244,7 +251,7 @@ describe('taskWorkflow: the task path', () => {
       { kind: 'questions', stepId: 's2', questions: ['Whom should I greet?'] },
     ]);
 
-    await t.handle.signal('clarify', { answers: { 'Whom should I greet?': 'Ada Lovelace' } });
+    await t.handle.signal(clarifySignal, { answers: { 'Whom should I greet?': 'Ada Lovelace' } });
     expect((await t.result()).status).toBe('done');
     const prompt = fake.requestsFor('do_step')[0].text;
     expect(prompt).toContain('Whom should I greet?');
@@ -276,7 +283,7 @@ describe('taskWorkflow: the task path', () => {
     await t.waitFor('step_finished', (e) => e.stepId === 's2');
     expect((await t.state()).status).toBe('awaiting_permission');
 
-    await t.handle.signal('permission', { requestId: req.requestId, decision: 'deny' });
+    await t.handle.signal(permissionSignal, { requestId: req.requestId, decision: 'deny' });
     const result = await t.result();
     expect(result.status).toBe('done');
     expect(await t.waitFor('step_finished', (e) => e.stepId === 's1')).toMatchObject({
@@ -303,7 +310,7 @@ describe('taskWorkflow: the task path', () => {
     fake.on('compose_answer', { content: 'shared data' });
     const t = await TaskDriver.start(env, 'Read the shared file twice', p.dir);
     const req = await t.waitFor('permission_requested');
-    await t.handle.signal('permission', { requestId: req.requestId, decision: 'allow_session' });
+    await t.handle.signal(permissionSignal, { requestId: req.requestId, decision: 'allow_session' });
     const result = await t.result();
     expect(result).toMatchObject({ status: 'done', newGrants: [{ path: shared, op: 'read' }] });
     expect(await t.countOf('permission_requested')).toBe(1);
@@ -417,7 +424,7 @@ describe('taskWorkflow: the task path', () => {
     fake.on('write_plan', { call: plan([step('s1', 'x', { needs_tool: false })], { before_work: true }) });
     const t = await TaskDriver.start(env, 'Do it', p.dir);
     await t.waitFor('review_requested');
-    await t.handle.signal('cancel', { reason: 'changed my mind' });
+    await t.handle.signal(cancelSignal, { reason: 'changed my mind' });
     expect(await t.result()).toMatchObject({ status: 'cancelled', error: 'changed my mind' });
     expect((await t.events()).at(-1)).toMatchObject({ type: 'status', status: 'cancelled' });
   });
@@ -432,7 +439,7 @@ describe('taskWorkflow: the task path', () => {
     await t.waitFor('step_started');
     await new Promise((r) => setTimeout(r, 1000));
     const started = Date.now();
-    await t.handle.signal('cancel', {});
+    await t.handle.signal(cancelSignal, {});
     expect((await t.result()).status).toBe('cancelled');
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(await t.countOf('answer')).toBe(0);
@@ -458,7 +465,7 @@ describe('taskWorkflow: the task path', () => {
     await t.waitFor('review_requested');
     await env.stopWorker();
     await env.restartWorker();
-    await t.handle.signal('review', { decision: 'approve' });
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
     expect(await t.result()).toMatchObject({ status: 'done', answer: 'restart-proof' });
     expect((await t.state()).steps[0].result).toBe('restart-proof');
   });

@@ -1,7 +1,9 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import type { KleaEvent } from '../../common/events';
 import type { TaskInput, TaskResult } from '../../common/task';
-import { FakeModel } from '../support/fake-model';
+import { FakeModel } from '../../testing/fake-model';
+import type { taskWorkflow } from '../../workflows';
+import { eventsQuery } from '../../workflows/task/messages';
 import { startTestEnv, uniqueId, type TestEnv } from '../support/harness';
 
 describe('taskWorkflow: the first durable path (route_request through the model)', () => {
@@ -35,13 +37,13 @@ describe('taskWorkflow: the first durable path (route_request through the model)
   };
 
   async function run(i: TaskInput): Promise<{ result: TaskResult; events: KleaEvent[] }> {
-    const handle = await env.client.workflow.start('taskWorkflow', {
+    const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
       taskQueue: env.taskQueue,
       workflowId: i.taskId,
       args: [i],
     });
-    const result = (await handle.result()) as TaskResult;
-    const events = await handle.query<KleaEvent[], [{ after: number }]>('events', { after: 0 });
+    const result = await handle.result();
+    const events = await handle.query(eventsQuery, { after: 0 });
     return { result, events };
   }
 

@@ -4,12 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger } from '../../runtime/log';
 import { createKleaWorker } from '../../worker/worker';
-import type { FakeModel } from './fake-model';
+import type { FakeModel } from '../../testing/fake-model';
+import { untilPolling } from '../../testing/until-polling';
 
 type DeepPartial<T> = {
   [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];
@@ -127,26 +127,6 @@ export async function startTestEnv(
     },
   };
   return env;
-}
-
-/** Waits until a worker polls the task queue, so a test starts against a stack that is ready. */
-export async function untilPolling(
-  client: Client,
-  namespace: string,
-  taskQueue: string,
-  timeoutMs = 15_000
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const res = await client.workflowService.describeTaskQueue({
-      namespace,
-      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    });
-    if ((res.pollers ?? []).length > 0) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no worker polled ${taskQueue} within ${timeoutMs} ms`);
 }
 
 export const uniqueId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;

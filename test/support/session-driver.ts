@@ -2,19 +2,21 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { KleaEvent } from '../../common/events';
 import type { SessionInput, SessionState, SubmitResult } from '../../common/session';
+import type { sessionWorkflow } from '../../workflows';
+import { eventsQuery, stateQuery, submitUpdate } from '../../workflows/session/messages';
 import type { TestEnv } from './harness';
 import { uniqueId } from './harness';
 
 export class SessionDriver {
   constructor(
     readonly env: TestEnv,
-    readonly handle: WorkflowHandle,
+    readonly handle: WorkflowHandle<typeof sessionWorkflow>,
     readonly sessionId: string
   ) {}
 
   static async start(env: TestEnv, projectDir: string, extra: Partial<SessionInput> = {}): Promise<SessionDriver> {
     const sessionId = extra.sessionId ?? uniqueId('sess');
-    const handle = await env.client.workflow.start('sessionWorkflow', {
+    const handle = await env.client.workflow.start<typeof sessionWorkflow>('sessionWorkflow', {
       taskQueue: env.taskQueue,
       workflowId: `session-${sessionId}`,
       args: [{ sessionId, projectDir, ...extra }],
@@ -23,17 +25,15 @@ export class SessionDriver {
   }
 
   submit(text: string, mode?: 'general' | 'scientific'): Promise<SubmitResult> {
-    return this.handle.executeUpdate<SubmitResult, [{ text: string; mode?: string }]>('submit', {
-      args: [{ text, ...(mode ? { mode } : {}) }],
-    });
+    return this.handle.executeUpdate(submitUpdate, { args: [{ text, ...(mode ? { mode } : {}) }] });
   }
 
   state(): Promise<SessionState> {
-    return this.handle.query<SessionState>('state');
+    return this.handle.query(stateQuery);
   }
 
   events(after = 0): Promise<KleaEvent[]> {
-    return this.handle.query<KleaEvent[], [{ after: number }]>('events', { after });
+    return this.handle.query(eventsQuery, { after });
   }
 
   async waitFor(predicate: (e: KleaEvent) => boolean, what: string, timeoutMs = 30_000): Promise<KleaEvent> {

@@ -1,6 +1,6 @@
 /** Jest suite helpers (not part of the build: they use jest's globals). */
 import type { Config } from '../../common/config';
-import { FakeModel } from './fake-model';
+import { FakeModel } from '../../testing/fake-model';
 import { startTestEnv, type TestEnv } from './harness';
 
 type DeepPartial<T> = {

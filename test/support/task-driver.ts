@@ -6,6 +6,8 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { KleaEvent } from '../../common/events';
 import type { Plan, PlanStep } from '../../common/plan';
 import type { TaskInput, TaskResult, TaskState } from '../../common/task';
+import type { taskWorkflow } from '../../workflows';
+import { eventsQuery, stateQuery } from '../../workflows/task/messages';
 import type { TestEnv } from './harness';
 import { uniqueId } from './harness';
 
@@ -42,7 +44,7 @@ export function makeProject(files: Record<string, string> = {}): { root: string;
 export class TaskDriver {
   constructor(
     readonly env: TestEnv,
-    readonly handle: WorkflowHandle,
+    readonly handle: WorkflowHandle<typeof taskWorkflow>,
     readonly taskId: string
   ) {}
 
@@ -64,7 +66,7 @@ export class TaskDriver {
       route: false,
       ...extra,
     };
-    const handle = await env.client.workflow.start('taskWorkflow', {
+    const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
       taskQueue: env.taskQueue,
       workflowId: taskId,
       args: [input],
@@ -74,7 +76,7 @@ export class TaskDriver {
 
   /** A task started by a session: waits until its workflow exists (a queued task starts later). */
   static async attach(env: TestEnv, taskId: string, timeoutMs = 30_000): Promise<TaskDriver> {
-    const handle = env.client.workflow.getHandle(taskId);
+    const handle = env.client.workflow.getHandle<typeof taskWorkflow>(taskId);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       try {
@@ -88,15 +90,15 @@ export class TaskDriver {
   }
 
   events(after = 0): Promise<KleaEvent[]> {
-    return this.handle.query<KleaEvent[], [{ after: number }]>('events', { after });
+    return this.handle.query(eventsQuery, { after });
   }
 
   state(): Promise<TaskState> {
-    return this.handle.query<TaskState>('state');
+    return this.handle.query(stateQuery);
   }
 
   result(): Promise<TaskResult> {
-    return this.handle.result() as Promise<TaskResult>;
+    return this.handle.result();
   }
 
   /** Waits until an event of the type (and matching the predicate) is in the log; returns it. */

@@ -1,11 +1,10 @@
 /** Validation of workflow inputs and message payloads against their zod schemas, with messages naming the field. */
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { z } from 'zod';
+import { formatZodIssues } from '../../common/zod-issues';
 
-/** `path: message` per issue; `whole` names the payload itself when an issue has no path. */
-export function describeIssues(error: z.ZodError, whole: string): string {
-  return error.issues.map((i) => `${i.path.join('.') || whole}: ${i.message}`).join('; ');
-}
+/** `path: message` per issue in zod's words; `whole` names the payload itself when an issue has no path. */
+const describeIssues = (error: z.ZodError, whole: string) => formatZodIssues(error, { whole });
 
 /** For update validators: the parsed payload, or an Error the caller sees (nothing reaches history). */
 export function parseOrThrow<S extends z.ZodType>(schema: S, what: string, value: unknown, whole: string): z.output<S> {

@@ -1,18 +1,19 @@
 /**
  * A whole Klea stack in one process, for benchmarks and the API fuzzer: a real Temporal dev server (in memory,
- * free ports), a Klea worker on the prebuilt bundle, and the fake model (scripted by the caller).
+ * free ports), a Klea worker on the prebuilt bundle, and the fake model (scripted by the caller). It lives outside
+ * test/ because bench/ and scripts/ use it too, and they never import tests.
  */
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { resolveConfig, type Config } from '../../common/config';
-import { startDevServer, type DevServer } from '../../runtime/dev-server';
-import { silentLogger } from '../../runtime/log';
-import { findFreePort } from '../../runtime/ports';
-import { REPO_ROOT } from '../../runtime/temporal';
-import { createKleaWorker, type KleaWorker } from '../../worker/worker';
+import { resolveConfig, type Config } from '../common/config';
+import { startDevServer, type DevServer } from '../runtime/dev-server';
+import { silentLogger } from '../runtime/log';
+import { findFreePort } from '../runtime/ports';
+import { REPO_ROOT } from '../runtime/temporal';
+import { createKleaWorker, type KleaWorker } from '../worker/worker';
 import { FakeModel } from './fake-model';
-import { untilPolling } from './harness';
+import { untilPolling } from './until-polling';
 
 export interface Stack {
   server: DevServer;

@@ -1,0 +1,211 @@
+/** Task routes: start a task, read its state and events, decide what it waits for, cancel it. */
+import type { ZodType } from 'zod';
+import type { UpdateDefinition } from '@temporalio/client';
+import {
+  AcceptedResponseSchema,
+  CancelRequestBodySchema,
+  ClarifyRequestSchema,
+  CreateTaskRequestSchema,
+  CreateTaskResponseSchema,
+  EventListSchema,
+  EventsQuerySchema,
+  PermissionRequestBodySchema,
+  ReviewRequestSchema,
+  TaskParamsSchema,
+  TaskStateResponseSchema,
+} from '../../common/api';
+import { startTaskUpdate, stateQuery as sessionStateQuery } from '../../workflows/session/messages';
+import {
+  cancelSignal,
+  clarifyUpdate,
+  type DecisionAck,
+  eventsQuery,
+  permissionUpdate,
+  reviewUpdate,
+  stateQuery,
+} from '../../workflows/task/messages';
+import { ApiError, badRequest } from '../errors';
+import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
+import type { ProjectDirResolver } from '../projects';
+import { defineRoute, type RouteSpec } from '../route';
+import type { SessionStarter } from '../session-start';
+import { sessionTarget, taskTarget } from '../targets';
+import type { TemporalCalls } from '../temporal-calls';
+import { eventsHandler, eventStream } from './events';
+
+export interface TaskRouteDeps {
+  calls: TemporalCalls;
+  sessions: SessionStarter;
+  resolveProjectDir: ProjectDirResolver;
+  runUrl: (workflowId: string) => string;
+  ssePollMs?: number;
+}
+
+export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePollMs }: TaskRouteDeps): RouteSpec[] {
+  /** A decision the task waits for, sent as an update so that a refused one is answered 409 at once. */
+  const taskDecision = <B>(
+    update: UpdateDefinition<DecisionAck, [B]>,
+    route: { path: string; operationId: string; summary: string },
+    body: ZodType<B>
+  ) =>
+    defineRoute({
+      method: 'post',
+      ...route,
+      tags: ['tasks'],
+      params: TaskParamsSchema,
+      body,
+      responses: {
+        200: {
+          description:
+            'the decision was accepted (a repeated identical decision is accepted again and changes nothing)',
+          schema: AcceptedResponseSchema,
+        },
+        404: { description: 'no such task' },
+        409: {
+          description:
+            'nothing of the kind is pending, the decision is stale, or the task has ended (the message names its ' +
+            'final status)',
+        },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
+      },
+      handler: async ({ params, body: b }) => {
+        await calls.update(taskTarget(params.id), update, b, { noun: 'decision' });
+        return { accepted: true as const };
+      },
+    });
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/tasks',
+      operationId: 'createTask',
+      summary: 'Start a task in a session (a new session unless sessionId is given); it is planned, not routed',
+      tags: ['tasks'],
+      body: CreateTaskRequestSchema,
+      status: 201,
+      responses: {
+        201: {
+          description: "the task was started (or queued behind the session's current task)",
+          schema: CreateTaskResponseSchema,
+        },
+        400: { description: "invalid request, or a projectDir other than the given session's" },
+        404: { description: 'no such session' },
+        409: { description: 'the session has ended' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
+      },
+      handler: async ({ body }) => {
+        const requestedDir = body.projectDir !== undefined ? resolveProjectDir(body.projectDir) : undefined;
+        await calls.requireWorker('task', body.sessionId ? sessionTarget(body.sessionId) : undefined);
+        let sessionId = body.sessionId;
+        if (sessionId && requestedDir !== undefined) {
+          const session = await calls.query(sessionTarget(sessionId), sessionStateQuery);
+          if (session.projectDir !== requestedDir) {
+            throw badRequest(
+              `body.projectDir: session "${sessionId}" works in ${session.projectDir}, not ${requestedDir}; ` +
+                'leave projectDir out, or start the task without sessionId',
+              [{ path: 'body.projectDir', message: "differs from the session's project directory" }]
+            );
+          }
+        }
+        const created = !sessionId;
+        sessionId ??= await sessions.start(body);
+        const task = {
+          prompt: body.prompt,
+          ...(body.mode ? { mode: body.mode } : {}),
+          ...(body.toolAccess ? { toolAccess: body.toolAccess } : {}),
+          ...(body.review ? { review: body.review } : {}),
+        };
+        try {
+          const { taskId, queued } = await calls.update(sessionTarget(sessionId), startTaskUpdate, task, {
+            noun: 'task',
+            workerChecked: true,
+          });
+          return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
+        } catch (err) {
+          if (created && err instanceof ApiError && err.code === 'no_worker') {
+            throw await sessions.abandon(sessionId, err);
+          }
+          throw err;
+        }
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/tasks/:id',
+      operationId: 'getTask',
+      summary: 'Task state: status, plan with step statuses, pending decisions, answer',
+      tags: ['tasks'],
+      params: TaskParamsSchema,
+      responses: {
+        200: { description: 'the task state', schema: TaskStateResponseSchema },
+        404: { description: 'no such task' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
+      },
+      handler: async ({ params }) => ({
+        ...(await calls.query(taskTarget(params.id), stateQuery)),
+        temporalUiUrl: runUrl(params.id),
+      }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/tasks/:id/events',
+      operationId: 'getTaskEvents',
+      summary: 'Task events: a server-sent event stream, or JSON with ?after=seq',
+      tags: ['tasks'],
+      params: TaskParamsSchema,
+      query: EventsQuerySchema,
+      responses: {
+        200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
+        404: { description: 'no such task' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
+      },
+      handler: eventsHandler({ calls, targetOf: taskTarget, eventsQuery, ssePollMs }),
+    }),
+    taskDecision(
+      reviewUpdate,
+      {
+        path: '/tasks/:id/review',
+        operationId: 'reviewTask',
+        summary: 'Approve the plan under review, or ask for a revision with feedback',
+      },
+      ReviewRequestSchema
+    ),
+    taskDecision(
+      clarifyUpdate,
+      {
+        path: '/tasks/:id/clarify',
+        operationId: 'clarifyTask',
+        summary: 'Answer the questions of the step that waits for them',
+      },
+      ClarifyRequestSchema
+    ),
+    taskDecision(
+      permissionUpdate,
+      {
+        path: '/tasks/:id/permissions',
+        operationId: 'permissionTask',
+        summary: 'Decide a pending permission request: allow_once, allow_session or deny',
+      },
+      PermissionRequestBodySchema
+    ),
+    defineRoute({
+      method: 'post',
+      path: '/tasks/:id/cancel',
+      operationId: 'cancelTask',
+      summary: 'Cancel a running task',
+      tags: ['tasks'],
+      params: TaskParamsSchema,
+      body: CancelRequestBodySchema,
+      responses: {
+        200: { description: 'cancellation was requested', schema: AcceptedResponseSchema },
+        404: { description: 'no such task' },
+        409: { description: 'the task has already ended (the message names its final status)' },
+        ...TEMPORAL_DOWN,
+      },
+      handler: async ({ params, body }) => {
+        await calls.signal(taskTarget(params.id), cancelSignal, body);
+        return { accepted: true as const };
+      },
+    }),
+  ];
+}

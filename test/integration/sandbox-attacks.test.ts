@@ -11,10 +11,11 @@ import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileS
 import net from 'node:net';
 import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
 
 const SECRETS = {
   OPENAI_API_KEY: 'sk-canary-openai-0123456789abcdef',
@@ -109,7 +110,7 @@ describe('the command sandbox', () => {
           for (const r of p.requests) {
             asked++;
             const decision = decisions.shift() ?? 'deny';
-            await t.handle.signal('permission', { requestId: r.requestId, decision }).catch(() => undefined);
+            await t.handle.signal(permissionSignal, { requestId: r.requestId, decision }).catch(() => undefined);
           }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -204,7 +205,7 @@ describe('the command sandbox', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(processesWith(token).length).toBeGreaterThan(0);
-    await t.handle.signal('cancel', { reason: 'stop it' });
+    await t.handle.signal(cancelSignal, { reason: 'stop it' });
     expect((await t.result()).status).toBe('cancelled');
 
     // Every process of the command ends with it (the sandbox's PID namespace and cgroup), the setsid child too.

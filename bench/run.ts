@@ -5,13 +5,14 @@ import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
 import { benchHistory, type BenchResult } from './history';
 import { benchOverhead } from './overhead';
+import { benchSandbox } from './sandbox';
 import { startBenchEnv } from './support';
 
 async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchHistory, benchOverhead]) {
+    for (const bench of [benchHistory, benchOverhead, benchSandbox]) {
       const out = await bench(env);
       for (const r of Array.isArray(out) ? out : [out]) {
         const figures = r.figures.map(([k, v]) => `${k} ${v}`).join(', ');

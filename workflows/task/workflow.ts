@@ -24,7 +24,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import type { PickedCall, StepResultView } from '../../activities/llm/nodes';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import { addUsage, type ModelUsage } from '../../common/model-protocol';
 import { grantCovers, type PathOp } from '../../common/path-guard';
@@ -42,12 +41,13 @@ import {
   type PermissionRequest,
   type ReviewDecision,
   type SessionGrant,
+  type StepResultView,
   type StepState,
   type TaskInput,
   type TaskResult,
   type TaskState,
 } from '../../common/task';
-import { toolRetryPolicy } from '../../common/tools';
+import { toolRetryPolicy, type PickedCall } from '../../common/tools';
 import { fsActivities, modelActivities } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';

@@ -40,7 +40,7 @@ import {
   type Turn,
 } from '../../common/session';
 import { GrantSchema, type SessionGrant, type TaskInput, type TaskResult } from '../../common/task';
-import { longActivities, modelActivities } from '../shared/activities';
+import { modelNodes, projectFacts, projectSetup } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
@@ -50,9 +50,6 @@ import { summarizeMemoryWorkflow } from '../summarize/workflow';
 import { helpText, isCommand, parseCommand, unknownCommandText } from './commands';
 import { compactSplit, needsSummary, splitWindow, totalChars } from './memory';
 import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
-
-const acts = modelActivities;
-const initActs = longActivities;
 
 /** Events carried into the next run, so a reconnecting client finds no gap. */
 const CARRIED_EVENTS = 500;
@@ -203,7 +200,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         item.route = 'task';
       } else {
         try {
-          const r = await acts.routeRequest.executeWithOptions({ summary: 'route request' }, [
+          const r = await modelNodes.routeRequest.executeWithOptions({ summary: 'route request' }, [
             { text, summary: summary || undefined, recentTurns: recentTurns() },
           ]);
           item.route = r.route === 'chat' && r.reply ? 'chat' : 'task';
@@ -374,7 +371,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       return { kind: 'command', reply };
     }
     try {
-      const r = await initActs.initProject.executeWithOptions({ summary: 'init: write AGENTS.md' }, [
+      const r = await projectSetup.initProject.executeWithOptions({ summary: 'init: write AGENTS.md' }, [
         { projectDir: input.projectDir },
       ]);
       contextFile = 'AGENTS.md';
@@ -390,7 +387,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     }
   }
 
-  async function process(item: QueuedMessage): Promise<void> {
+  async function take(item: QueuedMessage): Promise<void> {
     if (item.route === 'command') {
       outcomes.set(item.seq, await runCommand(item));
       return;
@@ -406,7 +403,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   // ------------------------------------------------------------------ main loop
   upsertSearchAttributes([{ key: KleaSessionId, value: input.sessionId }]);
   if (!carry) {
-    const ctx = await acts.projectContextInfo
+    const ctx = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
       .catch(() => ({ file: null }));
     contextFile = ctx.file;
@@ -443,7 +440,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       });
     }
     const item = queue[0];
-    await process(item);
+    await take(item);
     queue.shift();
     processed++;
     if (needsSummary(turns, input.memory)) {

@@ -48,7 +48,7 @@ import {
   type TaskState,
 } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
-import { fsActivities, modelActivities } from '../shared/activities';
+import { modelNodes, projectFacts, toolCalls } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import { grantSignal } from '../session/messages';
@@ -76,9 +76,6 @@ export const MAX_REPLANS = 3;
 /** A step's result as kept in state and shown to later prompts. */
 const RESULT_CHARS = 2000;
 
-const model = modelActivities;
-const fsFacts = fsActivities;
-
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
   const log = new EventLog();
@@ -101,7 +98,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const newGrants: SessionGrant[] = [];
   let usage: ModelUsage = { inputTokens: 0, outputTokens: 0 };
   let modelCalls = 0;
-  let toolCalls = 0;
+  let toolCallCount = 0;
   let replansUsed = 0;
   const checkpointed = new Set<string>();
 
@@ -139,7 +136,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     verification: 'unverified',
     error,
     newGrants,
-    usage: { ...usage, modelCalls, toolCalls },
+    usage: { ...usage, modelCalls, toolCalls: toolCallCount },
     lastSeq: log.lastSeq,
   });
 
@@ -338,7 +335,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
   async function writePlan(summary: string, feedback?: string, finished?: StepResultView[]): Promise<Plan> {
     setStatus('planning', summary);
-    const res = await model.writePlan.executeWithOptions({ summary }, [
+    const res = await modelNodes.writePlan.executeWithOptions({ summary }, [
       {
         projectDir: input.projectDir,
         toolAccess: input.toolAccess,
@@ -484,15 +481,10 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       }
       grants.push({ path: p.real, op: p.op });
     }
-    toolCalls++;
+    toolCallCount++;
     try {
-      const r = await model.callTool.executeWithOptions(
-        {
-          summary: callSummary(call),
-          startToCloseTimeout: '15 minutes',
-          heartbeatTimeout: '10 seconds',
-          retry: toolRetryPolicy(call),
-        },
+      const r = await toolCalls.callTool.executeWithOptions(
+        { summary: callSummary(call), retry: toolRetryPolicy(call) },
         [
           {
             projectDir: input.projectDir,
@@ -533,7 +525,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     };
     const d = triage(tin);
     if (d.outcome !== 'evaluate') return d;
-    const ev = await model.evaluateStep.executeWithOptions({ summary: `step ${s.id} · evaluate` }, [
+    const ev = await modelNodes.evaluateStep.executeWithOptions({ summary: `step ${s.id} · evaluate` }, [
       {
         goal: goal!,
         step: stepWithAnswers(s),
@@ -590,7 +582,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   async function runTextStep(s: PlanStep) {
     startStep(s);
     try {
-      const r = await model.doStep.executeWithOptions({ summary: `step ${s.id} · think` }, [
+      const r = await modelNodes.doStep.executeWithOptions({ summary: `step ${s.id} · think` }, [
         { goal: goal!, step: stepWithAnswers(s), dependencyResults: dependencyResults(s) },
       ]);
       count(r.usage);
@@ -604,7 +596,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
   async function runToolSteps(batch: PlanStep[]) {
     for (const s of batch) startStep(s);
-    const picked = await model.pickTools.executeWithOptions(
+    const picked = await modelNodes.pickTools.executeWithOptions(
       { summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}` },
       [
         {
@@ -625,7 +617,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     const calls = picked.calls;
     const guarded = await Promise.all(
       calls.map((c) =>
-        fsFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
+        projectFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
           { projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args },
         ])
       )
@@ -668,7 +660,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   // ------------------------------------------------------------------ the task path
   async function main(): Promise<TaskResult> {
     upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);
-    const context = await fsFacts.projectContextInfo
+    const context = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
       .catch(() => ({ file: null }));
     const declined = input.mode === 'scientific';
@@ -689,7 +681,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
     if (input.route) {
       setStatus('routing', 'deciding between a direct reply and a planned task');
-      const route = await model.routeRequest.executeWithOptions({ summary: 'route request' }, [
+      const route = await modelNodes.routeRequest.executeWithOptions({ summary: 'route request' }, [
         {
           text: input.prompt,
           summary: input.summary || undefined,
@@ -755,7 +747,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     }
 
     setStatus('running', 'composing the answer');
-    const composed = await model.composeAnswer.executeWithOptions({ summary: 'answer' }, [
+    const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
       {
         projectDir: input.projectDir,
         request: input.prompt,

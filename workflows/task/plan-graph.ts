@@ -2,7 +2,7 @@
 import type { PlanStep } from '../../common/plan';
 import type { StepStatus } from '../../common/task';
 
-const TERMINAL: ReadonlySet<StepStatus> = new Set(['done', 'failed', 'skipped']);
+const TERMINAL: ReadonlySet<StepStatus> = new Set(['done', 'failed']);
 export const isTerminal = (s: StepStatus) => TERMINAL.has(s);
 
 /** Pending steps whose dependencies have all finished (a failed dependency counts: its result says why). */

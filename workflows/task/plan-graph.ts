@@ -16,6 +16,17 @@ export function allFinished(steps: readonly PlanStep[], status: ReadonlyMap<stri
   return steps.every((s) => isTerminal(status.get(s.id) ?? 'pending'));
 }
 
+/** The ready steps that can run now, and those among them that first need the user's answers to their questions. */
+export function nextRound(
+  steps: readonly PlanStep[],
+  status: ReadonlyMap<string, StepStatus>,
+  isAnswered: (stepId: string) => boolean
+): { runnable: PlanStep[]; asking: PlanStep[] } {
+  const ready = readySteps(steps, status);
+  const asking = ready.filter((s) => s.questions.length > 0 && !isAnswered(s.id));
+  return { runnable: ready.filter((s) => !asking.includes(s)), asking };
+}
+
 /**
  * For calls in the order the picker named them, the earlier calls each one must wait for: those that touch a
  * path it touches. Everything else runs concurrently.

@@ -126,9 +126,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   }
 
   /**
-   * A plain message is routed as it arrives, inside this handler: its result says chat (with the reply) or task
-   * (with the id), even while an earlier task runs, and routing where the message is taken instead would hold
-   * that answer back until then.
+   * A plain message is routed as it arrives, inside this handler: the update's result says chat (with the reply)
+   * or task (with the id), even while an earlier task runs. Routing from the loop would hold that answer back
+   * until the message is taken; routing from a coroutine of its own would complete the update after commands
+   * the session issues in the same workflow task, an order that running sessions' histories do not have.
    */
   async function submitMessage(request: SubmitRequest): Promise<SubmitResult> {
     const text = request.text.trim();

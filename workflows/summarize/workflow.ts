@@ -1,6 +1,9 @@
 /**
  * `summarizeMemoryWorkflow` (contract): folds older conversation turns into the running summary with the
  * `summarize_memory` node. A child of the session workflow, so each summarisation is its own run in the UI.
+ *
+ * Messages: none. Lifecycle: one model call, then it returns the new summary and how many characters it folded;
+ * when the call fails for good the run fails, and the session keeps its memory as it was.
  */
 import { modelNodes } from '../shared/activities';
 import type { Turn } from '../../common/session';

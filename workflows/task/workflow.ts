@@ -216,6 +216,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     log.emit({
       type: 'context',
       mode: input.mode,
+      // A mode that cannot run is declined below, never swapped for another: requested and effective agree.
       requestedMode: input.mode,
       modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
       toolAccess: input.toolAccess,

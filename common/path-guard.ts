@@ -237,6 +237,17 @@ export function strictest(verdicts: PathVerdict[]): PathVerdict {
   return verdicts.reduce((a, b) => (rank[b.class] > rank[a.class] ? b : a));
 }
 
+/** A path a tool call touches, as the guard classified it (the permission gate asks about the non-inside ones). */
+export interface GuardedPath {
+  arg: string;
+  requested: string;
+  op: PathOp;
+  /** Canonical real path (the grant key), or the requested path when it cannot be resolved. */
+  real: string;
+  class: PathClass;
+  reason: string;
+}
+
 /** Whether grants cover an operation on a path: a write or execute grant covers reads of the same path too. */
 export function grantCovers(grants: readonly Grant[], path: string, op: PathOp): boolean {
   return grants.some(

@@ -80,6 +80,14 @@ export const StepResultSummarySchema = z.object({
   result: z.string().nullable(),
 });
 
+/** A step's result as later prompts see it (the Planner on a replan, dependants, the answer composer). */
+export interface StepResultView {
+  id: string;
+  title: string;
+  status: string;
+  result: string | null;
+}
+
 export const PermissionRequestSchema = z.object({
   requestId: z.string(),
   stepId: z.string(),

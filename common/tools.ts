@@ -26,6 +26,17 @@ export interface ToolDescriptor {
   idempotent: boolean;
 }
 
+/** A tool call the picker bound for a step: the tool, its arguments, and the annotations that set its retry policy. */
+export interface PickedCall {
+  stepId: string;
+  server: string;
+  tool: string;
+  qualifiedName: string;
+  args: Record<string, unknown>;
+  readOnly: boolean;
+  idempotent: boolean;
+}
+
 const FN_CHARS = /[^A-Za-z0-9_-]/g;
 
 export const qualifiedToolName = (server: string, tool: string) =>

@@ -13,7 +13,7 @@ import {
   strictest,
   toAbsolute,
   type GuardedCall,
-  type PathClass,
+  type GuardedPath,
   type PathFacts,
   type PathOp,
   type RootFacts,
@@ -97,15 +97,7 @@ export async function resolveRoot(projectDir: string): Promise<RootFacts> {
   return { real, caseInsensitive };
 }
 
-export interface GuardedPath {
-  arg: string;
-  requested: string;
-  op: PathOp;
-  /** Canonical real path (the grant key), or the requested path when it cannot be resolved. */
-  real: string;
-  class: PathClass;
-  reason: string;
-}
+export type { GuardedPath };
 
 export interface GuardOptions {
   projectDir: string;

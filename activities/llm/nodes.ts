@@ -8,20 +8,14 @@ import type { ToolAccess } from '../../common/config';
 import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
 import { StepIdSchema } from '../../common/plan';
-import type { ToolDescriptor } from '../../common/tools';
+import type { StepResultView } from '../../common/task';
+import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, OpenAIFunction } from './model';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
 export interface Turn {
   role: 'user' | 'assistant';
   text: string;
-}
-
-export interface StepResultView {
-  id: string;
-  title: string;
-  status: string;
-  result: string | null;
 }
 
 const section = (title: string, body: string | undefined | null) =>
@@ -117,16 +111,6 @@ export interface PickToolsInput {
   toolAccess: ToolAccess;
   goal: string;
   steps: PickStep[];
-}
-
-export interface PickedCall {
-  stepId: string;
-  server: string;
-  tool: string;
-  qualifiedName: string;
-  args: Record<string, unknown>;
-  readOnly: boolean;
-  idempotent: boolean;
 }
 
 export interface PickToolsResult {

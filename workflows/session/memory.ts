@@ -36,3 +36,56 @@ export function compactSplit(turns: readonly Turn[]): { older: Turn[]; recent: T
   const i = lastUserIndex(turns);
   return i >= turns.length ? { older: [...turns], recent: [] } : { older: turns.slice(0, i), recent: turns.slice(i) };
 }
+
+export interface FoldResult {
+  summary: string;
+  foldedChars: number;
+}
+
+/** A session's memory: the running summary, the turns kept verbatim, and how much has been folded so far. */
+export class SessionMemory {
+  summary: string;
+  turns: Turn[];
+  summarisedChars: number;
+
+  constructor(
+    readonly settings: MemorySettings,
+    carried?: { summary: string; turns: readonly Turn[]; summarisedChars: number }
+  ) {
+    this.summary = carried?.summary ?? '';
+    this.turns = [...(carried?.turns ?? [])];
+    this.summarisedChars = carried?.summarisedChars ?? 0;
+  }
+
+  /** The turns node prompts see verbatim. */
+  recent(): Turn[] {
+    return splitWindow(this.turns, this.settings.numHistoryChars).recent;
+  }
+
+  add(...turns: Turn[]): void {
+    this.turns.push(...turns);
+  }
+
+  /** What the threshold asks to fold now, or null while the older part is under it. */
+  due(): { older: Turn[]; recent: Turn[] } | null {
+    return needsSummary(this.turns, this.settings) ? splitWindow(this.turns, this.settings.numHistoryChars) : null;
+  }
+
+  /** What `/compact` folds: everything before the last user request. */
+  compaction(): { older: Turn[]; recent: Turn[] } {
+    return compactSplit(this.turns);
+  }
+
+  /** Folds `older` into the summary. Turns that arrived while it was being summarised are kept. */
+  fold(older: readonly Turn[], recent: readonly Turn[], result: FoldResult): void {
+    this.summary = result.summary;
+    this.turns = [...recent, ...this.turns.slice(older.length + recent.length)];
+    this.summarisedChars += result.foldedChars;
+  }
+}
+
+/** The `memory` event's detail after a fold. */
+export function foldDetail(why: 'threshold' | 'compact', turns: number, foldedChars: number, verbatimChars: number) {
+  const cause = why === 'compact' ? '/compact' : 'memory threshold reached';
+  return `${cause}: folded ${turns} turns (${foldedChars} characters) into the summary; ${verbatimChars} characters stay verbatim`;
+}

@@ -1,8 +1,11 @@
 /**
  * `summarizeMemoryWorkflow` (contract): folds older conversation turns into the running summary with the
  * `summarize_memory` node. A child of the session workflow, so each summarisation is its own run in the UI.
+ *
+ * Messages: none. Lifecycle: one model call, then it returns the new summary and how many characters it folded;
+ * when the call fails for good the run fails, and the session keeps its memory as it was.
  */
-import { modelActivities as acts } from '../shared/activities';
+import { modelNodes } from '../shared/activities';
 import type { Turn } from '../../common/session';
 
 export interface SummarizeInput {
@@ -17,8 +20,9 @@ export interface SummarizeResult {
 
 export async function summarizeMemoryWorkflow(input: SummarizeInput): Promise<SummarizeResult> {
   const foldedChars = input.turns.reduce((n, t) => n + t.text.length, 0);
-  const res = await acts.summarizeMemory.executeWithOptions({ summary: `summarise ${input.turns.length} turns` }, [
-    input,
-  ]);
+  const res = await modelNodes.summarizeMemory.executeWithOptions(
+    { summary: `summarise ${input.turns.length} turns` },
+    [input]
+  );
   return { summary: res.text, foldedChars };
 }

@@ -4,7 +4,8 @@
  * beside it for callers that want an answer: its validator rejects a decision that is not pending or is stale
  * before anything reaches history.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate, setHandler } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
 import type { CancelRequest, ClarifyAnswers, PermissionDecision, ReviewDecision, TaskState } from '../../common/task';
 
@@ -22,3 +23,35 @@ export const permissionUpdate = defineUpdate<DecisionAck, [PermissionDecision]>(
 
 export const stateQuery = defineQuery<TaskState>('state');
 export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number }?]>('events');
+
+export interface DecisionHandlers {
+  /** Takes the payload if it can be taken (it may be malformed: signals are not validated); never throws. */
+  accept(raw: unknown): void;
+  /** Why the update refuses the payload (it throws for a malformed one), or null to accept it. */
+  refusal(raw: unknown): string | null;
+}
+
+/**
+ * Wires a decision's signal and its same-named update to the same `accept`, so both follow one set of rules; the
+ * update's validator refuses what `refusal` names, before anything reaches history.
+ */
+export function setDecisionHandlers<T>(
+  signal: SignalDefinition<[T]>,
+  update: UpdateDefinition<DecisionAck, [T]>,
+  handlers: DecisionHandlers
+): void {
+  setHandler(signal, (payload) => handlers.accept(payload));
+  setHandler(
+    update,
+    (payload) => {
+      handlers.accept(payload);
+      return { accepted: true as const };
+    },
+    {
+      validator: (payload) => {
+        const problem = handlers.refusal(payload);
+        if (problem) throw new Error(problem);
+      },
+    }
+  );
+}

@@ -2,7 +2,7 @@
 import type { PlanStep } from '../../common/plan';
 import type { StepStatus } from '../../common/task';
 
-const TERMINAL: ReadonlySet<StepStatus> = new Set(['done', 'failed', 'skipped']);
+const TERMINAL: ReadonlySet<StepStatus> = new Set(['done', 'failed']);
 export const isTerminal = (s: StepStatus) => TERMINAL.has(s);
 
 /** Pending steps whose dependencies have all finished (a failed dependency counts: its result says why). */
@@ -14,6 +14,17 @@ export function readySteps(steps: readonly PlanStep[], status: ReadonlyMap<strin
 
 export function allFinished(steps: readonly PlanStep[], status: ReadonlyMap<string, StepStatus>): boolean {
   return steps.every((s) => isTerminal(status.get(s.id) ?? 'pending'));
+}
+
+/** The ready steps that can run now, and those among them that first need the user's answers to their questions. */
+export function nextRound(
+  steps: readonly PlanStep[],
+  status: ReadonlyMap<string, StepStatus>,
+  isAnswered: (stepId: string) => boolean
+): { runnable: PlanStep[]; asking: PlanStep[] } {
+  const ready = readySteps(steps, status);
+  const asking = ready.filter((s) => s.questions.length > 0 && !isAnswered(s.id));
+  return { runnable: ready.filter((s) => !asking.includes(s)), asking };
 }
 
 /**

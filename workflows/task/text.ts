@@ -1,5 +1,5 @@
 /** Small text helpers of the task workflow (pure). */
-import type { PickedCall } from '../../activities/llm/nodes';
+import type { PickedCall } from '../../common/tools';
 
 export function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters]`;

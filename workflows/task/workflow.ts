@@ -1,34 +1,30 @@
 /**
- * `taskWorkflow` (contract): one user task, from the request to the answer.
+ * `taskWorkflow` (contract), id `task-<sessionId>-<n>`: one user task, from the request to the answer. Started by
+ * a session for each task it routes, or alone (`POST /tasks`).
  *
  * Path: `context` event → (route, for a standalone task) → plan (`write_plan`) → review when the plan or the
- * review policy asks for it (revise goes back to the Planner and the revised plan is reviewed again) → work
- * loop: ready steps run as a batch; one `pick_tools` call binds the batch's tool calls; every path a call
- * touches passes the permission gate before dispatch; calls run concurrently except those touching the same
- * file; triage (and the evaluator where needed) decides retry, replan or move on → checkpoints → answer
- * (`compose_answer`, labelled unverified).
+ * review policy asks for it (revise goes back to the Planner and the revised plan is reviewed again) → rounds of
+ * ready steps (`StepRunner`), each step's questions asked first, replans and after-step reviews between rounds →
+ * answer (`compose_answer`, labelled unverified).
  *
  * Messages: signals (and same-named updates) `review`, `clarify`, `permission`; signal `cancel`; queries
  * `state` and `events {after}`. Every pause is a `condition` on workflow state, so it survives worker and
  * server restarts. Status is mirrored into the `KleaStatus` search attribute and the run's current details.
+ *
+ * Lifecycle: the result says `done` (with the answer), `failed` (with the error) or `cancelled` (by the `cancel`
+ * signal); the run itself completes in all three, so a session reads why. Only invalid input fails the run, and a
+ * cancellation of the run itself (not the signal) is rethrown.
  */
 import {
   CancellationScope,
   condition,
-  getExternalWorkflowHandle,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
-  workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
-import type { PickedCall, StepResultView } from '../../activities/llm/nodes';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
-import { addUsage, type ModelUsage } from '../../common/model-protocol';
-import { grantCovers, type PathOp } from '../../common/path-guard';
-import { planHash, type Plan, type PlanStep } from '../../common/plan';
+import type { Plan } from '../../common/plan';
 import { KleaMode, KleaStatus } from '../../common/search-attributes';
 import {
   CancelSchema,
@@ -36,22 +32,15 @@ import {
   PermissionDecisionSchema,
   ReviewDecisionSchema,
   TaskInputSchema,
-  type ClarifyAnswers,
   type PendingInterrupt,
-  type PermissionDecision,
-  type PermissionRequest,
   type ReviewDecision,
-  type SessionGrant,
-  type StepState,
+  type StepResultView,
   type TaskInput,
   type TaskResult,
-  type TaskState,
 } from '../../common/task';
-import { toolRetryPolicy } from '../../common/tools';
-import { fsActivities, modelActivities } from '../shared/activities';
+import { modelNodes, projectFacts } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
-import { grantSignal } from '../session/messages';
 import {
   cancelSignal,
   clarifySignal,
@@ -61,219 +50,80 @@ import {
   permissionUpdate,
   reviewSignal,
   reviewUpdate,
+  setDecisionHandlers,
   stateQuery,
 } from './messages';
-import { answersProblem } from './questions';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
-import { allFinished, pathDependencies, readySteps } from './plan-graph';
-import { callSummary, cut, failureCode, failureMessage, withAnswers } from './text';
-import { applyVerdict, triage, type CallOutcome, type TriageDecision } from './triage';
-
-/** Attempts of one step (first run + retries). */
-export const MAX_STEP_ATTEMPTS = 3;
-/** Replans of one task (after failures or missing tools). */
-export const MAX_REPLANS = 3;
-/** A step's result as kept in state and shown to later prompts. */
-const RESULT_CHARS = 2000;
-
-const model = modelActivities;
-const fsFacts = fsActivities;
+import { PermissionGate } from './permissions';
+import { allFinished, nextRound } from './plan-graph';
+import { PlanProgress } from './plan-progress';
+import { QuestionGate } from './questions';
+import { ReviewGate, type ReviewReason } from './review-gate';
+import { statusAfterDecision, statusDetails, taskState } from './status';
+import { StepRunner } from './step-runner';
+import { failureCode, failureMessage } from './text';
+import { UsageMeter } from './usage';
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
   const log = new EventLog();
-
-  // ------------------------------------------------------------------ state
+  const progress = new PlanProgress();
+  const reviews = new ReviewGate();
+  const questions = new QuestionGate();
+  const permissions = new PermissionGate(input.taskId, input.grants);
+  const meter = new UsageMeter();
   let status: TaskStatus = 'routing';
-  let goal: string | null = null;
-  let plan: Plan | null = null;
-  let currentHash: string | null = null;
-  let planVersion = 0;
-  /** Steps of the current plan plus finished steps of earlier plans, in order. */
-  let graph: PlanStep[] = [];
-  const steps = new Map<string, StepState>();
-  const fullResults = new Map<string, string>();
-  const answers = new Map<string, Record<string, string>>();
-  const failures = new Map<string, string>();
   let answer: string | null = null;
   let error: string | null = null;
-  const sessionGrants: SessionGrant[] = [...input.grants];
-  const newGrants: SessionGrant[] = [];
-  let usage: ModelUsage = { inputTokens: 0, outputTokens: 0 };
-  let modelCalls = 0;
-  let toolCalls = 0;
-  let replansUsed = 0;
-  const checkpointed = new Set<string>();
-
-  let pendingReview: Extract<PendingInterrupt, { kind: 'review' }> | null = null;
-  let reviewDecision: ReviewDecision | null = null;
-  /** The last decided review, so a client retrying the same decision is answered, not refused. */
-  let lastReview: { planHash: string; decision: ReviewDecision['decision'] } | null = null;
-  let pendingQuestion: Extract<PendingInterrupt, { kind: 'questions' }> | null = null;
-  const permissionRequests = new Map<string, PermissionRequest>();
-  const permissionDecisions = new Map<string, PermissionDecision['decision']>();
-  let permissionCounter = 0;
   let cancelReason: string | null = null;
 
-  const statusOf = () => new Map([...steps].map(([id, s]) => [id, s.status] as const));
-  const pending = (): PendingInterrupt[] => [
-    ...(pendingReview ? [pendingReview] : []),
-    ...(pendingQuestion ? [pendingQuestion] : []),
-    ...(permissionRequests.size ? [{ kind: 'permission' as const, requests: [...permissionRequests.values()] }] : []),
-  ];
-  const snapshot = (): TaskState => ({
-    taskId: input.taskId,
-    sessionId: input.sessionId,
-    status,
-    prompt: input.prompt,
-    mode: input.mode,
-    requestedMode: input.mode,
-    toolAccess: input.toolAccess,
-    goal,
-    plan,
-    planHash: currentHash,
-    planVersion,
-    steps: [...steps.values()],
-    pending: pending(),
-    answer,
-    verification: 'unverified',
-    error,
-    newGrants,
-    usage: { ...usage, modelCalls, toolCalls },
-    lastSeq: log.lastSeq,
-  });
+  const pending = (): PendingInterrupt[] =>
+    [reviews.pending, questions.pending, permissions.pending].filter((p): p is PendingInterrupt => p !== null);
+  const snapshot = () =>
+    taskState(input, progress, {
+      status,
+      answer,
+      error,
+      pending: pending(),
+      newGrants: permissions.newGrants,
+      usage: meter.totals(),
+      lastSeq: log.lastSeq,
+    });
 
-  // ------------------------------------------------------------------ status and visibility
   const setStatus = (next: TaskStatus, detail?: string) => {
     if (next !== status) upsertSearchAttributes([{ key: KleaStatus, value: next }]);
     status = next;
-    const waiting = pending()
-      .map((p) =>
-        p.kind === 'review'
-          ? `review of plan ${p.planHash}`
-          : p.kind === 'questions'
-            ? `answers for step ${p.stepId}`
-            : `${p.requests.length} permission decision(s)`
-      )
-      .join(', ');
-    setCurrentDetails(
-      [
-        `**${next}**${detail ? `: ${detail}` : ''}`,
-        goal ? `goal: ${goal}` : '',
-        waiting ? `waiting for: ${waiting}` : '',
-        plan ? `plan v${planVersion}, ${steps.size} steps` : '',
-      ]
-        .filter(Boolean)
-        .join('\n\n')
-    );
+    const plan = progress.plan ? { version: progress.version, steps: progress.stepCount } : null;
+    setCurrentDetails(statusDetails({ status: next, detail, goal: progress.goal, pending: pending(), plan }));
     if (isFinalStatus(next)) log.emit({ type: 'status', status: next, detail });
   };
-  /** After a decision arrives: back to running, or the next thing still waited for. */
   const settleStatus = () => {
-    if (isFinalStatus(status)) return;
-    if (permissionRequests.size) setStatus('awaiting_permission');
-    else if (pendingReview) setStatus('awaiting_review');
-    else if (status === 'awaiting_permission') setStatus('running');
+    const next = statusAfterDecision(status, pending());
+    if (next) setStatus(next);
   };
-  const count = (u: ModelUsage) => {
-    usage = addUsage(usage, u);
-    modelCalls++;
-  };
+  /** A signal's payload that could not be used: reported, since a signal has no answer to carry the error. */
+  const ignoredSignal = (name: string, problem: string) =>
+    log.emit({ type: 'error', code: 'InvalidSignal', message: `${name} signal: ${problem}` });
 
   // ------------------------------------------------------------------ handlers
   setHandler(stateQuery, snapshot);
   setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
-
-  const isRepeatedReview = (d: ReviewDecision) =>
-    !pendingReview &&
-    lastReview !== null &&
-    d.decision === lastReview.decision &&
-    (!d.planHash || d.planHash === lastReview.planHash);
-  const reviewProblem = (d: ReviewDecision): string | null => {
-    if (!pendingReview) return 'no plan review is pending';
-    if (d.planHash && d.planHash !== pendingReview.planHash)
-      return `stale decision: it is for plan ${d.planHash}, the plan under review is ${pendingReview.planHash}`;
-    if (reviewDecision) return 'this review has already been decided';
-    return null;
-  };
-  const acceptReview = (d: ReviewDecision) => {
-    // Duplicate and stale decisions change nothing.
-    if (!ReviewDecisionSchema.safeParse(d).success || reviewProblem(d)) return;
-    reviewDecision = d;
-  };
-  setHandler(reviewSignal, acceptReview);
-  setHandler(
-    reviewUpdate,
-    (d) => {
-      acceptReview(d);
-      return { accepted: true as const };
+  setDecisionHandlers(reviewSignal, reviewUpdate, {
+    accept: (raw) => reviews.accept(raw),
+    refusal: (raw) => reviews.refusal(parseOrThrow(ReviewDecisionSchema, 'invalid review decision', raw, 'decision')),
+  });
+  setDecisionHandlers(clarifySignal, clarifyUpdate, {
+    accept: (raw) => {
+      const problem = questions.accept(raw);
+      if (problem) ignoredSignal('clarify', problem);
     },
-    {
-      validator: (d) => {
-        const p = parseOrThrow(ReviewDecisionSchema, 'invalid review decision', d, 'decision');
-        const problem = reviewProblem(p);
-        if (problem && !isRepeatedReview(p)) throw new Error(problem);
-      },
-    }
-  );
-
-  const clarifyProblem = (a: ClarifyAnswers): string | null =>
-    pendingQuestion ? answersProblem(pendingQuestion.questions, a.answers) : 'no questions are pending';
-  const acceptClarify = (raw: unknown) => {
-    // A repeat after the answers were taken, or answers with nothing pending, change nothing and say nothing.
-    if (!pendingQuestion || answers.has(pendingQuestion.stepId)) return;
-    const p = parseSignal(ClarifySchema, raw, 'answers');
-    const problem = p.ok ? clarifyProblem(p.value) : p.problem;
-    if (problem) return ignoredSignal('clarify', problem);
-    if (p.ok) answers.set(pendingQuestion.stepId, p.value.answers);
-  };
-  setHandler(clarifySignal, acceptClarify);
-  setHandler(
-    clarifyUpdate,
-    (a) => {
-      acceptClarify(a);
-      return { accepted: true as const };
-    },
-    {
-      validator: (a) => {
-        const problem = clarifyProblem(parseOrThrow(ClarifySchema, 'invalid answers', a, 'answers'));
-        if (problem) throw new Error(problem);
-      },
-    }
-  );
-
-  /** Decisions already applied, so a client retrying the same one is answered, not refused. */
-  const decidedPermissions = new Map<string, PermissionDecision['decision']>();
-  const permissionProblem = (d: PermissionDecision): string | null => {
-    if (decidedPermissions.has(d.requestId)) {
-      return decidedPermissions.get(d.requestId) === d.decision
-        ? null
-        : `permission request ${d.requestId} was already decided (${decidedPermissions.get(d.requestId)})`;
-    }
-    if (!permissionRequests.has(d.requestId)) return `no permission request ${d.requestId} is pending`;
-    if (permissionDecisions.has(d.requestId)) return `permission request ${d.requestId} has already been decided`;
-    return null;
-  };
-  const acceptPermission = (d: PermissionDecision) => {
-    if (!PermissionDecisionSchema.safeParse(d).success || permissionProblem(d) || decidedPermissions.has(d.requestId))
-      return;
-    permissionDecisions.set(d.requestId, d.decision);
-  };
-  setHandler(permissionSignal, acceptPermission);
-  setHandler(
-    permissionUpdate,
-    (d) => {
-      acceptPermission(d);
-      return { accepted: true as const };
-    },
-    {
-      validator: (d) => {
-        const p = parseOrThrow(PermissionDecisionSchema, 'invalid permission decision', d, 'decision');
-        const problem = permissionProblem(p);
-        if (problem) throw new Error(problem);
-      },
-    }
-  );
+    refusal: (raw) => questions.problem(parseOrThrow(ClarifySchema, 'invalid answers', raw, 'answers')),
+  });
+  setDecisionHandlers(permissionSignal, permissionUpdate, {
+    accept: (raw) => permissions.accept(raw),
+    refusal: (raw) =>
+      permissions.problem(parseOrThrow(PermissionDecisionSchema, 'invalid permission decision', raw, 'decision')),
+  });
 
   const work = new CancellationScope();
   setHandler(cancelSignal, (raw: unknown) => {
@@ -286,395 +136,87 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     work.cancel();
   });
 
-  // ------------------------------------------------------------------ helpers
-  const result = (s: 'done' | 'failed' | 'cancelled'): TaskResult => ({
-    taskId: input.taskId,
-    status: s,
-    answer,
-    verification: 'unverified',
-    error,
-    newGrants,
-  });
+  // ------------------------------------------------------------------ endings
   const finish = (s: 'done' | 'failed' | 'cancelled', detail?: string): TaskResult => {
     setStatus(s, detail);
-    return result(s);
+    return {
+      taskId: input.taskId,
+      status: s,
+      answer,
+      verification: 'unverified',
+      error,
+      newGrants: permissions.newGrants,
+    };
   };
-  /** A signal's payload that could not be used: reported, since a signal has no answer to carry the error. */
-  function ignoredSignal(name: string, problem: string): void {
-    log.emit({ type: 'error', code: 'InvalidSignal', message: `${name} signal: ${problem}` });
-  }
-  const fail = (code: string, message: string, stepId?: string): TaskResult => {
+  const fail = (code: string, message: string): TaskResult => {
     error = message;
-    log.emit({ type: 'error', code, message, ...(stepId ? { stepId } : {}) });
+    log.emit({ type: 'error', code, message });
     return finish('failed', message);
   };
   const giveAnswer = (text: string) => {
     answer = text;
     log.emit({ type: 'answer', text, verification: 'unverified', label: UNVERIFIED_LABEL });
   };
-  const view = (s: PlanStep): StepResultView => {
-    const st = steps.get(s.id);
-    return { id: s.id, title: s.title, status: st?.status ?? 'pending', result: st?.result ?? null };
-  };
-  const dependencyResults = (s: PlanStep): StepResultView[] =>
-    s.depends_on
-      .map((d) => graph.find((g) => g.id === d))
-      .filter((d): d is PlanStep => !!d)
-      .map((d) => ({ ...view(d), result: cut(fullResults.get(d.id) ?? '', RESULT_CHARS) }));
-  const finishedViews = () => graph.filter((s) => ['done', 'failed'].includes(steps.get(s.id)?.status ?? '')).map(view);
 
-  /** Makes `next` the current plan: finished steps stay, unfinished ones are replaced. */
-  const adoptPlan = (next: Plan) => {
-    const finished = graph.filter((s) => ['done', 'failed'].includes(steps.get(s.id)?.status ?? ''));
-    for (const s of graph) if (!finished.includes(s)) steps.delete(s.id);
-    graph = [...finished, ...next.steps];
-    for (const s of next.steps)
-      steps.set(s.id, { id: s.id, title: s.title, status: 'pending', attempts: 0, result: null, ok: null });
-    plan = next;
-    goal = next.goal;
-    currentHash = planHash(next);
-    planVersion++;
-  };
-
+  // ------------------------------------------------------------------ planning and review
   async function writePlan(summary: string, feedback?: string, finished?: StepResultView[]): Promise<Plan> {
     setStatus('planning', summary);
-    const res = await model.writePlan.executeWithOptions({ summary }, [
+    const res = await modelNodes.writePlan.executeWithOptions({ summary }, [
       {
         projectDir: input.projectDir,
         toolAccess: input.toolAccess,
         request: input.prompt,
         summary: input.summary || undefined,
         recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
-        previousPlan: plan ?? undefined,
+        previousPlan: progress.plan ?? undefined,
         feedback,
         finished: finished?.length ? finished : undefined,
       },
     ]);
-    count(res.usage);
+    meter.modelCall(res.usage);
     return res.plan;
   }
 
-  async function review(
-    reason: 'before_work' | 'checkpoint' | 'policy' | 'revised',
-    afterStepIds: string[] = []
-  ): Promise<ReviewDecision> {
-    reviewDecision = null;
-    pendingReview = { kind: 'review', reason, planHash: currentHash!, plan: plan!, afterStepIds };
-    log.emit({
-      type: 'review_requested',
-      reason,
-      plan: plan!,
-      planHash: currentHash!,
-      afterStepIds,
-      results: graph
-        .filter((s) => steps.get(s.id)?.status !== 'pending')
-        .map((s) => ({
-          stepId: s.id,
-          title: s.title,
-          status: steps.get(s.id)!.status,
-          result: steps.get(s.id)!.result,
-        })),
-    });
+  async function review(reason: ReviewReason, afterStepIds: string[] = []): Promise<ReviewDecision> {
+    const { plan, planHash } = progress.current();
+    reviews.request(reason, planHash, plan, afterStepIds);
+    const results = progress.reviewResults();
+    log.emit({ type: 'review_requested', reason, plan, planHash, afterStepIds, results });
     setStatus('awaiting_review', reason === 'checkpoint' ? `results after ${afterStepIds.join(', ')}` : 'the plan');
-    await condition(() => reviewDecision !== null);
-    const decision = reviewDecision!;
-    lastReview = { planHash: pendingReview.planHash, decision: decision.decision };
-    pendingReview = null;
-    return decision;
+    await condition(() => reviews.decided);
+    return reviews.close();
   }
 
   /** Reviews until the current plan is approved: every revision is presented again. */
-  async function reviewUntilApproved(first: 'before_work' | 'checkpoint' | 'policy', afterStepIds: string[] = []) {
-    let reason: 'before_work' | 'checkpoint' | 'policy' | 'revised' = first;
+  async function reviewUntilApproved(first: Exclude<ReviewReason, 'revised'>, afterStepIds: string[] = []) {
+    let reason: ReviewReason = first;
     for (;;) {
       const d = await review(reason, reason === 'checkpoint' ? afterStepIds : []);
       if (d.decision === 'approve') return;
       const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
-      const finished = finishedViews();
-      adoptPlan(await writePlan('revise plan', feedback, finished));
-      log.emit({ type: 'plan', plan: plan!, planHash: currentHash!, version: planVersion });
+      progress.adopt(await writePlan('revise plan', feedback, progress.finishedViews()));
+      log.emit({ type: 'plan', ...progress.current() });
       reason = 'revised';
     }
   }
 
-  const needsReviewBeforeWork = () => plan!.review.before_work || input.review === 'always';
-
-  // ------------------------------------------------------------------ the permission gate
-  const covered = (path: string, op: PathOp) => grantCovers(sessionGrants, path, op);
-
-  async function askPermission(
-    call: PickedCall,
-    p: {
-      real: string;
-      requested: string;
-      op: 'read' | 'write' | 'execute';
-      class: 'outside' | 'sensitive';
-      reason: string;
-    }
-  ) {
-    const requestId = `${input.taskId}.perm-${++permissionCounter}`;
-    const request: PermissionRequest = {
-      requestId,
-      stepId: call.stepId,
-      tool: call.qualifiedName,
-      path: p.real,
-      requestedPath: p.requested,
-      op: p.op,
-      class: p.class,
-      reason: p.reason,
-    };
-    permissionRequests.set(requestId, request);
-    log.emit({ type: 'permission_requested', ...request });
-    setStatus('awaiting_permission', `${call.qualifiedName} wants to ${p.op} ${p.real}`);
-    // A grant for the session made while this request waited answers it too.
-    await condition(() => permissionDecisions.has(requestId) || covered(p.real, p.op));
-    const decision = permissionDecisions.get(requestId) ?? 'allow_session';
-    const automatic = !permissionDecisions.has(requestId);
-    decidedPermissions.set(requestId, decision);
-    permissionRequests.delete(requestId);
-    permissionDecisions.delete(requestId);
-    if (decision === 'allow_session' && !automatic && !covered(p.real, p.op)) {
-      const grant = { path: p.real, op: p.op };
-      sessionGrants.push(grant);
-      newGrants.push(grant);
-      tellSession(grant);
-    }
-    log.emit({ type: 'permission_decided', requestId, decision, path: p.real, automatic });
-    settleStatus();
-    return decision;
-  }
-
-  /**
-   * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
-   * later must not lose the user's decision.
-   */
-  function tellSession(grant: SessionGrant): void {
-    const parent = workflowInfo().parent;
-    if (!parent || !patched('grant-reaches-session-when-made')) return;
-    // The session may have ended (it is cancelled with its tasks); then there is nobody to tell.
-    void getExternalWorkflowHandle(parent.workflowId)
-      .signal(grantSignal, grant)
-      .catch(() => undefined);
-  }
-
-  /** One tool call: ordered after earlier calls on the same files, through the gate, then dispatched. */
-  async function runCall(
-    call: PickedCall,
-    guarded: Awaited<ReturnType<Activities['checkPaths']>>,
-    waitFor: Promise<unknown>[],
-    idempotencyKey: string
-  ): Promise<CallOutcome> {
-    await Promise.all(waitFor);
-    const grants: SessionGrant[] = [];
-    for (const p of guarded) {
-      if (p.class === 'inside') continue;
-      const gated = { ...p, class: p.class };
-      if (covered(p.real, p.op)) {
-        grants.push({ path: p.real, op: p.op });
-        continue;
-      }
-      const decision = await askPermission(call, gated);
-      if (decision === 'deny') {
-        // Security: a denied call is never scheduled; the step gets a non-halting error instead.
-        return {
-          tool: call.qualifiedName,
-          status: 'denied',
-          text: `${p.requested} (${p.reason}) was denied by the user`,
-        };
-      }
-      grants.push({ path: p.real, op: p.op });
-    }
-    toolCalls++;
-    try {
-      const r = await model.callTool.executeWithOptions(
-        {
-          summary: callSummary(call),
-          startToCloseTimeout: '15 minutes',
-          heartbeatTimeout: '10 seconds',
-          retry: toolRetryPolicy(call),
-        },
-        [
-          {
-            projectDir: input.projectDir,
-            toolAccess: input.toolAccess,
-            server: call.server,
-            tool: call.tool,
-            args: call.args,
-            grants,
-            idempotencyKey,
-          },
-        ]
-      );
-      // A cut output says where the whole of it is kept.
-      const text = r.ref ? `[full output of ${r.bytes} bytes kept as ${r.ref}]\n${r.text}` : r.text;
-      return { tool: call.qualifiedName, status: r.status, text };
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      return { tool: call.qualifiedName, status: 'failed', text: failureMessage(err) };
-    }
-  }
-
-  // ------------------------------------------------------------------ steps
-  let replanReason: string | null = null;
-
-  const stepWithAnswers = (s: PlanStep): PlanStep => ({
-    ...s,
-    instruction: withAnswers(s.instruction, answers.get(s.id)),
-  });
-
-  async function decide(s: PlanStep, noTool: string | null, calls: CallOutcome[]): Promise<TriageDecision> {
-    const st = steps.get(s.id)!;
-    const tin = {
-      noTool,
-      calls,
-      attempts: st.attempts,
-      maxAttempts: MAX_STEP_ATTEMPTS,
-      replansLeft: MAX_REPLANS - replansUsed,
-    };
-    const d = triage(tin);
-    if (d.outcome !== 'evaluate') return d;
-    const ev = await model.evaluateStep.executeWithOptions({ summary: `step ${s.id} · evaluate` }, [
-      {
-        goal: goal!,
-        step: stepWithAnswers(s),
-        calls: calls.map((c) => ({ ...c, text: cut(c.text, RESULT_CHARS) })),
-        attempt: st.attempts,
-      },
-    ]);
-    count(ev.usage);
-    return applyVerdict(ev.verdict, ev.reason, tin);
-  }
-
-  function settleStep(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string) {
-    const st = steps.get(s.id)!;
-    const callView = calls.map((c) => ({ tool: c.tool, status: c.status }));
-    if (d.outcome === 'retry' || d.outcome === 'replan') {
-      failures.set(s.id, d.reason);
-      st.status = 'pending';
-      if (d.outcome === 'replan') replanReason ??= `step ${s.id} (${s.title}): ${d.reason}`;
-      log.emit({
-        type: 'step_finished',
-        stepId: s.id,
-        status: 'retry',
-        summary: cut(text || d.reason, 300),
-        outcome: d.outcome,
-        reason: d.reason,
-        calls: callView,
-      });
-      return;
-    }
-    if (d.outcome === 'evaluate') return; // not reached: decide() resolves evaluations
-    st.status = d.ok ? 'done' : 'failed';
-    st.ok = d.ok;
-    const full = text || d.reason;
-    fullResults.set(s.id, cut(full, 4 * RESULT_CHARS));
-    st.result = cut(full, RESULT_CHARS);
-    log.emit({
-      type: 'step_finished',
-      stepId: s.id,
-      status: st.status,
-      summary: cut(full, 300),
-      outcome: 'move_on',
-      reason: d.reason,
-      calls: callView,
-    });
-  }
-
-  function startStep(s: PlanStep) {
-    const st = steps.get(s.id)!;
-    st.status = 'running';
-    st.attempts++;
-    log.emit({ type: 'step_started', stepId: s.id, title: s.title, attempt: st.attempts });
-  }
-
-  async function runTextStep(s: PlanStep) {
-    startStep(s);
-    try {
-      const r = await model.doStep.executeWithOptions({ summary: `step ${s.id} · think` }, [
-        { goal: goal!, step: stepWithAnswers(s), dependencyResults: dependencyResults(s) },
-      ]);
-      count(r.usage);
-      settleStep(s, { outcome: 'move_on', ok: true, reason: 'done' }, [], r.text);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      const calls: CallOutcome[] = [{ tool: 'do_step', status: 'failed', text: failureMessage(err) }];
-      settleStep(s, await decide(s, null, calls), calls, '');
-    }
-  }
-
-  async function runToolSteps(batch: PlanStep[]) {
-    for (const s of batch) startStep(s);
-    const picked = await model.pickTools.executeWithOptions(
-      { summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}` },
-      [
-        {
-          projectDir: input.projectDir,
-          toolAccess: input.toolAccess,
-          goal: goal!,
-          steps: batch.map((s) => ({
-            id: s.id,
-            title: s.title,
-            instruction: withAnswers(s.instruction, answers.get(s.id)),
-            dependencyResults: dependencyResults(s),
-            previousFailure: failures.get(s.id),
-          })),
-        },
-      ]
-    );
-    count(picked.usage);
-    const calls = picked.calls;
-    const guarded = await Promise.all(
-      calls.map((c) =>
-        fsFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
-          { projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args },
-        ])
-      )
-    );
-    const waits = pathDependencies(guarded.map((g) => g.map((p) => p.real)));
-    const runs: Array<Promise<CallOutcome>> = [];
-    calls.forEach((c, i) => {
-      // Stable across Temporal's retries of this call, distinct for every new attempt of the step.
-      const key = `${workflowInfo().workflowId}/${c.stepId}/attempt-${steps.get(c.stepId)?.attempts ?? 0}/call-${i}`;
-      runs.push(
-        runCall(
-          c,
-          guarded[i],
-          waits[i].map((j) => runs[j].catch(() => undefined)),
-          key
-        )
-      );
-    });
-    // Each step is settled as soon as its own calls finish: a decision pending for one call holds up no other step.
-    await Promise.all(
-      batch.map(async (s) => {
-        const mine = await Promise.all(runs.filter((_, i) => calls[i].stepId === s.id));
-        const none = picked.noSuitable.find((n) => n.stepId === s.id);
-        const noTool = none ? none.reason : mine.length === 0 ? 'the tool picker named no tool for this step' : null;
-        const text = mine.map((o) => (mine.length > 1 ? `[${o.tool}] ${o.text}` : o.text)).join('\n\n');
-        settleStep(s, await decide(s, noTool, mine), mine, text);
-      })
-    );
-  }
-
-  async function runBatch(batch: PlanStep[]) {
-    setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
-    const toolSteps = batch.filter((s) => s.needs_tool);
-    await Promise.all([
-      ...batch.filter((s) => !s.needs_tool).map(runTextStep),
-      ...(toolSteps.length ? [runToolSteps(toolSteps)] : []),
-    ]);
-  }
+  /** Whether the plan is reviewed before work starts, and why: the Planner asked, or the review policy does. */
+  const reviewBeforeWork = (): 'before_work' | 'policy' | null =>
+    progress.plan?.review.before_work ? 'before_work' : input.review === 'always' ? 'policy' : null;
 
   // ------------------------------------------------------------------ the task path
+  const runner = new StepRunner({ input, log, progress, questions, permissions, meter, setStatus, settleStatus });
+
   async function main(): Promise<TaskResult> {
     upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);
-    const context = await fsFacts.projectContextInfo
+    const context = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
       .catch(() => ({ file: null }));
     const declined = input.mode === 'scientific';
     log.emit({
       type: 'context',
       mode: input.mode,
+      // A mode that cannot run is declined below, never swapped for another: requested and effective agree.
       requestedMode: input.mode,
       modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
       toolAccess: input.toolAccess,
@@ -689,81 +231,65 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
     if (input.route) {
       setStatus('routing', 'deciding between a direct reply and a planned task');
-      const route = await model.routeRequest.executeWithOptions({ summary: 'route request' }, [
+      const route = await modelNodes.routeRequest.executeWithOptions({ summary: 'route request' }, [
         {
           text: input.prompt,
           summary: input.summary || undefined,
           recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
         },
       ]);
-      count(route.usage);
+      meter.modelCall(route.usage);
       if (route.route === 'chat' && route.reply) {
         giveAnswer(route.reply);
         return finish('done');
       }
     }
 
-    adoptPlan(await writePlan('plan'));
-    log.emit({ type: 'plan', plan: plan!, planHash: currentHash!, version: planVersion });
-    if (needsReviewBeforeWork()) await reviewUntilApproved(plan!.review.before_work ? 'before_work' : 'policy');
+    progress.adopt(await writePlan('plan'));
+    log.emit({ type: 'plan', ...progress.current() });
+    const why = reviewBeforeWork();
+    if (why) await reviewUntilApproved(why);
 
     for (;;) {
-      const current = statusOf();
-      if (allFinished(graph, current)) break;
-      const ready = readySteps(graph, current);
-      const asking = ready.filter((s) => s.questions.length > 0 && !answers.has(s.id));
-      const runnable = ready.filter((s) => !asking.includes(s));
-      if (!pendingQuestion && asking.length) {
-        const s = asking[0];
-        pendingQuestion = { kind: 'questions', stepId: s.id, questions: s.questions };
-        steps.get(s.id)!.status = 'awaiting_clarification';
-        log.emit({ type: 'questions', stepId: s.id, questions: s.questions });
+      const current = progress.statuses();
+      if (allFinished(progress.graph, current)) break;
+      const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
+      if (!questions.pending && asking.length) {
+        const asked = questions.ask(asking[0]);
+        progress.awaitAnswers(asked.stepId);
+        log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
       }
       if (runnable.length) {
-        await runBatch(runnable);
-      } else if (pendingQuestion) {
-        const waitingFor = pendingQuestion.stepId;
+        await runner.runBatch(runnable);
+      } else if (questions.pending) {
+        const waitingFor = questions.pending.stepId;
         setStatus('awaiting_clarification', `step ${waitingFor}`);
-        await condition(() => answers.has(waitingFor));
+        await condition(() => questions.isAnswered(waitingFor));
       } else {
         return fail('PlanStuck', 'no step can run: the plan is stuck');
       }
-      if (pendingQuestion && answers.has(pendingQuestion.stepId)) {
-        steps.get(pendingQuestion.stepId)!.status = 'pending';
-        pendingQuestion = null;
-      }
+      const answered = questions.takeAnswered();
+      if (answered) progress.answered(answered);
 
-      if (replanReason) {
-        const reason = replanReason;
-        replanReason = null;
-        replansUsed++;
-        adoptPlan(await writePlan('replan', `A step could not be completed: ${reason}`, finishedViews()));
-        answers.clear();
-        pendingQuestion = null;
-        log.emit({ type: 'replanned', reason, plan: plan!, planHash: currentHash!, version: planVersion });
-        if (needsReviewBeforeWork()) await reviewUntilApproved(plan!.review.before_work ? 'before_work' : 'policy');
+      const replan = progress.takeReplan();
+      if (replan) {
+        progress.adopt(await writePlan('replan', `A step could not be completed: ${replan}`, progress.finishedViews()));
+        questions.reset();
+        log.emit({ type: 'replanned', reason: replan, ...progress.current() });
+        const whyAgain = reviewBeforeWork();
+        if (whyAgain) await reviewUntilApproved(whyAgain);
         continue;
       }
 
-      const due = plan!.review.after_step_ids.filter(
-        (id) => !checkpointed.has(id) && ['done', 'failed'].includes(steps.get(id)?.status ?? '')
-      );
-      if (due.length) {
-        due.forEach((id) => checkpointed.add(id));
-        await reviewUntilApproved('checkpoint', due);
-      }
+      const due = progress.dueCheckpoints();
+      if (due.length) await reviewUntilApproved('checkpoint', due);
     }
 
     setStatus('running', 'composing the answer');
-    const composed = await model.composeAnswer.executeWithOptions({ summary: 'answer' }, [
-      {
-        projectDir: input.projectDir,
-        request: input.prompt,
-        goal: goal!,
-        results: graph.map((s) => ({ ...view(s), result: cut(fullResults.get(s.id) ?? '', RESULT_CHARS) })),
-      },
+    const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
+      { projectDir: input.projectDir, request: input.prompt, goal: progress.goal!, results: progress.allResults() },
     ]);
-    count(composed.usage);
+    meter.modelCall(composed.usage);
     giveAnswer(composed.text);
     return finish('done');
   }
@@ -772,9 +298,9 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     return await work.run(main);
   } catch (err) {
     if (isCancellation(err) && cancelReason !== null) {
-      pendingReview = null;
-      pendingQuestion = null;
-      permissionRequests.clear();
+      reviews.withdraw();
+      questions.withdraw();
+      permissions.withdraw();
       error = cancelReason;
       return finish('cancelled', cancelReason);
     }

@@ -1,0 +1,125 @@
+/** Everything a session holds: its `state` query answer and its continue-as-new carry, from one reading. */
+import type { KleaEvent } from '../../common/events';
+import { SessionInputSchema, type QueuedMessage } from '../../common/session';
+import { EventLog } from '../../workflows/shared/event-log';
+import { CARRIED_EVENTS, Session, taskReply, type ParsedSessionInput } from '../../workflows/session/session-state';
+
+const input = (over: Partial<ParsedSessionInput> = {}): ParsedSessionInput =>
+  SessionInputSchema.parse({ sessionId: 's', projectDir: '/p', ...over });
+
+function busySession(): { session: Session; log: EventLog } {
+  const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }));
+  const log = new EventLog();
+  session.memory.add({ role: 'user', text: 'hello' }, { role: 'assistant', text: 'hi' });
+  session.addGrants([{ path: '/notes', op: 'read' }]);
+  session.contextFile = 'AGENTS.md';
+  const taskId = session.queue.nextTaskId();
+  session.queue.push({ seq: session.queue.nextSeq(), kind: 'task', text: 'sum up', route: 'task', taskId });
+  session.tasks.push(taskId);
+  log.emit({ type: 'status', status: 'running', taskId });
+  return { session, log };
+}
+
+describe('session state', () => {
+  it('a session restored from its carry shows the same state, one run later', () => {
+    const { session, log } = busySession();
+    const { state, carry } = session.snapshot(log);
+
+    const next = new Session(input({ carry }));
+    const nextLog = new EventLog(carry.recentEvents as KleaEvent[], carry.lastSeq);
+
+    expect(next.snapshot(nextLog).state).toEqual(state);
+    expect(next.runs).toBe(2);
+    expect(next.queue.nextTaskId()).toBe('task-s-2');
+  });
+
+  it('the carry passes the schema the next run parses its input with', () => {
+    const { session, log } = busySession();
+
+    const { carry } = session.snapshot(log);
+
+    expect(SessionInputSchema.safeParse({ sessionId: 's', projectDir: '/p', carry }).success).toBe(true);
+  });
+
+  it('the carry keeps only the newest events, so the next run starts small and a client sees no gap in seq', () => {
+    const session = new Session(input());
+    const log = new EventLog();
+    for (let i = 0; i < CARRIED_EVENTS + 20; i++) log.emit({ type: 'memory', action: 'x', detail: `${i}` });
+
+    const { carry } = session.snapshot(log);
+
+    expect(carry.recentEvents).toHaveLength(CARRIED_EVENTS);
+    expect(carry.recentEvents[0].seq).toBe(21);
+    expect(carry.lastSeq).toBe(CARRIED_EVENTS + 20);
+  });
+
+  it('a grant the session already holds is not added twice', () => {
+    const session = new Session(input());
+
+    session.addGrants([{ path: '/notes', op: 'read' }]);
+    session.addGrants([
+      { path: '/notes', op: 'read' },
+      { path: '/notes', op: 'write' },
+    ]);
+
+    expect(session.grants).toEqual([
+      { path: '/notes', op: 'read' },
+      { path: '/notes', op: 'write' },
+    ]);
+  });
+
+  it("a task gets the session's settings and memory, unless its request names its own", () => {
+    const { session } = busySession();
+    const item: QueuedMessage & { taskId: string } = {
+      seq: 9,
+      kind: 'task',
+      text: 'write it',
+      taskId: 'task-s-9',
+      toolAccess: 'full',
+    };
+
+    const taskInput = session.taskInput(item);
+
+    expect(taskInput).toMatchObject({
+      taskId: 'task-s-9',
+      prompt: 'write it',
+      mode: 'general',
+      toolAccess: 'full',
+      route: false,
+      grants: [{ path: '/notes', op: 'read' }],
+      recentTurns: [
+        { role: 'user', text: 'hello' },
+        { role: 'assistant', text: 'hi' },
+      ],
+    });
+  });
+
+  it('the context event says the mode in force, and why scientific cannot run', () => {
+    const session = new Session(input({ mode: 'scientific' }));
+
+    const event = session.contextEvent();
+
+    expect(event).toMatchObject({ type: 'context', mode: 'scientific', requestedMode: 'scientific' });
+    expect(event.modeNote).toMatch(/Scientific mode cannot run yet/);
+  });
+
+  it('the details say what the session is doing', () => {
+    const { session } = busySession();
+    session.currentTaskId = 'task-s-1';
+
+    expect(session.details()).toBe(
+      '**running task-s-1**\n\nmode general · tools read_only · 1 task(s) · 1 queued\n\n' +
+        'memory: 7 chars verbatim, 0 summarised'
+    );
+  });
+
+  it('a task that ended without an answer leaves a turn that says why', () => {
+    const base = { taskId: 't', verification: 'unverified' as const, newGrants: [] };
+
+    expect(taskReply({ ...base, status: 'done', answer: 'forty-two', error: null })).toBe('forty-two');
+    expect(taskReply({ ...base, status: 'cancelled', answer: null, error: 'stop' })).toBe(
+      '(the task was cancelled: stop)'
+    );
+    expect(taskReply({ ...base, status: 'failed', answer: null, error: null })).toBe('(the task failed)');
+  });
+});

@@ -1,0 +1,142 @@
+/** The permission gate's bookkeeping: requests, decisions (signal and update alike) and the session's grants. */
+import type { GuardedPath } from '../../common/path-guard';
+import type { PickedCall } from '../../common/tools';
+import { PermissionGate, type GatedPath } from '../../workflows/task/permissions';
+
+const call: PickedCall = {
+  stepId: 's1',
+  server: 'workspace',
+  tool: 'read_file',
+  qualifiedName: 'workspace__read_file',
+  args: { path: '../notes/a.txt' },
+  readOnly: true,
+  idempotent: true,
+};
+const outside = (real: string, op: GuardedPath['op'] = 'read'): GatedPath => ({
+  arg: 'path',
+  requested: real,
+  op,
+  real,
+  class: 'outside',
+  reason: 'outside the project directory',
+});
+
+describe('permission gate', () => {
+  it('a request is numbered within its task and is listed as pending', () => {
+    const gate = new PermissionGate('task-s-1', []);
+
+    const first = gate.request(call, outside('/notes/a.txt'));
+    const second = gate.request(call, outside('/notes/b.txt'));
+
+    expect([first.requestId, second.requestId]).toEqual(['task-s-1.perm-1', 'task-s-1.perm-2']);
+    expect(gate.pending).toEqual({ kind: 'permission', requests: [first, second] });
+  });
+
+  it('allow for the session grants the path to later calls and hands the grant to the session', () => {
+    const gate = new PermissionGate('t', []);
+    const r = gate.request(call, outside('/notes/a.txt', 'write'));
+
+    gate.accept({ requestId: r.requestId, decision: 'allow_session' });
+    const decided = gate.isAnswered(r) ? gate.close(r) : null;
+
+    expect(decided).toEqual({
+      decision: 'allow_session',
+      automatic: false,
+      grant: { path: '/notes/a.txt', op: 'write' },
+    });
+    expect(gate.newGrants).toEqual([{ path: '/notes/a.txt', op: 'write' }]);
+    expect(gate.covers('/notes/a.txt', 'read')).toBe(true);
+    expect(gate.pending).toBeNull();
+  });
+
+  it('allow once and deny grant nothing beyond the call', () => {
+    const gate = new PermissionGate('t', []);
+    const once = gate.request(call, outside('/notes/a.txt'));
+    const denied = gate.request(call, outside('/notes/b.txt'));
+
+    gate.accept({ requestId: once.requestId, decision: 'allow_once' });
+    gate.accept({ requestId: denied.requestId, decision: 'deny' });
+
+    expect(gate.close(once)).toEqual({ decision: 'allow_once', automatic: false, grant: null });
+    expect(gate.close(denied)).toEqual({ decision: 'deny', automatic: false, grant: null });
+    expect(gate.covers('/notes/a.txt', 'read')).toBe(false);
+    expect(gate.newGrants).toEqual([]);
+  });
+
+  it('a grant for the session made while a request waited answers it, with nobody asked', () => {
+    const gate = new PermissionGate('t', []);
+    const first = gate.request(call, outside('/notes/a.txt'));
+    const second = gate.request(call, outside('/notes/a.txt'));
+    gate.accept({ requestId: first.requestId, decision: 'allow_session' });
+    gate.close(first);
+
+    const answered = gate.isAnswered(second);
+    const decided = gate.close(second);
+
+    expect(answered).toBe(true);
+    expect(decided).toEqual({ decision: 'allow_session', automatic: true, grant: null });
+    expect(gate.newGrants).toHaveLength(1);
+  });
+
+  it('grants the session already held cover their paths from the start', () => {
+    const gate = new PermissionGate('t', [{ path: '/notes', op: 'execute' }]);
+
+    expect(gate.covers('/notes', 'read')).toBe(true);
+    expect(gate.covers('/notes', 'write')).toBe(false);
+    expect(gate.newGrants).toEqual([]);
+  });
+
+  it('a second, different decision on a request is refused and changes nothing', () => {
+    const gate = new PermissionGate('t', []);
+    const r = gate.request(call, outside('/notes/a.txt'));
+    gate.accept({ requestId: r.requestId, decision: 'deny' });
+
+    const beforeApplied = gate.problem({ requestId: r.requestId, decision: 'allow_once' });
+    gate.accept({ requestId: r.requestId, decision: 'allow_once' });
+    const decided = gate.close(r);
+    const afterApplied = gate.problem({ requestId: r.requestId, decision: 'allow_once' });
+
+    expect(beforeApplied).toBe(`permission request ${r.requestId} has already been decided`);
+    expect(decided.decision).toBe('deny');
+    expect(afterApplied).toBe(`permission request ${r.requestId} was already decided (deny)`);
+  });
+
+  it('repeating the decision a request got is answered, not refused, and changes nothing', () => {
+    const gate = new PermissionGate('t', []);
+    const r = gate.request(call, outside('/notes/a.txt'));
+    gate.accept({ requestId: r.requestId, decision: 'allow_once' });
+    gate.close(r);
+
+    const problem = gate.problem({ requestId: r.requestId, decision: 'allow_once' });
+    gate.accept({ requestId: r.requestId, decision: 'allow_once' });
+
+    expect(problem).toBeNull();
+    expect(gate.pending).toBeNull();
+    expect(gate.isAnswered(r)).toBe(false);
+  });
+
+  it('a decision for a request that does not exist is refused', () => {
+    const gate = new PermissionGate('t', []);
+
+    expect(gate.problem({ requestId: 't.perm-9', decision: 'deny' })).toBe('no permission request t.perm-9 is pending');
+  });
+
+  it('a malformed decision changes nothing', () => {
+    const gate = new PermissionGate('t', []);
+    const r = gate.request(call, outside('/notes/a.txt'));
+
+    gate.accept({ requestId: r.requestId, decision: 'allow_forever' });
+    gate.accept({ requestId: r.requestId });
+
+    expect(gate.isAnswered(r)).toBe(false);
+  });
+
+  it('cancelling the task withdraws the waiting requests', () => {
+    const gate = new PermissionGate('t', []);
+    gate.request(call, outside('/notes/a.txt'));
+
+    gate.withdraw();
+
+    expect(gate.pending).toBeNull();
+  });
+});

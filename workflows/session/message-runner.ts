@@ -1,0 +1,151 @@
+/**
+ * Taking one message off a session's queue (workflow code: it starts children and schedules activities). A chat
+ * reply goes into memory and onto the log; a task runs as a `taskWorkflow` child until it ends; the queued
+ * commands run: `/compact` folds memory with a `summarizeMemoryWorkflow` child, `/init` writes AGENTS.md.
+ */
+import { executeChild, isCancellation, startChild, workflowInfo } from '@temporalio/workflow';
+import { KleaMode, KleaSessionId, KleaStatus } from '../../common/search-attributes';
+import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
+import type { TaskResult } from '../../common/task';
+import { projectSetup } from '../shared/activities';
+import type { EventLog } from '../shared/event-log';
+import { failureMessage } from '../task/text';
+import { taskWorkflow } from '../task/workflow';
+import { summarizeMemoryWorkflow } from '../summarize/workflow';
+import { INIT_READ_ONLY_TEXT, initWrittenText, parseCommand } from './commands';
+import { foldDetail, totalChars } from './memory';
+import {
+  answerEvent,
+  firstLine,
+  taskReply,
+  unstartedTask,
+  type ParsedSessionInput,
+  type Session,
+} from './session-state';
+
+/** The session's state and details the work reads and updates. */
+export interface SessionWork {
+  input: ParsedSessionInput;
+  session: Session;
+  log: EventLog;
+  /** Messages taken in this run so far (memory children are named by it). */
+  processed(): number;
+  showDetails(): void;
+}
+
+export class MessageRunner {
+  constructor(private readonly work: SessionWork) {}
+
+  /** Takes the message at the head of the queue: a command, a chat reply, or a task. */
+  async take(item: QueuedMessage): Promise<void> {
+    const { session, log } = this.work;
+    if (item.route === 'command') {
+      session.queue.settle(item.seq, await this.runCommand(item));
+      return;
+    }
+    if (item.route === 'chat') {
+      session.memory.add({ role: 'user', text: item.text }, { role: 'assistant', text: item.reply! });
+      log.emit(answerEvent(item.reply!));
+      return;
+    }
+    await this.runTask(item as QueuedMessage & { taskId: string });
+  }
+
+  /** Folds `older` into the running summary with a child workflow; on failure memory stays as it was. */
+  async summarise(older: Turn[], recent: Turn[], why: 'threshold' | 'compact'): Promise<void> {
+    const { session, log } = this.work;
+    const { memory } = session;
+    try {
+      const res = await executeChild(summarizeMemoryWorkflow, {
+        workflowId: `${workflowInfo().workflowId}-memory-${session.runs}-${this.work.processed()}-${why}`,
+        args: [{ summary: memory.summary, turns: older }],
+        staticSummary: `fold ${older.length} turns (${totalChars(older)} chars) into the summary`,
+      });
+      memory.fold(older, recent, res);
+      const detail = foldDetail(why, older.length, res.foldedChars, totalChars(memory.turns));
+      log.emit({ type: 'memory', action: 'summarised', detail, foldedChars: res.foldedChars });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.emit({
+        type: 'memory',
+        action: 'failed',
+        detail: `summarisation failed, memory unchanged: ${failureMessage(err)}`,
+      });
+    }
+    this.work.showDetails();
+  }
+
+  private async runTask(item: QueuedMessage & { taskId: string }): Promise<void> {
+    const { input, session, log } = this.work;
+    const { taskId } = item;
+    const taskInput = session.taskInput(item);
+    session.memory.add({ role: 'user', text: item.text });
+    session.currentTaskId = taskId;
+    session.tasks.push(taskId);
+    this.work.showDetails();
+    log.emit({ type: 'status', status: 'running', taskId, detail: `task ${taskId} started` });
+    let result: TaskResult;
+    try {
+      const child = await startChild(taskWorkflow, {
+        workflowId: taskId,
+        args: [taskInput],
+        staticSummary: firstLine(item.text),
+        staticDetails: `session ${input.sessionId} · mode ${taskInput.mode} · tools ${taskInput.toolAccess} · project ${input.projectDir}`,
+        typedSearchAttributes: [
+          { key: KleaSessionId, value: input.sessionId },
+          { key: KleaStatus, value: 'planning' },
+          { key: KleaMode, value: taskInput.mode },
+        ],
+      });
+      session.queue.started(taskId);
+      result = await child.result();
+    } catch (err) {
+      session.queue.started(taskId);
+      if (isCancellation(err)) throw err;
+      result = unstartedTask(taskId, failureMessage(err));
+    }
+    session.addGrants(result.newGrants);
+    session.memory.add({ role: 'assistant', text: taskReply(result) });
+    if (result.answer) log.emit(answerEvent(result.answer, { taskId }));
+    log.emit({
+      type: 'status',
+      status: result.status,
+      taskId,
+      detail: result.error ?? `task ${taskId} ${result.status}`,
+    });
+    session.currentTaskId = null;
+  }
+
+  private async runCommand(item: QueuedMessage): Promise<SubmitResult> {
+    const { input, session, log } = this.work;
+    const cmd = parseCommand(item.text);
+    if (cmd.name === 'compact') {
+      const { older, recent } = session.memory.compaction();
+      if (!older.length) {
+        const detail = '/compact: nothing to summarise yet';
+        log.emit({ type: 'memory', action: 'nothing_to_summarise', detail, foldedChars: 0 });
+      } else await this.summarise(older, recent, 'compact');
+      return { kind: 'command' };
+    }
+    // /init
+    if (session.toolAccess === 'read_only') {
+      log.emit(answerEvent(INIT_READ_ONLY_TEXT, { command: '/init' }));
+      return { kind: 'command', reply: INIT_READ_ONLY_TEXT };
+    }
+    try {
+      const r = await projectSetup.initProject.executeWithOptions({ summary: 'init: write AGENTS.md' }, [
+        { projectDir: input.projectDir },
+      ]);
+      session.contextFile = 'AGENTS.md';
+      const reply = initWrittenText(r.path, r.bytes);
+      log.emit(answerEvent(reply, { command: '/init' }));
+      log.emit(session.contextEvent());
+      return { kind: 'command', reply };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const message = `/init failed: ${failureMessage(err)}`;
+      log.emit({ type: 'error', code: 'InitFailed', message });
+      return { kind: 'command', reply: message };
+    }
+  }
+}

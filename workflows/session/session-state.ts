@@ -1,0 +1,170 @@
+/**
+ * Everything a session holds (pure): settings, grants, memory, the queue and its tasks. It is restored from the
+ * carry of the previous run, and `snapshot` gives both the `state` query's answer and the carry into the next run
+ * from one reading, so the two cannot drift apart.
+ */
+import type { z } from 'zod';
+import type { Mode, ReviewPolicy, ToolAccess } from '../../common/config';
+import { UNVERIFIED_LABEL, type EventBody, type KleaEvent } from '../../common/events';
+import {
+  COMMANDS,
+  type QueuedMessage,
+  type SessionCarry,
+  type SessionInputSchema,
+  type SessionState,
+} from '../../common/session';
+import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
+import { SessionMemory, totalChars } from './memory';
+import { MessageQueue } from './queue';
+
+type ContextEvent = Extract<EventBody, { type: 'context' }>;
+
+export type ParsedSessionInput = z.output<typeof SessionInputSchema>;
+
+/** Events carried into the next run, so a reconnecting client finds no gap. */
+export const CARRIED_EVENTS = 500;
+/** Task ids carried into the next run (the newest). */
+export const CARRIED_TASKS = 1000;
+
+export class Session {
+  mode: Mode;
+  toolAccess: ToolAccess;
+  readonly review: ReviewPolicy;
+  readonly grants: SessionGrant[];
+  readonly memory: SessionMemory;
+  readonly queue: MessageQueue;
+  /** Every task this session started, oldest first. */
+  readonly tasks: string[];
+  /** The project context file in use (AGENTS.md, CLAUDE.md), or null. */
+  contextFile: string | null;
+  /** Runs of this session so far, this one included. */
+  readonly runs: number;
+  currentTaskId: string | null = null;
+
+  constructor(private readonly input: ParsedSessionInput) {
+    const carry = input.carry;
+    this.mode = carry?.mode ?? input.mode;
+    this.toolAccess = carry?.toolAccess ?? input.toolAccess;
+    this.review = carry?.review ?? input.review;
+    this.grants = [...(carry?.grants ?? [])];
+    this.memory = new SessionMemory(input.memory, carry);
+    this.queue = new MessageQueue(input.sessionId, carry);
+    this.tasks = [...(carry?.tasks ?? [])];
+    this.contextFile = carry?.contextFile ?? null;
+    this.runs = (carry?.runs ?? 0) + 1;
+  }
+
+  /** A task is running or messages wait: a new message is queued behind them. */
+  get busy(): boolean {
+    return this.queue.length > 0 || this.currentTaskId !== null;
+  }
+
+  /** Adds grants the session does not hold yet. */
+  addGrants(more: readonly SessionGrant[]): void {
+    for (const g of more) if (!this.grants.some((x) => x.path === g.path && x.op === g.op)) this.grants.push(g);
+  }
+
+  /** What a task child gets: its request and settings, the session's grants and memory, and nothing more. */
+  taskInput(item: QueuedMessage & { taskId: string }): TaskInput {
+    return {
+      taskId: item.taskId,
+      sessionId: this.input.sessionId,
+      prompt: item.text,
+      projectDir: this.input.projectDir,
+      mode: item.mode ?? this.mode,
+      toolAccess: item.toolAccess ?? this.toolAccess,
+      review: item.review ?? this.review,
+      route: false,
+      grants: [...this.grants],
+      summary: this.memory.summary,
+      recentTurns: this.memory.recent(),
+    };
+  }
+
+  /** The `context` event: the settings in force and the project context file in use. */
+  contextEvent(): ContextEvent {
+    return {
+      type: 'context',
+      mode: this.mode,
+      // A mode that cannot run is declined by the task, never swapped for another: requested and effective agree.
+      requestedMode: this.mode,
+      modeNote: this.mode === 'scientific' ? SCIENTIFIC_MODE_EXPLANATION : null,
+      toolAccess: this.toolAccess,
+      projectDir: this.input.projectDir,
+      projectContextFile: this.contextFile,
+    };
+  }
+
+  /** The run's current details (markdown) for the Temporal UI. */
+  details(): string {
+    const { currentTaskId, queue, memory } = this;
+    return [
+      `**${currentTaskId ? `running ${currentTaskId}` : queue.length ? 'busy' : 'idle'}**`,
+      `mode ${this.mode} · tools ${this.toolAccess} · ${this.tasks.length} task(s) · ${queue.length} queued`,
+      `memory: ${totalChars(memory.turns)} chars verbatim, ${memory.summarisedChars} summarised`,
+    ].join('\n\n');
+  }
+
+  /** The `state` query's answer and the carry into the next run, from one reading of the session. */
+  snapshot(log: { lastSeq: number; tail(n: number): KleaEvent[] }): { state: SessionState; carry: SessionCarry } {
+    const { summary, turns, summarisedChars, settings } = this.memory;
+    const { queue, messageSeq, taskCounter } = this.queue.carry();
+    return {
+      state: {
+        sessionId: this.input.sessionId,
+        projectDir: this.input.projectDir,
+        mode: this.mode,
+        toolAccess: this.toolAccess,
+        review: this.review,
+        grants: this.grants,
+        memory: { summary, turns, summarisedChars, settings },
+        projectContextFile: this.contextFile,
+        currentTaskId: this.currentTaskId,
+        tasks: this.tasks,
+        queue: this.queue.view(),
+        commands: COMMANDS,
+        lastSeq: log.lastSeq,
+      },
+      carry: {
+        mode: this.mode,
+        toolAccess: this.toolAccess,
+        review: this.review,
+        grants: this.grants,
+        summary,
+        turns,
+        summarisedChars,
+        queue,
+        taskCounter,
+        messageSeq,
+        tasks: this.tasks.slice(-CARRIED_TASKS),
+        lastSeq: log.lastSeq,
+        recentEvents: log.tail(CARRIED_EVENTS),
+        contextFile: this.contextFile,
+        runs: this.runs,
+      },
+    };
+  }
+}
+
+/** An answer on the session's log: a chat reply, a command's result, or a task's answer (with its id). */
+export function answerEvent(text: string, extra: { taskId?: string; command?: string } = {}): EventBody {
+  return { type: 'answer', ...extra, text, verification: 'unverified', label: UNVERIFIED_LABEL };
+}
+
+/** The task's answer as a turn of the conversation, or what became of the task when it has none. */
+export function taskReply(result: TaskResult): string {
+  const what = result.status === 'cancelled' ? 'was cancelled' : 'failed';
+  return result.answer ?? `(the task ${what}${result.error ? `: ${result.error}` : ''})`;
+}
+
+/** The result of a task whose child workflow could not be started or did not return one. */
+export function unstartedTask(taskId: string, error: string): TaskResult {
+  return { taskId, status: 'failed', answer: null, verification: 'unverified', error, newGrants: [] };
+}
+
+/** A task's one-line summary in the Temporal UI: the first line of its request. */
+export function firstLine(text: string): string {
+  const line = text.trim().split('\n')[0];
+  return line.length > 120 ? `${line.slice(0, 117)}...` : line;
+}

@@ -1,0 +1,205 @@
+/**
+ * The plan being carried out and where each of its steps stands (pure): adopting a plan, a revision or a replan,
+ * starting and settling steps within their budgets, and what later prompts, reviews and the answer see of the
+ * results.
+ */
+import type { EventBody } from '../../common/events';
+import { planHash, type Plan, type PlanStep } from '../../common/plan';
+import type { StepResultView, StepState, StepStatus } from '../../common/task';
+import { cut } from './text';
+import type { CallOutcome, TriageDecision, TriageInput } from './triage';
+
+/** Attempts of one step (first run + retries). */
+export const MAX_STEP_ATTEMPTS = 3;
+/** Replans of one task (after failures or missing tools). */
+export const MAX_REPLANS = 3;
+/** A step's result as kept in state and shown to later prompts. */
+export const RESULT_CHARS = 2000;
+
+type StepFinished = Extract<EventBody, { type: 'step_finished' }>;
+
+const isFinished = (s: StepState | undefined) => s?.status === 'done' || s?.status === 'failed';
+
+export class PlanProgress {
+  plan: Plan | null = null;
+  hash: string | null = null;
+  version = 0;
+  /** Steps of the current plan plus finished steps of earlier plans, in order. */
+  graph: PlanStep[] = [];
+  private readonly steps = new Map<string, StepState>();
+  /** Longer cuts of results than `StepState.result`, for the prompts that build on them. */
+  private readonly fullResults = new Map<string, string>();
+  /** Why a step's last attempt failed, for the picker's next attempt. */
+  private readonly failures = new Map<string, string>();
+  /** Steps whose after-step review has been held (each is reviewed once). */
+  private readonly checkpointed = new Set<string>();
+  private replanReason: string | null = null;
+  private replansUsed = 0;
+
+  get goal(): string | null {
+    return this.plan?.goal ?? null;
+  }
+
+  /** Steps known so far, finished steps of earlier plans included. */
+  get stepCount(): number {
+    return this.steps.size;
+  }
+
+  /** The current plan as the `plan` and `replanned` events carry it. */
+  current(): { plan: Plan; planHash: string; version: number } {
+    if (!this.plan || !this.hash) throw new TypeError('no plan has been adopted yet');
+    return { plan: this.plan, planHash: this.hash, version: this.version };
+  }
+
+  /** Makes `next` the current plan: finished steps stay, unfinished ones are replaced. */
+  adopt(next: Plan): void {
+    const finished = this.graph.filter((s) => isFinished(this.steps.get(s.id)));
+    for (const s of this.graph) if (!finished.includes(s)) this.steps.delete(s.id);
+    this.graph = [...finished, ...next.steps];
+    for (const s of next.steps)
+      this.steps.set(s.id, { id: s.id, title: s.title, status: 'pending', attempts: 0, result: null, ok: null });
+    this.plan = next;
+    this.hash = planHash(next);
+    this.version++;
+  }
+
+  states(): StepState[] {
+    return [...this.steps.values()];
+  }
+
+  statuses(): Map<string, StepStatus> {
+    return new Map([...this.steps].map(([id, s]) => [id, s.status] as const));
+  }
+
+  attempts(stepId: string): number {
+    return this.steps.get(stepId)?.attempts ?? 0;
+  }
+
+  previousFailure(stepId: string): string | undefined {
+    return this.failures.get(stepId);
+  }
+
+  awaitAnswers(stepId: string): void {
+    this.step(stepId).status = 'awaiting_clarification';
+  }
+
+  answered(stepId: string): void {
+    this.step(stepId).status = 'pending';
+  }
+
+  /** A new attempt of a step; the `step_started` event that says so. */
+  start(s: PlanStep): Extract<EventBody, { type: 'step_started' }> {
+    const st = this.step(s.id);
+    st.status = 'running';
+    st.attempts++;
+    return { type: 'step_started', stepId: s.id, title: s.title, attempt: st.attempts };
+  }
+
+  /** What triage needs to decide on a step's attempt, with the budgets left. */
+  triageInput(stepId: string, noTool: string | null, calls: CallOutcome[]): TriageInput {
+    return {
+      noTool,
+      calls,
+      attempts: this.step(stepId).attempts,
+      maxAttempts: MAX_STEP_ATTEMPTS,
+      replansLeft: MAX_REPLANS - this.replansUsed,
+    };
+  }
+
+  /**
+   * Applies triage's decision to an attempt: a retry or a replan puts the step back to pending (the first replan
+   * asked for in a round is the one done), anything else finishes it with its result. Null for `evaluate`, which
+   * the caller resolves with the evaluator first.
+   */
+  settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string): StepFinished | null {
+    const st = this.step(s.id);
+    const callView = calls.map((c) => ({ tool: c.tool, status: c.status }));
+    if (d.outcome === 'retry' || d.outcome === 'replan') {
+      this.failures.set(s.id, d.reason);
+      st.status = 'pending';
+      if (d.outcome === 'replan') this.replanReason ??= `step ${s.id} (${s.title}): ${d.reason}`;
+      return {
+        type: 'step_finished',
+        stepId: s.id,
+        status: 'retry',
+        summary: cut(text || d.reason, 300),
+        outcome: d.outcome,
+        reason: d.reason,
+        calls: callView,
+      };
+    }
+    if (d.outcome === 'evaluate') return null;
+    st.status = d.ok ? 'done' : 'failed';
+    st.ok = d.ok;
+    const full = text || d.reason;
+    this.fullResults.set(s.id, cut(full, 4 * RESULT_CHARS));
+    st.result = cut(full, RESULT_CHARS);
+    return {
+      type: 'step_finished',
+      stepId: s.id,
+      status: st.status,
+      summary: cut(full, 300),
+      outcome: 'move_on',
+      reason: d.reason,
+      calls: callView,
+    };
+  }
+
+  /** The replan a round asked for, if any; taking it uses one of the task's replans. */
+  takeReplan(): string | null {
+    const reason = this.replanReason;
+    if (reason === null) return null;
+    this.replanReason = null;
+    this.replansUsed++;
+    return reason;
+  }
+
+  /** Steps of the current plan's after-step reviews that have finished and not been reviewed yet. */
+  dueCheckpoints(): string[] {
+    const due = (this.plan?.review.after_step_ids ?? []).filter(
+      (id) => !this.checkpointed.has(id) && isFinished(this.steps.get(id))
+    );
+    due.forEach((id) => this.checkpointed.add(id));
+    return due;
+  }
+
+  view(s: PlanStep): StepResultView {
+    const st = this.steps.get(s.id);
+    return { id: s.id, title: s.title, status: st?.status ?? 'pending', result: st?.result ?? null };
+  }
+
+  /** Finished steps, which a new plan keeps (and may depend on). */
+  finishedViews(): StepResultView[] {
+    return this.graph.filter((s) => isFinished(this.steps.get(s.id))).map((s) => this.view(s));
+  }
+
+  /** The results a step builds on: those of its dependencies. */
+  dependencyResults(s: PlanStep): StepResultView[] {
+    return s.depends_on
+      .map((d) => this.graph.find((g) => g.id === d))
+      .filter((d): d is PlanStep => !!d)
+      .map((d) => this.resultView(d));
+  }
+
+  /** Every step's result, for the answer. */
+  allResults(): StepResultView[] {
+    return this.graph.map((s) => this.resultView(s));
+  }
+
+  /** What a review shows of the work so far: every step that has started. */
+  reviewResults(): Array<{ stepId: string; title: string; status: StepStatus; result: string | null }> {
+    return this.graph
+      .filter((s) => this.steps.get(s.id)?.status !== 'pending')
+      .map((s) => ({ stepId: s.id, title: s.title, status: this.step(s.id).status, result: this.step(s.id).result }));
+  }
+
+  private resultView(s: PlanStep): StepResultView {
+    return { ...this.view(s), result: cut(this.fullResults.get(s.id) ?? '', RESULT_CHARS) };
+  }
+
+  private step(id: string): StepState {
+    const st = this.steps.get(id);
+    if (!st) throw new TypeError(`no step ${id} in the plan`);
+    return st;
+  }
+}

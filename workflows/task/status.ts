@@ -1,0 +1,91 @@
+/**
+ * What a task shows of itself (pure): the `state` query's answer, the run's current details in the Temporal UI,
+ * and where a task stands once a decision it waited for has arrived.
+ */
+import { isFinalStatus, type TaskStatus } from '../../common/events';
+import type { ParsedTaskInput, PendingInterrupt, SessionGrant, TaskState } from '../../common/task';
+import type { PlanProgress } from './plan-progress';
+
+/** What the task holds beside its input and its plan's progress. */
+export interface TaskRecord {
+  status: TaskStatus;
+  answer: string | null;
+  error: string | null;
+  pending: PendingInterrupt[];
+  newGrants: SessionGrant[];
+  usage: TaskState['usage'];
+  lastSeq: number;
+}
+
+/** The `state` query's answer. */
+export function taskState(input: ParsedTaskInput, progress: PlanProgress, t: TaskRecord): TaskState {
+  return {
+    taskId: input.taskId,
+    sessionId: input.sessionId,
+    status: t.status,
+    prompt: input.prompt,
+    mode: input.mode,
+    // A mode that cannot run is declined, never swapped for another: the requested mode is the effective one.
+    requestedMode: input.mode,
+    toolAccess: input.toolAccess,
+    goal: progress.goal,
+    plan: progress.plan,
+    planHash: progress.hash,
+    planVersion: progress.version,
+    steps: progress.states(),
+    pending: t.pending,
+    answer: t.answer,
+    verification: 'unverified',
+    error: t.error,
+    newGrants: t.newGrants,
+    usage: t.usage,
+    lastSeq: t.lastSeq,
+  };
+}
+
+export interface StatusView {
+  status: TaskStatus;
+  detail?: string;
+  goal: string | null;
+  pending: readonly PendingInterrupt[];
+  /** The plan's version and how many steps are known, once there is a plan. */
+  plan: { version: number; steps: number } | null;
+}
+
+/** Everything the task waits for, in words: `review of plan ab12, 2 permission decision(s)`. */
+export function waitingFor(pending: readonly PendingInterrupt[]): string {
+  return pending
+    .map((p) =>
+      p.kind === 'review'
+        ? `review of plan ${p.planHash}`
+        : p.kind === 'questions'
+          ? `answers for step ${p.stepId}`
+          : `${p.requests.length} permission decision(s)`
+    )
+    .join(', ');
+}
+
+/** The run's current details (markdown) for the Temporal UI. */
+export function statusDetails(v: StatusView): string {
+  const waiting = waitingFor(v.pending);
+  return [
+    `**${v.status}**${v.detail ? `: ${v.detail}` : ''}`,
+    v.goal ? `goal: ${v.goal}` : '',
+    waiting ? `waiting for: ${waiting}` : '',
+    v.plan ? `plan v${v.plan.version}, ${v.plan.steps} steps` : '',
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+/**
+ * After a decision arrives: the next thing still waited for, back to running once the last permission is
+ * decided, or null when the status stays as it is (a finished task stays finished).
+ */
+export function statusAfterDecision(status: TaskStatus, pending: readonly PendingInterrupt[]): TaskStatus | null {
+  if (isFinalStatus(status)) return null;
+  if (pending.some((p) => p.kind === 'permission')) return 'awaiting_permission';
+  if (pending.some((p) => p.kind === 'review')) return 'awaiting_review';
+  if (status === 'awaiting_permission') return 'running';
+  return null;
+}

@@ -1,0 +1,218 @@
+/**
+ * The work of one round of `taskWorkflow` (workflow code: it schedules activities and waits on conditions).
+ *
+ * The ready steps run as a batch: steps that need no tool are done by the model from their dependencies' results
+ * (`do_step`); one `pick_tools` call binds the tool calls of all the others; every path a call touches passes the
+ * permission gate before dispatch; calls run concurrently except those touching the same file, which run in pick
+ * order. Each step is settled as soon as its own calls finish, by triage and, where it cannot decide, the
+ * `evaluate_step` node.
+ */
+import { condition, getExternalWorkflowHandle, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
+import type { TaskStatus } from '../../common/events';
+import type { GuardedPath } from '../../common/path-guard';
+import type { PlanStep } from '../../common/plan';
+import type { ParsedTaskInput, SessionGrant } from '../../common/task';
+import { toolRetryPolicy, type PickedCall } from '../../common/tools';
+import { grantSignal } from '../session/messages';
+import type { EventLog } from '../shared/event-log';
+import { modelNodes, projectFacts, toolCalls } from '../shared/activities';
+import { callKey, callOutcome, deniedOutcome, stepToolResult } from './dispatch';
+import { pathDependencies } from './plan-graph';
+import { RESULT_CHARS, type PlanProgress } from './plan-progress';
+import type { Decision, GatedPath, PermissionGate } from './permissions';
+import type { QuestionGate } from './questions';
+import { callSummary, cut, failureMessage } from './text';
+import { applyVerdict, triage, type CallOutcome, type TriageDecision } from './triage';
+import type { UsageMeter } from './usage';
+
+/** The task's state and status the work reads and updates. */
+export interface TaskWork {
+  input: ParsedTaskInput;
+  log: EventLog;
+  progress: PlanProgress;
+  questions: QuestionGate;
+  permissions: PermissionGate;
+  meter: UsageMeter;
+  setStatus(next: TaskStatus, detail?: string): void;
+  /** After a permission decision: back to running, or the next thing still waited for. */
+  settleStatus(): void;
+}
+
+export class StepRunner {
+  constructor(private readonly task: TaskWork) {}
+
+  async runBatch(batch: PlanStep[]): Promise<void> {
+    this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
+    const toolSteps = batch.filter((s) => s.needs_tool);
+    await Promise.all([
+      ...batch.filter((s) => !s.needs_tool).map((s) => this.runTextStep(s)),
+      ...(toolSteps.length ? [this.runToolSteps(toolSteps)] : []),
+    ]);
+  }
+
+  private async runTextStep(s: PlanStep): Promise<void> {
+    const { progress, questions, meter } = this.task;
+    this.start(s);
+    try {
+      const r = await modelNodes.doStep.executeWithOptions({ summary: `step ${s.id} · think` }, [
+        { goal: progress.goal!, step: questions.withAnswers(s), dependencyResults: progress.dependencyResults(s) },
+      ]);
+      meter.modelCall(r.usage);
+      this.settle(s, { outcome: 'move_on', ok: true, reason: 'done' }, [], r.text);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const calls: CallOutcome[] = [{ tool: 'do_step', status: 'failed', text: failureMessage(err) }];
+      this.settle(s, await this.decide(s, null, calls), calls, '');
+    }
+  }
+
+  private async runToolSteps(batch: PlanStep[]): Promise<void> {
+    const { input, progress, questions, meter } = this.task;
+    for (const s of batch) this.start(s);
+    const picked = await modelNodes.pickTools.executeWithOptions(
+      { summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}` },
+      [
+        {
+          projectDir: input.projectDir,
+          toolAccess: input.toolAccess,
+          goal: progress.goal!,
+          steps: batch.map((s) => ({
+            id: s.id,
+            title: s.title,
+            instruction: questions.withAnswers(s).instruction,
+            dependencyResults: progress.dependencyResults(s),
+            previousFailure: progress.previousFailure(s.id),
+          })),
+        },
+      ]
+    );
+    meter.modelCall(picked.usage);
+    const calls = picked.calls;
+    const guarded = await Promise.all(
+      calls.map((c) =>
+        projectFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
+          { projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args },
+        ])
+      )
+    );
+    const waits = pathDependencies(guarded.map((g) => g.map((p) => p.real)));
+    const { workflowId } = workflowInfo();
+    const runs: Array<Promise<CallOutcome>> = [];
+    calls.forEach((c, i) => {
+      const key = callKey(workflowId, c.stepId, progress.attempts(c.stepId), i);
+      runs.push(
+        this.runCall(
+          c,
+          guarded[i],
+          waits[i].map((j) => runs[j].catch(() => undefined)),
+          key
+        )
+      );
+    });
+    // Each step is settled as soon as its own calls finish: a decision pending for one call holds up no other step.
+    await Promise.all(
+      batch.map(async (s) => {
+        const mine = await Promise.all(runs.filter((_, i) => calls[i].stepId === s.id));
+        const { noTool, text } = stepToolResult(s.id, mine, picked.noSuitable);
+        this.settle(s, await this.decide(s, noTool, mine), mine, text);
+      })
+    );
+  }
+
+  /** One tool call: ordered after earlier calls on the same files, through the gate, then dispatched. */
+  private async runCall(
+    call: PickedCall,
+    guarded: GuardedPath[],
+    waitFor: Promise<unknown>[],
+    idempotencyKey: string
+  ): Promise<CallOutcome> {
+    const { input, permissions, meter } = this.task;
+    await Promise.all(waitFor);
+    const grants: SessionGrant[] = [];
+    for (const p of guarded) {
+      if (p.class === 'inside') continue;
+      if (permissions.covers(p.real, p.op)) {
+        grants.push({ path: p.real, op: p.op });
+        continue;
+      }
+      const decision = await this.askPermission(call, { ...p, class: p.class });
+      // Security: a denied call is never scheduled; the step gets a non-halting error instead.
+      if (decision === 'deny') return deniedOutcome(call, p);
+      grants.push({ path: p.real, op: p.op });
+    }
+    meter.toolCall();
+    try {
+      const r = await toolCalls.callTool.executeWithOptions(
+        { summary: callSummary(call), retry: toolRetryPolicy(call) },
+        [
+          {
+            projectDir: input.projectDir,
+            toolAccess: input.toolAccess,
+            server: call.server,
+            tool: call.tool,
+            args: call.args,
+            grants,
+            idempotencyKey,
+          },
+        ]
+      );
+      return callOutcome(call, r);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { tool: call.qualifiedName, status: 'failed', text: failureMessage(err) };
+    }
+  }
+
+  private async askPermission(call: PickedCall, p: GatedPath): Promise<Decision> {
+    const { log, permissions } = this.task;
+    const request = permissions.request(call, p);
+    log.emit({ type: 'permission_requested', ...request });
+    this.task.setStatus('awaiting_permission', `${call.qualifiedName} wants to ${p.op} ${p.real}`);
+    // A grant for the session made while this request waited answers it too.
+    await condition(() => permissions.isAnswered(request));
+    const { decision, automatic, grant } = permissions.close(request);
+    if (grant) tellSession(grant);
+    log.emit({ type: 'permission_decided', requestId: request.requestId, decision, path: p.real, automatic });
+    this.task.settleStatus();
+    return decision;
+  }
+
+  private async decide(s: PlanStep, noTool: string | null, calls: CallOutcome[]): Promise<TriageDecision> {
+    const { progress, questions, meter } = this.task;
+    const tin = progress.triageInput(s.id, noTool, calls);
+    const d = triage(tin);
+    if (d.outcome !== 'evaluate') return d;
+    const ev = await modelNodes.evaluateStep.executeWithOptions({ summary: `step ${s.id} · evaluate` }, [
+      {
+        goal: progress.goal!,
+        step: questions.withAnswers(s),
+        calls: calls.map((c) => ({ ...c, text: cut(c.text, RESULT_CHARS) })),
+        attempt: tin.attempts,
+      },
+    ]);
+    meter.modelCall(ev.usage);
+    return applyVerdict(ev.verdict, ev.reason, tin);
+  }
+
+  private start(s: PlanStep): void {
+    this.task.log.emit(this.task.progress.start(s));
+  }
+
+  private settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string): void {
+    const finished = this.task.progress.settle(s, d, calls, text);
+    if (finished) this.task.log.emit(finished);
+  }
+}
+
+/**
+ * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
+ * later must not lose the user's decision.
+ */
+function tellSession(grant: SessionGrant): void {
+  const parent = workflowInfo().parent;
+  if (!parent || !patched('grant-reaches-session-when-made')) return;
+  // The session may have ended (it is cancelled with its tasks); then there is nobody to tell.
+  void getExternalWorkflowHandle(parent.workflowId)
+    .signal(grantSignal, grant)
+    .catch(() => undefined);
+}

@@ -221,7 +221,7 @@ describe('replay of recorded histories', () => {
       expect(code).toContain(marker);
       writeFileSync(
         file,
-        code.replace(marker, `${marker}\n    await fsFacts.projectContextInfo({ projectDir: input.projectDir });`)
+        code.replace(marker, `${marker}\n    await projectFacts.projectContextInfo({ projectDir: input.projectDir });`)
       );
       const bundle = await buildWorkflowBundle(path.join(dir, 'workflows', 'index.ts'));
       const approve = recorded().find((r) => r.name === 'approve')!;

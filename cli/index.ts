@@ -163,6 +163,10 @@ export async function ask(
         return null;
       }
       case 'permission_requested': {
+        // Security: show the whole call, so nobody approves a path without seeing what the command does with it.
+        const command = e.call?.args.command;
+        if (typeof command === 'string') say(`  $ ${command}`);
+        else if (e.call) say(`  ${e.call.tool} ${JSON.stringify(e.call.args)}`);
         const a = (
           await question(
             `${e.tool} wants to ${e.op} ${e.path} (${e.reason}): allow [o]nce, for the [s]ession, or [d]eny? `

@@ -97,6 +97,10 @@ export const PermissionRequestSchema = z.object({
   op: PathOpSchema,
   class: z.enum(['outside', 'sensitive']),
   reason: z.string(),
+  call: z
+    .object({ tool: z.string(), args: z.record(z.string(), z.unknown()) })
+    .optional()
+    .describe('the whole call the path is part of (for run_command, the full command line), so nobody approves blind'),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 

@@ -241,6 +241,18 @@
     }
   }
 
+  /** A call as the person deciding should read it: a command line as it is, other arguments as JSON. */
+  function describeCall(call) {
+    const args = Object.assign({}, call.args);
+    delete args.step_id;
+    if (typeof args.command === 'string') {
+      const command = args.command;
+      delete args.command;
+      return '$ ' + command + (Object.keys(args).length ? '\n' + JSON.stringify(args) : '');
+    }
+    return call.tool + ' ' + JSON.stringify(args, null, 2);
+  }
+
   function renderTask(taskId) {
     const t = state.tasks.get(taskId);
     const s = t.state;
@@ -398,6 +410,8 @@
           [
             el('h3', { text: 'Allow ' + r.tool + ' to ' + r.op + ' this path?' }),
             el('p', {}, [el('code', { text: r.path }), ' — ' + r.reason]),
+            // The whole call, so nobody approves "execute /home/u" without seeing the rest of the command.
+            r.call ? el('pre', { class: 'permission-call', text: describeCall(r.call) }) : null,
             el('div', { class: 'buttons' }, [
               el('button', {
                 type: 'button',

@@ -99,6 +99,10 @@ describe('the web page, end to end', () => {
     await page.getByRole('button', { name: 'Approve' }).click();
     const prompt = page.getByRole('group', { name: `Permission for ${secret}` });
     await prompt.waitFor();
+    // The whole call is shown with the path, so the person deciding sees what would be done with it.
+    expect(await prompt.locator('.permission-call').textContent()).toContain(
+      `workspace__read_file {\n  "path": "${secret}"`
+    );
     await shot('3-permission-prompt');
     await prompt.getByRole('button', { name: 'Deny' }).click();
 

@@ -237,15 +237,33 @@ describe('the command sandbox', () => {
   it('an outside path allowed once is there for that command only', async () => {
     const p = projectWithCanary();
     // The first command names the path (the gate asks; the user allows once); the second hides it.
+    const first = `cat ${p.canary} | wc -c; cat ${p.canary}`;
     const { t, outputs } = await runCommandsDeciding(
       p.dir,
-      [cmd(`cat ${p.canary}`), cmd(`cat $(echo ${b64(p.canary)} | base64 -d)`)],
+      [cmd(first), cmd(`cat $(echo ${b64(p.canary)} | base64 -d)`)],
       ['allow_once']
     );
     expect((await t.result()).status).toBe('done');
     expect(outputs[0]).toContain(CANARY);
     expect(outputs[1]).not.toContain(CANARY);
     expect(outputs[1]).toMatch(/No such file/);
+    // The request carried the whole command line, not just the path.
+    const asked = (await t.events()).find((e) => e.type === 'permission_requested');
+    expect(asked).toMatchObject({ path: p.canary, call: { tool: 'workspace__run_command', args: { command: first } } });
+  });
+
+  it('an outside path allowed for the session stays there for the next commands', async () => {
+    const p = projectWithCanary();
+    const { t, outputs } = await runCommandsDeciding(
+      p.dir,
+      [cmd(`cat ${p.canary}`), cmd(`cat $(echo ${b64(p.canary)} | base64 -d)`)],
+      ['allow_session']
+    );
+    expect((await t.result()).status).toBe('done');
+    expect(outputs[0]).toContain(CANARY);
+    expect(outputs[1]).toContain(CANARY);
+    // Granted for reading only: writing it is still impossible.
+    expect(readFileSync(p.canary, 'utf8')).toBe(CANARY);
   });
 });
 

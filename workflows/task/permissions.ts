@@ -48,6 +48,11 @@ export class PermissionGate {
     return this.requests.size ? { kind: 'permission', requests: [...this.requests.values()] } : null;
   }
 
+  /** Every grant the session holds, this task's allow_session decisions included. */
+  get granted(): readonly SessionGrant[] {
+    return this.sessionGrants;
+  }
+
   covers(path: string, op: PathOp): boolean {
     return grantCovers(this.sessionGrants, path, op);
   }
@@ -80,6 +85,8 @@ export class PermissionGate {
       op: p.op,
       class: p.class,
       reason: p.reason,
+      // Security: the person deciding sees everything the call would do, not just the path it names.
+      call: { tool: call.qualifiedName, args: call.args },
     };
     this.requests.set(request.requestId, request);
     return request;

@@ -9,7 +9,7 @@
  */
 import { condition, getExternalWorkflowHandle, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { TaskStatus } from '../../common/events';
-import type { GuardedPath } from '../../common/path-guard';
+import { grantCovers, type GuardedPath } from '../../common/path-guard';
 import type { PlanStep } from '../../common/plan';
 import type { ParsedTaskInput, SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
@@ -131,6 +131,8 @@ export class StepRunner {
     const grants: SessionGrant[] = [];
     for (const p of guarded) {
       if (p.class === 'inside') continue;
+      // A path the call names twice is asked about once.
+      if (grantCovers(grants, p.real, p.op)) continue;
       if (permissions.covers(p.real, p.op)) {
         grants.push({ path: p.real, op: p.op });
         continue;
@@ -140,6 +142,10 @@ export class StepRunner {
       if (decision === 'deny') return deniedOutcome(call, p);
       grants.push({ path: p.real, op: p.op });
     }
+    // A command may reach paths it does not name; the sandbox opens exactly what the session granted, no more.
+    if (call.server === 'workspace' && call.tool === 'run_command')
+      for (const g of permissions.granted)
+        if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
     meter.toolCall();
     try {
       const r = await toolCalls.callTool.executeWithOptions(

@@ -41,6 +41,7 @@ export function sessionStarter(deps: {
         projectDir,
         mode,
         toolAccess: body.toolAccess ?? config.general.tool_access,
+        network: body.network ?? config.tools.sandbox.network,
         review: body.review ?? config.general.review,
         memory: {
           summarisationThresholdChars: config.general.memory.summarisation_threshold_chars,

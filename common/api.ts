@@ -4,7 +4,7 @@
  * common/session.ts), so the API and the workflow's validators accept exactly the same payloads.
  */
 import { z } from 'zod';
-import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { EventTypeSchema } from './events';
 import { SettingsSchema, SubmitRequestSchema, SubmitResultSchema } from './session';
 import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema, TaskStateSchema } from './task';
@@ -53,6 +53,7 @@ export const CreateTaskRequestSchema = z.strictObject({
   projectDir: z.string().min(1).optional(),
   mode: ModeSchema.optional(),
   toolAccess: ToolAccessSchema.optional(),
+  network: NetworkSchema.optional(),
   review: ReviewPolicySchema.optional(),
   sessionId: IdSchema.optional(),
 });
@@ -78,6 +79,7 @@ export const CreateSessionRequestSchema = z.strictObject({
   projectDir: z.string().min(1).optional(),
   mode: ModeSchema.optional(),
   toolAccess: ToolAccessSchema.optional(),
+  network: NetworkSchema.optional(),
   review: ReviewPolicySchema.optional(),
 });
 export const CreateSessionResponseSchema = z.object({ sessionId: z.string(), temporalUiUrl: z.string() });
@@ -88,8 +90,8 @@ export const MessageRequestSchema = SubmitRequestSchema;
 export const MessageResponseSchema = SubmitResultSchema;
 
 export const PatchSessionRequestSchema = SettingsSchema.refine(
-  (v) => v.mode !== undefined || v.toolAccess !== undefined,
-  { message: 'give mode or toolAccess' }
+  (v) => v.mode !== undefined || v.toolAccess !== undefined || v.network !== undefined,
+  { message: 'give mode, toolAccess or network' }
 );
 
 export const SessionStateResponseSchema = z
@@ -98,6 +100,7 @@ export const SessionStateResponseSchema = z
     projectDir: z.string(),
     mode: ModeSchema,
     toolAccess: ToolAccessSchema,
+    network: NetworkSchema,
     currentTaskId: z.string().nullable(),
     tasks: z.array(z.string()),
     commands: z.array(

@@ -200,6 +200,9 @@ export const ModeSchema = z.enum(['general', 'scientific']);
 export type Mode = z.infer<typeof ModeSchema>;
 export const ToolAccessSchema = z.enum(['full', 'read_only']);
 export type ToolAccess = z.infer<typeof ToolAccessSchema>;
+/** Whether a sandboxed command may reach the network (a session setting; `tools.sandbox.network` is the default). */
+export const NetworkSchema = z.enum(['off', 'on']);
+export type Network = z.infer<typeof NetworkSchema>;
 export const ReviewPolicySchema = z.enum(['plan', 'always']);
 export type ReviewPolicy = z.infer<typeof ReviewPolicySchema>;
 
@@ -303,7 +306,7 @@ export const ConfigSchema = z.strictObject({
           /** `bwrap` (bubblewrap; commands are refused where it cannot run) or `none` (commands run unsandboxed). */
           mode: z.enum(['bwrap', 'none']).default('bwrap'),
           /** The network a command may reach by default (a session can change it): `off` is none at all. */
-          network: z.enum(['off', 'on']).default('off'),
+          network: NetworkSchema.default('off'),
           /** The bubblewrap program (env KLEA_BWRAP). */
           bwrap_path: z.string().min(1).default('/usr/bin/bwrap'),
           /** Most processes one command may run at once. */

@@ -3,7 +3,7 @@
  * strictly increasing `seq`. Events are appended by workflow code only, so activity retries never duplicate them.
  */
 import { z } from 'zod';
-import { ModeSchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ToolAccessSchema } from './config';
 import { PlanShape } from './plan';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
 import { TaskStatusSchema } from './status';
@@ -37,6 +37,7 @@ export const ContextEventSchema = z.object({
     .nullable()
     .describe('why the effective mode differs from the requested one, or why it cannot run'),
   toolAccess: ToolAccessSchema,
+  network: NetworkSchema.optional().describe("whether sandboxed commands may reach the network"),
   projectDir: z.string(),
   projectContextFile: z.string().nullable(),
 });

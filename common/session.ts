@@ -1,6 +1,6 @@
 /** The session workflow's input, state and message payloads (ARCHITECTURE §3, §6). */
 import { z } from 'zod';
-import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import type { KleaEvent } from './events';
 import { GrantSchema } from './path-guard';
 import { TurnSchema } from './task';
@@ -31,6 +31,8 @@ export type QueuedMessage = z.infer<typeof QueuedMessageSchema>;
 export const SessionCarrySchema = z.strictObject({
   mode: ModeSchema,
   toolAccess: ToolAccessSchema,
+  /** Absent in carries written before the setting existed. */
+  network: NetworkSchema.optional(),
   review: ReviewPolicySchema,
   grants: z.array(GrantSchema),
   summary: z.string(),
@@ -52,6 +54,7 @@ export const SessionInputSchema = z.strictObject({
   projectDir: z.string().min(1),
   mode: ModeSchema.default('general'),
   toolAccess: ToolAccessSchema.default('full'),
+  network: NetworkSchema.default('off'),
   review: ReviewPolicySchema.default('plan'),
   memory: MemorySettingsSchema.default({ summarisationThresholdChars: 40_000, numHistoryChars: 20_000 }),
   /** Continue-as-new after this many processed messages even if Temporal has not suggested it yet. */
@@ -85,6 +88,7 @@ export type StartTaskRequest = z.infer<typeof StartTaskRequestSchema>;
 export const SettingsSchema = z.strictObject({
   mode: ModeSchema.optional(),
   toolAccess: ToolAccessSchema.optional(),
+  network: NetworkSchema.optional(),
 });
 export type SessionSettings = z.infer<typeof SettingsSchema>;
 
@@ -123,6 +127,7 @@ export interface SessionState {
   projectDir: string;
   mode: z.infer<typeof ModeSchema>;
   toolAccess: z.infer<typeof ToolAccessSchema>;
+  network: z.infer<typeof NetworkSchema>;
   review: z.infer<typeof ReviewPolicySchema>;
   grants: z.infer<typeof GrantSchema>[];
   memory: { summary: string; turns: Turn[]; summarisedChars: number; settings: MemorySettings };

@@ -1,6 +1,6 @@
 /** The task workflow's input, result, state (the `state` query) and message payloads, shared by every layer. */
 import { z } from 'zod';
-import { ModeSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
 import { PlanShape } from './plan';
 import { TaskStatusSchema } from './status';
@@ -18,6 +18,8 @@ export const TaskInputSchema = z.strictObject({
   projectDir: z.string().min(1),
   mode: ModeSchema,
   toolAccess: ToolAccessSchema,
+  /** Whether its commands may reach the network (the session's setting). */
+  network: NetworkSchema.default('off'),
   review: ReviewPolicySchema.default('plan'),
   /** Route the request first (a standalone task); a session routes before it starts a task. */
   route: z.boolean().default(true),

@@ -167,6 +167,7 @@
     $('mode').textContent =
       ctx.mode + (ctx.requestedMode && ctx.requestedMode !== ctx.mode ? ' (requested ' + ctx.requestedMode + ')' : '');
     $('tool-access').value = ctx.toolAccess;
+    if (ctx.network) $('network').value = ctx.network;
     $('context-file').textContent = ctx.projectContextFile || 'none';
     $('project-dir').textContent = ctx.projectDir;
     const note = $('mode-note');
@@ -179,6 +180,14 @@
       await api('PATCH', '/sessions/' + state.sessionId, { toolAccess: ev.target.value });
     } catch (err) {
       addMessage('error', 'Could not change tool access: ' + err.message);
+    }
+  });
+
+  $('network').addEventListener('change', async function (ev) {
+    try {
+      await api('PATCH', '/sessions/' + state.sessionId, { network: ev.target.value });
+    } catch (err) {
+      addMessage('error', 'Could not change the network setting: ' + err.message);
     }
   });
 

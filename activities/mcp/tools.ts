@@ -14,7 +14,7 @@ import {
   type ToolCallResult,
   type ToolDescriptor,
 } from '../../common/tools';
-import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
+import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, NETWORK_META_KEY } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
@@ -44,6 +44,8 @@ export interface CallToolInput {
   grants?: Grant[];
   /** Stable across retries of this call: the workspace server acts on it once. */
   idempotencyKey?: string;
+  /** The session lets sandboxed commands reach the network. */
+  network?: 'on' | 'off';
   timeoutMs?: number;
 }
 
@@ -201,10 +203,11 @@ export function createToolActivities(deps: ToolDeps) {
         ctx = undefined;
       }
       const meta =
-        input.server === WORKSPACE_SERVER && (input.grants?.length || input.idempotencyKey)
+        input.server === WORKSPACE_SERVER && (input.grants?.length || input.idempotencyKey || input.network)
           ? {
               ...(input.grants?.length ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) } : {}),
               ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
+              ...(input.network ? { [NETWORK_META_KEY]: input.network } : {}),
             }
           : undefined;
       // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this

@@ -16,6 +16,8 @@ import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
+import { settingsSignal } from '../../workflows/session/messages';
+import { SessionDriver } from '../support/session-driver';
 
 const SECRETS = {
   OPENAI_API_KEY: 'sk-canary-openai-0123456789abcdef',
@@ -264,6 +266,35 @@ describe('the command sandbox', () => {
     expect(outputs[1]).toContain(CANARY);
     // Granted for reading only: writing it is still impossible.
     expect(readFileSync(p.canary, 'utf8')).toBe(CANARY);
+  });
+
+  it("with the session's network turned on, a command reaches a listener; the context says so", async () => {
+    const p = projectWithCanary();
+    const s = await SessionDriver.start(env, p.dir);
+    await s.handle.signal(settingsSignal, { network: 'on' });
+    await s.waitFor((e) => e.type === 'context' && e.network === 'on', 'the network turned on');
+    expect(await s.state()).toMatchObject({ network: 'on' });
+    const before = connections;
+    fake.on('route_request', { call: { route: 'task', reply: null } });
+    fake.on('write_plan', { call: plan([step('s1', 'Connect')]) });
+    fake.on('pick_tools', {
+      calls: [
+        {
+          name: 'workspace__run_command',
+          args: {
+            step_id: 's1',
+            command: `node -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(1); })"`,
+          },
+        },
+      ],
+    });
+    fake.on('compose_answer', { content: 'connected' });
+    const r = await s.submit('connect to the listener');
+    const t = await TaskDriver.attach(env, r.taskId!);
+    expect((await t.result()).status).toBe('done');
+    expect(await t.waitFor('context')).toMatchObject({ network: 'on' });
+    expect((await t.waitFor('step_finished')).summary).toContain('connected');
+    expect(connections).toBe(before + 1);
   });
 });
 

@@ -71,6 +71,7 @@ describe('task status', () => {
       projectDir: '/p',
       mode: 'general',
       toolAccess: 'read_only',
+      network: 'off',
       review: 'plan',
       route: false,
       grants: [],

@@ -4,7 +4,7 @@
  * from one reading, so the two cannot drift apart.
  */
 import type { z } from 'zod';
-import type { Mode, ReviewPolicy, ToolAccess } from '../../common/config';
+import type { Mode, Network, ReviewPolicy, ToolAccess } from '../../common/config';
 import { UNVERIFIED_LABEL, type EventBody, type KleaEvent } from '../../common/events';
 import {
   COMMANDS,
@@ -30,6 +30,7 @@ export const CARRIED_TASKS = 1000;
 export class Session {
   mode: Mode;
   toolAccess: ToolAccess;
+  network: Network;
   readonly review: ReviewPolicy;
   readonly grants: SessionGrant[];
   readonly memory: SessionMemory;
@@ -46,6 +47,7 @@ export class Session {
     const carry = input.carry;
     this.mode = carry?.mode ?? input.mode;
     this.toolAccess = carry?.toolAccess ?? input.toolAccess;
+    this.network = carry?.network ?? input.network;
     this.review = carry?.review ?? input.review;
     this.grants = [...(carry?.grants ?? [])];
     this.memory = new SessionMemory(input.memory, carry);
@@ -74,6 +76,7 @@ export class Session {
       projectDir: this.input.projectDir,
       mode: item.mode ?? this.mode,
       toolAccess: item.toolAccess ?? this.toolAccess,
+      network: this.network,
       review: item.review ?? this.review,
       route: false,
       grants: [...this.grants],
@@ -91,6 +94,7 @@ export class Session {
       requestedMode: this.mode,
       modeNote: this.mode === 'scientific' ? SCIENTIFIC_MODE_EXPLANATION : null,
       toolAccess: this.toolAccess,
+      network: this.network,
       projectDir: this.input.projectDir,
       projectContextFile: this.contextFile,
     };
@@ -116,6 +120,7 @@ export class Session {
         projectDir: this.input.projectDir,
         mode: this.mode,
         toolAccess: this.toolAccess,
+        network: this.network,
         review: this.review,
         grants: this.grants,
         memory: { summary, turns, summarisedChars, settings },
@@ -129,6 +134,7 @@ export class Session {
       carry: {
         mode: this.mode,
         toolAccess: this.toolAccess,
+        network: this.network,
         review: this.review,
         grants: this.grants,
         summary,

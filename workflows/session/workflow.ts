@@ -9,7 +9,7 @@
  * /mode, /compact, /init.
  *
  * Messages: update `submit {text, mode?}` → `{kind, taskId?, reply?, queued?}`; update `startTask` (POST /tasks);
- * signal `settings {mode?, toolAccess?}`; signal `grant` (from a child task); queries `state` and `events {after}`.
+ * signal `settings {mode?, toolAccess?, network?}`; signal `grant` (from a child task); queries `state` and `events {after}`.
  *
  * Lifecycle: runs until terminated; continues-as-new when Temporal suggests it (or after `continueAsNewAfter`
  * messages), once idle and after its handlers have finished, carrying all of its state (`Session.snapshot`).
@@ -81,6 +81,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     }
     if (s?.toolAccess && s.toolAccess !== session.toolAccess) {
       session.toolAccess = s.toolAccess;
+      changed = true;
+    }
+    if (s?.network && s.network !== session.network) {
+      session.network = s.network;
       changed = true;
     }
     if (changed) {

@@ -159,6 +159,7 @@ export class StepRunner {
             args: call.args,
             grants,
             idempotencyKey,
+            ...(call.server === 'workspace' ? { network: input.network } : {}),
           },
         ]
       );

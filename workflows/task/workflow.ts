@@ -220,6 +220,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       requestedMode: input.mode,
       modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
       toolAccess: input.toolAccess,
+      network: input.network,
       projectDir: input.projectDir,
       projectContextFile: context.file,
     });

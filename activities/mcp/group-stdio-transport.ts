@@ -12,6 +12,8 @@ export interface GroupStdioParams {
   args: string[];
   env: Record<string, string>;
   cwd?: string;
+  /** Written to the child's fd 3, then the pipe is closed (for secrets kept out of its environment). */
+  secretFd3?: string;
 }
 
 const STDERR_TAIL = 8 * 1024;
@@ -45,10 +47,15 @@ export class GroupStdioTransport implements Transport {
         proc = spawn(this.params.command, this.params.args, {
           env: this.params.env,
           cwd: this.params.cwd,
-          stdio: ['pipe', 'pipe', 'pipe'],
+          stdio: this.params.secretFd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'],
           detached: true,
           windowsHide: true,
-        });
+        }) as ChildProcessWithoutNullStreams;
+        const secret = proc.stdio[3] as NodeJS.WritableStream | null | undefined;
+        if (secret && this.params.secretFd3 !== undefined) {
+          (secret as NodeJS.WritableStream & { on(e: 'error', f: () => void): void }).on('error', () => undefined);
+          secret.end(this.params.secretFd3);
+        }
       } catch (err) {
         reject(err as Error);
         return;

@@ -166,6 +166,7 @@ export class McpPool {
         args: spec.args,
         env: spec.env,
         cwd: spec.cwd,
+        secretFd3: spec.secretFd3,
       });
       try {
         return await this.connectOver(spec, transport);

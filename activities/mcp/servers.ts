@@ -8,7 +8,7 @@ import path from 'node:path';
 import util from 'node:util';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { MCP_VARIABLE, parseMcpVariable, type Config, type McpServerConfig } from '../../common/config';
-import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
+import { HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 export const WORKSPACE_SERVER = 'workspace';
@@ -26,6 +26,8 @@ export type ServerSpec =
       args: string[];
       env: Record<string, string>;
       cwd?: string;
+      /** Written to the server's file descriptor 3 at start, then closed: a secret that never sits in its environment. */
+      secretFd3?: string;
     })
   | (SpecBase & {
       kind: 'http';
@@ -77,6 +79,8 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
     command: process.execPath,
     args: [
       workspaceServerScript(),
+      '--grant-key-fd',
+      '3',
       '--root',
       projectDir,
       // One flag per pattern: a glob such as *.{pem,key} must reach the server whole.
@@ -88,11 +92,12 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
     ],
     env: {
       ...getDefaultEnvironment(),
-      [GRANT_KEY_ENV]: grantKey,
       // Crash tests stop the server between a change and its record; unset everywhere else.
       ...(process.env[HOLD_AFTER_CHANGE_ENV] ? { [HOLD_AFTER_CHANGE_ENV]: process.env[HOLD_AFTER_CHANGE_ENV] } : {}),
     },
     cwd: projectDir,
+    // Security: the grant key goes through a pipe, so no process can read it from /proc/<pid>/environ.
+    secretFd3: grantKey,
     timeoutMs: config.tools.call_timeout_ms,
   };
 }

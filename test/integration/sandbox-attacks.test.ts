@@ -339,11 +339,23 @@ describe('the command sandbox turned off (tools.sandbox.mode: none)', () => {
     const p = makeProject();
     fake.on('write_plan', { call: plan([step('s1', 'Touch a file')]) });
     fake.on('pick_tools', {
-      calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'touch ran.txt' } }],
+      calls: [
+        {
+          name: 'workspace__run_command',
+          // Even unsandboxed, the server's environment (readable through /proc) holds no grant key.
+          args: {
+            step_id: 's1',
+            command: `touch ran.txt; x=$(echo ${b64('/proc')} | base64 -d); tr '\\0' '\\n' < $x/$PPID/environ`,
+          },
+        },
+      ],
     });
     fake.on('compose_answer', { content: 'ran it' });
     const t = await TaskDriver.start(env, 'Touch a file', p.dir);
     expect((await t.result()).status).toBe('done');
     expect(existsSync(path.join(p.dir, 'ran.txt'))).toBe(true);
+    const summary = ((await t.events()).find((e) => e.type === 'step_finished') as { summary: string }).summary;
+    expect(summary).toMatch(/PATH=/);
+    expect(summary).not.toMatch(/KLEA_WORKSPACE_GRANT_KEY/);
   });
 });

@@ -3,13 +3,13 @@
  * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
  * Options: --root DIR (required), --sensitive "glob,glob" or --sensitive-pattern GLOB (repeatable; either replaces
  * the default sensitive patterns; the repeatable form keeps globs with commas such as `*.{pem,key}` whole),
- * --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
+ * --grant-key-fd N (read the grant-verifying key from that file descriptor), --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
  * of side-effecting calls by idempotency key, so a retried call does not act twice), and for run_command's
  * sandbox: --sandbox bwrap|none, --bwrap PATH, --network on|off (default off), --max-processes N, --memory-mb N,
  * --hide PATH (repeatable: never visible to a command).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { killRunningCommands } from './commands';
 import { createWorkspaceServer, type WorkspaceServerOptions } from './create-server';
@@ -29,6 +29,7 @@ async function main() {
   let readBytes: number | undefined;
   let callLog: string | undefined;
   let stateDir: string | undefined;
+  let grantKeyFd: number | undefined;
   const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
   const limits: { maxProcesses?: number; memoryBytes?: number } = {};
   const positive = (flag: string, v: string | undefined): number => {
@@ -49,6 +50,7 @@ async function main() {
     else if (a === '--max-read-bytes') readBytes = positive(a, argv[++i]);
     else if (a === '--call-log') callLog = argv[++i];
     else if (a === '--state-dir') stateDir = argv[++i];
+    else if (a === '--grant-key-fd') grantKeyFd = positive(a, argv[++i]);
     else if (a === '--sandbox') sandbox.mode = oneOf(a, argv[++i], ['bwrap', 'none'] as const);
     else if (a === '--bwrap') sandbox.bwrap = argv[++i];
     else if (a === '--network') sandbox.network = oneOf(a, argv[++i], ['on', 'off'] as const);
@@ -63,8 +65,10 @@ async function main() {
   const dir = path.resolve(root);
   if (stateDir) mkdirSync(stateDir, { recursive: true });
   if (!existsSync(dir) || !statSync(dir).isDirectory()) usage(`--root ${dir} is not a directory`);
-  // Security: read the grant key, then drop it, so no command this server runs can see it.
-  const grantKey = process.env[GRANT_KEY_ENV] || undefined;
+  // Security: the grant key comes through a pipe (--grant-key-fd), never the environment, where /proc/<pid>/environ
+  // would keep it; the variable is still read for clients that set it, and dropped at once.
+  const grantKey =
+    (grantKeyFd !== undefined ? readFileSync(grantKeyFd, 'utf8') : process.env[GRANT_KEY_ENV]) || undefined;
   delete process.env[GRANT_KEY_ENV];
 
   // Fault injection for crash tests only ("<tool>:<marker dir>"): see WorkspaceServerOptions.holdAfterChange.

@@ -100,6 +100,10 @@ function contentOf(message: AIMessage): string {
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
+/** The endpoint stopped the answer at its output token limit. */
+const cutShort = (message: AIMessage) => message.response_metadata?.finish_reason === 'length';
+const CUT_SHORT = "the answer was cut off at the endpoint's output token limit before it was complete";
+
 const UNREACHABLE_CODES =
   /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR_\w+)$/;
 
@@ -220,7 +224,8 @@ class ChatCompletionsModel extends ChatOpenAICompletions {
 }
 
 type Answer =
-  { kind: 'value'; value: unknown; raw: string } | { kind: 'invalid' | 'no_call'; raw: string; error: string };
+  | { kind: 'value'; value: unknown; raw: string }
+  | { kind: 'invalid' | 'no_call' | 'cut_short'; raw: string; error: string };
 
 export function createModelClient(config: Config, log: Logger = silentLogger): ModelClient {
   const configured = isModelConfigured(config);
@@ -298,8 +303,10 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
             if (call) return { answer: { kind: 'value', value: call.args, raw: JSON.stringify(call.args) }, usage };
             const invalid = reply.invalid_tool_calls?.find((c) => c.name === node);
             if (invalid) {
+              const raw = String(invalid.args ?? '');
+              if (cutShort(reply)) return { answer: { kind: 'cut_short', raw, error: CUT_SHORT }, usage };
               const error = `the arguments are not valid JSON${invalid.error ? ` (${invalid.error})` : ''}`;
-              return { answer: { kind: 'invalid', raw: String(invalid.args ?? ''), error }, usage };
+              return { answer: { kind: 'invalid', raw, error }, usage };
             }
             if (!choice.fallBack(node, 'answered without the forced function call'))
               return {
@@ -316,6 +323,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         try {
           return { answer: { kind: 'value', value: JSON.parse(unfence(raw)), raw }, usage };
         } catch (err) {
+          if (cutShort(reply)) return { answer: { kind: 'cut_short', raw, error: CUT_SHORT }, usage };
           return { answer: { kind: 'invalid', raw, error: `the answer is not valid JSON (${errorText(err)})` }, usage };
         }
       };
@@ -336,15 +344,14 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           lastError = answer.error;
         }
         const again =
-          choice.method === 'json_schema'
+          (choice.method === 'json_schema'
             ? `Answer again with only the JSON object of the arguments of ${node}, satisfying its schema.`
-            : `Call the function ${node} exactly once with arguments that satisfy its schema.`;
+            : `Call the function ${node} exactly once with arguments that satisfy its schema.`) +
+          (answer.kind === 'cut_short' ? ' Keep it much shorter: fewer items in every list, and shorter text.' : '');
+        // A cut answer is quoted only as far as it shows the way it went: in full it invites the same run-on.
+        const quoted = answer.kind === 'cut_short' ? `${answer.raw.slice(0, 300)}…` : answer.raw.slice(0, 2000);
         // Re-ask as a user turn (not a tool result), so no dangling tool-call ids reach the endpoint.
-        turns.push(
-          new HumanMessage(
-            `Your previous output was rejected: ${lastError}.\nIt was: ${answer.raw.slice(0, 2000)}\n${again}`
-          )
-        );
+        turns.push(new HumanMessage(`Your previous output was rejected: ${lastError}.\nIt was: ${quoted}\n${again}`));
       }
       throw ApplicationFailure.nonRetryable(
         `the model's output for ${node} was invalid after ${maxAttempts} attempts: ${lastError}` +
@@ -386,7 +393,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       const reply = await invoke(node, () =>
         m.invoke(toMessages(prompt, turns, callsInstruction(functions)), { response_format: format })
       );
-      return { ...parseCalls(unfence(contentOf(reply))), usage: addUsage(usage, usageOf(reply)) };
+      const parsed = parseCalls(unfence(contentOf(reply)));
+      if (cutShort(reply)) for (const bad of parsed.invalid) bad.error = CUT_SHORT;
+      return { ...parsed, usage: addUsage(usage, usageOf(reply)) };
     },
   };
 }

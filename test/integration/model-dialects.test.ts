@@ -234,7 +234,7 @@ describe('structured_output json_schema', () => {
     expect(result.status).toBe('failed');
     expect(result.error).toMatch(/write_plan was invalid after 3 attempts: .*cycle: a -> b -> a/);
     const asks = fake.requestsFor('write_plan');
-    expect(asks[1].text).toMatch(/not valid JSON/);
+    expect(asks[1].text).toMatch(/cut off at the endpoint's output token limit.*\n.*\n.*Keep it much shorter/);
     expect(asks[2].text).toMatch(/step id "a" is used more than once/);
     expect(asks[2].text).toMatch(/Answer again with only the JSON object/);
     expect((await t.events()).find((e) => e.type === 'error')).toMatchObject({ code: 'ModelOutputInvalid' });

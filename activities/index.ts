@@ -40,7 +40,7 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
-  const model = deps.model ?? createModelClient(deps.config);
+  const model = deps.model ?? createModelClient(deps.config, deps.log);
   const tools = createToolActivities({ config: deps.config, log: deps.log, pool: deps.pool });
   const projectContext = new ProjectContextReader();
   const offered = async (projectDir: string, toolAccess: nodes.WritePlanInput['toolAccess']) =>

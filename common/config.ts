@@ -206,6 +206,9 @@ export type Network = z.infer<typeof NetworkSchema>;
 export const ReviewPolicySchema = z.enum(['plan', 'always']);
 export type ReviewPolicy = z.infer<typeof ReviewPolicySchema>;
 
+export const StructuredOutputSchema = z.enum(['auto', 'tool_calling', 'json_schema']);
+export type StructuredOutput = z.infer<typeof StructuredOutputSchema>;
+
 export const ConfigSchema = z.strictObject({
   model: z
     .strictObject({
@@ -220,6 +223,12 @@ export const ConfigSchema = z.strictObject({
       timeout_ms: z.number().int().positive().default(120_000),
       /** Re-asks of a structured node whose output fails validation. */
       max_reasks: z.number().int().min(0).max(5).default(2),
+      /**
+       * How structured nodes get JSON out of the endpoint (env KLEA_STRUCTURED_OUTPUT): `tool_calling` forces a
+       * function, `json_schema` asks through `response_format`, `auto` starts with tool calling and moves to
+       * json_schema for a server that ignores or refuses a forced function.
+       */
+      structured_output: StructuredOutputSchema.default('auto'),
     })
     .prefault({}),
   temporal: z
@@ -374,6 +383,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'OPENAI_API_KEY', path: ['model', 'api_key'], kind: 'string' },
   { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
   { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
+  { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
   { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
   { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
   { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },

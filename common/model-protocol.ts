@@ -22,7 +22,8 @@ export const nodeHeader = (node: NodeName): string => `# klea:${node}`;
 export const RouteRequestOutputSchema = z
   .strictObject({
     route: z.enum(['chat', 'task']).describe('"chat" when a short direct reply suffices; "task" when work is needed'),
-    reply: z.string().nullable().describe('the reply for "chat"; null for "task"'),
+    // Bounded like every model-written field (see common/plan.ts): a chat reply is a few sentences.
+    reply: z.string().max(2000).nullable().describe('the reply for "chat"; null for "task"'),
   })
   .refine((v) => v.route === 'task' || (typeof v.reply === 'string' && v.reply.trim().length > 0), {
     message: 'reply must be a non-empty string when route is "chat"',

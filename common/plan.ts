@@ -9,27 +9,34 @@ export const StepIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,40}$/, 'step ids use letters, digits, _ and - (at most 40)');
 
+/**
+ * Every array and string a model writes is bounded: a small model at temperature 0 can repeat an item until it
+ * runs out of tokens, and a schema-constrained server stops it only at the bounds the JSON schema carries.
+ */
+export const MAX_PLAN_STEPS = 60;
+
 export const PlanStepSchema = z.strictObject({
   id: StepIdSchema.describe('short unique id, e.g. "s1"'),
   title: z.string().min(1).max(200).describe('a few words'),
   instruction: z.string().min(1).max(4000).describe('what exactly to do in this step'),
-  depends_on: z.array(StepIdSchema).describe('ids of steps whose results this step needs'),
+  depends_on: z.array(StepIdSchema).max(MAX_PLAN_STEPS).describe('ids of steps whose results this step needs'),
   needs_tool: z.boolean().describe('true when the step must use a tool (read files, search, run a command, write)'),
   questions: z
-    .array(z.string().min(1))
+    .array(z.string().min(1).max(500))
+    .max(5)
     .describe('questions for the user when a fact this step needs is missing; else []'),
 });
 export type PlanStep = z.infer<typeof PlanStepSchema>;
 
 export const PlanReviewSchema = z.strictObject({
   before_work: z.boolean().describe('ask the user to approve the plan before any step runs'),
-  after_step_ids: z.array(StepIdSchema).describe('pause for review after these steps finish'),
+  after_step_ids: z.array(StepIdSchema).max(MAX_PLAN_STEPS).describe('pause for review after these steps finish'),
 });
 
 /** A plan's structure (no cross-step checks): the shape events and the task state carry. */
 export const PlanShape = z.strictObject({
   goal: z.string().min(1).max(2000).describe('what the user wants, in one or two sentences'),
-  steps: z.array(PlanStepSchema).min(1).max(60),
+  steps: z.array(PlanStepSchema).min(1).max(MAX_PLAN_STEPS),
   review: PlanReviewSchema,
 });
 

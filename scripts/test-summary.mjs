@@ -3,7 +3,8 @@
 //
 //   node scripts/test-summary.mjs <report-dir> [<step>=<exit code> ...]
 //
-// Reports: jest's --json output (jest.json) and schemathesis' JUnit files (schemathesis-*.xml). A step that
+// Reports: jest's --json outputs (jest.json, and jest-<name>.json from runs with another jest config such as
+// jest-real-model.json) and schemathesis' JUnit files (schemathesis-*.xml). A step that
 // exited non-zero without any failed test in the reports (a lint error, a runner that crashed before writing
 // its report) counts as one failed test, so a broken run never reads as green. Exits 1 when anything failed.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -19,14 +20,16 @@ const lines = [];
 let passed = 0;
 let failed = 0;
 
-const jestFile = path.join(dir, 'jest.json');
-if (existsSync(jestFile)) {
-  const r = JSON.parse(readFileSync(jestFile, 'utf8'));
+const jestFiles = existsSync(dir) ? readdirSync(dir).filter((f) => /^jest(-[\w-]+)?\.json$/.test(f)) : [];
+for (const f of jestFiles.sort()) {
+  const r = JSON.parse(readFileSync(path.join(dir, f), 'utf8'));
   // A suite that could not run (a syntax error, a failing beforeAll) has no failed test of its own: count it.
   const brokenSuites = r.numRuntimeErrorTestSuites ?? 0;
   passed += r.numPassedTests;
   failed += r.numFailedTests + brokenSuites;
-  lines.push(`jest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${brokenSuites} suites could not run`);
+  lines.push(
+    `${path.basename(f, '.json')}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${brokenSuites} suites could not run`
+  );
 }
 
 const junit = existsSync(dir) ? readdirSync(dir).filter((f) => /^schemathesis-.*\.xml$/.test(f)) : [];

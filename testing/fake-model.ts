@@ -1,10 +1,15 @@
 /**
  * A fake OpenAI-compatible chat-completions server on loopback, scripted per test by node name (the
- * `# klea:<node>` first line of the system prompt) and optionally by the forced function's name.
+ * `# klea:<node>` first line of the system prompt) and optionally by the forced function's name (or the
+ * `response_format` schema's name).
  *
  * It records every request, answers with content or tool calls, can inject HTTP errors (429/500...) and
  * malformed output, and fails loudly on a request nobody scripted: it answers HTTP 400 (which Klea treats as
  * non-retryable) and `assertDone()` throws, naming the request.
+ *
+ * A request with a `response_format` json_schema is answered with JSON content made from the same script: a
+ * `call` is sent as the arguments object, `calls` as `{"calls": [{"name", "arguments"}]}`. The `dialect` emulates
+ * servers that handle structured output differently (see FakeDialect).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,8 +20,24 @@ export interface FakeToolCall {
   args: Record<string, unknown> | string;
 }
 
+/**
+ * How the server treats structured output, after real ones:
+ * - `openai`: tools with any tool_choice, and response_format, are honoured.
+ * - `ignores_tool_choice`: like llama.cpp's server with a small model: a forced function (the object form of
+ *   tool_choice, or "required") is ignored and answered in prose; response_format is honoured.
+ * - `refuses_tool_choice`: the object form of tool_choice is refused with HTTP 400; "required" and
+ *   response_format are honoured.
+ * - `response_format_only`: any request with tools is refused with HTTP 400; response_format is honoured.
+ * Prose and refusals do not use up a scripted reply: the script is what the model says once asked in a form the
+ * server takes.
+ */
+export type FakeDialect = 'openai' | 'ignores_tool_choice' | 'refuses_tool_choice' | 'response_format_only';
+
+export const PROSE_INSTEAD_OF_CALL = 'Sure! I would be glad to help with that. Let me know what else you need.';
+
 export type FakeReply =
-  | { content: string; delayMs?: number }
+  /** `truncated`: the answer was cut at the token limit (finish_reason "length"). */
+  | { content: string; truncated?: boolean; delayMs?: number }
   | { call: Record<string, unknown> | string; name?: string; delayMs?: number }
   | { calls: FakeToolCall[]; content?: string; delayMs?: number }
   | { status: number; message?: string; delayMs?: number }
@@ -25,9 +46,15 @@ export type FakeReply =
 export interface RecordedRequest {
   node: string | null;
   forcedFunction: string | null;
+  /** The object or string form of tool_choice, as sent. */
+  toolChoice: unknown;
+  /** The `response_format` json_schema, when the request asked for one. */
+  responseFormat: { name: string; schema: Record<string, unknown>; strict?: boolean } | null;
+  /** What the server did with it: answered from the script, or as its dialect has it. */
+  outcome: 'scripted' | 'unscripted' | 'prose' | 'refused';
   model: string;
   messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>;
-  /** Names of the functions offered. */
+  /** Names of the functions offered (as tools, or as the variants of a json_schema `calls` answer). */
   tools: string[];
   toolSchemas: Array<{ name: string; description?: string; parameters?: Record<string, unknown> }>;
   body: Record<string, unknown>;
@@ -47,9 +74,11 @@ export class FakeModel {
   private readonly scripts = new Map<string, Script>();
   private server!: http.Server;
   url = '';
+  dialect: FakeDialect = 'openai';
 
-  static async start(): Promise<FakeModel> {
+  static async start(opts: { dialect?: FakeDialect } = {}): Promise<FakeModel> {
     const fake = new FakeModel();
+    fake.dialect = opts.dialect ?? 'openai';
     await fake.listen();
     return fake;
   }
@@ -138,14 +167,22 @@ export class FakeModel {
     const node = /^# klea:([a-z_]+)/.exec(systemText)?.[1] ?? null;
     const toolChoice = body.tool_choice as { function?: { name?: string } } | string | undefined;
     const forcedFunction = typeof toolChoice === 'object' ? (toolChoice.function?.name ?? null) : null;
-    const toolDefs = (
-      (body.tools ?? []) as Array<{
-        function: { name: string; description?: string; parameters?: Record<string, unknown> };
-      }>
-    ).map((t) => t.function);
+    const format = body.response_format as
+      { type?: string; json_schema?: { name: string; schema: Record<string, unknown>; strict?: boolean } } | undefined;
+    const responseFormat = format?.type === 'json_schema' && format.json_schema ? format.json_schema : null;
+    const toolDefs = responseFormat
+      ? callVariants(responseFormat.schema)
+      : (
+          (body.tools ?? []) as Array<{
+            function: { name: string; description?: string; parameters?: Record<string, unknown> };
+          }>
+        ).map((t) => t.function);
     const recorded: RecordedRequest = {
       node,
       forcedFunction,
+      toolChoice: toolChoice ?? null,
+      responseFormat,
+      outcome: 'scripted',
       model: String(body.model),
       messages,
       tools: toolDefs.map((t) => t.name),
@@ -156,12 +193,36 @@ export class FakeModel {
     };
     this.requests.push(recorded);
 
-    const script =
-      (forcedFunction && node && this.scripts.get(this.key(node, forcedFunction))) ||
-      (node ? this.scripts.get(node) : undefined);
+    const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
+    if (this.dialect === 'response_format_only' && hasTools) {
+      recorded.outcome = 'refused';
+      return send(400, {
+        error: {
+          message: 'tools are not supported by this server: use response_format',
+          type: 'invalid_request_error',
+        },
+      });
+    }
+    if (this.dialect === 'refuses_tool_choice' && typeof toolChoice === 'object') {
+      recorded.outcome = 'refused';
+      return send(400, {
+        error: {
+          message: `Invalid 'tool_choice': expected one of "none", "auto", "required", got an object`,
+          type: 'invalid_request_error',
+        },
+      });
+    }
+    if (this.dialect === 'ignores_tool_choice' && hasTools && (forcedFunction || toolChoice === 'required')) {
+      recorded.outcome = 'prose';
+      return send(200, completion(this.requests.length, body, raw, PROSE_INSTEAD_OF_CALL, []));
+    }
+
+    const fn = forcedFunction ?? responseFormat?.name ?? null;
+    const script = (fn && node && this.scripts.get(this.key(node, fn))) || (node ? this.scripts.get(node) : undefined);
     let reply = script?.replies.shift() ?? script?.always;
     if (!reply) {
-      const what = `node=${node ?? '(no # klea: line)'} function=${forcedFunction ?? '-'}`;
+      const what = `node=${node ?? '(no # klea: line)'} function=${fn ?? '-'}`;
+      recorded.outcome = 'unscripted';
       this.unscripted.push(what);
       console.error(`fake model: UNSCRIPTED request ${what}`);
       return send(400, {
@@ -176,6 +237,8 @@ export class FakeModel {
         error: { message: reply.message ?? `fake model: injected HTTP ${reply.status}`, type: 'server_error' },
       });
     }
+    const finish = 'truncated' in reply && reply.truncated ? 'length' : undefined;
+    if (responseFormat) return send(200, completion(this.requests.length, body, raw, jsonContent(reply), [], finish));
     let toolCalls: FakeToolCall[] = [];
     let content: string | null = null;
     if ('content' in reply && !('calls' in reply)) content = reply.content;
@@ -184,36 +247,70 @@ export class FakeModel {
       toolCalls = reply.calls;
       content = reply.content ?? null;
     }
-    const n = this.requests.length;
-    send(200, {
-      id: `chatcmpl-fake-${n}`,
-      object: 'chat.completion',
-      created: Math.floor(Date.now() / 1000),
-      model: String(body.model),
-      choices: [
-        {
-          index: 0,
-          message: {
-            role: 'assistant',
-            content,
-            ...(toolCalls.length
-              ? {
-                  tool_calls: toolCalls.map((c, i) => ({
-                    id: `call_${n}_${i}`,
-                    type: 'function',
-                    function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) },
-                  })),
-                }
-              : {}),
-          },
-          finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
-        },
-      ],
-      usage: {
-        prompt_tokens: Math.ceil(raw.length / 4),
-        completion_tokens: 10,
-        total_tokens: Math.ceil(raw.length / 4) + 10,
-      },
-    });
+    send(200, completion(this.requests.length, body, raw, content, toolCalls, finish));
   }
+}
+
+type ScriptedAnswer = Exclude<FakeReply, ((req: RecordedRequest) => FakeReply) | { status: number }>;
+
+/** A scripted reply as the JSON content a response_format request gets (strings are sent as they are). */
+function jsonContent(reply: ScriptedAnswer): string {
+  if ('call' in reply) return typeof reply.call === 'string' ? reply.call : JSON.stringify(reply.call);
+  if ('calls' in reply) {
+    const items = reply.calls.map(
+      (c) =>
+        `{"name":${JSON.stringify(c.name)},"arguments":${typeof c.args === 'string' ? c.args : JSON.stringify(c.args)}}`
+    );
+    return `{"calls":[${items.join(',')}]}`;
+  }
+  return reply.content;
+}
+
+/** The functions a json_schema `calls` answer may name (the variants of its items), as tool definitions. */
+function callVariants(schema: Record<string, unknown>): RecordedRequest['toolSchemas'] {
+  const calls = (schema.properties as { calls?: { items?: { anyOf?: unknown[] } } } | undefined)?.calls;
+  return (calls?.items?.anyOf ?? []).map((v) => {
+    const props = (v as { properties: { name: { const: string }; arguments: Record<string, unknown> } }).properties;
+    return { name: props.name.const, parameters: props.arguments };
+  });
+}
+
+function completion(
+  n: number,
+  body: Record<string, unknown>,
+  raw: string,
+  content: string | null,
+  toolCalls: FakeToolCall[],
+  finishReason?: string
+): Record<string, unknown> {
+  return {
+    id: `chatcmpl-fake-${n}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: String(body.model),
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content,
+          ...(toolCalls.length
+            ? {
+                tool_calls: toolCalls.map((c, i) => ({
+                  id: `call_${n}_${i}`,
+                  type: 'function',
+                  function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) },
+                })),
+              }
+            : {}),
+        },
+        finish_reason: finishReason ?? (toolCalls.length ? 'tool_calls' : 'stop'),
+      },
+    ],
+    usage: {
+      prompt_tokens: Math.ceil(raw.length / 4),
+      completion_tokens: 10,
+      total_tokens: Math.ceil(raw.length / 4) + 10,
+    },
+  };
 }

@@ -1,16 +1,40 @@
 /**
  * The one place that talks to the model. Builds the `@langchain/openai` chat-completions model from config and
- * implements the model protocol of ARCHITECTURE §7: the `# klea:<node>` first line, one forced function for
- * structured nodes, zod validation and bounded re-asks with the validation error.
+ * implements the model protocol of ARCHITECTURE §7: the `# klea:<node>` first line, structured output by one
+ * forced function (tool_calling) or by `response_format` (json_schema, see ./structured-output), zod validation
+ * and bounded re-asks with the validation error.
  *
- * Token counting is never done locally (it would fetch encodings from the internet); usage comes from the server.
+ * Under `model.structured_output: auto` the client starts with tool calling and moves to json_schema, for the rest
+ * of its life (the worker's), the first time the endpoint answers a forced function with prose or refuses the
+ * request's tools: llama.cpp's server, Ollama and others then work with no configuration.
+ *
+ * Token counting is never done locally (it would fetch encodings from the internet, and hang offline): usage
+ * comes from the server, and streaming stays off because LangChain counts streamed tokens itself.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { ChatOpenAICompletions } from '@langchain/openai';
+import { ChatOpenAICompletions, wrapOpenAIClientError, type OpenAIClient } from '@langchain/openai';
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { z } from 'zod';
-import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../../common/config';
+import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config, type StructuredOutput } from '../../common/config';
 import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from '../../common/model-protocol';
+import { silentLogger, type Logger } from '../../runtime/log';
+import {
+  argumentsInstruction,
+  callsInstruction,
+  callsSchema,
+  httpStatusOf,
+  jsonSchemaOf,
+  parseCalls,
+  refusesToolRequest,
+  responseFormat,
+  unfence,
+  type InvalidModelCall,
+  type ModelCall,
+  type OpenAIFunction,
+  type StructuredOutputMethod,
+} from './structured-output';
+
+export type { OpenAIFunction, StructuredOutputMethod } from './structured-output';
 
 export const MODEL_NOT_CONFIGURED = `No model is configured: ${MODEL_NOT_CONFIGURED_HINT}.`;
 
@@ -33,20 +57,19 @@ export interface TextResult {
   usage: ModelUsage;
 }
 
-export interface OpenAIFunction {
-  type: 'function';
-  function: { name: string; description: string; parameters: Record<string, unknown> };
-}
-
 export interface ToolCallsResult {
-  message: AIMessage;
+  calls: ModelCall[];
+  /** Calls whose arguments could not be read (malformed JSON, a truncated answer). */
+  invalid: InvalidModelCall[];
   usage: ModelUsage;
 }
 
 export interface ModelClient {
   readonly configured: boolean;
   readonly modelName: string;
-  /** A node with structured output: forces the function named after the node and validates its arguments. */
+  /** How structured nodes are asked now (under `auto` it may move from tool_calling to json_schema, once). */
+  readonly structuredOutput: StructuredOutputMethod;
+  /** A node with structured output: the node's zod schema validates the answer, with bounded re-asks. */
   structured<S extends z.ZodType>(
     prompt: NodePrompt,
     schema: S,
@@ -54,15 +77,11 @@ export interface ModelClient {
   ): Promise<StructuredResult<z.infer<S>>>;
   /** A node with plain-text output. */
   text(prompt: NodePrompt): Promise<TextResult>;
-  /** A node that answers with native tool calls over the given functions (the model must call at least one). */
-  toolCalls(prompt: NodePrompt, functions: OpenAIFunction[]): Promise<ToolCallsResult>;
-}
-
-/** JSON Schema for a function's parameters, from the zod schema that validates them. */
-export function functionParameters(schema: z.ZodType): Record<string, unknown> {
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  delete json.$schema;
-  return json;
+  /**
+   * A node that answers with calls of the given functions (at least one): native tool calls, or under json_schema
+   * one `{"calls": [...]}` answer of at most `maxCalls` items.
+   */
+  toolCalls(prompt: NodePrompt, functions: OpenAIFunction[], opts: { maxCalls: number }): Promise<ToolCallsResult>;
 }
 
 function usageOf(message: AIMessage): ModelUsage {
@@ -70,34 +89,145 @@ function usageOf(message: AIMessage): ModelUsage {
   return u ? { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0 } : ZERO_USAGE;
 }
 
-function httpStatusOf(err: unknown): number | undefined {
-  const e = err as { status?: unknown; response?: { status?: unknown }; lc_error_code?: string };
-  if (typeof e?.status === 'number') return e.status;
-  if (typeof e?.response?.status === 'number') return e.response.status;
-  if (e?.lc_error_code === 'MODEL_AUTHENTICATION') return 401;
-  return undefined;
+function contentOf(message: AIMessage): string {
+  return typeof message.content === 'string'
+    ? message.content
+    : message.content.map((p) => ('text' in p ? p.text : '')).join('');
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** The endpoint stopped the answer at its output token limit. */
+const cutShort = (message: AIMessage) => message.response_metadata?.finish_reason === 'length';
+const CUT_SHORT = "the answer was cut off at the endpoint's output token limit before it was complete";
+
+const UNREACHABLE_CODES =
+  /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR_\w+)$/;
+
+/** The endpoint could not be reached or did not answer in time (as opposed to answering with an error). */
+function unreachable(err: unknown): boolean {
+  const e = err as { name?: unknown; code?: unknown; cause?: { code?: unknown; cause?: { code?: unknown } } };
+  const names = [e?.name, (err as object | null)?.constructor?.name];
+  if (names.some((n) => n === 'TimeoutError' || n === 'APIConnectionError' || n === 'APIConnectionTimeoutError'))
+    return true;
+  return [e?.code, e?.cause?.code, e?.cause?.cause?.code].some(
+    (c) => typeof c === 'string' && UNREACHABLE_CODES.test(c)
+  );
 }
 
 /**
- * Client errors that a retry cannot fix (bad request, auth, unknown model) fail the activity at once;
- * rate limits, server errors, timeouts and connection failures are thrown as they are so Temporal retries them.
+ * Every model failure leaves the activity typed, so the workflow's `error` event and the API can say what went
+ * wrong: `ModelRequestRefused` (a 4xx a retry cannot fix: bad request, auth, unknown model; not retried),
+ * `ModelUnavailable` (connection refused, timeouts, 429 and 502-504: retried by Temporal, the type kept when the
+ * retries run out) and `ModelServerError` (other 5xx: retried).
  */
-export function classifyModelError(node: NodeName, err: unknown): unknown {
+export function classifyModelError(node: NodeName, err: unknown, hint = ''): unknown {
   const status = httpStatusOf(err);
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429) {
     return ApplicationFailure.nonRetryable(
-      `model request for ${node} was refused (HTTP ${status}): ${message}`,
+      `model request for ${node} was refused (HTTP ${status}): ${message}${hint}`,
       'ModelRequestRefused'
+    );
+  }
+  if (status === 408 || status === 429 || status === 502 || status === 503 || status === 504 || unreachable(err)) {
+    return ApplicationFailure.retryable(
+      `model endpoint unavailable for ${node}${status ? ` (HTTP ${status})` : ''}: ${message}`,
+      'ModelUnavailable'
+    );
+  }
+  if (status !== undefined && status >= 500) {
+    return ApplicationFailure.retryable(
+      `model request for ${node} failed (HTTP ${status}): ${message}`,
+      'ModelServerError'
     );
   }
   return err;
 }
 
-export function createModelClient(config: Config): ModelClient {
+/** The structured-output method in force, and the one-way move of `auto` to json_schema. */
+class StructuredOutputChoice {
+  private current: StructuredOutputMethod;
+
+  constructor(
+    private readonly setting: StructuredOutput,
+    private readonly modelName: string,
+    private readonly log: Logger
+  ) {
+    this.current = setting === 'json_schema' ? 'json_schema' : 'tool_calling';
+  }
+
+  get method(): StructuredOutputMethod {
+    return this.current;
+  }
+
+  /** Whether a failure of tool calling is to be met with json_schema (under auto); the first one is logged. */
+  fallBack(node: NodeName, reason: string): boolean {
+    if (this.setting !== 'auto') return false;
+    if (this.current === 'tool_calling') {
+      this.current = 'json_schema';
+      this.log.warn('model endpoint does not honour forced function calls: structured output uses json_schema now', {
+        model: this.modelName,
+        node,
+        reason,
+        until: 'the worker stops (set model.structured_output to choose the method)',
+      });
+    }
+    return true;
+  }
+
+  /** What to tell the user when forced tool calling is what failed. */
+  get hint(): string {
+    return this.setting === 'tool_calling'
+      ? ' (model.structured_output is tool_calling: an endpoint that ignores or refuses forced function calls ' +
+          'works with json_schema or auto)'
+      : '';
+  }
+}
+
+type CreateParams = OpenAIClient.Chat.ChatCompletionCreateParams;
+type StreamingParams = OpenAIClient.Chat.ChatCompletionCreateParamsStreaming;
+type NonStreamingParams = OpenAIClient.Chat.ChatCompletionCreateParamsNonStreaming;
+type Completion = OpenAIClient.Chat.Completions.ChatCompletion;
+type CompletionChunk = OpenAIClient.Chat.Completions.ChatCompletionChunk;
+
+/**
+ * The LangChain model, with one change: a `response_format` json_schema request goes out through the OpenAI
+ * client's `create`, not its `parse`. `parse` throws on content that is not JSON and on an answer cut at the token
+ * limit, which would take the answer away from the re-ask that can fix it (and retry the activity instead).
+ */
+class ChatCompletionsModel extends ChatOpenAICompletions {
+  override completionWithRetry(
+    request: StreamingParams,
+    options?: OpenAIClient.RequestOptions
+  ): Promise<AsyncIterable<CompletionChunk>>;
+  override completionWithRetry(request: NonStreamingParams, options?: OpenAIClient.RequestOptions): Promise<Completion>;
+  override async completionWithRetry(
+    request: CreateParams,
+    options?: OpenAIClient.RequestOptions
+  ): Promise<AsyncIterable<CompletionChunk> | Completion> {
+    if (request.stream) return super.completionWithRetry(request, options);
+    if (request.response_format?.type !== 'json_schema') return super.completionWithRetry(request, options);
+    const { maxRetries, ...sdkOptions } = options ?? {};
+    const clientOptions = this._getClientOptions(sdkOptions);
+    return this.caller.callWithOptions({ maxRetries }, async () => {
+      try {
+        return await this.client.chat.completions.create(request as NonStreamingParams, clientOptions);
+      } catch (e) {
+        throw wrapOpenAIClientError(e);
+      }
+    });
+  }
+}
+
+type Answer =
+  | { kind: 'value'; value: unknown; raw: string }
+  | { kind: 'invalid' | 'no_call' | 'cut_short'; raw: string; error: string };
+
+export function createModelClient(config: Config, log: Logger = silentLogger): ModelClient {
   const configured = isModelConfigured(config);
   const model = configured
-    ? new ChatOpenAICompletions({
+    ? new ChatCompletionsModel({
         model: config.model.name,
         apiKey: config.model.api_key ?? 'not-needed',
         configuration: config.model.base_url ? { baseURL: config.model.base_url } : undefined,
@@ -108,16 +238,19 @@ export function createModelClient(config: Config): ModelClient {
         streaming: false,
       })
     : undefined;
+  const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);
 
-  const requireModel = (): ChatOpenAICompletions => {
+  const requireModel = (): ChatCompletionsModel => {
     if (!model) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, 'ModelNotConfigured');
     return model;
   };
 
-  const toMessages = (prompt: NodePrompt): BaseMessage[] => [
-    new SystemMessage(`${nodeHeader(prompt.node)}\n${prompt.system}`),
-    ...prompt.messages.map((m) => (typeof m === 'string' ? new HumanMessage(m) : m)),
+  const toMessages = (prompt: NodePrompt, turns: BaseMessage[], instruction?: string): BaseMessage[] => [
+    new SystemMessage(`${nodeHeader(prompt.node)}\n${prompt.system}${instruction ? `\n\n${instruction}` : ''}`),
+    ...turns,
   ];
+  const turnsOf = (prompt: NodePrompt): BaseMessage[] =>
+    prompt.messages.map((m) => (typeof m === 'string' ? new HumanMessage(m) : m));
 
   async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
     try {
@@ -127,68 +260,139 @@ export function createModelClient(config: Config): ModelClient {
     }
   }
 
+  /** A request with tools; null when the endpoint refused its form and auto moved to json_schema. */
+  async function invokeWithTools(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage | null> {
+    try {
+      return await run();
+    } catch (err) {
+      if (refusesToolRequest(err) && choice.fallBack(node, `refused a request with tools: ${errorText(err)}`))
+        return null;
+      throw classifyModelError(node, err, refusesToolRequest(err) ? choice.hint : '');
+    }
+  }
+
   return {
     configured,
     modelName: config.model.name,
+    get structuredOutput() {
+      return choice.method;
+    },
 
     async structured(prompt, schema, description) {
       const m = requireModel();
-      const fn: OpenAIFunction = {
-        type: 'function',
-        function: { name: prompt.node, description, parameters: functionParameters(schema) },
+      const node = prompt.node;
+      const parameters = jsonSchemaOf(schema);
+      const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
+      const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
+      const format = responseFormat(node, parameters, description);
+      const turns = turnsOf(prompt);
+
+      const ask = async (): Promise<{ answer: Answer; usage: ModelUsage }> => {
+        let usage = ZERO_USAGE;
+        if (choice.method === 'tool_calling') {
+          const reply = await invokeWithTools(
+            node,
+            () => bound.invoke(toMessages(prompt, turns)) as Promise<AIMessage>
+          );
+          if (reply) {
+            usage = usageOf(reply);
+            const call = reply.tool_calls?.find((c) => c.name === node);
+            if (call) return { answer: { kind: 'value', value: call.args, raw: JSON.stringify(call.args) }, usage };
+            const invalid = reply.invalid_tool_calls?.find((c) => c.name === node);
+            if (invalid) {
+              const raw = String(invalid.args ?? '');
+              if (cutShort(reply)) return { answer: { kind: 'cut_short', raw, error: CUT_SHORT }, usage };
+              const error = `the arguments are not valid JSON${invalid.error ? ` (${invalid.error})` : ''}`;
+              return { answer: { kind: 'invalid', raw, error }, usage };
+            }
+            if (!choice.fallBack(node, 'answered without the forced function call'))
+              return {
+                answer: { kind: 'no_call', raw: contentOf(reply), error: `no call to the function ${node} was made` },
+                usage,
+              };
+          }
+        }
+        const reply = await invoke(node, () =>
+          m.invoke(toMessages(prompt, turns, argumentsInstruction(node)), { response_format: format })
+        );
+        usage = addUsage(usage, usageOf(reply));
+        const raw = contentOf(reply);
+        try {
+          return { answer: { kind: 'value', value: JSON.parse(unfence(raw)), raw }, usage };
+        } catch (err) {
+          if (cutShort(reply)) return { answer: { kind: 'cut_short', raw, error: CUT_SHORT }, usage };
+          return { answer: { kind: 'invalid', raw, error: `the answer is not valid JSON (${errorText(err)})` }, usage };
+        }
       };
-      const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: prompt.node } } });
-      const messages = toMessages(prompt);
+
       let usage = ZERO_USAGE;
       let lastError = '';
+      let lastKind: Answer['kind'] = 'value';
       const maxAttempts = config.model.max_reasks + 1;
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-        const reply = (await invoke(prompt.node, () => bound.invoke(messages))) as AIMessage;
-        usage = addUsage(usage, usageOf(reply));
-        const call = reply.tool_calls?.find((c) => c.name === prompt.node);
-        const invalid = reply.invalid_tool_calls?.find((c) => c.name === prompt.node);
-        let raw = '';
-        if (call) {
-          raw = JSON.stringify(call.args);
-          const parsed = schema.safeParse(call.args);
+        const { answer, usage: used } = await ask();
+        usage = addUsage(usage, used);
+        lastKind = answer.kind;
+        if (answer.kind === 'value') {
+          const parsed = schema.safeParse(answer.value);
           if (parsed.success) return { value: parsed.data, usage, attempts: attempt };
           lastError = z.prettifyError(parsed.error).replace(/\n+/g, '; ');
-        } else if (invalid) {
-          raw = String(invalid.args ?? '');
-          lastError = `the arguments are not valid JSON${invalid.error ? ` (${invalid.error})` : ''}`;
         } else {
-          raw = typeof reply.content === 'string' ? reply.content : JSON.stringify(reply.content);
-          lastError = `no call to the function ${prompt.node} was made`;
+          lastError = answer.error;
         }
+        const again =
+          (choice.method === 'json_schema'
+            ? `Answer again with only the JSON object of the arguments of ${node}, satisfying its schema.`
+            : `Call the function ${node} exactly once with arguments that satisfy its schema.`) +
+          (answer.kind === 'cut_short' ? ' Keep it much shorter: fewer items in every list, and shorter text.' : '');
+        // A cut answer is quoted only as far as it shows the way it went: in full it invites the same run-on.
+        const quoted = answer.kind === 'cut_short' ? `${answer.raw.slice(0, 300)}…` : answer.raw.slice(0, 2000);
         // Re-ask as a user turn (not a tool result), so no dangling tool-call ids reach the endpoint.
-        messages.push(
-          new HumanMessage(
-            `Your previous output was rejected: ${lastError}.\nIt was: ${raw.slice(0, 2000)}\n` +
-              `Call the function ${prompt.node} exactly once with arguments that satisfy its schema.`
-          )
-        );
+        turns.push(new HumanMessage(`Your previous output was rejected: ${lastError}.\nIt was: ${quoted}\n${again}`));
       }
       throw ApplicationFailure.nonRetryable(
-        `the model's output for ${prompt.node} was invalid after ${maxAttempts} attempts: ${lastError}`,
+        `the model's output for ${node} was invalid after ${maxAttempts} attempts: ${lastError}` +
+          (lastKind === 'no_call' ? choice.hint : ''),
         'ModelOutputInvalid'
       );
     },
 
     async text(prompt) {
       const m = requireModel();
-      const reply = (await invoke(prompt.node, () => m.invoke(toMessages(prompt)))) as AIMessage;
-      const text =
-        typeof reply.content === 'string'
-          ? reply.content
-          : reply.content.map((p) => ('text' in p ? p.text : '')).join('');
-      return { text, usage: usageOf(reply) };
+      const reply = await invoke(prompt.node, () => m.invoke(toMessages(prompt, turnsOf(prompt))));
+      return { text: contentOf(reply), usage: usageOf(reply) };
     },
 
-    async toolCalls(prompt, functions) {
+    async toolCalls(prompt, functions, opts) {
       const m = requireModel();
-      const bound = m.bindTools(functions, { tool_choice: 'required' });
-      const reply = (await invoke(prompt.node, () => bound.invoke(toMessages(prompt)))) as AIMessage;
-      return { message: reply, usage: usageOf(reply) };
+      const node = prompt.node;
+      const turns = turnsOf(prompt);
+      let usage = ZERO_USAGE;
+      if (choice.method === 'tool_calling') {
+        const bound = m.bindTools(functions, { tool_choice: 'required' });
+        const reply = await invokeWithTools(node, () => bound.invoke(toMessages(prompt, turns)) as Promise<AIMessage>);
+        if (reply) {
+          usage = usageOf(reply);
+          const calls = (reply.tool_calls ?? []).map((c) => ({
+            name: c.name,
+            args: c.args as Record<string, unknown>,
+          }));
+          const invalid = (reply.invalid_tool_calls ?? []).map((c) => ({
+            name: c.name ?? 'unknown',
+            args: String(c.args ?? ''),
+            error: `the arguments are not valid JSON${c.error ? ` (${c.error})` : ''}`,
+          }));
+          if (calls.length || invalid.length || !choice.fallBack(node, 'answered without any function call'))
+            return { calls, invalid, usage };
+        }
+      }
+      const format = responseFormat(node, callsSchema(functions, opts.maxCalls));
+      const reply = await invoke(node, () =>
+        m.invoke(toMessages(prompt, turns, callsInstruction(functions)), { response_format: format })
+      );
+      const parsed = parseCalls(unfence(contentOf(reply)));
+      if (cutShort(reply)) for (const bad of parsed.invalid) bad.error = CUT_SHORT;
+      return { ...parsed, usage: addUsage(usage, usageOf(reply)) };
     },
   };
 }

@@ -7,10 +7,10 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
-import { StepIdSchema } from '../../common/plan';
 import type { StepResultView } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import type { ModelClient, OpenAIFunction } from './model';
+import type { ModelClient } from './model';
+import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
 export interface Turn {
@@ -120,13 +120,29 @@ export interface PickToolsResult {
 }
 
 export const NO_SUITABLE_TOOL = 'no_suitable_tool';
+/** Bounds one pick_tools answer under json_schema (a small model may repeat a call until it runs out of tokens). */
+export const MAX_CALLS_PER_STEP = 4;
 
 export const PICK_TOOLS_SYSTEM = `You bind tool calls for the steps of a plan. For every step listed, call the tool (or tools) that
 carry it out, with exact arguments, and set step_id to the step's id. Paths are relative to the project
 directory. If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason. Call functions only.`;
 
+/**
+ * What no_suitable_tool takes, and the step id every offered function gets, for the steps of one batch. One zod
+ * schema gives both the JSON schema the model sees and the check of its answer.
+ */
+function stepIdSchema(stepIds: readonly string[]) {
+  return z.enum(stepIds as [string, ...string[]]).describe('id of the step this call carries out');
+}
+function noSuitableSchema(stepIds: readonly string[]) {
+  return z.strictObject({
+    step_id: stepIdSchema(stepIds),
+    reason: z.string().min(1).max(500).describe('why none of the offered tools can carry out the step'),
+  });
+}
+
 export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: readonly string[]): OpenAIFunction[] {
-  const stepId = { type: 'string', enum: [...stepIds], description: 'id of the step this call carries out' };
+  const stepId = jsonSchemaOf(stepIdSchema(stepIds));
   const fns: OpenAIFunction[] = tools.map((t) => {
     const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
     return {
@@ -148,11 +164,7 @@ export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: re
     function: {
       name: NO_SUITABLE_TOOL,
       description: 'Say that none of the offered tools can carry out a step, and why.',
-      parameters: {
-        type: 'object',
-        properties: { step_id: stepId, reason: { type: 'string' } },
-        required: ['step_id', 'reason'],
-      },
+      parameters: jsonSchemaOf(noSuitableSchema(stepIds)),
     },
   });
   return fns;
@@ -175,8 +187,6 @@ export function pickToolsPrompt(input: PickToolsInput) {
   };
 }
 
-const NoSuitableSchema = z.object({ step_id: StepIdSchema, reason: z.string().default('no reason given') });
-
 export async function pickTools(
   model: ModelClient,
   input: PickToolsInput,
@@ -184,16 +194,18 @@ export async function pickTools(
 ): Promise<PickToolsResult> {
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
-  const { message, usage } = await model.toolCalls(pickToolsPrompt(input), pickToolsFunctions(tools, stepIds));
+  const answer = await model.toolCalls(pickToolsPrompt(input), pickToolsFunctions(tools, stepIds), {
+    maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
+  });
   const calls: PickedCall[] = [];
   const noSuitable: PickToolsResult['noSuitable'] = [];
-  for (const call of message.tool_calls ?? []) {
+  for (const call of answer.calls) {
     const args = { ...(call.args as Record<string, unknown>) };
     const stepId = typeof args.step_id === 'string' ? args.step_id : null;
     if (!stepId || !stepIds.includes(stepId)) continue;
     delete args.step_id;
     if (call.name === NO_SUITABLE_TOOL) {
-      const parsed = NoSuitableSchema.safeParse({ step_id: stepId, reason: args.reason });
+      const parsed = noSuitableSchema(stepIds).safeParse({ step_id: stepId, reason: args.reason });
       noSuitable.push({ stepId, reason: parsed.success ? parsed.data.reason : 'no reason given' });
       continue;
     }
@@ -210,12 +222,16 @@ export async function pickTools(
       idempotent: tool?.idempotent ?? false,
     });
   }
-  for (const bad of message.invalid_tool_calls ?? []) {
-    const id = /"step_id"\s*:\s*"([^"]+)"/.exec(String(bad.args ?? ''))?.[1];
-    if (id && stepIds.includes(id) && !calls.some((c) => c.stepId === id))
-      noSuitable.push({ stepId: id, reason: `the tool call's arguments were not valid JSON (${bad.name})` });
+  // A malformed answer may name several steps (a json_schema answer cut short holds every call): each step it
+  // names and that got no readable call is told why, rather than that no tool was named.
+  for (const bad of answer.invalid) {
+    for (const [, id] of bad.args.matchAll(/"step_id"\s*:\s*"([^"]+)"/g)) {
+      if (!stepIds.includes(id) || calls.some((c) => c.stepId === id) || noSuitable.some((n) => n.stepId === id))
+        continue;
+      noSuitable.push({ stepId: id, reason: `the tool call could not be read (${bad.name}): ${bad.error}` });
+    }
   }
-  return { calls, noSuitable, usage };
+  return { calls, noSuitable, usage: answer.usage };
 }
 
 // ---------------------------------------------------------------- do_step

@@ -254,7 +254,7 @@ describe('attack suites', () => {
     expect(r2.status).toBe('failed');
     expect(r2.error).toMatch(/model is down|500/);
     expect((await t2.events()).filter((e) => e.type === 'error')).toEqual([
-      expect.objectContaining({ code: 'InternalServerError', message: expect.stringMatching(/model is down/) }),
+      expect.objectContaining({ code: 'ModelServerError', message: expect.stringMatching(/model is down/) }),
     ]);
     fake.reset();
   }, 120_000);

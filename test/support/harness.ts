@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
-import { silentLogger } from '../../runtime/log';
+import { silentLogger, type Logger } from '../../runtime/log';
 import { createKleaWorker } from '../../worker/worker';
 import type { FakeModel } from '../../testing/fake-model';
 import { untilPolling } from '../../testing/until-polling';
@@ -78,7 +78,14 @@ export interface TestEnv {
 }
 
 export async function startTestEnv(
-  opts: { fakeModel?: FakeModel; overrides?: DeepPartial<Config>; name?: string; taskQueue?: string } = {}
+  opts: {
+    fakeModel?: FakeModel;
+    overrides?: DeepPartial<Config>;
+    name?: string;
+    taskQueue?: string;
+    /** The worker's logger (silent unless a test reads what the worker logs). */
+    log?: Logger;
+  } = {}
 ): Promise<TestEnv> {
   quietRuntime();
   const taskQueue = opts.taskQueue ?? `test-${opts.name ?? 'klea'}-${randomUUID().slice(0, 8)}`;
@@ -97,7 +104,7 @@ export async function startTestEnv(
       taskQueue,
       workflowBundle: { codePath: bundlePath },
       config,
-      log: silentLogger,
+      log: opts.log ?? silentLogger,
     });
 
   let worker = await makeWorker();
@@ -130,3 +137,18 @@ export async function startTestEnv(
 }
 
 export const uniqueId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string;
+  meta?: Record<string, unknown>;
+}
+
+/** A logger that keeps every line, for tests that assert what an operator would read in the worker's log. */
+export function recordingLogger(): Logger & { lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const at = (level: LogLine['level']) => (msg: string, meta?: Record<string, unknown>) => {
+    lines.push({ level, msg, meta });
+  };
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}

@@ -1,6 +1,7 @@
 /** Jest suite helpers (not part of the build: they use jest's globals). */
 import type { Config } from '../../common/config';
-import { FakeModel } from '../../testing/fake-model';
+import type { Logger } from '../../runtime/log';
+import { FakeModel, type FakeDialect } from '../../testing/fake-model';
 import { startTestEnv, type TestEnv } from './harness';
 
 type DeepPartial<T> = {
@@ -17,16 +18,19 @@ export function useFakeModelEnv(
     /** A function is called when the suite starts: for settings known only then (a server's port). */
     overrides?: DeepPartial<Config> | (() => DeepPartial<Config>);
     after?: () => Promise<void> | void;
+    /** How the fake server treats structured output (default: like OpenAI). */
+    dialect?: FakeDialect;
+    log?: Logger;
   },
   ready: (fake: FakeModel, env: TestEnv) => void
 ): void {
   let fake: FakeModel | undefined;
   let env: TestEnv | undefined;
   beforeAll(async () => {
-    const started = await FakeModel.start();
+    const started = await FakeModel.start({ dialect: opts.dialect });
     fake = started;
     const overrides = typeof opts.overrides === 'function' ? opts.overrides() : opts.overrides;
-    env = await startTestEnv({ fakeModel: started, name: opts.name, overrides });
+    env = await startTestEnv({ fakeModel: started, name: opts.name, overrides, log: opts.log });
     ready(started, env);
   });
   afterEach(() => {

@@ -67,6 +67,20 @@ describe('configuration', () => {
     expect(() => resolveConfig({}, { OPENAI_BASE_URL: 'not a url' })).toThrow(/^environment: OPENAI_BASE_URL: /);
   });
 
+  it('model.structured_output: auto by default, set in the file or by KLEA_STRUCTURED_OUTPUT, checked by name', () => {
+    expect(resolveConfig({}, {}).model.structured_output).toBe('auto');
+    expect(resolveConfig({ model: { structured_output: 'tool_calling' } }, {}).model.structured_output).toBe(
+      'tool_calling'
+    );
+    expect(
+      resolveConfig({ model: { structured_output: 'tool_calling' } }, { KLEA_STRUCTURED_OUTPUT: 'json_schema' }).model
+        .structured_output
+    ).toBe('json_schema');
+    expect(() => resolveConfig({}, { KLEA_STRUCTURED_OUTPUT: 'grammar' })).toThrow(
+      /^environment: KLEA_STRUCTURED_OUTPUT: .*"auto"\|"tool_calling"\|"json_schema"/
+    );
+  });
+
   it('validates mcp.servers in the common mcpServers shape', () => {
     const c = resolveConfig(
       { mcp: { servers: { fs: { command: 'npx', args: ['-y', 'x'] }, web: { url: 'https://example.com/mcp' } } } },

@@ -1,0 +1,286 @@
+/**
+ * Structured output against servers that treat a forced function differently (the fake model's dialects, after
+ * llama.cpp's server and others): under `model.structured_output: auto` every model node works against each, on
+ * the real task path, and the worker moves to json_schema once and logs it once; `tool_calling` and
+ * `json_schema` do what they say.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { KleaEvent } from '../../common/events';
+import { MAX_PLAN_STEPS } from '../../common/plan';
+import type { FakeDialect, FakeModel, RecordedRequest } from '../../testing/fake-model';
+import { recordingLogger, type TestEnv } from '../support/harness';
+import { SessionDriver } from '../support/session-driver';
+import { useFakeModelEnv } from '../support/suite';
+import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+
+const STRUCTURED_NODES = ['route_request', 'write_plan', 'pick_tools', 'evaluate_step'];
+const isStructured = (r: RecordedRequest) => STRUCTURED_NODES.includes(r.node ?? '');
+const switchLines = (log: ReturnType<typeof recordingLogger>) => log.lines.filter((l) => /json_schema/.test(l.msg));
+
+/**
+ * One session through every model node: a greeting (route_request → chat), a task (route_request → task,
+ * write_plan, review, pick_tools for three steps at once with a no_suitable_tool, evaluate_step for a tool error,
+ * a replan, do_step, compose_answer), `/compact` (summarize_memory) and `/init` (init_project).
+ */
+async function wholeSession(env: TestEnv, fake: FakeModel) {
+  // Arrange
+  const p = makeProject({ 'notes.md': 'TODO: ship it\n' });
+  fake.on(
+    'route_request',
+    { call: { route: 'chat', reply: 'Hello! What shall we do?' } },
+    { call: { route: 'task', reply: null } }
+  );
+  fake.on(
+    'write_plan',
+    {
+      call: plan(
+        [
+          step('s1', 'Find the TODOs'),
+          step('s2', 'Search with the pattern the user gave'),
+          step('s3', 'Read report.pdf'),
+        ],
+        { before_work: true }
+      ),
+    },
+    { call: plan([step('s4', 'Sum up the TODOs', { needs_tool: false, depends_on: ['s1'] })]) }
+  );
+  fake.on('pick_tools', {
+    calls: [
+      { name: 'workspace__grep', args: { step_id: 's1', pattern: 'TODO' } },
+      { name: 'workspace__grep', args: { step_id: 's2', pattern: '(' } },
+      { name: 'no_suitable_tool', args: { step_id: 's3', reason: 'no tool reads PDF files' } },
+    ],
+  });
+  fake.on('evaluate_step', { call: { verdict: 'move_on', reason: 'the pattern is not a valid regex' } });
+  fake.on('do_step', { content: 'One TODO: ship it.' });
+  fake.on('compose_answer', { content: 'There is **one** TODO: ship it.' });
+  fake.on('summarize_memory', { content: 'The user greeted Klea and asked for the TODOs in notes.md.' });
+  fake.on('init_project', { content: '# AGENTS.md\n\nNotes only.' });
+  const s = await SessionDriver.start(env, p.dir);
+
+  // Act and assert, as a user sees it
+  expect(await s.submit('hello')).toEqual({ kind: 'chat', reply: 'Hello! What shall we do?' });
+  const r = await s.submit('What TODOs are in my notes?');
+  expect(r.kind).toBe('task');
+  const t = await TaskDriver.attach(env, r.taskId!);
+  const review = await t.waitFor('review_requested');
+  expect(review.plan.steps.map((x) => x.id)).toEqual(['s1', 's2', 's3']);
+  await t.handle.signal('review', { decision: 'approve', planHash: review.planHash });
+  expect(await t.result()).toMatchObject({ status: 'done', answer: 'There is **one** TODO: ship it.' });
+  expect((await t.waitFor('replanned')).reason).toMatch(/no tool reads PDF files/);
+  const finished = (await t.events()).filter(
+    (e): e is Extract<KleaEvent, { type: 'step_finished' }> => e.type === 'step_finished'
+  );
+  expect(finished.find((e) => e.stepId === 's1')).toMatchObject({
+    status: 'done',
+    summary: expect.stringContaining('TODO: ship it'),
+  });
+  expect(finished.find((e) => e.stepId === 's2')).toMatchObject({
+    status: 'done',
+    reason: 'the pattern is not a valid regex',
+  });
+  expect(finished.find((e) => e.stepId === 's4')).toMatchObject({ status: 'done', summary: 'One TODO: ship it.' });
+  await s.waitIdle();
+
+  expect(await s.submit('/compact')).toEqual({ kind: 'command' });
+  expect(await s.waitFor((e) => e.type === 'memory', 'a memory event')).toMatchObject({ action: 'summarised' });
+  expect((await s.state()).memory.summary).toBe('The user greeted Klea and asked for the TODOs in notes.md.');
+  expect((await s.submit('/init')).reply).toMatch(/Wrote AGENTS.md/);
+  expect(readFileSync(path.join(p.dir, 'AGENTS.md'), 'utf8')).toBe('# AGENTS.md\n\nNotes only.\n');
+  expect(existsSync(path.join(p.dir, 'report.pdf'))).toBe(false);
+}
+
+/** Every structured request from the first one on asked through response_format, named after its node. */
+function expectJsonSchemaFrom(requests: RecordedRequest[], first: number) {
+  for (const r of requests.filter(isStructured).slice(first)) {
+    expect(r.system.split('\n')[0]).toBe(`# klea:${r.node}`);
+    expect(r.responseFormat).toMatchObject({ name: r.node, schema: { type: 'object' } });
+    expect(r.body.tools).toBeUndefined();
+    expect(r.body.tool_choice).toBeUndefined();
+    expect(r.outcome).toBe('scripted');
+  }
+}
+
+describe.each<[FakeDialect, 'prose' | 'refused']>([
+  ['ignores_tool_choice', 'prose'],
+  ['refuses_tool_choice', 'refused'],
+  ['response_format_only', 'refused'],
+])('structured_output auto against a server that %s', (dialect, firstOutcome) => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  const log = recordingLogger();
+  useFakeModelEnv({ name: `dialect-${dialect}`, dialect, log }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('every node works; the worker moves to json_schema at the first structured request and logs it once', async () => {
+    await wholeSession(env, fake);
+
+    const structured = fake.requests.filter(isStructured);
+    expect(structured[0]).toMatchObject({
+      node: 'route_request',
+      forcedFunction: 'route_request',
+      outcome: firstOutcome,
+    });
+    expectJsonSchemaFrom(fake.requests, 1);
+    // The switch happens within the first request's activity: the greeting was answered from one script entry.
+    expect(fake.requestsFor('route_request').map((r) => r.outcome)).toEqual([firstOutcome, 'scripted', 'scripted']);
+    // Plain-text nodes are asked as before.
+    for (const node of ['do_step', 'compose_answer', 'summarize_memory', 'init_project'])
+      for (const r of fake.requestsFor(node)) expect(r.responseFormat).toBeNull();
+
+    expect(switchLines(log)).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        meta: expect.objectContaining({
+          model: 'fake-model',
+          node: 'route_request',
+          reason:
+            firstOutcome === 'prose'
+              ? 'answered without the forced function call'
+              : expect.stringMatching(/refused a request with tools: 400 .*tool/),
+        }),
+      }),
+    ]);
+  });
+
+  it('the json_schema requests carry the node schemas with their bounds, and pick_tools one schema of the offered tools', async () => {
+    await wholeSession(env, fake);
+    expectJsonSchemaFrom(fake.requests, 0);
+    expect(switchLines(log)).toHaveLength(1);
+
+    const planSchema = fake.requestsFor('write_plan')[0].responseFormat!.schema as {
+      properties: { steps: { maxItems: number; items: { properties: Record<string, Record<string, unknown>> } } };
+    };
+    expect(planSchema.properties.steps.maxItems).toBe(MAX_PLAN_STEPS);
+    const stepProps = planSchema.properties.steps.items.properties;
+    expect(stepProps.id.pattern).toBe('^[A-Za-z0-9_-]{1,40}$');
+    expect(stepProps.depends_on).toMatchObject({ maxItems: MAX_PLAN_STEPS, items: { pattern: expect.any(String) } });
+    expect(stepProps.instruction.maxLength).toBeGreaterThan(0);
+
+    const pick = fake.requestsFor('pick_tools')[0];
+    expect(pick.tools).toEqual(expect.arrayContaining(['workspace__grep', 'workspace__read_file', 'no_suitable_tool']));
+    const grep = pick.toolSchemas.find((t) => t.name === 'workspace__grep')!.parameters as {
+      properties: { step_id: { enum: string[] }; pattern: unknown };
+      required: string[];
+    };
+    expect(grep.properties.step_id.enum).toEqual(['s1', 's2', 's3']);
+    expect(grep.required).toEqual(expect.arrayContaining(['step_id', 'pattern']));
+    const calls = (pick.responseFormat!.schema as { properties: { calls: { minItems: number; maxItems: number } } })
+      .properties.calls;
+    expect(calls).toMatchObject({ minItems: 1, maxItems: 12 });
+    // Without tools in the request, the prompt names what each function takes.
+    expect(pick.system).toMatch(/workspace__grep\(step_id, pattern/);
+  });
+});
+
+describe('structured_output auto against an OpenAI-like server', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  const log = recordingLogger();
+  useFakeModelEnv({ name: 'dialect-openai-auto', log }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('stays with tool calling: every structured node forces its function, nothing is logged', async () => {
+    await wholeSession(env, fake);
+    for (const r of fake.requests.filter(isStructured)) {
+      expect(r.responseFormat).toBeNull();
+      expect(r.node === 'pick_tools' ? r.toolChoice : r.forcedFunction).toBe(
+        r.node === 'pick_tools' ? 'required' : r.node
+      );
+    }
+    expect(switchLines(log)).toEqual([]);
+  });
+});
+
+describe('structured_output json_schema', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  const log = recordingLogger();
+  useFakeModelEnv(
+    { name: 'dialect-json-schema', log, overrides: { model: { structured_output: 'json_schema' } } },
+    (f, e) => {
+      fake = f;
+      env = e;
+    }
+  );
+
+  it('asks every structured node through response_format from the first request, on any server', async () => {
+    fake.dialect = 'openai';
+    await wholeSession(env, fake);
+    expectJsonSchemaFrom(fake.requests, 0);
+    fake.reset();
+    fake.dialect = 'ignores_tool_choice';
+    await wholeSession(env, fake);
+    expectJsonSchemaFrom(fake.requests, 0);
+    expect(switchLines(log)).toEqual([]);
+  });
+
+  it('re-asks an answer cut at the token limit, or a plan that parses but is wrong, with the reason; then fails clearly', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject();
+    fake.on(
+      'write_plan',
+      { content: '{"goal": "cut short', truncated: true },
+      { call: plan([step('a', 'x'), step('a', 'y')]) },
+      { call: plan([step('a', 'x', { depends_on: ['b'] }), step('b', 'y', { depends_on: ['a'] })]) }
+    );
+    const t = await TaskDriver.start(env, 'Do it', p.dir);
+    const result = await t.result();
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(/write_plan was invalid after 3 attempts: .*cycle: a -> b -> a/);
+    const asks = fake.requestsFor('write_plan');
+    expect(asks[1].text).toMatch(/cut off at the endpoint's output token limit.*\n.*\n.*Keep it much shorter/);
+    expect(asks[2].text).toMatch(/step id "a" is used more than once/);
+    expect(asks[2].text).toMatch(/Answer again with only the JSON object/);
+    expect((await t.events()).find((e) => e.type === 'error')).toMatchObject({ code: 'ModelOutputInvalid' });
+  });
+});
+
+describe('structured_output tool_calling', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  const log = recordingLogger();
+  useFakeModelEnv(
+    { name: 'dialect-tool-calling', log, overrides: { model: { structured_output: 'tool_calling' } } },
+    (f, e) => {
+      fake = f;
+      env = e;
+    }
+  );
+
+  it('forces functions on a server that honours them', async () => {
+    fake.dialect = 'openai';
+    await wholeSession(env, fake);
+    for (const r of fake.requests.filter(isStructured)) expect(r.responseFormat).toBeNull();
+  });
+
+  it('does not move on its own: a server that ignores forced functions fails the task, saying what to set', async () => {
+    fake.dialect = 'ignores_tool_choice';
+    const p = makeProject();
+    const t = await TaskDriver.start(env, 'hello', p.dir, { route: true });
+    const result = await t.result();
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(
+      /route_request was invalid after 3 attempts: no call to the function route_request was made/
+    );
+    expect(result.error).toMatch(/structured_output is tool_calling.*json_schema or auto/);
+    expect(fake.requestsFor('route_request').map((r) => r.outcome)).toEqual(['prose', 'prose', 'prose']);
+    expect(switchLines(log)).toEqual([]);
+  });
+
+  it('a server that refuses the object tool_choice fails the task at once, saying what to set', async () => {
+    fake.dialect = 'refuses_tool_choice';
+    const p = makeProject();
+    const t = await TaskDriver.start(env, 'hello', p.dir, { route: true });
+    const result = await t.result();
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(/route_request was refused \(HTTP 400\).*tool_choice.*json_schema or auto/);
+    expect((await t.events()).find((e) => e.type === 'error')).toMatchObject({ code: 'ModelRequestRefused' });
+    expect(fake.requestsFor('route_request')).toHaveLength(1);
+  });
+});

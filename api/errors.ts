@@ -22,8 +22,25 @@ export const badRequest = (message: string, details?: unknown) =>
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, 'conflict', message, details);
 /** 503: worth retrying later (every 503 carries `Retry-After`). */
-export const unavailable = (code: 'temporal_unavailable' | 'no_worker', message: string) =>
+export const unavailable = (code: 'temporal_unavailable' | 'no_worker' | 'model_unavailable', message: string) =>
   new ApiError(503, code, message);
+/** 502: the model answered, but with an error or with output Klea could not use. */
+export const badGateway = (message: string) => new ApiError(502, 'model_error', message);
+
+/** Model failures (the activity's ApplicationFailure type) and how the API reports them. */
+const MODEL_UNAVAILABLE = new Set(['ModelUnavailable', 'ModelNotConfigured']);
+const MODEL_ERROR = new Set(['ModelServerError', 'ModelRequestRefused', 'ModelOutputInvalid']);
+
+/** A failed model call as 502 `model_error` / 503 `model_unavailable`; null for any other failure. */
+export function modelError(type: string | undefined, message: string): ApiError | null {
+  if (type && MODEL_UNAVAILABLE.has(type)) return unavailable('model_unavailable', message);
+  if (type && MODEL_ERROR.has(type)) {
+    // A refused key is the one thing the operator must fix by hand: say where.
+    const hint = /HTTP 40[13]\b/.test(message) ? ' (check the model key: OPENAI_API_KEY or model.api_key)' : '';
+    return badGateway(message + hint);
+  }
+  return null;
+}
 
 /** A zod error as a 400 naming each field and why. */
 export function validationError(where: 'body' | 'query' | 'path', error: z.ZodError): ApiError {

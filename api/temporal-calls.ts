@@ -29,7 +29,7 @@ import {
 import { temporal } from '@temporalio/proto';
 import { KleaStatus } from '../common/search-attributes';
 import type * as workflows from '../workflows';
-import { ApiError, conflict, notFound, unavailable } from './errors';
+import { ApiError, conflict, modelError, notFound, unavailable } from './errors';
 
 /**
  * The workflow entry points by the name they are registered under. A type-only import: the compiler checks a
@@ -241,7 +241,9 @@ export class TemporalCalls {
       if (/^No registered handler for update: /.test(reason)) {
         return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" update`);
       }
-      return conflict(reason);
+      // A message the model could not route is the model's failure, not a conflict with the session's state.
+      const model = modelError((err.cause as { type?: string } | undefined)?.type, reason);
+      return model ?? conflict(reason);
     }
     if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC.NOT_FOUND || isClosed(err)) {
       if (!target || !isClosed(err)) return notFound(`no ${what}`);

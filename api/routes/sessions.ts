@@ -75,6 +75,7 @@ export function sessionRoutes({ calls, sessions, runUrl, ssePollMs }: SessionRou
         200: { description: 'chat reply, started task, or command result', schema: MessageResponseSchema },
         404: { description: 'no such session' },
         409: { description: 'the session has ended' },
+        502: { description: 'model_error: the model failed the routing request (its message says why)' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: ({ params, body }) => calls.update(sessionTarget(params.id), submitUpdate, body, { noun: 'message' }),

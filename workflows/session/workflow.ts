@@ -40,7 +40,7 @@ import { GrantSchema } from '../../common/task';
 import { modelNodes, projectFacts } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
-import { failureMessage } from '../task/text';
+import { failureCode, failureMessage } from '../task/text';
 import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
 import { MessageRunner } from './message-runner';
 import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
@@ -155,7 +155,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         queue.remove(item);
         const message = `could not route the message: ${failureMessage(err)}`;
         log.emit({ type: 'error', code: 'RouteFailed', message });
-        throw ApplicationFailure.nonRetryable(message, 'RouteFailed');
+        // The model's own failure type (ModelUnavailable, ModelOutputInvalid, ...) tells the API what to answer.
+        throw ApplicationFailure.nonRetryable(message, failureCode(err, 'RouteFailed'));
       }
     }
     if (item.route === 'task') item.taskId = queue.nextTaskId();

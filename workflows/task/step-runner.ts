@@ -144,8 +144,7 @@ export class StepRunner {
     }
     // A command may reach paths it does not name; the sandbox opens exactly what the session granted, no more.
     if (call.server === 'workspace' && call.tool === 'run_command')
-      for (const g of permissions.granted)
-        if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
+      for (const g of permissions.granted) if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
     meter.toolCall();
     try {
       const r = await toolCalls.callTool.executeWithOptions(

@@ -166,7 +166,7 @@ describe('API', () => {
       expect(extra.body.error.details).toEqual([{ path: 'body.colour', message: 'unknown field' }]);
       const nothing = await request(app).patch(`/sessions/${id}`).send({});
       expect(nothing.status).toBe(400);
-      expect(nothing.body.error.message).toMatch(/give mode or toolAccess/);
+      expect(nothing.body.error.message).toMatch(/give mode, toolAccess or network/);
       const badId = await request(app).get('/sessions/bad id!');
       expect(badId.status).toBe(400);
     });

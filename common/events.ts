@@ -37,7 +37,7 @@ export const ContextEventSchema = z.object({
     .nullable()
     .describe('why the effective mode differs from the requested one, or why it cannot run'),
   toolAccess: ToolAccessSchema,
-  network: NetworkSchema.optional().describe("whether sandboxed commands may reach the network"),
+  network: NetworkSchema.optional().describe('whether sandboxed commands may reach the network'),
   projectDir: z.string(),
   projectContextFile: z.string().nullable(),
 });

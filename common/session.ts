@@ -3,15 +3,15 @@ import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import type { KleaEvent } from './events';
 import { GrantSchema } from './path-guard';
-import { TurnSchema } from './task';
+import { TurnSchema, type Turn } from './task';
+
+export type { Turn };
 
 export const MemorySettingsSchema = z.strictObject({
   summarisationThresholdChars: z.number().int().positive(),
   numHistoryChars: z.number().int().positive(),
 });
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
-
-export type Turn = z.infer<typeof TurnSchema>;
 
 export const QueuedMessageSchema = z.strictObject({
   seq: z.number().int(),

@@ -10,6 +10,7 @@ export { GrantSchema };
 export type SessionGrant = Grant;
 
 export const TurnSchema = z.strictObject({ role: z.enum(['user', 'assistant']), text: z.string() });
+export type Turn = z.infer<typeof TurnSchema>;
 
 export const TaskInputSchema = z.strictObject({
   taskId: z.string().min(1),

@@ -7,16 +7,11 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
-import type { StepResultView } from '../../common/task';
+import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
-
-export interface Turn {
-  role: 'user' | 'assistant';
-  text: string;
-}
 
 const section = (title: string, body: string | undefined | null) =>
   body && body.trim() ? `## ${title}\n${body.trim()}` : '';

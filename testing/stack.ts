@@ -27,7 +27,19 @@ export interface Stack {
 
 export async function startStack(opts: { taskQueue: string; projectDir?: string }): Promise<Stack> {
   const { taskQueue } = opts;
-  Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
+  // Quiet, except for what says something is wrong (a failing workflow task must never pass unnoticed).
+  const loud = (level: string, message: string, meta?: Record<string, unknown>) =>
+    process.stderr.write(`stack ${level}: ${message} ${meta ? JSON.stringify(meta).slice(0, 2000) : ''}\n`);
+  Runtime.install({
+    logger: {
+      log: (level, message, meta) => (level === 'WARN' || level === 'ERROR' ? loud(level, message, meta) : undefined),
+      trace() {},
+      debug() {},
+      info() {},
+      warn: (m, meta) => loud('WARN', m, meta),
+      error: (m, meta) => loud('ERROR', m, meta),
+    },
+  });
   const server = await startDevServer({
     port: await findFreePort(),
     httpPort: await findFreePort(),

@@ -191,11 +191,6 @@ export function sandboxFiles(dir: string): SandboxFiles {
   return files;
 }
 
-/** The real paths of the hidden entries under `root`: the caller's sensitive matches plus Klea's own state. */
-export function insideRoot(root: string, candidates: readonly string[]): string[] {
-  return candidates.filter((c) => c === root || c.startsWith(root + path.sep));
-}
-
 /** A pids cgroup for one command: its process cap, and the way to end every process in it. */
 export interface ProcessGroupCap {
   /** The file a process writes its pid to, to join. */

@@ -22,8 +22,10 @@ export const badRequest = (message: string, details?: unknown) =>
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, 'conflict', message, details);
 /** 503: worth retrying later (every 503 carries `Retry-After`). */
-export const unavailable = (code: 'temporal_unavailable' | 'no_worker' | 'model_unavailable', message: string) =>
-  new ApiError(503, code, message);
+export const unavailable = (
+  code: 'temporal_unavailable' | 'no_worker' | 'model_unavailable' | 'not_applied',
+  message: string
+) => new ApiError(503, code, message);
 /** 502: the model answered, but with an error or with output Klea could not use. */
 export const badGateway = (message: string) => new ApiError(502, 'model_error', message);
 

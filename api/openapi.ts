@@ -58,7 +58,8 @@ export const TEMPORAL_DOWN_OR_NO_WORKER = {
   503: {
     description:
       'temporal_unavailable: Temporal is unreachable or did not answer in time; no_worker: no worker is polling ' +
-      'the task queue, or none answered in time (see Retry-After)',
+      'the task queue, or none answered in time; not_applied: the message or decision arrived as the workflow ' +
+      'changed state and was not applied (see Retry-After)',
   },
 };
 

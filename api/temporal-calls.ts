@@ -11,6 +11,7 @@
  * Each call has a deadline: without one the client retries an unreachable server for about 20 s and waits for
  * an update that no worker takes for ever.
  */
+import { randomUUID } from 'node:crypto';
 import {
   QueryNotRegisteredError,
   WorkflowNotFoundError,
@@ -61,7 +62,11 @@ export const DEFAULT_ACCEPT_TIMEOUT_MS = 10_000;
 const POLLER_FRESH_MS = 90_000;
 
 /** gRPC status codes (the client does not re-export grpc-js's enum). */
-const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
+const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
+
+/** How often an update is sent when the workflow task that carried it failed (see `updateNotApplied`). */
+const UPDATE_ATTEMPTS = 4;
+const UPDATE_RETRY_DELAY_MS = 100;
 
 interface Call {
   kind: 'query' | 'update' | 'signal' | 'describe' | 'start' | 'terminate' | 'describeTaskQueue';
@@ -78,9 +83,24 @@ function grpcCode(err: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * The workflow task that carried an update failed on the server, so the update was not applied and nothing from
+ * that task was kept. It happens when the workflow closes in the very task that also received the update (a
+ * `cancel` signal, then at once a decision, while an activity finishes): the server refuses to close a workflow
+ * while new events wait (UnhandledCommand) and drops the updates sent with that task. Sending the update again,
+ * with the same id, is safe: it reaches the workflow as it now is (usually ended, so the caller hears 409).
+ */
+function updateNotApplied(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(e) && e.code === GRPC.FAILED_PRECONDITION && /workflow task failure/i.test(e.details))
+      return true;
+  }
+  return false;
+}
+
 function isClosed(err: unknown): boolean {
   const text = `${(err as Error)?.message ?? ''} ${String((err as { cause?: { message?: string } })?.cause?.message ?? '')}`;
-  return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed/i.test(text);
+  return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed|aborted by closing workflow/i.test(text);
 }
 
 const ENDED: Record<string, string> = {
@@ -165,16 +185,24 @@ export class TemporalCalls {
   ): Promise<Ret> {
     if (!opts.workerChecked) await this.requireWorker(opts.noun, target);
     const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
-    const accepted = await this.run(
-      target,
-      call,
-      () =>
-        this.handle(target).startUpdate(def, {
-          args: [arg],
-          waitForStage: WorkflowUpdateStage.ACCEPTED,
-        }),
-      this.acceptTimeoutMs
-    );
+    const updateId = randomUUID();
+    const send = () =>
+      this.within(this.acceptTimeoutMs, () =>
+        this.handle(target).startUpdate(def, { args: [arg], updateId, waitForStage: WorkflowUpdateStage.ACCEPTED })
+      );
+    let accepted: Awaited<ReturnType<typeof send>>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        accepted = await send();
+        break;
+      } catch (err) {
+        if (attempt < UPDATE_ATTEMPTS && updateNotApplied(err)) {
+          await new Promise((r) => setTimeout(r, UPDATE_RETRY_DELAY_MS * attempt));
+          continue;
+        }
+        throw await this.toApiError(err, target, call);
+      }
+    }
     try {
       return await accepted.result();
     } catch (err) {
@@ -255,6 +283,13 @@ export class TemporalCalls {
       }
     }
 
+    if (updateNotApplied(err)) {
+      return unavailable(
+        'not_applied',
+        `the ${call.noun ?? 'update'} was not applied: ${what} changed state at the moment it arrived, ` +
+          `${UPDATE_ATTEMPTS} times in a row; nothing changed, look at its state and try again`
+      );
+    }
     const code = grpcCode(err);
     const timedOut = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || code === GRPC.DEADLINE_EXCEEDED;
     if (timedOut && (call.kind === 'query' || call.kind === 'update')) return this.whyNoAnswer(call);

@@ -15,7 +15,7 @@ export const ErrorResponseSchema = z.object({
       .string()
       .describe(
         'machine-readable error code, e.g. invalid_request, unauthorized, not_found, conflict, ' +
-          'temporal_unavailable, no_worker'
+          'temporal_unavailable, no_worker, not_applied'
       ),
     message: z.string().describe('what went wrong, for people'),
     details: z

@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { createApp } from '../api/app';
 import { REPO_ROOT } from '../runtime/temporal';
 import { startStack } from '../testing/stack';
@@ -100,6 +102,7 @@ async function main() {
       'with a token set, calling without it',
       (await runSchemathesis('token-missing', docFile, [], secured.url)).code,
     ]);
+    if (results.some(([, c]) => c !== 0)) await printFailedWorkflowTasks(client);
   } finally {
     for (const s of [open.srv, secured.srv]) {
       s.closeAllConnections();
@@ -110,6 +113,24 @@ async function main() {
   for (const [what, code] of results)
     console.log(`fuzz ${what}: ${code === 0 ? 'no failures' : `FAILED (schemathesis exit ${code})`}`);
   process.exit(results.every(([, c]) => c === 0) ? 0 : 1);
+}
+
+/** For a failed run: every workflow whose history holds a failed workflow task, with the events around it. */
+async function printFailedWorkflowTasks(client: Client): Promise<void> {
+  for await (const wf of client.workflow.list()) {
+    const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    const events = history.events ?? [];
+    const failed = events.findIndex((e) => e.workflowTaskFailedEventAttributes);
+    if (failed < 0) continue;
+    const name = (e: (typeof events)[number]) => {
+      const type = String(temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? e.eventType).replace('EVENT_TYPE_', '');
+      const signal = e.workflowExecutionSignaledEventAttributes?.signalName;
+      const update = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name;
+      const cause = e.workflowTaskFailedEventAttributes?.cause;
+      return `${e.eventId} ${type}${signal ? ` (${signal})` : ''}${update ? ` (${update})` : ''}${cause ? ` cause=${temporal.api.enums.v1.WorkflowTaskFailedCause[cause]}` : ''}`;
+    };
+    console.error(`failed workflow task in ${wf.workflowId}:\n  ${events.map(name).join('\n  ')}`);
+  }
 }
 
 main().catch((err: unknown) => {

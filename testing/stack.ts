@@ -40,10 +40,21 @@ export async function startStack(opts: { taskQueue: string; projectDir?: string 
       error: (m, meta) => loud('ERROR', m, meta),
     },
   });
+  // The server's own account of a workflow task it failed (a command it refused) is logged at info level only.
+  let serverLines = '';
   const server = await startDevServer({
     port: await findFreePort(),
     httpPort: await findFreePort(),
     metricsPort: await findFreePort(),
+    logLevel: 'info',
+    onOutput: (chunk) => {
+      serverLines += chunk;
+      const lines = serverLines.split('\n');
+      serverLines = lines.pop() ?? '';
+      for (const line of lines)
+        if (/Failing the workflow task|"level":"(warn|error)"|\b(WARN|ERROR)\b/i.test(line))
+          process.stderr.write(`temporal: ${line.slice(0, 2000)}\n`);
+    },
   });
   const fake = await FakeModel.start();
   const config = resolveConfig(

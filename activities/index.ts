@@ -5,7 +5,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
 import type { ModelUsage } from '../common/model-protocol';
+import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
+import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
 import * as nodes from './llm/nodes';
 import { routeRequest, type RouteRequestInput, type RouteRequestResult } from './llm/route-request';
@@ -53,9 +55,16 @@ export function createActivities(deps: ActivityDeps) {
       return routeRequest(model, input);
     },
 
-    /** The project instruction file in use (for the `context` event); its text stays out of workflow history. */
-    async projectContextInfo(input: { projectDir: string }): Promise<{ file: string | null }> {
-      return { file: (await projectContext.read(input.projectDir)).file };
+    /**
+     * The project instruction file in use and where this worker runs commands (for the `context` event); the
+     * file's text stays out of workflow history.
+     */
+    async projectContextInfo(input: { projectDir: string }): Promise<ProjectContextInfo> {
+      const [ctx, sandbox] = await Promise.all([
+        projectContext.read(input.projectDir),
+        sandboxReport(deps.config.tools.sandbox),
+      ]);
+      return { file: ctx.file, sandbox: sandbox.status, sandboxNote: sandboxNote(sandbox) };
     },
 
     async writePlan(input: nodes.WritePlanInput) {

@@ -1,7 +1,12 @@
-/** The health probe (GET /healthz): Temporal reachability, worker presence and model configuration. */
+/**
+ * The health probe (GET /healthz): Temporal reachability, worker presence, model configuration, and the workers'
+ * command sandbox (read from their Temporal identities; it does not change the overall status, since everything
+ * but run_command works without it).
+ */
 import type { z } from 'zod';
 import { HealthResponseSchema } from '../common/api';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../common/config';
+import { sandboxOfIdentity, type SandboxStatus } from '../common/sandbox-status';
 import { RETRY_AFTER_SECONDS } from './errors';
 import { defineRoute, type RouteSpec } from './route';
 import type { TemporalCalls } from './temporal-calls';
@@ -17,11 +22,13 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
     error: undefined as string | undefined,
   };
   const worker = { status: 'unknown' as 'ok' | 'none' | 'unknown', taskQueue, pollers: 0 };
+  let sandbox: Health['sandbox'] = { status: 'unknown', detail: 'no worker has said where it runs commands' };
   try {
     // A health check answers within seconds even when Temporal is down.
-    const { pollers } = await calls.workerPresence(Math.min(3000, calls.callTimeoutMs));
+    const { pollers, identities } = await calls.workerPresence(Math.min(3000, calls.callTimeoutMs));
     worker.pollers = pollers;
     worker.status = pollers > 0 ? 'ok' : 'none';
+    sandbox = sandboxHealth(identities);
   } catch (err) {
     temporalStatus.status = 'unreachable';
     temporalStatus.error = err instanceof Error ? err.message : String(err);
@@ -36,8 +43,25 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
       name: config.model.name,
       ...(modelOk ? {} : { hint: MODEL_NOT_CONFIGURED_HINT }),
     },
+    sandbox,
     temporalUi: uiUrl,
   };
+}
+
+/** The command sandbox of the workers polling now: any that cannot run it is reported first. */
+function sandboxHealth(identities: readonly string[]): Health['sandbox'] {
+  const seen = identities.map(sandboxOfIdentity).filter((s): s is SandboxStatus => s !== null);
+  const count = (s: SandboxStatus) => seen.filter((x) => x === s).length;
+  const of = (n: number) => `${n} of ${identities.length} worker(s)`;
+  if (count('unavailable'))
+    return {
+      status: 'unavailable',
+      detail: `${of(count('unavailable'))} cannot run the command sandbox, so run_command is refused there (the worker's log says why)`,
+    };
+  if (count('off'))
+    return { status: 'off', detail: `${of(count('off'))} run commands without the sandbox (tools.sandbox.mode: none)` };
+  if (count('on')) return { status: 'on', detail: `${of(count('on'))} run commands in the bubblewrap sandbox` };
+  return { status: 'unknown', detail: 'no worker has said where it runs commands' };
 }
 
 export function healthRoute(deps: { calls: TemporalCalls; config: Config }): RouteSpec {

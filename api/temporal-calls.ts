@@ -62,7 +62,13 @@ export const DEFAULT_ACCEPT_TIMEOUT_MS = 10_000;
 const POLLER_FRESH_MS = 90_000;
 
 /** gRPC status codes (the client does not re-export grpc-js's enum). */
-const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
+const GRPC = {
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  UNAVAILABLE: 14,
+} as const;
 
 /** How often an update is sent when the workflow task that carried it failed (see `updateNotApplied`). */
 const UPDATE_ATTEMPTS = 4;
@@ -100,7 +106,9 @@ function updateNotApplied(err: unknown): boolean {
 
 function isClosed(err: unknown): boolean {
   const text = `${(err as Error)?.message ?? ''} ${String((err as { cause?: { message?: string } })?.cause?.message ?? '')}`;
-  return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed|aborted by closing workflow/i.test(text);
+  return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed|aborted by closing workflow/i.test(
+    text
+  );
 }
 
 const ENDED: Record<string, string> = {
@@ -210,8 +218,8 @@ export class TemporalCalls {
     }
   }
 
-  /** Workers that polled the task queue recently. Throws Temporal's error when it cannot be asked. */
-  async workerPresence(timeoutMs = this.callTimeoutMs): Promise<{ pollers: number }> {
+  /** Workers that polled the task queue recently, and their identities. Throws Temporal's error when it cannot be asked. */
+  async workerPresence(timeoutMs = this.callTimeoutMs): Promise<{ pollers: number; identities: string[] }> {
     const res = await this.within(timeoutMs, () =>
       this.client.workflowService.describeTaskQueue({
         namespace: this.namespace,
@@ -225,7 +233,7 @@ export class TemporalCalls {
       const ms = t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
       return now - ms < POLLER_FRESH_MS;
     });
-    return { pollers: fresh.length };
+    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? '') };
   }
 
   /** 503 `no_worker` unless a worker polls; for an existing workflow, 404 or 409 first when that is the truth. */

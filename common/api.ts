@@ -39,6 +39,11 @@ export const HealthResponseSchema = z.object({
     pollers: z.number().int().describe('workers seen polling the task queue recently'),
   }),
   model: z.object({ status: z.enum(['configured', 'not_configured']), name: z.string(), hint: z.string().optional() }),
+  sandbox: z
+    .object({ status: z.enum(['on', 'off', 'unavailable', 'unknown']), detail: z.string() })
+    .describe(
+      "the polling workers' command sandbox: on, off (tools.sandbox.mode: none), unavailable (commands refused)"
+    ),
   temporalUi: z.string(),
 });
 

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ToolAccessSchema } from './config';
 import { PlanShape } from './plan';
+import { SandboxStatusSchema } from './sandbox-status';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
 import { TaskStatusSchema } from './status';
 
@@ -38,6 +39,8 @@ export const ContextEventSchema = z.object({
     .describe('why the effective mode differs from the requested one, or why it cannot run'),
   toolAccess: ToolAccessSchema,
   network: NetworkSchema.optional().describe('whether sandboxed commands may reach the network'),
+  sandbox: SandboxStatusSchema.optional().describe('where commands run, as the worker found it'),
+  sandboxNote: z.string().nullable().optional().describe('for a sandbox that is off or unavailable: what that means'),
   projectDir: z.string(),
   projectContextFile: z.string().nullable(),
 });

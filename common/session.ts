@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import type { KleaEvent } from './events';
 import { GrantSchema } from './path-guard';
+import { SandboxStatusSchema } from './sandbox-status';
 import { TurnSchema, type Turn } from './task';
 
 export type { Turn };
@@ -45,6 +46,7 @@ export const SessionCarrySchema = z.strictObject({
   lastSeq: z.number().int(),
   recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
   contextFile: z.string().nullable(),
+  sandbox: z.object({ status: SandboxStatusSchema, note: z.string().nullable() }).optional(),
   runs: z.number().int(),
 });
 export type SessionCarry = z.infer<typeof SessionCarrySchema>;

@@ -168,6 +168,12 @@
       ctx.mode + (ctx.requestedMode && ctx.requestedMode !== ctx.mode ? ' (requested ' + ctx.requestedMode + ')' : '');
     $('tool-access').value = ctx.toolAccess;
     if (ctx.network) $('network').value = ctx.network;
+    if (ctx.sandbox) {
+      const sandbox = $('sandbox');
+      sandbox.textContent = ctx.sandbox === 'on' ? 'on (bubblewrap)' : ctx.sandbox + ': ' + (ctx.sandboxNote || '');
+      sandbox.className = ctx.sandbox === 'on' ? '' : 'note';
+      sandbox.setAttribute('data-state', ctx.sandbox);
+    }
     $('context-file').textContent = ctx.projectContextFile || 'none';
     $('project-dir').textContent = ctx.projectDir;
     const note = $('mode-note');

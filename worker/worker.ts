@@ -1,10 +1,13 @@
 /** Builds a Klea worker: the prebuilt workflow bundle plus the activities made by createActivities(deps). */
+import os from 'node:os';
 import { Context } from '@temporalio/activity';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { McpPool } from '../activities/mcp/pool';
 import type { Config } from '../common/config';
+import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
+import { sandboxReport } from '../runtime/sandbox-probe';
 
 export interface KleaWorkerOptions {
   connection: NativeConnection;
@@ -57,13 +60,17 @@ function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<u
 
 export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWorker> {
   const pool = new McpPool(opts.log);
+  // The identity says where this worker runs commands, so /healthz can tell without running one.
+  const sandbox = await sandboxReport(opts.config.tools.sandbox);
+  if (sandbox.problem) opts.log.warn(`run_command is unavailable on this worker: ${sandbox.problem}`);
+  const identity = opts.identity ?? workerIdentity(`${process.pid}@${os.hostname()}`, sandbox.status);
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: opts.workflowBundle,
     activities: withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool })),
-    ...(opts.identity ? { identity: opts.identity } : {}),
+    identity,
     ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
     // Graceful shutdown gives in-flight activities a moment to finish before they are cancelled.
     shutdownGraceTime: '10s',

@@ -79,6 +79,9 @@ describe('the web page, end to end', () => {
 
     await page.goto(base);
     await page.getByText('live', { exact: true }).waitFor();
+    // The status pane says where commands run (the worker found bubblewrap working).
+    await page.locator('#sandbox[data-state="on"]').waitFor();
+    expect(await page.locator('#sandbox').textContent()).toBe('on (bubblewrap)');
     await page.getByLabel('Message (type / for commands)').fill('Summarise the secret file');
     await page.keyboard.press('Enter');
 

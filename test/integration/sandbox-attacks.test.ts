@@ -10,6 +10,8 @@
 import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import request from 'supertest';
+import { createApp } from '../../api/app';
 import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
@@ -33,6 +35,14 @@ async function everythingShown(t: TaskDriver): Promise<string> {
     v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v
   );
   return [JSON.stringify(await t.events()), JSON.stringify(await t.state()), decoded].join('\n');
+}
+
+/** Where the task's `context` event and /healthz say commands run. */
+async function sandboxShown(env: TestEnv, t: TaskDriver) {
+  const context = (await t.events()).find((e) => e.type === 'context') as
+    { sandbox?: string; sandboxNote?: string | null } | undefined;
+  const health = await request(createApp({ client: env.client, config: env.config })).get('/healthz');
+  return { context: { sandbox: context?.sandbox, note: context?.sandboxNote ?? null }, health: health.body.sandbox };
 }
 
 /** Host processes whose command line contains `token` (a sandbox that ended leaves none). */
@@ -234,6 +244,9 @@ describe('the command sandbox', () => {
     expect(outputs[0]).toContain('1,2,3');
     expect(outputs[0]).toContain("['build', 'notes.txt']");
     expect(outputs[0]).toContain('inside the project');
+    const shown = await sandboxShown(env, t);
+    expect(shown.context).toEqual({ sandbox: 'on', note: null });
+    expect(shown.health).toEqual({ status: 'on', detail: '1 of 1 worker(s) run commands in the bubblewrap sandbox' });
   });
 
   it('an outside path allowed once is there for that command only', async () => {
@@ -324,6 +337,11 @@ describe('the command sandbox where it cannot run, and when it is turned off', (
     expect(JSON.stringify(finished)).toMatch(/No permissions to creating new namespace/);
     expect(JSON.stringify(finished)).toMatch(/tools\.sandbox\.mode: none/);
     expect(existsSync(path.join(p.dir, 'ran.txt'))).toBe(false);
+    // Said up front too: in the context event (the status pane shows it) and by /healthz.
+    const shown = await sandboxShown(env, t);
+    expect(shown.context.sandbox).toBe('unavailable');
+    expect(shown.context.note).toMatch(/^commands are refused: .*No permissions to creating new namespace/);
+    expect(shown.health).toEqual({ status: 'unavailable', detail: expect.stringMatching(/^1 of 1 worker/) });
   });
 });
 
@@ -357,5 +375,11 @@ describe('the command sandbox turned off (tools.sandbox.mode: none)', () => {
     const summary = ((await t.events()).find((e) => e.type === 'step_finished') as { summary: string }).summary;
     expect(summary).toMatch(/PATH=/);
     expect(summary).not.toMatch(/KLEA_WORKSPACE_GRANT_KEY/);
+    const shown = await sandboxShown(env, t);
+    expect(shown.context).toEqual({
+      sandbox: 'off',
+      note: 'commands run WITHOUT the sandbox (tools.sandbox.mode: none)',
+    });
+    expect(shown.health.status).toBe('off');
   });
 });

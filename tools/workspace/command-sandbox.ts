@@ -10,12 +10,12 @@ import path from 'node:path';
 import { promises as fs } from 'node:fs';
 import { NETWORK_META_KEY } from '../../common/workspace-protocol';
 import { verifiedGrants } from '../../runtime/grant-signing';
+import { probeSandbox, type SandboxProbe } from '../../runtime/sandbox-probe';
 import { scrubEnv } from './env';
 import type { PathGate } from './path-gate';
 import {
   DEFAULT_SANDBOX_LIMITS,
   makeProcessCap,
-  probeSandbox,
   SANDBOX_PATH,
   sandboxFiles,
   sandboxLaunch,
@@ -23,7 +23,6 @@ import {
   type SandboxLaunch,
   type SandboxLimits,
   type SandboxMode,
-  type SandboxProbe,
 } from './sandbox';
 import { ToolError } from './tool-result';
 

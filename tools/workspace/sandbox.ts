@@ -7,9 +7,8 @@
  * minimal /dev, a private /tmp and an empty HOME, and ends with everything it started.
  *
  * The argument list is built by a pure function (`sandboxArgs`) so the policy can be read and tested on its own;
- * `probeSandbox` tells whether bubblewrap can create its namespaces on this machine.
+ * Whether bubblewrap works on this machine is `probeSandbox` (runtime/sandbox-probe, shared with the worker).
  */
-import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PathOp } from '../../common/path-guard';
@@ -135,41 +134,6 @@ export function sandboxArgs(policy: SandboxPolicy, exists: (p: string) => boolea
 
 /** The PATH a command gets: system locations only (a PATH into the worker's home would not exist in the sandbox). */
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-export interface SandboxProbe {
-  available: boolean;
-  /** Why not, and how to fix it; null when available. */
-  problem: string | null;
-}
-
-/**
- * Whether bubblewrap can create the namespaces a command needs here. Some containers forbid user namespaces;
- * there commands are refused (never run unsandboxed) and the operator is told what to change.
- */
-export function probeSandbox(bwrap: string, timeoutMs = 10_000): Promise<SandboxProbe> {
-  return new Promise((resolve) => {
-    execFile(
-      bwrap,
-      ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true'],
-      { timeout: timeoutMs },
-      (err, _stdout, stderr) => {
-        if (!err) return resolve({ available: true, problem: null });
-        const e = err as NodeJS.ErrnoException;
-        const why =
-          e.code === 'ENOENT'
-            ? `bubblewrap is not installed (${bwrap}): install the Debian package "bubblewrap"`
-            : (stderr || e.message).trim().split('\n')[0];
-        resolve({
-          available: false,
-          problem:
-            `the command sandbox cannot run here (${why}). Set tools.sandbox.mode: none to run commands without it, ` +
-            'or allow user namespaces (sysctl kernel.unprivileged_userns_clone=1; in Docker, ' +
-            '--security-opt seccomp=unconfined --security-opt apparmor=unconfined)',
-        });
-      }
-    );
-  });
-}
 
 export interface SandboxFiles {
   passwd: string;

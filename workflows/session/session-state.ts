@@ -13,6 +13,7 @@ import {
   type SessionInputSchema,
   type SessionState,
 } from '../../common/session';
+import type { SandboxStatus } from '../../common/sandbox-status';
 import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
@@ -39,6 +40,8 @@ export class Session {
   readonly tasks: string[];
   /** The project context file in use (AGENTS.md, CLAUDE.md), or null. */
   contextFile: string | null;
+  /** Where the worker runs commands, as it said at the session's start (null: not known). */
+  sandbox: { status: SandboxStatus; note: string | null } | null;
   /** Runs of this session so far, this one included. */
   readonly runs: number;
   currentTaskId: string | null = null;
@@ -54,6 +57,7 @@ export class Session {
     this.queue = new MessageQueue(input.sessionId, carry);
     this.tasks = [...(carry?.tasks ?? [])];
     this.contextFile = carry?.contextFile ?? null;
+    this.sandbox = carry?.sandbox ?? null;
     this.runs = (carry?.runs ?? 0) + 1;
   }
 
@@ -95,6 +99,7 @@ export class Session {
       modeNote: this.mode === 'scientific' ? SCIENTIFIC_MODE_EXPLANATION : null,
       toolAccess: this.toolAccess,
       network: this.network,
+      ...(this.sandbox ? { sandbox: this.sandbox.status, sandboxNote: this.sandbox.note } : {}),
       projectDir: this.input.projectDir,
       projectContextFile: this.contextFile,
     };
@@ -147,6 +152,7 @@ export class Session {
         lastSeq: log.lastSeq,
         recentEvents: log.tail(CARRIED_EVENTS),
         contextFile: this.contextFile,
+        ...(this.sandbox ? { sandbox: this.sandbox } : {}),
         runs: this.runs,
       },
     };

@@ -201,8 +201,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   if (!input.carry) {
     const ctx = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
-      .catch(() => ({ file: null }));
+      .catch(() => ({ file: null, sandbox: undefined, sandboxNote: undefined }));
     session.contextFile = ctx.file;
+    session.sandbox = ctx.sandbox ? { status: ctx.sandbox, note: ctx.sandboxNote ?? null } : null;
     emitContext();
   }
   showDetails();

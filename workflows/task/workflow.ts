@@ -211,7 +211,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);
     const context = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
-      .catch(() => ({ file: null }));
+      .catch(() => ({ file: null, sandbox: undefined, sandboxNote: undefined }));
     const declined = input.mode === 'scientific';
     log.emit({
       type: 'context',
@@ -221,6 +221,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
       toolAccess: input.toolAccess,
       network: input.network,
+      sandbox: context.sandbox,
+      sandboxNote: context.sandboxNote,
       projectDir: input.projectDir,
       projectContextFile: context.file,
     });

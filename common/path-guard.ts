@@ -178,6 +178,8 @@ export interface PathFacts {
   exists: boolean;
   /** Set when the path cannot be resolved safely (symlink loop, too many links...). */
   problem?: string;
+  /** For an existing regular file: how many names (hard links) it has. */
+  links?: number;
 }
 
 export interface RootFacts {
@@ -226,6 +228,13 @@ export function classifyPath(
     };
   }
   const rel = relativeTo(root.real, facts.real);
+  // Security: another name of a hard-linked file may be outside the project (or a sensitive file), and nothing
+  // tells where; such a file is treated as outside unless the user grants it.
+  if (facts.links !== undefined && facts.links > 1)
+    return {
+      class: 'outside',
+      reason: `a file with ${facts.links} hard links (another of its names may be outside the project)`,
+    };
   const hit = sensitive.match(rel) ?? (requested ? sensitive.match(basename(requested)) : null);
   if (hit) return { class: 'sensitive', reason: `a sensitive file (matches "${hit}")` };
   return { class: 'inside', reason: 'inside the project directory' };

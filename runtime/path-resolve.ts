@@ -67,15 +67,12 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
     parts.push(seg);
   }
   const real = `/${parts.join('/')}`;
+  const stat = exists ? await fs.lstat(real).catch(() => null) : null;
   return {
     absolute,
     real,
-    exists:
-      exists &&
-      (await fs.lstat(real).then(
-        () => true,
-        () => false
-      )),
+    exists: stat !== null,
+    ...(stat?.isFile() ? { links: stat.nlink } : {}),
   };
 }
 

@@ -2,9 +2,11 @@
  * The bundled workspace MCP server, over an in-memory transport and over stdio (as any MCP client would start
  * it): every tool, every refusal, and a canary file outside the root that no ungranted call can read or change.
  */
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
+  linkSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -21,6 +23,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { createWorkspaceServer } from '../../tools/workspace/create-server';
+import { atomicWrite, readText } from '../../tools/workspace/fs-ops';
 import { GRANT_KEY_ENV, GRANTS_META_KEY } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
 
@@ -469,5 +472,77 @@ describe('workspace server: a retry after the server died mid-change', () => {
     expect(res.isError).toBe(true);
     expect(textOf(res)).toMatch(new RegExp(`write_file on ${file} was interrupted and the file has changed since`));
     expect(readFileSync(path.join(root, file), 'utf8')).toBe('from the user\n');
+  });
+});
+
+describe('workspace server: hard links, swapped paths, FIFOs and patterns that never end', () => {
+  let c: Client;
+  let dir: string;
+  let secret: string;
+  const SECRET = 'secret: another name of this file is in the project';
+  const callOn = (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+    c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) });
+
+  beforeAll(async () => {
+    dir = path.join(base, 'harden');
+    mkdirSync(path.join(base, 'outside-h'), { recursive: true });
+    mkdirSync(dir, { recursive: true });
+    secret = path.join(base, 'outside-h/secret.txt');
+    writeFileSync(secret, SECRET);
+    linkSync(secret, path.join(dir, 'linked.txt'));
+    writeFileSync(path.join(dir, 'plain.txt'), 'a plain file\n');
+    // (a+)+$ against many a's and no match at the end backtracks for ever.
+    writeFileSync(path.join(dir, 'slow.txt'), `${'a'.repeat(40)}!\n`);
+    execFileSync('mkfifo', [path.join(dir, 'pipe')]);
+    c = new Client({ name: 'test', version: '1' });
+    const server = createWorkspaceServer({ root: dir, grantKey: KEY, limits: { grepTimeMs: 500 } });
+    const [clientT, serverT] = InMemoryTransport.createLinkedPair();
+    await Promise.all([server.connect(serverT), c.connect(clientT)]);
+  });
+  afterAll(async () => {
+    await c.close();
+  });
+
+  it('a hard-linked file is refused unless granted, and a directory search skips it', async () => {
+    const refused = await callOn('read_file', { path: 'linked.txt' });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/^refused: linked\.txt is a file with 2 hard links/);
+    expect(textOf(await callOn('grep', { pattern: 'secret' }))).toBe('no matches for /secret/');
+    const grants = signGrants(KEY, [{ path: path.join(dir, 'linked.txt'), op: 'read' }]);
+    expect(textOf(await callOn('read_file', { path: 'linked.txt' }, { [GRANTS_META_KEY]: grants }))).toBe(SECRET);
+    // An edit through it would change the outside name too: refused as well.
+    const edit = await callOn('edit_file', { path: 'linked.txt', old_string: 'secret', new_string: 'pwned' });
+    expect(edit.isError).toBe(true);
+    expect(readFileSync(secret, 'utf8')).toBe(SECRET);
+  });
+
+  it('a FIFO is refused at once, not waited on', async () => {
+    const res = await callOn('read_file', { path: 'pipe' });
+    expect(res.isError).toBe(true);
+    expect(textOf(res)).toMatch(/pipe is not a regular file/);
+  });
+
+  it('a pattern that backtracks for ever is stopped at the time limit, and the server keeps answering', async () => {
+    const res = await callOn('grep', { pattern: '(a+)+$', path: 'slow.txt' });
+    expect(res.isError).toBe(true);
+    expect(textOf(res)).toMatch(/^grep stopped after 0\.5 s: the pattern \/\(a\+\)\+\$\/ took too long/);
+    expect(textOf(await callOn('read_file', { path: 'plain.txt' }))).toBe('a plain file');
+    expect(textOf(await callOn('grep', { pattern: 'plain' }))).toBe('plain.txt:1: a plain file');
+  });
+
+  it('reads and writes go through the checked directory: a symlink put in the way is refused', async () => {
+    // What the gate checked was a plain file and a plain directory; by the time of use they are symlinks.
+    symlinkSync(secret, path.join(dir, 'swapped.txt'));
+    await expect(readText({ real: path.join(dir, 'swapped.txt'), class: 'inside' }, async (p) => p)).rejects.toThrow(
+      /swapped\.txt changed while it was being checked/
+    );
+    symlinkSync(path.join(base, 'outside-h'), path.join(dir, 'sub'));
+    await expect(atomicWrite(path.join(dir, 'sub', 'planted.txt'), 'pwned')).rejects.toThrow(
+      /changed while it was being checked/
+    );
+    expect(existsSync(path.join(base, 'outside-h/planted.txt'))).toBe(false);
+    await expect(
+      readText({ real: path.join(dir, 'sub', 'secret.txt'), class: 'inside' }, async (p) => p)
+    ).rejects.toThrow(/changed while it was being checked/);
   });
 });

@@ -2,7 +2,7 @@
  * The path guard against attacks. Each case is named after the attack it stops and asserts the classification
  * of a real file-system fixture (symlinks included).
  */
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
@@ -47,6 +47,7 @@ beforeAll(() => {
   symlinkSync('../../outside/pkg', path.join(root, 'node_modules/pkg'));
   symlinkSync('.env', path.join(root, 'notes.txt'));
   symlinkSync('/etc', path.join(root, 'etc-link'));
+  linkSync(path.join(base, 'outside/secret.txt'), path.join(root, 'hardlinked.txt'));
 });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
@@ -140,6 +141,12 @@ describe('path guard: which arguments are paths', () => {
       ['paths[0]', 'inside'],
       ['paths[1]', 'outside'],
     ]);
+  });
+
+  it('a file with a second name (hard link) counts as outside: that name may be outside the project', async () => {
+    const [r] = await classify({ path: 'hardlinked.txt' });
+    expect(r).toMatchObject({ class: 'outside', reason: expect.stringMatching(/2 hard links/) });
+    expect(await classOf('src/app.ts')).toBe('inside');
   });
 
   it("run_command's cwd outside the project is an execute on an outside path", async () => {

@@ -10,6 +10,8 @@ export const DEFAULT_LIMITS = {
   findResults: 500,
   grepResults: 200,
   grepFileBytes: 2 * 1024 * 1024,
+  /** A grep call's matching is stopped after this long (a pattern can backtrack for ever). */
+  grepTimeMs: 10_000,
   commandTimeoutMs: 60_000,
   commandMaxTimeoutMs: 10 * 60_000,
   commandOutputBytes: 64 * 1024,

@@ -1,7 +1,12 @@
-/** File-system operations the tools share: hashing, atomic writes, the directory walk, and errno texts. */
+/**
+ * File-system operations the tools share: hashing, reads and atomic writes through descriptors pinned to the checked
+ * path, the directory walk, and errno texts.
+ */
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fs, type Dirent, type Stats } from 'node:fs';
+import { constants, existsSync, promises as fs, type Dirent, type Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import type { PathClass } from '../../common/path-guard';
 import { ToolError } from './tool-result';
 
 const SKIP_DIRS = new Set(['.git', 'node_modules']);
@@ -23,14 +28,108 @@ export function errnoText(e: NodeJS.ErrnoException): string {
   return (e.code && ERRNO_TEXT[e.code]) ?? e.message;
 }
 
+/** Linux names an open descriptor's file at /proc/self/fd/N: a path through it reaches what the descriptor holds. */
+const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+
+const changedMeanwhile = (p: string) =>
+  new ToolError(`${p} changed while it was being checked (something was put in its way); nothing was done`);
+
+/**
+ * Runs `fn` on a directory held open. `fn` gets a path that reaches the directory through its descriptor, so what it
+ * opens or renames there is in the very directory that was checked, even if a component of the checked path is
+ * swapped for a symlink meanwhile (a command running in the project can do that). The directory is opened without
+ * following a last-component symlink, and what was opened must be the checked real path.
+ */
+export async function inCheckedDir<T>(dirReal: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  if (!PROC_FD) return fn(dirReal);
+  let handle: FileHandle;
+  try {
+    handle = await fs.open(dirReal, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOTDIR') throw changedMeanwhile(dirReal);
+    throw err;
+  }
+  try {
+    const held = `/proc/self/fd/${handle.fd}`;
+    if ((await fs.readlink(held)) !== dirReal) throw changedMeanwhile(dirReal);
+    return await fn(held).catch((err: unknown) => {
+      // An error names the path as the caller knows it, not the descriptor's.
+      const e = err as NodeJS.ErrnoException;
+      if (typeof e?.path === 'string' && e.path.startsWith(held)) e.path = dirReal + e.path.slice(held.length);
+      throw err;
+    });
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Replaces a file in one step (a temporary sibling, then rename), so no reader ever sees half of it. */
 export async function atomicWrite(real: string, content: string, mode?: number): Promise<void> {
-  const tmp = path.join(path.dirname(real), `.${path.basename(real)}.klea-${randomBytes(6).toString('hex')}.tmp`);
+  const name = path.basename(real);
+  await inCheckedDir(path.dirname(real), async (dir) => {
+    const tmp = path.join(dir, `.${name}.klea-${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      await fs.writeFile(tmp, content, { mode: mode ?? 0o644, flag: 'wx' });
+      await fs.rename(tmp, path.join(dir, name));
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    }
+  });
+}
+
+/** A checked path: its real path, and whether the gate let it through as inside the project (no grant needed). */
+export interface CheckedPath {
+  real: string;
+  class: PathClass;
+}
+
+/**
+ * A file's bytes and stat, read through a descriptor: opened in its checked directory, never through a symlink,
+ * never waiting on a FIFO. A directory is refused with a pointer to list_dir, anything but a regular file is
+ * refused, and so is a file that gained a second name (hard link) after the gate passed it as inside the project.
+ * `rel` names the file for the model.
+ */
+export async function readText(
+  checked: CheckedPath,
+  rel: (real: string) => Promise<string>
+): Promise<{ buf: Buffer; stat: Stats }> {
+  const { real } = checked;
+  const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+  return inCheckedDir(path.dirname(real), async (dir) => {
+    let handle: FileHandle;
+    try {
+      handle = await fs.open(path.join(dir, path.basename(real)), flags);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw changedMeanwhile(await rel(real));
+      throw err;
+    }
+    try {
+      const stat = await handle.stat();
+      if (stat.isDirectory()) throw new ToolError(`${await rel(real)} is a directory: use list_dir`);
+      if (!stat.isFile()) throw new ToolError(`${await rel(real)} is not a regular file (a device, FIFO or socket)`);
+      // Security: another name of this file may be outside the project; the gate asks for a grant for such files.
+      if (stat.nlink > 1 && checked.class === 'inside')
+        throw new ToolError(
+          `refused: ${await rel(real)} is a file with ${stat.nlink} hard links (another of its names may be outside the project); not allowed without the user's grant`
+        );
+      return { buf: await handle.readFile(), stat };
+    } finally {
+      await handle.close();
+    }
+  });
+}
+
+/** Like readText, but null for a file that does not exist. */
+export async function readTextIfExists(
+  checked: CheckedPath,
+  rel: (real: string) => Promise<string>
+): Promise<{ buf: Buffer; stat: Stats } | null> {
   try {
-    await fs.writeFile(tmp, content, { mode: mode ?? 0o644, flag: 'wx' });
-    await fs.rename(tmp, real);
+    return await readText(checked, rel);
   } catch (err) {
-    await fs.rm(tmp, { force: true });
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
 }
@@ -40,16 +139,6 @@ export const readJson = <T>(file: string): Promise<T | null> =>
     (t) => JSON.parse(t) as T,
     () => null
   );
-
-/** A file's bytes and stat; a directory is refused with a pointer to list_dir (`rel` names it for the model). */
-export async function readText(
-  real: string,
-  rel: (real: string) => Promise<string>
-): Promise<{ buf: Buffer; stat: Stats }> {
-  const stat = await fs.stat(real);
-  if (stat.isDirectory()) throw new ToolError(`${await rel(real)} is a directory: use list_dir`);
-  return { buf: await fs.readFile(real), stat };
-}
 
 /** Entries under `dir`, sorted by name, `depth` levels below it; .git and node_modules are not entered. */
 export async function* walk(dir: string, depth: number): AsyncGenerator<{ real: string; dirent: Dirent }> {

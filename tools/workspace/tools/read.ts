@@ -24,7 +24,7 @@ export function registerReadTools(server: McpServer, { limits, gate, handle }: T
     },
     handle('read_file', async (a: { path: string; start_line?: number; end_line?: number }, meta) => {
       const g = await gate.allow(a.path, 'read', meta);
-      const { buf } = await readText(g.real, gate.rel);
+      const { buf } = await readText(g, gate.rel);
       if (buf.subarray(0, 8192).includes(0)) return text(`${a.path} is a binary file (${buf.length} bytes); not shown`);
       const lines = buf.toString('utf8').split('\n');
       if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { globToRegExp } from '../../../common/glob';
 import type { ToolContext } from '../context';
 import { walk } from '../fs-ops';
+import { grepWithTimeLimit } from '../grep-runner';
+import type { GrepJob } from '../grep-worker';
 import { text, ToolError } from '../tool-result';
 
 export function registerSearchTools(server: McpServer, { limits, gate, handle }: ToolContext): void {
@@ -47,7 +49,8 @@ export function registerSearchTools(server: McpServer, { limits, gate, handle }:
     {
       title: 'Search file contents',
       description:
-        'Search files for a regular expression (JavaScript syntax). Returns "path:line: text" per match. Skips .git, node_modules, binary and very large files.',
+        'Search files for a regular expression (JavaScript syntax). Returns "path:line: text" per match. Skips .git, node_modules, binary and very large files. ' +
+        'A search that runs longer than a time limit is stopped with an error.',
       inputSchema: {
         pattern: z.string().min(1).describe('regular expression'),
         path: z.string().default('.').describe('file or directory to search, relative to the project directory'),
@@ -59,10 +62,13 @@ export function registerSearchTools(server: McpServer, { limits, gate, handle }:
     },
     handle(
       'grep',
-      async (a: { pattern: string; path: string; glob?: string; ignore_case: boolean; max_results: number }, meta) => {
-        let re: RegExp;
+      async (
+        a: { pattern: string; path: string; glob?: string; ignore_case: boolean; max_results: number },
+        meta,
+        signal
+      ) => {
         try {
-          re = new RegExp(a.pattern, a.ignore_case ? 'i' : '');
+          new RegExp(a.pattern, a.ignore_case ? 'i' : '');
         } catch (err) {
           throw new ToolError(`invalid regular expression: ${(err as Error).message}`);
         }
@@ -74,27 +80,25 @@ export function registerSearchTools(server: McpServer, { limits, gate, handle }:
           for await (const { real, dirent } of walk(g.real, 64)) if (dirent.isFile()) files.push(real);
         } else files.push(g.real);
         const root = (await gate.root()).real;
-        const hits: string[] = [];
-        let more = false;
-        outer: for (const file of files) {
+        const chosen: GrepJob['files'] = [];
+        for (const file of files) {
           const r = path.relative(root, file).split(path.sep).join('/');
           if (only && !only.test(r)) continue;
-          // Sensitive files inside the project are skipped by a directory search, never read silently.
-          if (gate.sensitive(r)) continue;
+          // Sensitive files inside the project are skipped by a directory search, never read silently; so are
+          // files with another name (hard link) that may be outside it.
+          if (file !== g.real && gate.sensitive(r)) continue;
           const st = await fs.stat(file).catch(() => null);
-          if (!st || st.size > limits.grepFileBytes) continue;
-          const buf = await fs.readFile(file).catch(() => null);
-          if (!buf || buf.subarray(0, 8192).includes(0)) continue;
-          const lines = buf.toString('utf8').split('\n');
-          for (let i = 0; i < lines.length; i++) {
-            if (!re.test(lines[i])) continue;
-            if (hits.length >= a.max_results) {
-              more = true;
-              break outer;
-            }
-            hits.push(`${r}:${i + 1}: ${lines[i].length > 300 ? `${lines[i].slice(0, 300)}…` : lines[i]}`);
-          }
+          if (!st || st.size > limits.grepFileBytes || (file !== g.real && st.nlink > 1)) continue;
+          chosen.push({ real: file, shown: r, class: file === g.real ? g.class : 'inside' });
         }
+        const job: GrepJob = {
+          pattern: a.pattern,
+          flags: a.ignore_case ? 'i' : '',
+          files: chosen,
+          maxResults: a.max_results,
+          maxLineChars: 300,
+        };
+        const { hits, more } = await grepWithTimeLimit(job, limits.grepTimeMs, signal);
         if (more) hits.push(`[more than ${a.max_results} matches; narrow the search]`);
         return text(hits.length ? hits.join('\n') : `no matches for /${a.pattern}/`);
       }

@@ -2,11 +2,10 @@
  * write_file and edit_file: changing files. Both report the content's sha256 before and after, and both change
  * a file through the idempotency store, so a retried call does not change it twice.
  */
-import { promises as fs } from 'node:fs';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { ToolContext } from '../context';
-import { readText, sha256 } from '../fs-ops';
+import { readText, readTextIfExists, sha256 } from '../fs-ops';
 import { text, ToolError } from '../tool-result';
 
 export function registerWriteTools(server: McpServer, { gate, store, handle }: ToolContext): void {
@@ -31,11 +30,13 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
     },
     handle('write_file', async (a: { path: string; content: string }, meta, _signal, state) => {
       const g = await gate.allow(a.path, 'write', meta);
-      const before = await fs
-        .readFile(g.real)
-        .catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
-      const stat = before ? await fs.stat(g.real) : null;
-      if (stat?.isDirectory()) throw new ToolError(`${a.path} is a directory`);
+      const existing = await readTextIfExists(g, gate.rel).catch((err: unknown) => {
+        if (err instanceof ToolError && /is a directory/.test(err.message))
+          throw new ToolError(`${a.path} is a directory`);
+        throw err;
+      });
+      const before = existing?.buf ?? null;
+      const stat = existing?.stat ?? null;
       const hashBefore = before ? sha256(before) : null;
       const hashAfter = sha256(a.content);
       const changed = hashBefore !== hashAfter;
@@ -95,7 +96,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
         if (a.old_string === a.new_string)
           throw new ToolError('old_string and new_string are the same: nothing to change');
         const g = await gate.allow(a.path, 'write', meta);
-        const { buf, stat } = await readText(g.real, gate.rel);
+        const { buf, stat } = await readText(g, gate.rel);
         const current = buf.toString('utf8');
         const count = current.split(a.old_string).length - 1;
         const r = await gate.rel(g.real);

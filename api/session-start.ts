@@ -47,6 +47,8 @@ export function sessionStarter(deps: {
           summarisationThresholdChars: config.general.memory.summarisation_threshold_chars,
           numHistoryChars: config.general.memory.num_history_chars,
         },
+        routeTimeoutMs: config.model.route_timeout_ms,
+        maxTokensPerTask: config.model.max_tokens_per_task,
       };
       await calls.start(sessionTarget(sessionId), 'sessionWorkflow', {
         taskQueue: config.temporal.task_queue,

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { EventTypeSchema } from './events';
+import { CallUsageSchema } from './model-protocol';
 import { SettingsSchema, SubmitRequestSchema, SubmitResultSchema } from './session';
 import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema, TaskStateSchema } from './task';
 
@@ -108,6 +109,9 @@ export const SessionStateResponseSchema = z
     network: NetworkSchema,
     currentTaskId: z.string().nullable(),
     tasks: z.array(z.string()),
+    usage: CallUsageSchema.describe(
+      'model tokens and calls of the whole session: routing, summaries, /init and every task'
+    ),
     commands: z.array(
       z.object({ name: z.string(), usage: z.string(), description: z.string(), runs: z.enum(['client', 'graph']) })
     ),

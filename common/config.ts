@@ -229,6 +229,16 @@ export const ConfigSchema = z.strictObject({
        * json_schema for a server that ignores or refuses a forced function.
        */
       structured_output: StructuredOutputSchema.default('auto'),
+      /**
+       * How long routing a message (chat or task) may take, the model's retries included (env
+       * KLEA_ROUTE_TIMEOUT_MS); then the message is answered with the error instead of waiting on.
+       */
+      route_timeout_ms: z.number().int().positive().default(60_000),
+      /**
+       * Tokens (input + output) a task may use before it pauses with a review of reason `budget` (env
+       * KLEA_MAX_TOKENS_PER_TASK); approving raises it by the same amount again. Null (the default): no budget.
+       */
+      max_tokens_per_task: z.number().int().positive().nullable().default(null),
     })
     .prefault({}),
   temporal: z
@@ -379,23 +389,26 @@ export const ConfigSchema = z.strictObject({
 export type Config = z.infer<typeof ConfigSchema>;
 
 /** Environment variables that override the file (ARCHITECTURE §9). */
-export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]; kind: 'string' | 'port' }> = [
-  { env: 'OPENAI_API_KEY', path: ['model', 'api_key'], kind: 'string' },
-  { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
-  { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
-  { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
-  { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
-  { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
-  { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
-  { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
-  { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
-  { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
-  { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
-  { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
-  { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
-  { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
-  { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
-];
+export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]; kind: 'string' | 'port' | 'count' }> =
+  [
+    { env: 'OPENAI_API_KEY', path: ['model', 'api_key'], kind: 'string' },
+    { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
+    { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
+    { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
+    { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
+    { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
+    { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
+    { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
+    { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
+    { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
+    { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
+    { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
+    { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
+    { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
+    { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
+    { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
+    { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
+  ];
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -434,6 +447,11 @@ export function resolveConfig(
       if (!Number.isInteger(value) || (value as number) > 65535) {
         throw new ConfigError(`environment: ${name}: expected a port number (0-65535), got "${raw}"`);
       }
+    }
+    if (kind === 'count') {
+      value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+      if (!Number.isSafeInteger(value) || (value as number) < 1)
+        throw new ConfigError(`environment: ${name}: expected a positive whole number, got "${raw}"`);
     }
     const parent = path
       .slice(0, -1)

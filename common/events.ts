@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ToolAccessSchema } from './config';
+import { CallUsageSchema } from './model-protocol';
 import { PlanShape } from './plan';
 import { SandboxStatusSchema } from './sandbox-status';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
@@ -52,6 +53,8 @@ export const AnswerEventSchema = z.object({
   /** On a session's log: the command this is the result of. */
   command: z.string().optional(),
   text: z.string(),
+  /** The model calls that wrote this answer (the answer composer, a routing reply, /init). */
+  usage: CallUsageSchema.optional(),
   /** Grounding is not enforced yet: every answer is labelled unverified. */
   verification: z.literal('unverified'),
   label: z.string(),
@@ -78,6 +81,8 @@ export const PlanEventSchema = z.object({
   plan: PlanShape,
   planHash: z.string(),
   version: z.number().int(),
+  /** The Planner call that wrote this plan. */
+  usage: CallUsageSchema.optional(),
 });
 export const ReviewRequestedEventSchema = z.object({
   type: z.literal('review_requested'),
@@ -86,6 +91,8 @@ export const ReviewRequestedEventSchema = z.object({
   planHash: z.string(),
   afterStepIds: z.array(z.string()),
   results: z.array(StepResultSummarySchema),
+  /** For reason `budget`: what the task has spent, and the budget it crossed. */
+  spent: CallUsageSchema.extend({ budget: z.number().int() }).optional(),
 });
 export const QuestionsEventSchema = z.object({
   type: z.literal('questions'),
@@ -116,12 +123,16 @@ export const StepFinishedEventSchema = z.object({
   outcome: z.enum(['move_on', 'retry', 'replan']),
   reason: z.string(),
   calls: z.array(z.object({ tool: z.string(), status: z.string() })),
+  /** The model calls made for this attempt of the step (a pick for several steps counts on the first). */
+  usage: CallUsageSchema.optional(),
 });
 export const ReplannedEventSchema = z.object({
   type: z.literal('replanned'),
   reason: z.string(),
   plan: PlanShape,
   planHash: z.string(),
+  /** The Planner call that wrote the new plan. */
+  usage: CallUsageSchema.optional(),
   version: z.number().int(),
 });
 export const MemoryEventSchema = z.object({
@@ -129,6 +140,8 @@ export const MemoryEventSchema = z.object({
   action: z.string(),
   detail: z.string(),
   foldedChars: z.number().int().optional(),
+  /** The summariser's model call. */
+  usage: CallUsageSchema.optional(),
 });
 
 export const EventBodySchema = z.discriminatedUnion('type', [

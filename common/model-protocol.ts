@@ -42,3 +42,19 @@ export const addUsage = (a: ModelUsage, b: ModelUsage): ModelUsage => ({
   outputTokens: a.outputTokens + b.outputTokens,
 });
 export const ZERO_USAGE: ModelUsage = { inputTokens: 0, outputTokens: 0 };
+
+/** Tokens and model calls, as events, task and session state report them (the token ledger). */
+export const CallUsageSchema = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  modelCalls: z.number().int(),
+});
+export type CallUsage = z.infer<typeof CallUsageSchema>;
+export const ZERO_CALL_USAGE: CallUsage = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
+
+/** `a` plus one model call's usage, or plus another ledger's totals. */
+export const addCalls = (a: CallUsage, b: ModelUsage & { modelCalls?: number }): CallUsage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  modelCalls: a.modelCalls + (b.modelCalls ?? 1),
+});

@@ -1,8 +1,18 @@
-/** Klea's custom search attributes (Keyword), so runs can be filtered in the Temporal UI. */
+/** Klea's custom search attributes, so runs can be filtered in the Temporal UI (`KleaTokens > 100000`). */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const KleaSessionId = defineSearchAttributeKey('KleaSessionId', SearchAttributeType.KEYWORD);
 export const KleaStatus = defineSearchAttributeKey('KleaStatus', SearchAttributeType.KEYWORD);
 export const KleaMode = defineSearchAttributeKey('KleaMode', SearchAttributeType.KEYWORD);
+/** A task's model tokens so far (input + output), and its model calls. */
+export const KleaTokens = defineSearchAttributeKey('KleaTokens', SearchAttributeType.INT);
+export const KleaModelCalls = defineSearchAttributeKey('KleaModelCalls', SearchAttributeType.INT);
 
-export const SEARCH_ATTRIBUTE_NAMES = [KleaSessionId.name, KleaStatus.name, KleaMode.name] as const;
+/** Every custom attribute with its type as the Temporal CLI names it (`--search-attribute Name=Type`). */
+export const SEARCH_ATTRIBUTES = [
+  { name: KleaSessionId.name, type: 'Keyword' },
+  { name: KleaStatus.name, type: 'Keyword' },
+  { name: KleaMode.name, type: 'Keyword' },
+  { name: KleaTokens.name, type: 'Int' },
+  { name: KleaModelCalls.name, type: 'Int' },
+] as const;

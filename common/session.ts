@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import type { KleaEvent } from './events';
+import { CallUsageSchema, type CallUsage } from './model-protocol';
 import { GrantSchema } from './path-guard';
 import { SandboxStatusSchema } from './sandbox-status';
 import { TurnSchema, type Turn } from './task';
@@ -24,6 +25,8 @@ export const QueuedMessageSchema = z.strictObject({
   /** Filled once routed: where the message goes. */
   route: z.enum(['chat', 'task', 'command']).optional(),
   reply: z.string().optional(),
+  /** The routing call that wrote `reply` (for the answer event's usage). */
+  replyUsage: CallUsageSchema.optional(),
   taskId: z.string().optional(),
 });
 export type QueuedMessage = z.infer<typeof QueuedMessageSchema>;
@@ -47,6 +50,7 @@ export const SessionCarrySchema = z.strictObject({
   recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
   contextFile: z.string().nullable(),
   sandbox: z.object({ status: SandboxStatusSchema, note: z.string().nullable() }).optional(),
+  usage: CallUsageSchema.optional(),
   runs: z.number().int(),
 });
 export type SessionCarry = z.infer<typeof SessionCarrySchema>;
@@ -59,6 +63,10 @@ export const SessionInputSchema = z.strictObject({
   network: NetworkSchema.default('off'),
   review: ReviewPolicySchema.default('plan'),
   memory: MemorySettingsSchema.default({ summarisationThresholdChars: 40_000, numHistoryChars: 20_000 }),
+  /** How long routing a message may take, retries included, before it is answered with the error. */
+  routeTimeoutMs: z.number().int().positive().default(60_000),
+  /** Each task's token budget (model.max_tokens_per_task); null: none. */
+  maxTokensPerTask: z.number().int().positive().nullable().default(null),
   /** Continue-as-new after this many processed messages even if Temporal has not suggested it yet. */
   continueAsNewAfter: z.number().int().positive().default(200),
   carry: SessionCarrySchema.optional(),
@@ -138,6 +146,8 @@ export interface SessionState {
   tasks: string[];
   queue: Array<Pick<QueuedMessage, 'seq' | 'kind' | 'text' | 'route' | 'taskId'>>;
   commands: readonly CommandInfo[];
+  /** Every model call of the session: routing, summaries, /init and its tasks' calls. */
+  usage: CallUsage;
   lastSeq: number;
 }
 

@@ -29,6 +29,8 @@ export const TaskInputSchema = z.strictObject({
   /** Memory the session hands the planner: running summary and recent turns. */
   summary: z.string().default(''),
   recentTurns: z.array(TurnSchema).default([]),
+  /** Tokens the task may use before it pauses for the user (model.max_tokens_per_task); null: no budget. */
+  maxTokens: z.number().int().positive().nullable().default(null),
 });
 export type TaskInput = z.input<typeof TaskInputSchema>;
 export type ParsedTaskInput = z.output<typeof TaskInputSchema>;
@@ -107,7 +109,7 @@ export const PermissionRequestSchema = z.object({
 });
 export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 
-export const ReviewReasonSchema = z.enum(['before_work', 'checkpoint', 'policy', 'revised']);
+export const ReviewReasonSchema = z.enum(['before_work', 'checkpoint', 'policy', 'revised', 'budget']);
 
 export const PendingInterruptSchema = z.discriminatedUnion('kind', [
   z.object({
@@ -116,6 +118,15 @@ export const PendingInterruptSchema = z.discriminatedUnion('kind', [
     planHash: z.string(),
     plan: PlanShape,
     afterStepIds: z.array(z.string()),
+    /** For reason `budget`: what the task has spent, and the budget it crossed. */
+    spent: z
+      .object({
+        inputTokens: z.number().int(),
+        outputTokens: z.number().int(),
+        modelCalls: z.number().int(),
+        budget: z.number().int(),
+      })
+      .optional(),
   }),
   z.object({ kind: z.literal('questions'), stepId: z.string(), questions: z.array(z.string()) }),
   z.object({ kind: z.literal('permission'), requests: z.array(PermissionRequestSchema) }),
@@ -160,5 +171,7 @@ export const TaskResultSchema = z.object({
   verification: z.literal('unverified'),
   error: z.string().nullable(),
   newGrants: z.array(GrantSchema),
+  /** What the task used (absent from tasks that ended before the token ledger). */
+  usage: TaskUsageSchema.optional(),
 });
 export type TaskResult = z.infer<typeof TaskResultSchema>;

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTE_NAMES } from '../common/search-attributes';
+import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { ensureSearchAttributes, temporalCliPath } from './temporal';
 
 export interface DevServerOptions {
@@ -43,7 +43,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     opts.logLevel ?? 'warn',
     '--namespace',
     opts.namespace ?? 'default',
-    ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
+    ...SEARCH_ATTRIBUTES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
   ];
   if (opts.httpPort) args.push('--http-port', String(opts.httpPort));
   if (opts.metricsPort) args.push('--metrics-port', String(opts.metricsPort));

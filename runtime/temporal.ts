@@ -4,7 +4,7 @@ import type { Config } from '../common/config';
 import path from 'node:path';
 import { type Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { SEARCH_ATTRIBUTE_NAMES } from '../common/search-attributes';
+import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { REPO_ROOT } from './repo-root';
 
 // Re-exported for the worker, the API, the scripts and the tests, which import it from here; the CLI imports
@@ -19,19 +19,21 @@ export function temporalCliPath(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
- * Registers Klea's custom search attributes (Keyword) in the namespace when missing. The dev server registers
+ * Registers Klea's custom search attributes in the namespace when missing. The dev server registers
  * them from flags only when its database is new, so this runs on every start and is a no-op when present.
  */
 export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-  const missing = SEARCH_ATTRIBUTE_NAMES.filter((name) => !(customAttributes && name in customAttributes));
+  const missing = SEARCH_ATTRIBUTES.filter(({ name }) => !(customAttributes && name in customAttributes));
   if (missing.length === 0) return [];
-  const keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+  const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_INT } = temporal.api.enums.v1.IndexedValueType;
   await connection.operatorService.addSearchAttributes({
     namespace,
-    searchAttributes: Object.fromEntries(missing.map((name) => [name, keyword])),
+    searchAttributes: Object.fromEntries(
+      missing.map(({ name, type }) => [name, type === 'Int' ? INDEXED_VALUE_TYPE_INT : INDEXED_VALUE_TYPE_KEYWORD])
+    ),
   });
-  return missing;
+  return missing.map(({ name }) => name);
 }
 
 /** Address, TLS and API key for Temporal, from config (the same for the worker's and the API's connections). */

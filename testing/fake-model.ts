@@ -61,6 +61,8 @@ export interface RecordedRequest {
   /** All message text joined, for easy `toContain` assertions on prompts. */
   text: string;
   system: string;
+  /** The usage this fake answered with (a successful completion only). */
+  usage?: { inputTokens: number; outputTokens: number };
 }
 
 interface Script {
@@ -103,6 +105,21 @@ export class FakeModel {
   always(node: string, reply: FakeReply): this {
     this.script(node).always = reply;
     return this;
+  }
+
+  /** The usage this fake reported, summed over the requests that `which` keeps (all by default). */
+  reportedUsage(which: (r: RecordedRequest) => boolean = () => true): {
+    inputTokens: number;
+    outputTokens: number;
+    modelCalls: number;
+  } {
+    const sum = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
+    for (const r of this.requests.filter((q) => q.usage && which(q))) {
+      sum.inputTokens += r.usage!.inputTokens;
+      sum.outputTokens += r.usage!.outputTokens;
+      sum.modelCalls++;
+    }
+    return sum;
   }
 
   /** Requests recorded for one node. */
@@ -150,7 +167,11 @@ export class FakeModel {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> {
+    let recorded: RecordedRequest | undefined = undefined;
     const send = (status: number, body: unknown) => {
+      const usage = (body as { usage?: { prompt_tokens: number; completion_tokens: number } }).usage;
+      if (recorded && status === 200 && usage)
+        recorded.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
@@ -177,7 +198,7 @@ export class FakeModel {
             function: { name: string; description?: string; parameters?: Record<string, unknown> };
           }>
         ).map((t) => t.function);
-    const recorded: RecordedRequest = {
+    recorded = {
       node,
       forcedFunction,
       toolChoice: toolChoice ?? null,

@@ -160,6 +160,28 @@
       el('pre', { text: JSON.stringify(e, null, 2) }),
     ]);
     $('event-log').appendChild(el('li', { 'data-type': e.type }, [details]));
+    if (e.type === 'step_finished' && e.usage) {
+      const u = e.usage;
+      $('step-usage').appendChild(
+        el('li', {
+          'data-step': e.stepId,
+          text:
+            source +
+            ' · step ' +
+            e.stepId +
+            ' (' +
+            e.status +
+            '): ' +
+            u.inputTokens +
+            ' in / ' +
+            u.outputTokens +
+            ' out tokens, ' +
+            u.modelCalls +
+            ' model call' +
+            (u.modelCalls === 1 ? '' : 's'),
+        })
+      );
+    }
   }
 
   // ------------------------------------------------------------------ status pane
@@ -365,7 +387,15 @@
           ? 'Review the results so far (after ' + p.afterStepIds.join(', ') + ')'
           : p.reason === 'revised'
             ? 'Review the revised plan'
-            : 'Review the plan';
+            : p.reason === 'budget' && p.spent
+              ? 'Token budget reached: ' +
+                (p.spent.inputTokens + p.spent.outputTokens) +
+                ' tokens used of ' +
+                p.spent.budget +
+                ' (' +
+                p.spent.modelCalls +
+                ' model calls). Approve to go on, or revise the plan'
+              : 'Review the plan';
       return el('form', { class: 'interrupt review', 'aria-label': title, onsubmit: (e) => e.preventDefault() }, [
         el('h3', { text: title }),
         el('label', { for: feedbackId, text: 'What should change? (for Revise)' }),

@@ -59,3 +59,31 @@ describe('an unreachable model over the API', () => {
     expect(res.headers['retry-after']).toBe('5');
   }, 120_000);
 });
+
+describe('a model that hangs while routing', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv({ name: 'api-hang', overrides: { model: { route_timeout_ms: 1500 } } }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('is given model.route_timeout_ms, then the message is answered 503 model_unavailable saying so', async () => {
+    fake.always('route_request', { content: 'never mind', delayMs: 30_000 });
+    const { app, sessionId } = await newSession(env);
+    const began = Date.now();
+    const res = await request(app).post(`/sessions/${sessionId}/messages`).send({ text: 'hello' });
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('model_unavailable');
+    expect(res.body.error.message).toBe(
+      'could not route the message: the model did not answer within 1.5 s (model.route_timeout_ms)'
+    );
+    // Bounded by the setting, not by the model's own 120 s timeout (generous: this machine is shared).
+    expect(Date.now() - began).toBeLessThan(20_000);
+    // The session goes on: the next message is routed as usual.
+    fake.reset();
+    fake.on('route_request', { call: { route: 'chat', reply: 'Hi again' } });
+    const next = await request(app).post(`/sessions/${sessionId}/messages`).send({ text: 'hello again' });
+    expect(next.body).toMatchObject({ kind: 'chat', reply: 'Hi again' });
+  }, 120_000);
+});

@@ -77,6 +77,7 @@ describe('task status', () => {
       grants: [],
       summary: '',
       recentTurns: [],
+      maxTokens: null,
     };
     const progress = new PlanProgress();
     progress.adopt(plan);

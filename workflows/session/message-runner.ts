@@ -45,7 +45,7 @@ export class MessageRunner {
     }
     if (item.route === 'chat') {
       session.memory.add({ role: 'user', text: item.text }, { role: 'assistant', text: item.reply! });
-      log.emit(answerEvent(item.reply!));
+      log.emit(answerEvent(item.reply!, item.replyUsage ? { usage: item.replyUsage } : {}));
       return;
     }
     await this.runTask(item as QueuedMessage & { taskId: string });
@@ -63,7 +63,14 @@ export class MessageRunner {
       });
       memory.fold(older, recent, res);
       const detail = foldDetail(why, older.length, res.foldedChars, totalChars(memory.turns));
-      log.emit({ type: 'memory', action: 'summarised', detail, foldedChars: res.foldedChars });
+      const usage = res.usage ? session.charge(res.usage) : undefined;
+      log.emit({
+        type: 'memory',
+        action: 'summarised',
+        detail,
+        foldedChars: res.foldedChars,
+        ...(usage ? { usage } : {}),
+      });
     } catch (err) {
       if (isCancellation(err)) throw err;
       log.emit({
@@ -105,6 +112,7 @@ export class MessageRunner {
       result = unstartedTask(taskId, failureMessage(err));
     }
     session.addGrants(result.newGrants);
+    if (result.usage) session.charge(result.usage);
     session.memory.add({ role: 'assistant', text: taskReply(result) });
     if (result.answer) log.emit(answerEvent(result.answer, { taskId }));
     log.emit({
@@ -138,7 +146,7 @@ export class MessageRunner {
       ]);
       session.contextFile = 'AGENTS.md';
       const reply = initWrittenText(r.path, r.bytes);
-      log.emit(answerEvent(reply, { command: '/init' }));
+      log.emit(answerEvent(reply, { command: '/init', usage: session.charge(r.usage) }));
       log.emit(session.contextEvent());
       return { kind: 'command', reply };
     } catch (err) {

@@ -13,6 +13,7 @@ import {
   type SessionInputSchema,
   type SessionState,
 } from '../../common/session';
+import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
 import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
@@ -42,6 +43,8 @@ export class Session {
   contextFile: string | null;
   /** Where the worker runs commands, as it said at the session's start (null: not known). */
   sandbox: { status: SandboxStatus; note: string | null } | null;
+  /** The token ledger: every model call of the session and of its tasks. */
+  usage: CallUsage;
   /** Runs of this session so far, this one included. */
   readonly runs: number;
   currentTaskId: string | null = null;
@@ -58,12 +61,19 @@ export class Session {
     this.tasks = [...(carry?.tasks ?? [])];
     this.contextFile = carry?.contextFile ?? null;
     this.sandbox = carry?.sandbox ?? null;
+    this.usage = carry?.usage ?? ZERO_CALL_USAGE;
     this.runs = (carry?.runs ?? 0) + 1;
   }
 
   /** A task is running or messages wait: a new message is queued behind them. */
   get busy(): boolean {
     return this.queue.length > 0 || this.currentTaskId !== null;
+  }
+
+  /** Adds one model call (routing, a summary, /init) or a finished task's totals to the ledger. */
+  charge(used: ModelUsage & { modelCalls?: number }): CallUsage {
+    this.usage = addCalls(this.usage, used);
+    return { ...used, modelCalls: used.modelCalls ?? 1 };
   }
 
   /** Adds grants the session does not hold yet. */
@@ -86,6 +96,7 @@ export class Session {
       grants: [...this.grants],
       summary: this.memory.summary,
       recentTurns: this.memory.recent(),
+      maxTokens: this.input.maxTokensPerTask,
     };
   }
 
@@ -134,6 +145,7 @@ export class Session {
         tasks: this.tasks,
         queue: this.queue.view(),
         commands: COMMANDS,
+        usage: this.usage,
         lastSeq: log.lastSeq,
       },
       carry: {
@@ -153,6 +165,7 @@ export class Session {
         recentEvents: log.tail(CARRIED_EVENTS),
         contextFile: this.contextFile,
         ...(this.sandbox ? { sandbox: this.sandbox } : {}),
+        usage: this.usage,
         runs: this.runs,
       },
     };
@@ -160,7 +173,10 @@ export class Session {
 }
 
 /** An answer on the session's log: a chat reply, a command's result, or a task's answer (with its id). */
-export function answerEvent(text: string, extra: { taskId?: string; command?: string } = {}): EventBody {
+export function answerEvent(
+  text: string,
+  extra: { taskId?: string; command?: string; usage?: CallUsage } = {}
+): EventBody {
   return { type: 'answer', ...extra, text, verification: 'unverified', label: UNVERIFIED_LABEL };
 }
 

@@ -40,7 +40,7 @@ import { GrantSchema } from '../../common/task';
 import { modelNodes, projectFacts } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
-import { failureCode, failureMessage } from '../task/text';
+import { failureCode, failureMessage, isTimeout } from '../task/text';
 import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
 import { MessageRunner } from './message-runner';
 import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
@@ -146,17 +146,26 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       item.route = 'task';
     } else {
       try {
-        const r = await modelNodes.routeRequest.executeWithOptions({ summary: 'route request' }, [
-          { text, summary: memory.summary || undefined, recentTurns: memory.recent() },
-        ]);
+        // Bounded, retries included: the caller waits on this update, and is answered with the error at the limit.
+        const r = await modelNodes.routeRequest.executeWithOptions(
+          { summary: 'route request', scheduleToCloseTimeout: input.routeTimeoutMs },
+          [{ text, summary: memory.summary || undefined, recentTurns: memory.recent() }]
+        );
         item.route = r.route === 'chat' && r.reply ? 'chat' : 'task';
-        if (item.route === 'chat') item.reply = r.reply!;
+        if (item.route === 'chat') {
+          item.reply = r.reply!;
+          item.replyUsage = session.charge(r.usage);
+        } else session.charge(r.usage);
       } catch (err) {
         queue.remove(item);
-        const message = `could not route the message: ${failureMessage(err)}`;
+        const timedOut = isTimeout(err);
+        const why = timedOut
+          ? `the model did not answer within ${input.routeTimeoutMs / 1000} s (model.route_timeout_ms)`
+          : failureMessage(err);
+        const message = `could not route the message: ${why}`;
         log.emit({ type: 'error', code: 'RouteFailed', message });
         // The model's own failure type (ModelUnavailable, ModelOutputInvalid, ...) tells the API what to answer.
-        throw ApplicationFailure.nonRetryable(message, failureCode(err, 'RouteFailed'));
+        throw ApplicationFailure.nonRetryable(message, timedOut ? 'ModelUnavailable' : failureCode(err, 'RouteFailed'));
       }
     }
     if (item.route === 'task') item.taskId = queue.nextTaskId();

@@ -6,6 +6,7 @@
  * when the call fails for good the run fails, and the session keeps its memory as it was.
  */
 import { modelNodes } from '../shared/activities';
+import type { ModelUsage } from '../../common/model-protocol';
 import type { Turn } from '../../common/session';
 
 export interface SummarizeInput {
@@ -16,6 +17,8 @@ export interface SummarizeInput {
 export interface SummarizeResult {
   summary: string;
   foldedChars: number;
+  /** The summariser's model call (absent from summaries made before the token ledger). */
+  usage?: ModelUsage;
 }
 
 export async function summarizeMemoryWorkflow(input: SummarizeInput): Promise<SummarizeResult> {
@@ -24,5 +27,5 @@ export async function summarizeMemoryWorkflow(input: SummarizeInput): Promise<Su
     { summary: `summarise ${input.turns.length} turns` },
     [input]
   );
-  return { summary: res.text, foldedChars };
+  return { summary: res.text, foldedChars, usage: res.usage };
 }

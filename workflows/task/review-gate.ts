@@ -24,9 +24,15 @@ export class ReviewGate {
   }
 
   /** Puts a plan under review; any decision taken before does not count for it. */
-  request(reason: ReviewReason, planHash: string, plan: Plan, afterStepIds: string[]): PendingReview {
+  request(
+    reason: ReviewReason,
+    planHash: string,
+    plan: Plan,
+    afterStepIds: string[],
+    spent?: PendingReview['spent']
+  ): PendingReview {
     this.decision = null;
-    this.open = { kind: 'review', reason, planHash, plan, afterStepIds };
+    this.open = { kind: 'review', reason, planHash, plan, afterStepIds, ...(spent ? { spent } : {}) };
     return this.open;
   }
 

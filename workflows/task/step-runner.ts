@@ -57,7 +57,7 @@ export class StepRunner {
       const r = await modelNodes.doStep.executeWithOptions({ summary: `step ${s.id} · think` }, [
         { goal: progress.goal!, step: questions.withAnswers(s), dependencyResults: progress.dependencyResults(s) },
       ]);
-      meter.modelCall(r.usage);
+      meter.modelCall(r.usage, s.id);
       this.settle(s, { outcome: 'move_on', ok: true, reason: 'done' }, [], r.text);
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -86,7 +86,8 @@ export class StepRunner {
         },
       ]
     );
-    meter.modelCall(picked.usage);
+    // One pick for several steps is counted on the first of them.
+    meter.modelCall(picked.usage, batch[0].id);
     const calls = picked.calls;
     const guarded = await Promise.all(
       calls.map((c) =>
@@ -196,7 +197,7 @@ export class StepRunner {
         attempt: tin.attempts,
       },
     ]);
-    meter.modelCall(ev.usage);
+    meter.modelCall(ev.usage, s.id);
     return applyVerdict(ev.verdict, ev.reason, tin);
   }
 
@@ -206,7 +207,7 @@ export class StepRunner {
 
   private settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string): void {
     const finished = this.task.progress.settle(s, d, calls, text);
-    if (finished) this.task.log.emit(finished);
+    if (finished) this.task.log.emit({ ...finished, usage: this.task.meter.takeStep(s.id) });
   }
 }
 

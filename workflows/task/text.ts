@@ -1,8 +1,16 @@
 /** Small text helpers of the task workflow (pure). */
+import { TimeoutFailure } from '@temporalio/workflow';
 import type { PickedCall } from '../../common/tools';
 
 export function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters]`;
+}
+
+/** Whether a failure chain holds a timeout (an activity's schedule-to-close time ran out, say). */
+export function isTimeout(err: unknown): boolean {
+  for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++)
+    if (e instanceof TimeoutFailure) return true;
+  return false;
 }
 
 /** The innermost message of a failure chain (ActivityFailure → ApplicationFailure → ...). */

@@ -1,16 +1,29 @@
-/** What a task has used so far (pure): model tokens and calls, and tool calls. */
-import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+/** What a task has used so far (pure): model tokens and calls (in all, and per step), and tool calls. */
+import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { TaskState } from '../../common/task';
 
 export class UsageMeter {
-  private usage: ModelUsage = ZERO_USAGE;
-  private modelCalls = 0;
+  private usage: CallUsage = ZERO_CALL_USAGE;
   private toolCalls = 0;
+  /** Per step, since its last `step_finished`. */
+  private readonly steps = new Map<string, CallUsage>();
 
-  /** One model call, with the usage the server reported for it. */
-  modelCall(u: ModelUsage): void {
-    this.usage = addUsage(this.usage, u);
-    this.modelCalls++;
+  /** @param onCall told after every model call (the workflow publishes the totals as search attributes). */
+  constructor(private readonly onCall: () => void = () => undefined) {}
+
+  /** One model call, with the usage the server reported for it; `stepId` names the step it was made for. */
+  modelCall(u: ModelUsage, stepId?: string): CallUsage {
+    this.usage = addCalls(this.usage, u);
+    if (stepId) this.steps.set(stepId, addCalls(this.steps.get(stepId) ?? ZERO_CALL_USAGE, u));
+    this.onCall();
+    return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, modelCalls: 1 };
+  }
+
+  /** The step's model calls since it last finished (for its `step_finished` event), and starts it afresh. */
+  takeStep(stepId: string): CallUsage {
+    const u = this.steps.get(stepId) ?? ZERO_CALL_USAGE;
+    this.steps.delete(stepId);
+    return u;
   }
 
   /** One tool call dispatched (a call the user denied never is). */
@@ -18,7 +31,16 @@ export class UsageMeter {
     this.toolCalls++;
   }
 
+  /** Input plus output tokens so far (what a budget counts). */
+  get tokens(): number {
+    return this.usage.inputTokens + this.usage.outputTokens;
+  }
+
+  get models(): CallUsage {
+    return this.usage;
+  }
+
   totals(): TaskState['usage'] {
-    return { ...this.usage, modelCalls: this.modelCalls, toolCalls: this.toolCalls };
+    return { ...this.usage, toolCalls: this.toolCalls };
   }
 }

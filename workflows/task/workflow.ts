@@ -19,13 +19,15 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { Plan } from '../../common/plan';
-import { KleaMode, KleaStatus } from '../../common/search-attributes';
+import type { CallUsage } from '../../common/model-protocol';
+import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens } from '../../common/search-attributes';
 import {
   CancelSchema,
   ClarifySchema,
@@ -71,7 +73,16 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const reviews = new ReviewGate();
   const questions = new QuestionGate();
   const permissions = new PermissionGate(input.taskId, input.grants);
-  const meter = new UsageMeter();
+  // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
+  const meter = new UsageMeter(() => {
+    if (!patched('usage-search-attributes')) return;
+    upsertSearchAttributes([
+      { key: KleaTokens, value: meter.tokens },
+      { key: KleaModelCalls, value: meter.models.modelCalls },
+    ]);
+  });
+  /** Tokens the task may use before it pauses for the user; approving a pause raises it by the same again. */
+  let budget = input.maxTokens;
   let status: TaskStatus = 'routing';
   let answer: string | null = null;
   let error: string | null = null;
@@ -146,6 +157,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       verification: 'unverified',
       error,
       newGrants: permissions.newGrants,
+      usage: meter.totals(),
     };
   };
   const fail = (code: string, message: string): TaskResult => {
@@ -153,13 +165,23 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     log.emit({ type: 'error', code, message });
     return finish('failed', message);
   };
-  const giveAnswer = (text: string) => {
+  const giveAnswer = (text: string, usage?: CallUsage) => {
     answer = text;
-    log.emit({ type: 'answer', text, verification: 'unverified', label: UNVERIFIED_LABEL });
+    log.emit({
+      type: 'answer',
+      text,
+      ...(usage ? { usage } : {}),
+      verification: 'unverified',
+      label: UNVERIFIED_LABEL,
+    });
   };
 
   // ------------------------------------------------------------------ planning and review
-  async function writePlan(summary: string, feedback?: string, finished?: StepResultView[]): Promise<Plan> {
+  async function writePlan(
+    summary: string,
+    feedback?: string,
+    finished?: StepResultView[]
+  ): Promise<{ plan: Plan; usage: CallUsage }> {
     setStatus('planning', summary);
     const res = await modelNodes.writePlan.executeWithOptions({ summary }, [
       {
@@ -173,16 +195,31 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
         finished: finished?.length ? finished : undefined,
       },
     ]);
-    meter.modelCall(res.usage);
-    return res.plan;
+    return { plan: res.plan, usage: meter.modelCall(res.usage) };
+  }
+
+  /** Adopts a plan the Planner wrote and tells it (`plan`, or `replanned` with the reason). */
+  function adopt(written: { plan: Plan; usage: CallUsage }, replanned?: string): void {
+    progress.adopt(written.plan);
+    if (replanned !== undefined)
+      log.emit({ type: 'replanned', reason: replanned, ...progress.current(), usage: written.usage });
+    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage });
   }
 
   async function review(reason: ReviewReason, afterStepIds: string[] = []): Promise<ReviewDecision> {
     const { plan, planHash } = progress.current();
-    reviews.request(reason, planHash, plan, afterStepIds);
+    const spent = reason === 'budget' && budget !== null ? { ...meter.models, budget } : undefined;
+    reviews.request(reason, planHash, plan, afterStepIds, spent);
     const results = progress.reviewResults();
-    log.emit({ type: 'review_requested', reason, plan, planHash, afterStepIds, results });
-    setStatus('awaiting_review', reason === 'checkpoint' ? `results after ${afterStepIds.join(', ')}` : 'the plan');
+    log.emit({ type: 'review_requested', reason, plan, planHash, afterStepIds, results, ...(spent ? { spent } : {}) });
+    setStatus(
+      'awaiting_review',
+      spent
+        ? `token budget: ${meter.tokens} tokens used of ${spent.budget}`
+        : reason === 'checkpoint'
+          ? `results after ${afterStepIds.join(', ')}`
+          : 'the plan'
+    );
     await condition(() => reviews.decided);
     return reviews.close();
   }
@@ -194,10 +231,20 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       const d = await review(reason, reason === 'checkpoint' ? afterStepIds : []);
       if (d.decision === 'approve') return;
       const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
-      progress.adopt(await writePlan('revise plan', feedback, progress.finishedViews()));
-      log.emit({ type: 'plan', ...progress.current() });
+      adopt(await writePlan('revise plan', feedback, progress.finishedViews()));
       reason = 'revised';
     }
+  }
+
+  /**
+   * A task that has used its token budget pauses before its next model call: a review of reason `budget` says what
+   * was spent. Approving goes on with the budget raised by the same amount again; revising replans with the
+   * feedback (and is reviewed); cancelling ends the task.
+   */
+  async function keepToBudget(): Promise<void> {
+    if (budget === null || input.maxTokens === null || meter.tokens < budget) return;
+    await reviewUntilApproved('budget');
+    while (budget <= meter.tokens) budget += input.maxTokens;
   }
 
   /** Whether the plan is reviewed before work starts, and why: the Planner asked, or the review policy does. */
@@ -241,19 +288,19 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
           recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
         },
       ]);
-      meter.modelCall(route.usage);
+      const routed = meter.modelCall(route.usage);
       if (route.route === 'chat' && route.reply) {
-        giveAnswer(route.reply);
+        giveAnswer(route.reply, routed);
         return finish('done');
       }
     }
 
-    progress.adopt(await writePlan('plan'));
-    log.emit({ type: 'plan', ...progress.current() });
+    adopt(await writePlan('plan'));
     const why = reviewBeforeWork();
     if (why) await reviewUntilApproved(why);
 
     for (;;) {
+      await keepToBudget();
       const current = progress.statuses();
       if (allFinished(progress.graph, current)) break;
       const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
@@ -276,9 +323,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
       const replan = progress.takeReplan();
       if (replan) {
-        progress.adopt(await writePlan('replan', `A step could not be completed: ${replan}`, progress.finishedViews()));
+        adopt(await writePlan('replan', `A step could not be completed: ${replan}`, progress.finishedViews()), replan);
         questions.reset();
-        log.emit({ type: 'replanned', reason: replan, ...progress.current() });
         const whyAgain = reviewBeforeWork();
         if (whyAgain) await reviewUntilApproved(whyAgain);
         continue;
@@ -292,8 +338,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
       { projectDir: input.projectDir, request: input.prompt, goal: progress.goal!, results: progress.allResults() },
     ]);
-    meter.modelCall(composed.usage);
-    giveAnswer(composed.text);
+    giveAnswer(composed.text, meter.modelCall(composed.usage));
     return finish('done');
   }
 

@@ -337,7 +337,8 @@ export class TemporalCalls {
         (pollers === 0
           ? ` (none is polling ${queue})`
           : ` although one polled ${queue} recently (it may have just stopped)`) +
-        `; Temporal keeps the ${noun}, and a worker that takes it later will still act on it`
+        `; Temporal holds the ${noun} in memory only, so a worker that comes back soon may still act on it, or it ` +
+        'may be dropped: look at the events before sending it again'
     );
   }
 }

@@ -12,6 +12,7 @@ import { ApiError, errorHandler } from './errors';
 import { healthRoute } from './health';
 import { buildOpenApiDocument } from './openapi';
 import { projectDirResolver } from './projects';
+import { requestGuard } from './request-guard';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
@@ -42,6 +43,7 @@ export function createApp({
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  app.use(requestGuard(config));
   app.use(express.json({ limit: config.api.max_body_bytes, strict: true }));
 
   const { namespace, task_queue: taskQueue, ui_url: uiUrl } = config.temporal;

@@ -45,9 +45,11 @@ const RETRY_AFTER_HEADER: Json = {
 export const STANDARD_ERRORS: Record<number, string> = {
   400: 'invalid request: the message names the field and why',
   401: 'missing or wrong bearer token',
+  403: 'a Host this API does not serve, or (changing something) an Origin other than its own',
   404: 'no such session or task',
   409: 'conflicts with the current state (for example a decision for an interrupt that is not pending)',
   413: 'request body too large',
+  415: 'a POST or PATCH without content-type: application/json',
 };
 
 /** The 503 every route that calls Temporal may answer (see TemporalCalls). */
@@ -81,9 +83,12 @@ export function buildOpenApiDocument(
         content[type] = { schema: { type: 'string', description: extra.description } };
       responses[status] = { description: spec.description, ...(Object.keys(content).length ? { content } : {}) };
     }
+    const changes = route.method === 'post' || route.method === 'patch';
     const errorStatuses = new Set([
       ...(route.body || route.params || route.query ? [400] : []),
       ...(route.auth === false ? [] : [401]),
+      403,
+      ...(changes ? [415] : []),
     ]);
     if (route.body) errorStatuses.add(413);
     for (const s of Object.keys(route.responses).map(Number)) if (STANDARD_ERRORS[s]) errorStatuses.delete(s);

@@ -285,6 +285,11 @@ export const ConfigSchema = z.strictObject({
       token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
       /** Project directories a client may ask for must lie under one of these (default: project.dir). */
       allowed_project_roots: z.array(z.string().min(1)).default([]),
+      /**
+       * Host names (or host:port) the API answers besides loopback names (env KLEA_API_ALLOWED_HOSTS, comma
+       * separated); a request for any other Host gets 403, so a DNS name rebound to this machine gets nothing.
+       */
+      allowed_hosts: z.array(z.string().min(1)).default([]),
       max_body_bytes: z
         .number()
         .int()
@@ -389,26 +394,30 @@ export const ConfigSchema = z.strictObject({
 export type Config = z.infer<typeof ConfigSchema>;
 
 /** Environment variables that override the file (ARCHITECTURE §9). */
-export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]; kind: 'string' | 'port' | 'count' }> =
-  [
-    { env: 'OPENAI_API_KEY', path: ['model', 'api_key'], kind: 'string' },
-    { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
-    { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
-    { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
-    { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
-    { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
-    { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
-    { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
-    { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
-    { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
-    { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
-    { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
-    { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
-    { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
-    { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
-    { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
-    { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
-  ];
+export const ENV_OVERRIDES: ReadonlyArray<{
+  env: string;
+  path: readonly string[];
+  kind: 'string' | 'port' | 'count' | 'list';
+}> = [
+  { env: 'OPENAI_API_KEY', path: ['model', 'api_key'], kind: 'string' },
+  { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
+  { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
+  { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
+  { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
+  { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
+  { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
+  { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
+  { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
+  { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
+  { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
+  { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
+  { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
+  { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
+  { env: 'KLEA_API_ALLOWED_HOSTS', path: ['api', 'allowed_hosts'], kind: 'list' },
+  { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
+  { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
+  { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
+];
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -448,6 +457,11 @@ export function resolveConfig(
         throw new ConfigError(`environment: ${name}: expected a port number (0-65535), got "${raw}"`);
       }
     }
+    if (kind === 'list')
+      value = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     if (kind === 'count') {
       value = /^\d+$/.test(raw) ? Number(raw) : NaN;
       if (!Number.isSafeInteger(value) || (value as number) < 1)

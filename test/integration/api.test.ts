@@ -116,6 +116,65 @@ describe('API', () => {
     });
   });
 
+  describe('other sites', () => {
+    it('a Host the API does not serve (a DNS name rebound to this machine) gets 403, on every route', async () => {
+      for (const r of [request(app).get('/healthz'), request(app).get('/'), request(app).post('/sessions').send({})]) {
+        const res = await r.set('host', 'evil.example:8080');
+        expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 403, code: 'forbidden_host' });
+        expect(res.body.error.message).toMatch(/does not serve host "evil\.example:8080".*api\.allowed_hosts/);
+      }
+      // A name the operator allowed is served.
+      const named = createApp({
+        client: env.client,
+        config: { ...env.config, api: { ...env.config.api, allowed_hosts: ['klea.internal'] } },
+      });
+      expect((await request(named).get('/healthz').set('host', 'klea.internal:8080')).status).toBe(200);
+    });
+
+    it("a change asked from another site's page (Origin) gets 403; the API's own page and no Origin pass", async () => {
+      const foreign = await request(app).post('/sessions').set('origin', 'http://evil.example').send({});
+      expect({ status: foreign.status, code: foreign.body.error?.code }).toEqual({
+        status: 403,
+        code: 'forbidden_origin',
+      });
+      const sessionsBefore = foreign.body.sessionId;
+      expect(sessionsBefore).toBeUndefined();
+      // The page the API serves at http://127.0.0.1:8080 sends its own origin.
+      const ownRes = await request(app)
+        .post('/sessions')
+        .set('host', '127.0.0.1:8080')
+        .set('origin', 'http://127.0.0.1:8080')
+        .send({});
+      expect(ownRes.status).toBe(201);
+      // Reading is not a change: a GET with a foreign Origin is answered (the browser keeps it from the page).
+      expect((await request(app).get('/healthz').set('origin', 'http://evil.example')).status).toBe(200);
+    });
+
+    it('a POST or PATCH that is not JSON (a cross-site form, text/plain) gets 415 and changes nothing', async () => {
+      const form = await request(app).post('/sessions').set('content-type', 'text/plain').send('{}');
+      expect({ status: form.status, code: form.body.error?.code }).toEqual({
+        status: 415,
+        code: 'unsupported_media_type',
+      });
+      expect(form.body.error.message).toBe(
+        'POST /sessions takes a JSON body: send content-type: application/json (not text/plain)'
+      );
+      const empty = await request(app).post('/sessions');
+      expect(empty.status).toBe(415);
+      const patch = await request(app)
+        .patch('/sessions/s-00000000')
+        .set('content-type', 'application/x-www-form-urlencoded')
+        .send('mode=general');
+      expect(patch.status).toBe(415);
+      // As the README's curl does it.
+      const curl = await request(app)
+        .post('/sessions')
+        .set('content-type', 'application/json; charset=utf-8')
+        .send('{}');
+      expect(curl.status).toBe(201);
+    });
+  });
+
   describe('sessions', () => {
     it('create, chat, read state, change settings, read events', async () => {
       const created = await request(app).post('/sessions').send({});
@@ -317,17 +376,21 @@ describe('API', () => {
     });
 
     it('404 for unknown tasks and routes, 400 for bad bodies', async () => {
-      expect((await request(app).get('/tasks/task-nobody-1')).body).toEqual({
-        error: { code: 'not_found', message: 'no task "task-nobody-1"' },
+      expect((await request(app).get('/tasks/task-s-nobody00-1')).body).toEqual({
+        error: { code: 'not_found', message: 'no task "task-s-nobody00-1"' },
+      });
+      // An id that is not a task's is answered before Temporal is asked.
+      expect((await request(app).get('/tasks/session-s-nobody00')).body).toEqual({
+        error: { code: 'not_found', message: 'no task "session-s-nobody00": task ids look like task-s-1a2b3c4d-1' },
       });
       for (const r of [
-        request(app).get('/tasks/task-nobody-1/events?after=0'),
-        request(app).post('/tasks/task-nobody-1/review').send({ decision: 'approve' }),
+        request(app).get('/tasks/task-s-nobody00-1/events?after=0'),
+        request(app).post('/tasks/task-s-nobody00-1/review').send({ decision: 'approve' }),
         request(app)
-          .post('/tasks/task-nobody-1/clarify')
+          .post('/tasks/task-s-nobody00-1/clarify')
           .send({ answers: { a: 'b' } }),
-        request(app).post('/tasks/task-nobody-1/permissions').send({ requestId: 'x', decision: 'deny' }),
-        request(app).post('/tasks/task-nobody-1/cancel').send({}),
+        request(app).post('/tasks/task-s-nobody00-1/permissions').send({ requestId: 'x', decision: 'deny' }),
+        request(app).post('/tasks/task-s-nobody00-1/cancel').send({}),
         request(app).post('/tasks').send({ prompt: 'x', sessionId: 'no-such-session' }),
       ]) {
         expect((await r).status).toBe(404);

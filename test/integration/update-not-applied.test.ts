@@ -35,7 +35,7 @@ describe('a decision dropped with a failed workflow task', () => {
   /** A task workflow no Klea worker runs: its workflow tasks come to the test. */
   async function handDriven() {
     const taskQueue = `hand-${randomUUID().slice(0, 8)}`;
-    const workflowId = `task-hand-${randomUUID().slice(0, 8)}`;
+    const workflowId = `task-s-${randomUUID().slice(0, 8).replace(/-/g, '')}-1`;
     const svc = connection.workflowService;
     // Temporal wants a deadline on every call; the tasks this test waits for are due within moments.
     const rpc = <T>(fn: () => Promise<T>) => connection.withDeadline(Date.now() + 20_000, fn);

@@ -13,6 +13,7 @@ import * as nodes from './llm/nodes';
 import { routeRequest, type RouteRequestInput, type RouteRequestResult } from './llm/route-request';
 import type { McpPool } from './mcp/pool';
 import { createToolActivities } from './mcp/tools';
+import { requireAllowedProject } from './project/allowed';
 import { ProjectContextReader } from './project/context';
 
 /** Files that tell what a project is and how it is built and tested. */
@@ -60,6 +61,7 @@ export function createActivities(deps: ActivityDeps) {
      * file's text stays out of workflow history.
      */
     async projectContextInfo(input: { projectDir: string }): Promise<ProjectContextInfo> {
+      requireAllowedProject(deps.config, input.projectDir);
       const [ctx, sandbox] = await Promise.all([
         projectContext.read(input.projectDir),
         sandboxReport(deps.config.tools.sandbox),
@@ -103,6 +105,7 @@ export function createActivities(deps: ActivityDeps) {
     async initProject(input: { projectDir: string }): Promise<{ path: string; bytes: number; usage: ModelUsage }> {
       const call = (tool: string, args: Record<string, unknown>) =>
         tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args });
+      requireAllowedProject(deps.config, input.projectDir);
       const listing = await call('list_dir', { path: '.', depth: 2 });
       const parts = [`## Files (two levels)\n${listing.text}`];
       for (const name of INIT_FILES) {

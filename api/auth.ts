@@ -5,6 +5,13 @@ import { ApiError } from './errors';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
+/** Whether a request carries the bearer token (always true when none is configured). */
+export function hasToken(token: string | null, authorization: string | undefined): boolean {
+  if (!token) return true;
+  const match = /^Bearer\s+(.+)$/i.exec(authorization ?? '');
+  return Boolean(match) && timingSafeEqual(digest(match![1].trim()), digest(token));
+}
+
 export function bearerAuth(token: string | null): RequestHandler {
   if (!token) return (_req, _res, next) => next();
   const expected = digest(token);

@@ -4,9 +4,10 @@
  * but run_command works without it).
  */
 import type { z } from 'zod';
-import { HealthResponseSchema } from '../common/api';
+import { HealthAnswerSchema, type HealthResponseSchema } from '../common/api';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../common/config';
 import { sandboxOfIdentity, type SandboxStatus } from '../common/sandbox-status';
+import { hasToken } from './auth';
 import { RETRY_AFTER_SECONDS } from './errors';
 import { defineRoute, type RouteSpec } from './route';
 import type { TemporalCalls } from './temporal-calls';
@@ -72,13 +73,18 @@ export function healthRoute(deps: { calls: TemporalCalls; config: Config }): Rou
     summary: 'Liveness, Temporal reachability, worker presence and model configuration',
     auth: false,
     responses: {
-      200: { description: 'Temporal reachable and a worker polls the task queue', schema: HealthResponseSchema },
-      503: { description: 'degraded: Temporal unreachable or no worker polling', schema: HealthResponseSchema },
+      200: {
+        description: 'Temporal reachable and a worker polls the task queue (only `status` without the token, when one is set)',
+        schema: HealthAnswerSchema,
+      },
+      503: { description: 'degraded: Temporal unreachable or no worker polling', schema: HealthAnswerSchema },
     },
-    handler: async ({ res }) => {
+    handler: async ({ req, res }) => {
       const body = await probeHealth(deps.calls, deps.config);
       if (body.status !== 'ok') res.set('Retry-After', String(RETRY_AFTER_SECONDS));
-      res.status(body.status === 'ok' ? 200 : 503).json(body);
+      // Security: with a token configured, a caller without it learns up or not, not addresses or settings.
+      const full = hasToken(deps.config.api.token, req.get('authorization'));
+      res.status(body.status === 'ok' ? 200 : 503).json(full ? body : { status: body.status });
     },
   });
 }

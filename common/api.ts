@@ -48,6 +48,9 @@ export const HealthResponseSchema = z.object({
   temporalUi: z.string(),
 });
 
+/** What /healthz answers: everything with the token (or when none is set), else only whether it is up. */
+export const HealthAnswerSchema = z.union([HealthResponseSchema, z.object({ status: z.enum(['ok', 'degraded']) })]);
+
 export const IdSchema = z
   .string()
   .min(1)

@@ -284,7 +284,6 @@ export const ConfigSchema = z.strictObject({
       /** Bearer token for every route but /healthz (env KLEA_API_TOKEN). */
       token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
       /** Project directories a client may ask for must lie under one of these (default: project.dir). */
-      allowed_project_roots: z.array(z.string().min(1)).default([]),
       /**
        * Host names (or host:port) the API answers besides loopback names (env KLEA_API_ALLOWED_HOSTS, comma
        * separated); a request for any other Host gets 403, so a DNS name rebound to this machine gets nothing.
@@ -301,6 +300,12 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** Default project directory of new sessions (env KLEA_PROJECT_DIR). */
       dir: z.string().min(1).default('.'),
+      /**
+       * Every session's and task's project directory must resolve, symlinks included, under one of these (empty:
+       * `dir` only). The API refuses others with 400, and the worker checks again, so a workflow started some other
+       * way (the Temporal CLI) with another directory ends at once without running a tool.
+       */
+      allowed_roots: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
   general: z
@@ -443,6 +448,11 @@ export function resolveConfig(
   env: Readonly<Record<string, string | undefined>>,
   source = 'klea.yaml'
 ): Config {
+  const moved = (fileValue as { api?: Record<string, unknown> } | null)?.api?.allowed_project_roots;
+  if (moved !== undefined)
+    throw new ConfigError(
+      `${source}: api.allowed_project_roots is now project.allowed_roots (the worker enforces it too): move it there`
+    );
   const fromFile = ConfigSchema.safeParse(fileValue ?? {});
   if (!fromFile.success) throw new ConfigError(formatConfigIssues(source, fromFile.error));
 

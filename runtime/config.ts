@@ -35,7 +35,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
 
 function absolutise(config: Config, cwd: string): Config {
   config.project.dir = path.resolve(cwd, config.project.dir);
-  config.api.allowed_project_roots = config.api.allowed_project_roots.map((r) => path.resolve(cwd, r));
+  config.project.allowed_roots = config.project.allowed_roots.map((r) => path.resolve(cwd, r));
   return config;
 }
 

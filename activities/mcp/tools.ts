@@ -16,6 +16,7 @@ import {
 } from '../../common/tools';
 import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, NETWORK_META_KEY } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
+import { requireAllowedProject } from '../project/allowed';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
 import { type McpPool } from './pool';
@@ -106,6 +107,7 @@ export function createToolActivities(deps: ToolDeps) {
 
   /** Every server a session may use; one that cannot be set up is reported by name and the others kept. */
   function specsFor(projectDir: string): { specs: ServerSpec[]; unavailable: ListToolsResult['unavailable'] } {
+    requireAllowedProject(deps.config, projectDir);
     const specs: ServerSpec[] = [];
     const unavailable: ListToolsResult['unavailable'] = [];
     const add = (name: string, spec: () => ServerSpec) => {
@@ -126,6 +128,7 @@ export function createToolActivities(deps: ToolDeps) {
   }
 
   function specFor(projectDir: string, server: string): ServerSpec | undefined {
+    requireAllowedProject(deps.config, projectDir);
     if (server === WORKSPACE_SERVER && deps.config.mcp.workspace.enabled)
       return workspaceSpec(deps.config, projectDir, grantKey);
     const cfg = deps.config.mcp.servers[server];

@@ -125,6 +125,8 @@ beforeAll(async () => {
       model: { name: 'fake', base_url: fake.url, api_key: 'k', timeout_ms: 10_000 },
       temporal: { address: server.address, task_queue: taskQueue },
       worker: { sticky_queue_timeout_ms: 1000 },
+      // The tasks' projects are made in the temporary directory.
+      project: { allowed_roots: [realpathSync(os.tmpdir())] },
       mcp: { workspace: { call_log: callLog, state_dir: path.join(dir, 'workspace-state') } },
     })
   );

@@ -57,7 +57,10 @@ async function waitFor(cond: () => boolean, ms = 5000) {
 }
 
 function configWith(servers: Record<string, unknown>, extra: Record<string, unknown> = {}): Config {
-  return resolveConfig({ mcp: { servers }, tools: { call_timeout_ms: 15_000 }, ...extra }, {});
+  return resolveConfig(
+    { mcp: { servers }, tools: { call_timeout_ms: 15_000 }, project: { allowed_roots: [base] }, ...extra },
+    {}
+  );
 }
 
 describe('MCP pool with the official filesystem server (through npx)', () => {
@@ -388,7 +391,10 @@ describe('remote MCP servers: a real server on loopback', () => {
 
   /** Tool activities over a pasted `mcp:` block, without the workspace server unless asked for. */
   function toolsFor(mcp: Record<string, unknown>, workspace = false) {
-    const config = resolveConfig({ mcp: { workspace: { enabled: workspace }, ...mcp } }, {});
+    const config = resolveConfig(
+      { mcp: { workspace: { enabled: workspace }, ...mcp }, project: { allowed_roots: [base] } },
+      {}
+    );
     const pool = new McpPool(silentLogger);
     return { pool, tools: createToolActivities({ config, log: silentLogger, pool }) };
   }

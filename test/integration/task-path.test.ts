@@ -319,17 +319,23 @@ describe('taskWorkflow: the task path', () => {
     expect(calls().filter((c) => JSON.stringify(c.args).includes('shared.txt'))).toHaveLength(2);
   });
 
-  it('a grant the session already holds is honoured without asking', async () => {
+  it('grants in the input of a task no session started open nothing: the path is asked for', async () => {
     const p = makeProject();
     const file = path.join(p.outside, 'known.txt');
     writeFileSync(file, 'known');
     fake.on('write_plan', { call: plan([step('s1', 'Read it')]) });
     fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: file } }] });
-    fake.on('compose_answer', { content: 'known' });
+    fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'denied' } });
+    fake.on('compose_answer', { content: 'not read' });
+    // Started straight from a Temporal client, with a made-up grant for the outside file.
     const t = await TaskDriver.start(env, 'Read', p.dir, { grants: [{ path: file, op: 'read' }] });
+    const ignored = await t.waitFor('error', (e) => e.code === 'GrantsIgnored');
+    expect(ignored.message).toMatch(/grant\(s\) in the task's input were ignored: only a session hands grants/);
+    const req = await t.waitFor('permission_requested');
+    expect(req).toMatchObject({ path: file, op: 'read' });
+    await t.handle.signal(permissionSignal, { requestId: req.requestId, decision: 'deny' });
     expect((await t.result()).status).toBe('done');
-    expect(await t.countOf('permission_requested')).toBe(0);
-    expect((await t.state()).steps[0].result).toBe('known');
+    expect(JSON.stringify(await t.events())).not.toContain('"known"');
   });
 
   it('no suitable tool → replan with the reason → the new plan runs', async () => {

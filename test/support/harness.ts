@@ -3,6 +3,9 @@
  * file, and a Klea config pointing the model at a FakeModel.
  */
 import { randomUUID } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
@@ -62,6 +65,10 @@ export function testConfig(opts: {
     },
     {}
   );
+  // Tests make their projects in the system's temporary directory: a suite that names no project directory of its
+  // own lets the worker serve any of them (a suite that does keeps the default, that directory alone).
+  if (!opts.overrides?.project?.dir && !opts.overrides?.project?.allowed_roots)
+    base.project.allowed_roots = [realpathSync(os.tmpdir()), path.resolve(base.project.dir)];
   return merge(base, opts.overrides);
 }
 

@@ -19,7 +19,17 @@ describe('GET /openapi.json', () => {
       additionalProperties: false,
       properties: { mode: { enum: ['general', 'scientific'] } },
     });
-    expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '503']);
+    expect(Object.keys(create.responses).sort()).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '413',
+      '415',
+      '503',
+    ]);
     expect(create.responses['503']).toMatchObject({
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       headers: { 'Retry-After': { required: true, schema: { type: 'integer' } } },

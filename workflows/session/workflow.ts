@@ -19,6 +19,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -47,10 +48,23 @@ import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, 
 import { Session } from './session-state';
 
 export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
-  const input = parseInput(SessionInputSchema, 'invalid session input', rawInput);
+  const parsed = parseInput(SessionInputSchema, 'invalid session input', rawInput);
+  // Security: what a run carries over (grants included) counts only when this run continues an earlier one; a
+  // session started with a made-up carry gets none of its grants.
+  const forgedGrants =
+    (parsed.carry?.grants.length ?? 0) > 0 &&
+    !workflowInfo().continuedFromExecutionRunId &&
+    patched('carried-grants-only-when-continued');
+  const input = forgedGrants && parsed.carry ? { ...parsed, carry: { ...parsed.carry, grants: [] } } : parsed;
   const session = new Session(input);
   const { queue, memory } = session;
   const log = new EventLog((input.carry?.recentEvents ?? []) as KleaEvent[], input.carry?.lastSeq ?? 0);
+  if (forgedGrants)
+    log.emit({
+      type: 'error',
+      code: 'GrantsIgnored',
+      message: 'the grants in the input were ignored: a session takes grants over only from its own earlier run',
+    });
   /** Messages taken in this run (memory children are named by it; the count also bounds the run). */
   let processed = 0;
 
@@ -208,9 +222,18 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   // ------------------------------------------------------------------ main loop
   upsertSearchAttributes([{ key: KleaSessionId, value: input.sessionId }]);
   if (!input.carry) {
+    // The worker checks the project directory itself: a session started outside the API with another one ends here.
+    const refused = { message: '' };
     const ctx = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
-      .catch(() => ({ file: null, sandbox: undefined, sandboxNote: undefined }));
+      .catch((err: unknown) => {
+        if (failureCode(err, '') === 'ProjectNotAllowed') refused.message = failureMessage(err);
+        return { file: null, sandbox: undefined, sandboxNote: undefined };
+      });
+    if (refused.message) {
+      log.emit({ type: 'error', code: 'ProjectNotAllowed', message: refused.message });
+      throw ApplicationFailure.nonRetryable(refused.message, 'ProjectNotAllowed');
+    }
     session.contextFile = ctx.file;
     session.sandbox = ctx.sandbox ? { status: ctx.sandbox, note: ctx.sandboxNote ?? null } : null;
     emitContext();

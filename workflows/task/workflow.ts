@@ -23,6 +23,7 @@ import {
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { Plan } from '../../common/plan';
@@ -72,7 +73,12 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const progress = new PlanProgress();
   const reviews = new ReviewGate();
   const questions = new QuestionGate();
-  const permissions = new PermissionGate(input.taskId, input.grants);
+  // Security: grants in the input count only when the task's session handed them over (it records what the user
+  // allowed); a task started some other way, grants and all, asks for every path like a new one.
+  const parent = workflowInfo().parent?.workflowId ?? '';
+  const inputGrantsIgnored =
+    input.grants.length > 0 && !parent.startsWith('session-') && patched('input-grants-from-session-only');
+  const permissions = new PermissionGate(input.taskId, inputGrantsIgnored ? [] : input.grants);
   // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
   const meter = new UsageMeter(() => {
     if (!patched('usage-search-attributes')) return;
@@ -256,9 +262,21 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
   async function main(): Promise<TaskResult> {
     upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);
+    if (inputGrantsIgnored)
+      log.emit({
+        type: 'error',
+        code: 'GrantsIgnored',
+        message: `the ${input.grants.length} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
+      });
+    // The worker checks the project directory itself: a task started outside the API with another one ends here.
+    const refused = { message: '' };
     const context = await projectFacts.projectContextInfo
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
-      .catch(() => ({ file: null, sandbox: undefined, sandboxNote: undefined }));
+      .catch((err: unknown) => {
+        if (failureCode(err, '') === 'ProjectNotAllowed') refused.message = failureMessage(err);
+        return { file: null, sandbox: undefined, sandboxNote: undefined };
+      });
+    if (refused.message) return fail('ProjectNotAllowed', refused.message);
     const declined = input.mode === 'scientific';
     log.emit({
       type: 'context',

@@ -2,12 +2,14 @@
  * Builds the Express app from injected dependencies (a Temporal client and the config). `index.ts` listens;
  * tests drive this app with supertest. Every route is a thin Temporal client call (start, signal, update,
  * query), validated by the zod schemas in common/ with the parsed value handed on. The routes live in routes/
- * (sessions, tasks), health.ts and web.ts; this module wires them together and adds the OpenAPI document.
+ * (sessions, tasks), health.ts, web.ts and codec.ts (Temporal's codec server, with a payload key); this module
+ * wires them together and adds the OpenAPI document.
  */
 import express, { type Express } from 'express';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../common/config';
 import { bearerAuth } from './auth';
+import { codecServer } from './codec';
 import { ApiError, errorHandler } from './errors';
 import { healthRoute } from './health';
 import { buildOpenApiDocument } from './openapi';
@@ -44,6 +46,9 @@ export function createApp({
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(requestGuard(config));
+  // Before the API's body parser: the codec routes take larger bodies, and the Temporal UI needs CORS.
+  const codec = codecServer(config);
+  codec.mount(app);
   app.use(express.json({ limit: config.api.max_body_bytes, strict: true }));
 
   const { namespace, task_queue: taskQueue, ui_url: uiUrl } = config.temporal;
@@ -71,6 +76,7 @@ export function createApp({
     ...sessionRoutes({ calls, sessions, runUrl, ssePollMs }),
     ...taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePollMs }),
     ...webRoutes({ uiUrl, namespace }),
+    ...codec.routes,
   ];
   const openapi = buildOpenApiDocument(routes, { version, tokenRequired: Boolean(config.api.token) });
   const router = express.Router();

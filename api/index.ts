@@ -2,6 +2,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
+import { dataConverterFor } from '../runtime/payload-codec';
 import { exitWithParent } from '../runtime/supervised';
 import { temporalConnectionOptions } from '../runtime/temporal';
 import { createApp } from './app';
@@ -18,7 +19,12 @@ async function main() {
   }
   // The connection is lazy: the API starts (and /healthz reports "unreachable") even when Temporal is down.
   const connection = Connection.lazy(temporalConnectionOptions(config));
-  const client = new Client({ connection, namespace: config.temporal.namespace });
+  // With a payload key, everything the API sends to or reads from a workflow is encrypted in Temporal's history.
+  const client = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    dataConverter: dataConverterFor(config),
+  });
   const app = createApp({ client, config });
 
   const server = app.listen(port, host);
@@ -29,7 +35,10 @@ async function main() {
     process.exit(1);
   });
   server.on('listening', () =>
-    log.info(`listening on http://${host}:${port}`, { auth: token ? 'bearer token' : 'none (loopback only)' })
+    log.info(`listening on http://${host}:${port}`, {
+      auth: token ? 'bearer token' : 'none (loopback only)',
+      payloads: config.temporal.payload_key ? 'encrypted (codec endpoint /codec)' : 'plain',
+    })
   );
 
   let stopping = false;

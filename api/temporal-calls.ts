@@ -6,7 +6,9 @@
  *   route addresses, e.g. a session id on a task route);
  * - a workflow that has ended → 409 naming its final status; an update its validator refused → 409;
  * - Temporal unreachable or not answering within the deadline → 503 `temporal_unavailable`;
- * - no worker to answer a query or take an update → 503 `no_worker`.
+ * - no worker to answer a query or take an update → 503 `no_worker`;
+ * - an answer encrypted with a key the API does not have → 500 `payload_key` naming the key id (the API's and
+ *   the workers' KLEA_PAYLOAD_KEY differ: nothing a client can fix).
  *
  * Each call has a deadline: without one the client retries an unreachable server for about 20 s and waits for
  * an update that no worker takes for ever.
@@ -28,6 +30,7 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { PayloadKeyError } from '../runtime/payload-codec';
 import { KleaStatus } from '../common/search-attributes';
 import type * as workflows from '../workflows';
 import { ApiError, conflict, modelError, notFound, unavailable } from './errors';
@@ -82,6 +85,13 @@ interface Call {
 }
 
 /** The gRPC status code of an error or of any error it wraps. */
+/** The PayloadKeyError behind a failure, however deeply the client wrapped it. */
+function payloadKeyError(err: unknown): PayloadKeyError | null {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof PayloadKeyError) return e;
+  return null;
+}
+
 function grpcCode(err: unknown): number | undefined {
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     if (isGrpcServiceError(e)) return e.code;
@@ -268,6 +278,9 @@ export class TemporalCalls {
   async toApiError(err: unknown, target: Target | undefined, call: Call): Promise<unknown> {
     if (err instanceof ApiError) return err;
     const what = target?.what ?? 'workflow';
+
+    const keyError = payloadKeyError(err);
+    if (keyError) return new ApiError(500, 'payload_key', keyError.message, { keyId: keyError.keyId });
 
     if (err instanceof QueryNotRegisteredError) {
       return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" query`);

@@ -127,3 +127,24 @@ export const ClarifyRequestSchema = ClarifySchema;
 export const PermissionRequestBodySchema = PermissionDecisionSchema;
 export const CancelRequestBodySchema = CancelSchema;
 export const AcceptedResponseSchema = z.object({ accepted: z.literal(true) });
+
+/**
+ * Temporal's codec-server protocol (`POST /codec/encode`, `/codec/decode`): payloads in Temporal's JSON form,
+ * bytes as base64. Fields Temporal may add to a payload are accepted and left out of the answer.
+ */
+const Base64Schema = z
+  .string()
+  .regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'expected base64')
+  .refine((s) => s.replace(/=+$/, '').length % 4 !== 1, 'expected base64 (its length is not that of any bytes)');
+export const CodecPayloadsSchema = z.object({
+  payloads: z.array(
+    z.object({
+      metadata: z
+        .record(z.string(), Base64Schema)
+        .optional()
+        .describe('metadata values, each base64 (e.g. encoding: "anNvbi9wbGFpbg==", json/plain)'),
+      data: Base64Schema.optional().describe('the payload bytes, base64'),
+    })
+  ),
+});
+export type CodecPayloads = z.infer<typeof CodecPayloadsSchema>;

@@ -4,6 +4,7 @@
  * hands both to `resolveConfig`.
  */
 import { z } from 'zod';
+import { parsePayloadKeys } from './payload-keys';
 import { qualifiedToolName } from './tools';
 import { describeZodIssues } from './zod-issues';
 
@@ -250,6 +251,20 @@ export const ConfigSchema = z.strictObject({
       ui_url: z.url().default('http://127.0.0.1:8233'),
       /** API key for Temporal Cloud (env TEMPORAL_API_KEY); turns TLS on. */
       api_key: z.string().min(1).nullable().default(null),
+      /**
+       * AES-256-GCM keys for every payload Klea puts in Temporal (env KLEA_PAYLOAD_KEY): `<keyId>:<base64>`,
+       * comma-separated, the first encrypting and all decrypting (common/payload-keys.ts). Null: payloads are
+       * stored as plain JSON.
+       */
+      payload_key: z
+        .string()
+        .nullable()
+        .default(null)
+        .superRefine((value, ctx) => {
+          const parsed = value === null ? null : parsePayloadKeys(value);
+          // Security: the issue carries no input, so no message or log can quote the key.
+          if (parsed && 'problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem, input: '' });
+        }),
       tls: z
         .strictObject({
           enabled: z.boolean().default(false),
@@ -415,6 +430,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
   { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
   { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
+  { env: 'KLEA_PAYLOAD_KEY', path: ['temporal', 'payload_key'], kind: 'string' },
   { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
   { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
   { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },

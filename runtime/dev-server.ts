@@ -21,6 +21,8 @@ export interface DevServerOptions {
   onOutput?: (chunk: string) => void;
   /** Start in its own process group, so stopping it ends any helper it spawned. */
   detached?: boolean;
+  /** Where the Web UI sends payloads to be decoded (Klea's API's /codec, when payloads are encrypted). */
+  uiCodecEndpoint?: string;
 }
 
 export interface DevServer {
@@ -50,6 +52,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   if (opts.dbFile) args.push('--db-filename', opts.dbFile);
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
   else args.push('--headless');
+  if (opts.uiPort && opts.uiCodecEndpoint) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
 
   const child = spawn(temporalCliPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
   let output = '';

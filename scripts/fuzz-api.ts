@@ -1,12 +1,13 @@
 /**
  * `make proof` fuzzing: schemathesis (from PyPI) against /openapi.json of a running API (real Temporal dev
  * server, worker, fake model), with and without a token. Fails on any 5xx or any response that breaks the
- * document.
+ * document. Payload encryption is on, so the codec-server routes are in the document and fuzzed too.
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -61,7 +62,8 @@ function runSchemathesis(
 
 async function main() {
   const projectDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-fuzz-')));
-  const stack = await startStack({ taskQueue: 'fuzz', projectDir });
+  const payloadKey = `fuzz:${randomBytes(32).toString('base64')}`;
+  const stack = await startStack({ taskQueue: 'fuzz', projectDir, payloadKey });
   const { fake, client, config } = stack;
   fake.always('route_request', { call: { route: 'chat', reply: 'hello' } });
   fake.always('write_plan', {

@@ -42,6 +42,9 @@ async function main() {
   const ui = new URL(config.temporal.ui_url);
   const uiPort = Number(ui.port || 80);
   const httpPort = temporalAddr.port + 10;
+  const apiUrl = `http://${config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host}:${config.api.port}`;
+  // With encrypted payloads the Web UI shows them through the API's codec server (the browser calls it).
+  const codecEndpoint = config.temporal.payload_key ? `${apiUrl}/codec` : undefined;
 
   const needed: Array<[number, string, string]> = [[config.api.port, config.api.host, 'Klea API (KLEA_API_PORT)']];
   if (startTemporal) {
@@ -101,6 +104,7 @@ async function main() {
         namespace: config.temporal.namespace,
         logLevel: (process.env.KLEA_TEMPORAL_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error',
         detached: true,
+        uiCodecEndpoint: codecEndpoint,
         onOutput: lineWriter('temporal', process.stdout),
       });
     } catch (err) {
@@ -138,11 +142,20 @@ async function main() {
     child.start();
   }
 
-  const apiUrl = `http://${config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host}:${config.api.port}`;
   const ready = await waitForHealth(apiUrl, 60_000);
   say('');
   say(`Klea API        ${apiUrl}   (health: ${apiUrl}/healthz, OpenAPI: ${apiUrl}/openapi.json)`);
   say(`Temporal UI     ${config.temporal.ui_url}`);
+  if (codecEndpoint) {
+    say(
+      `Payloads        encrypted in Temporal (codec endpoint ${codecEndpoint}` +
+        (config.api.token
+          ? '; it needs the API token, which the Web UI does not send, so the UI shows them encrypted: see README)'
+          : startTemporal
+            ? ", set as the Web UI's)"
+            : "; set it as your Temporal UI's codec endpoint)")
+    );
+  }
   say(
     `Temporal server ${config.temporal.address} (namespace ${config.temporal.namespace}, task queue ${config.temporal.task_queue})`
   );

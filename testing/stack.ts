@@ -9,6 +9,7 @@ import { NativeConnection, Runtime } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../common/config';
 import { startDevServer, type DevServer } from '../runtime/dev-server';
 import { silentLogger } from '../runtime/log';
+import { dataConverterFor } from '../runtime/payload-codec';
 import { findFreePort } from '../runtime/ports';
 import { REPO_ROOT } from '../runtime/temporal';
 import { createKleaWorker, type KleaWorker } from '../worker/worker';
@@ -25,7 +26,12 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export async function startStack(opts: { taskQueue: string; projectDir?: string }): Promise<Stack> {
+export async function startStack(opts: {
+  taskQueue: string;
+  projectDir?: string;
+  /** `temporal.payload_key`: the client and the worker then encrypt payloads (the API fuzzer sets one). */
+  payloadKey?: string;
+}): Promise<Stack> {
   const { taskQueue } = opts;
   // Quiet, except for what says something is wrong (a failing workflow task must never pass unnoticed).
   const loud = (level: string, message: string, meta?: Record<string, unknown>) =>
@@ -60,14 +66,18 @@ export async function startStack(opts: { taskQueue: string; projectDir?: string 
   const config = resolveConfig(
     {
       model: { name: 'fake', base_url: fake.url, api_key: 'k' },
-      temporal: { address: server.address, task_queue: taskQueue },
+      temporal: {
+        address: server.address,
+        task_queue: taskQueue,
+        ...(opts.payloadKey ? { payload_key: opts.payloadKey } : {}),
+      },
       ...(opts.projectDir ? { project: { dir: opts.projectDir } } : {}),
     },
     {}
   );
   const native = await NativeConnection.connect({ address: server.address });
   const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  const client = new Client({ connection, dataConverter: dataConverterFor(config) });
   const worker = await createKleaWorker({
     connection: native,
     namespace: 'default',

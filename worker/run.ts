@@ -60,6 +60,7 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     taskQueue,
     config: file ?? 'defaults',
     model: isModelConfigured(config) ? config.model.name : 'NOT CONFIGURED (set OPENAI_API_KEY / OPENAI_BASE_URL)',
+    payloads: config.temporal.payload_key ? 'encrypted' : 'plain',
   });
   exitWithParent(() => process.kill(process.pid, 'SIGTERM'));
   // Worker.run() installs SIGINT/SIGTERM handlers that drain in-flight work before resolving.

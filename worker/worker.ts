@@ -7,6 +7,7 @@ import { McpPool } from '../activities/mcp/pool';
 import type { Config } from '../common/config';
 import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
+import { dataConverterFor } from '../runtime/payload-codec';
 import { sandboxReport } from '../runtime/sandbox-probe';
 
 export interface KleaWorkerOptions {
@@ -64,6 +65,9 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   const sandbox = await sandboxReport(opts.config.tools.sandbox);
   if (sandbox.problem) opts.log.warn(`run_command is unavailable on this worker: ${sandbox.problem}`);
   const identity = opts.identity ?? workerIdentity(`${process.pid}@${os.hostname()}`, sandbox.status);
+  // The payload codec runs here, outside the workflow sandbox: workflows and activities see plaintext, history
+  // holds ciphertext. A payload this worker has no key for fails its workflow task, naming the key id.
+  const dataConverter = dataConverterFor(opts.config);
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -72,6 +76,7 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     activities: withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool })),
     identity,
     ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
+    ...(dataConverter ? { dataConverter } : {}),
     // Graceful shutdown gives in-flight activities a moment to finish before they are cancelled.
     shutdownGraceTime: '10s',
     ...(opts.config.worker.max_cached_workflows !== null

@@ -10,6 +10,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger, type Logger } from '../../runtime/log';
+import { dataConverterFor } from '../../runtime/payload-codec';
 import { createKleaWorker } from '../../worker/worker';
 import type { FakeModel } from '../../testing/fake-model';
 import { untilPolling } from '../../testing/until-polling';
@@ -102,7 +103,12 @@ export async function startTestEnv(
 
   const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
   const connection = await Connection.connect({ address: config.temporal.address });
-  const client = new Client({ connection, namespace: config.temporal.namespace });
+  // With a payload key the test's client encrypts and decrypts as the API's does.
+  const client = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    dataConverter: dataConverterFor(config),
+  });
 
   const makeWorker = () =>
     createKleaWorker({

@@ -17,7 +17,10 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/web ./web
 COPY klea.example.yaml ./
-RUN mkdir -p /workspace && chown node:node /workspace
+# The image runs as `node`, not root: the directories it writes are its own (a named volume mounted on one of them
+# starts with this ownership).
+RUN mkdir -p /workspace /var/lib/klea/workspace-state /var/lib/klea/results /app/.klea \
+  && chown -R node:node /workspace /var/lib/klea /app/.klea
 USER node
 # The worker by default; the API with: node dist/api/index.js
 CMD ["node", "dist/worker/index.js"]

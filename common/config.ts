@@ -437,6 +437,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_API_ALLOWED_HOSTS', path: ['api', 'allowed_hosts'], kind: 'list' },
   { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
   { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
+  { env: 'KLEA_RESULTS_DIR', path: ['tools', 'results_dir'], kind: 'string' },
   { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
 ];
 

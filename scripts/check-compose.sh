@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KLEA_API_TOKEN="${KLEA_API_TOKEN:-compose-config-check-token}"
+export KLEA_PAYLOAD_KEY="${KLEA_PAYLOAD_KEY:-k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=}"
 if docker compose version >/dev/null 2>&1; then
   docker compose -f docker-compose.yml config -q
 elif command -v docker-compose >/dev/null 2>&1; then

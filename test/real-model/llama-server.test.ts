@@ -132,7 +132,8 @@ describe("Klea on llama.cpp's server with SmolLM2-135M-Instruct (structured_outp
         model: { name: 'SmolLM2-135M-Instruct', base_url: proxy.url, api_key: 'none', timeout_ms: REQUEST_TIMEOUT_MS },
       },
     });
-    session = await SessionDriver.start(env, project.dir);
+    // A small model on a shared CPU may take minutes to route: the bound is the request's own timeout, retried.
+    session = await SessionDriver.start(env, project.dir, { routeTimeoutMs: 5 * REQUEST_TIMEOUT_MS });
   }, 180_000);
 
   afterAll(async () => {

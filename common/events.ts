@@ -9,6 +9,7 @@ import { PlanShape } from './plan';
 import { SandboxStatusSchema } from './sandbox-status';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
 import { TaskStatusSchema } from './status';
+import { FileChangeSchema } from './text-diff';
 
 export const EVENT_TYPES = [
   'context',
@@ -123,6 +124,8 @@ export const StepFinishedEventSchema = z.object({
   outcome: z.enum(['move_on', 'retry', 'replan']),
   reason: z.string(),
   calls: z.array(z.object({ tool: z.string(), status: z.string() })),
+  /** What this attempt's writes and edits changed: one unified diff per call (absent when nothing changed). */
+  changes: z.array(FileChangeSchema).optional(),
   /** The model calls made for this attempt of the step (a pick for several steps counts on the first). */
   usage: CallUsageSchema.optional(),
 });

@@ -241,10 +241,11 @@
       el('div', { class: 'answer' }),
     ]);
     $('messages').appendChild(card);
-    t = { card: card, state: null, stream: null, refreshing: false, again: false };
+    t = { card: card, state: null, stream: null, refreshing: false, again: false, changes: new Map(), plans: [] };
     state.tasks.set(taskId, t);
     t.stream = follow('/tasks/' + taskId + '/events', function (e) {
       logEvent(taskId, e);
+      noteTaskEvent(t, e);
       void refreshTask(taskId);
       // The final status is the last event of a task: nothing more to follow.
       if (e.type === 'status' && ['done', 'failed', 'cancelled'].includes(e.status) && t.stream) {
@@ -255,6 +256,57 @@
     void refreshTask(taskId);
     scrollChat();
     return t;
+  }
+
+  /** What the task card keeps from its events: each step's file changes, and the latest plan difference. */
+  function noteTaskEvent(t, e) {
+    if (e.type === 'step_finished' && e.changes && e.changes.length) {
+      const list = t.changes.get(e.stepId) || [];
+      t.changes.set(e.stepId, list.concat(e.changes));
+    }
+    if ((e.type === 'plan' || e.type === 'review_requested') && e.diff) {
+      t.planDiff = { planHash: e.planHash, diff: e.diff, feedback: e.feedback || '' };
+    }
+  }
+
+  /** A unified diff, each line coloured by what it is. */
+  function diffView(change) {
+    const pre = el('pre', { class: 'diff' });
+    for (const line of change.diff.split('\n')) {
+      const kind = /^(\+\+\+|---)/.test(line)
+        ? 'file'
+        : line.startsWith('@@')
+          ? 'hunk'
+          : line.startsWith('+')
+            ? 'add'
+            : line.startsWith('-')
+              ? 'del'
+              : line.startsWith('…')
+                ? 'more'
+                : 'ctx';
+      pre.appendChild(el('span', { class: 'diff-' + kind, text: line + '\n' }));
+    }
+    return el('details', { class: 'change', 'data-path': change.path }, [
+      el('summary', {}, [
+        el('code', { text: change.path }),
+        el('span', { class: 'added', text: ' +' + change.added }),
+        el('span', { class: 'removed', text: ' −' + change.removed }),
+      ]),
+      pre,
+    ]);
+  }
+
+  /** The task's changed files with their line counts, summed over its steps. */
+  function changedFiles(t) {
+    const files = new Map();
+    for (const list of t.changes.values())
+      for (const c of list) {
+        const f = files.get(c.path) || { path: c.path, added: 0, removed: 0 };
+        f.added += c.added;
+        f.removed += c.removed;
+        files.set(c.path, f);
+      }
+    return [...files.values()];
   }
 
   async function refreshTask(taskId) {
@@ -315,6 +367,13 @@
             step.depends_on.length ? el('span', { class: 'deps', text: 'after ' + step.depends_on.join(', ') }) : null,
             el('div', { class: 'step-instruction', text: step.instruction + (step.needs_tool ? '' : ' (no tool)') }),
             st.result ? el('details', {}, [el('summary', { text: 'result' }), el('pre', { text: st.result })]) : null,
+            t.changes.has(step.id)
+              ? el(
+                  'div',
+                  { class: 'changes', 'aria-label': 'Changes of step ' + step.id },
+                  t.changes.get(step.id).map(diffView)
+                )
+              : null,
           ])
         );
       }
@@ -341,6 +400,29 @@
           title: 'Grounding is not enforced yet: this answer has not been checked against sources.',
         })
       );
+    }
+    const files = changedFiles(t);
+    const filesKey = JSON.stringify(files);
+    if (answer.dataset.files !== filesKey) {
+      answer.dataset.files = filesKey;
+      answer.querySelector('.changed-files')?.remove();
+      if (files.length)
+        answer.appendChild(
+          el('div', { class: 'changed-files' }, [
+            el('h4', { text: 'Changed files' }),
+            el(
+              'ul',
+              {},
+              files.map((f) =>
+                el('li', { 'data-path': f.path }, [
+                  el('code', { text: f.path }),
+                  el('span', { class: 'added', text: ' +' + f.added }),
+                  el('span', { class: 'removed', text: ' −' + f.removed }),
+                ])
+              )
+            ),
+          ])
+        );
     }
     if (s.error && !answer.dataset.error) {
       answer.dataset.error = '1';

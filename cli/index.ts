@@ -158,6 +158,15 @@ export async function ask(
           say(`  ${s.id}. ${s.title}${s.depends_on.length ? ` (after ${s.depends_on.join(', ')})` : ''}`);
         return null;
       case 'review_requested': {
+        if (e.diff) {
+          const d = e.diff;
+          const parts = [
+            ...d.added.map((id) => `+${id}`),
+            ...d.removed.map((id) => `-${id}`),
+            ...d.changed.map((c) => `~${c.stepId} (${c.fields.join(', ')})`),
+          ];
+          say(`  revised after "${e.feedback ?? ''}": ${parts.join(' ') || 'no step changed'}`);
+        }
         const a = (await question(`review (${e.reason}): [a]pprove or [r]evise? `)).trim().toLowerCase();
         const review: ReviewDecision = a.startsWith('r')
           ? { decision: 'revise', feedback: await question('what should change? '), planHash: e.planHash }

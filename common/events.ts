@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ToolAccessSchema } from './config';
 import { CallUsageSchema } from './model-protocol';
 import { PlanShape } from './plan';
+import { PlanDiffSchema } from './plan-diff';
 import { SandboxStatusSchema } from './sandbox-status';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
 import { TaskStatusSchema } from './status';
@@ -84,6 +85,10 @@ export const PlanEventSchema = z.object({
   version: z.number().int(),
   /** The Planner call that wrote this plan. */
   usage: CallUsageSchema.optional(),
+  /** For a plan revised at the user's request: what changed against the plan the user reviewed. */
+  diff: PlanDiffSchema.optional(),
+  /** For a plan revised at the user's request: the feedback that led to it. */
+  feedback: z.string().optional(),
 });
 export const ReviewRequestedEventSchema = z.object({
   type: z.literal('review_requested'),
@@ -94,6 +99,9 @@ export const ReviewRequestedEventSchema = z.object({
   results: z.array(StepResultSummarySchema),
   /** For reason `budget`: what the task has spent, and the budget it crossed. */
   spent: CallUsageSchema.extend({ budget: z.number().int() }).optional(),
+  /** For reason `revised`: what changed against the plan reviewed before, and the feedback that led to it. */
+  diff: PlanDiffSchema.optional(),
+  feedback: z.string().optional(),
 });
 export const QuestionsEventSchema = z.object({
   type: z.literal('questions'),

@@ -241,7 +241,15 @@
       el('div', { class: 'answer' }),
     ]);
     $('messages').appendChild(card);
-    t = { card: card, state: null, stream: null, refreshing: false, again: false, changes: new Map(), plans: [] };
+    t = {
+      card: card,
+      state: null,
+      stream: null,
+      refreshing: false,
+      again: false,
+      changes: new Map(),
+      titles: new Map(),
+    };
     state.tasks.set(taskId, t);
     t.stream = follow('/tasks/' + taskId + '/events', function (e) {
       logEvent(taskId, e);
@@ -264,9 +272,9 @@
       const list = t.changes.get(e.stepId) || [];
       t.changes.set(e.stepId, list.concat(e.changes));
     }
-    if ((e.type === 'plan' || e.type === 'review_requested') && e.diff) {
-      t.planDiff = { planHash: e.planHash, diff: e.diff, feedback: e.feedback || '' };
-    }
+    // Titles of every step any plan had, so a removed step can be named.
+    if (e.type === 'plan' || e.type === 'replanned' || e.type === 'review_requested')
+      for (const st of e.plan.steps) t.titles.set(st.id, st.title);
   }
 
   /** A unified diff, each line coloured by what it is. */
@@ -358,10 +366,14 @@
       plan.appendChild(el('p', { class: 'goal' }, [el('strong', { text: 'Goal: ' }), s.goal || '']));
       const steps = el('ol', { class: 'steps', 'aria-label': 'Plan steps' });
       const byId = new Map(s.steps.map((st) => [st.id, st]));
+      const review = s.pending.find((p) => p.kind === 'review' && p.diff);
+      const marks = review ? diffMarks(review.diff) : new Map();
       for (const step of s.plan.steps) {
         const st = byId.get(step.id) || { status: 'pending' };
+        const mark = marks.get(step.id);
         steps.appendChild(
-          el('li', { class: 'step', 'data-status': st.status, 'data-step': step.id }, [
+          el('li', { class: 'step', 'data-status': st.status, 'data-step': step.id, 'data-diff': mark && mark.kind }, [
+            mark ? el('span', { class: 'diff-mark diff-mark-' + mark.kind, text: mark.label }) : null,
             el('span', { class: 'step-status', text: st.status.replace(/_/g, ' ') }),
             el('span', { class: 'step-title', text: step.id + ' · ' + step.title }),
             step.depends_on.length ? el('span', { class: 'deps', text: 'after ' + step.depends_on.join(', ') }) : null,
@@ -461,6 +473,44 @@
     }
   }
 
+  /** Each step a revision touched: its kind (added, changed) and a label saying how. */
+  function diffMarks(diff) {
+    const marks = new Map();
+    for (const id of diff.added) marks.set(id, { kind: 'added', label: 'added' });
+    for (const c of diff.changed) marks.set(c.stepId, { kind: 'changed', label: 'changed: ' + c.fields.join(', ') });
+    return marks;
+  }
+
+  /** What a revised plan changed against the one reviewed before, and the feedback that led to it. */
+  function planChanges(taskId, p) {
+    const t = state.tasks.get(taskId);
+    const name = (id) => id + ' · ' + ((t && t.titles.get(id)) || '');
+    const marks = diffMarks(p.diff);
+    const items = p.plan.steps
+      .filter((st) => marks.has(st.id))
+      .map((st) =>
+        el('li', { class: 'plan-diff-' + marks.get(st.id).kind, 'data-step': st.id }, [
+          el('span', { class: 'diff-mark diff-mark-' + marks.get(st.id).kind, text: marks.get(st.id).label }),
+          ' ' + st.id + ' · ' + st.title,
+        ])
+      )
+      .concat(
+        p.diff.removed.map((id) =>
+          el('li', { class: 'plan-diff-removed', 'data-step': id }, [
+            el('span', { class: 'diff-mark diff-mark-removed', text: 'removed' }),
+            ' ',
+            el('s', { text: name(id) }),
+          ])
+        )
+      );
+    return el('div', { class: 'plan-diff', 'aria-label': 'What the revision changed' }, [
+      p.feedback ? el('blockquote', { class: 'plan-feedback' }, ['Your feedback: ' + p.feedback]) : null,
+      items.length
+        ? el('ul', {}, items)
+        : el('p', { class: 'note', text: p.diff.goalChanged ? 'Only the goal changed.' : 'No step changed.' }),
+    ]);
+  }
+
   function interruptForm(taskId, p) {
     if (p.kind === 'review') {
       const feedbackId = 'fb-' + taskId + '-' + p.planHash;
@@ -480,6 +530,7 @@
               : 'Review the plan';
       return el('form', { class: 'interrupt review', 'aria-label': title, onsubmit: (e) => e.preventDefault() }, [
         el('h3', { text: title }),
+        p.diff ? planChanges(taskId, p) : null,
         el('label', { for: feedbackId, text: 'What should change? (for Revise)' }),
         el('textarea', { id: feedbackId, rows: 2 }),
         el('div', { class: 'buttons' }, [

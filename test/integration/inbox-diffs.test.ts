@@ -71,4 +71,42 @@ describe('changes and plan differences', () => {
       expect.arrayContaining(['notes.txt', 'new.md'])
     );
   });
+
+  it('a revised plan carries its difference against the reviewed plan, and the feedback, on plan and review_requested', async () => {
+    const first = plan(
+      [step('s1', 'Read notes.txt'), step('s2', 'Count lines'), step('s3', 'Report', { needs_tool: false })],
+      {
+        before_work: true,
+      }
+    );
+    const revised = plan(
+      [
+        step('s1', 'Read notes.txt'),
+        step('s2', 'Count words instead', { depends_on: ['s1'] }),
+        step('s4', 'Report in French', { needs_tool: false }),
+      ],
+      { before_work: true }
+    );
+    fake.on('write_plan', { call: first }, { call: revised });
+    const t = await TaskDriver.start(env, 'Count', project.dir);
+    const r1 = await t.waitFor('review_requested');
+    expect(r1.diff).toBeUndefined();
+    const res = await request(app)
+      .post(`/tasks/${t.taskId}/review`)
+      .send({ decision: 'revise', planHash: r1.planHash, feedback: 'words, not lines; in French' });
+    expect(res.status).toBe(200);
+
+    const r2 = await t.waitFor('review_requested', (e) => e.reason === 'revised');
+    const diff = { added: ['s4'], removed: ['s3'], changed: [{ stepId: 's2', fields: ['instruction', 'depends_on'] }] };
+    expect(r2).toMatchObject({ diff, feedback: 'words, not lines; in French' });
+    const plans = (await t.events()).filter((e) => e.type === 'plan');
+    expect(plans).toHaveLength(2);
+    expect(plans[0]).not.toHaveProperty('diff');
+    expect(plans[1]).toMatchObject({ diff, feedback: 'words, not lines; in French' });
+    const state = await request(app).get(`/tasks/${t.taskId}`);
+    expect(state.body.pending[0]).toMatchObject({ kind: 'review', reason: 'revised', diff });
+
+    await request(app).post(`/tasks/${t.taskId}/cancel`).send({});
+    expect((await t.result()).status).toBe('cancelled');
+  });
 });

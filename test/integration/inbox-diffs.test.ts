@@ -109,4 +109,116 @@ describe('changes and plan differences', () => {
     await request(app).post(`/tasks/${t.taskId}/cancel`).send({});
     expect((await t.result()).status).toBe('cancelled');
   });
+
+  describe('the inbox: GET /tasks and GET /sessions', () => {
+    type Item = { id: string; sessionId: string; status: string; request: string | null; waitingSince: string | null };
+
+    async function until<T>(what: string, get: () => Promise<T | null>, ms = 20_000): Promise<T> {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const v = await get();
+        if (v !== null) return v;
+        if (Date.now() > deadline) throw new Error(`never: ${what}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+
+    async function park(prompt: string): Promise<{ taskId: string; sessionId: string }> {
+      fake.on('write_plan', { call: plan([step('s1', 'Look')], { before_work: true }) });
+      const created = await request(app).post('/tasks').send({ prompt });
+      expect(created.status).toBe(201);
+      const { taskId, sessionId } = created.body;
+      await until('parked', async () => {
+        const s = await request(app).get(`/tasks/${taskId}`);
+        return s.body.status === 'awaiting_review' ? true : null;
+      });
+      return { taskId, sessionId };
+    }
+
+    it('lists parked tasks by status and session, newest first, a page at a time', async () => {
+      const a = await park('First parked request\nwith a second line');
+      const b = await park('Second parked request');
+
+      // By session: only that session's task, with what the inbox shows of it.
+      const mine = await until('listed by session', async () => {
+        const res = await request(app).get(`/tasks?sessionId=${a.sessionId}`);
+        expect(res.status).toBe(200);
+        return res.body.tasks.length ? (res.body.tasks as Item[]) : null;
+      });
+      expect(mine).toEqual([
+        expect.objectContaining({
+          id: a.taskId,
+          sessionId: a.sessionId,
+          status: 'awaiting_review',
+          request: 'First parked request',
+          waitingSince: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+          temporalUiUrl: expect.stringContaining(a.taskId),
+        }),
+      ]);
+      expect(typeof (mine[0] as unknown as { tokens: unknown }).tokens).toBe('number');
+
+      // By status: both parked tasks, newest first; none of another status.
+      const waiting = await until('both listed', async () => {
+        const res = await request(app).get('/tasks?status=awaiting_review,awaiting_permission&limit=100');
+        const ids = (res.body.tasks as Item[]).map((t) => t.id);
+        return ids.includes(a.taskId) && ids.includes(b.taskId) ? (res.body.tasks as Item[]) : null;
+      });
+      expect(waiting.every((t) => t.status === 'awaiting_review' || t.status === 'awaiting_permission')).toBe(true);
+      const ids = waiting.map((t) => t.id);
+      expect(ids.indexOf(b.taskId)).toBeLessThan(ids.indexOf(a.taskId));
+      expect((await request(app).get(`/tasks?status=done&sessionId=${a.sessionId}`)).body.tasks).toEqual([]);
+
+      // A page at a time: every parked task once, by following the cursor.
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      for (let i = 0; i < 200; i++) {
+        const res = await request(app).get(
+          `/tasks?status=awaiting_review&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+        );
+        expect(res.status).toBe(200);
+        expect(res.body.tasks.length).toBeLessThanOrEqual(1);
+        seen.push(...(res.body.tasks as Item[]).map((t) => t.id));
+        cursor = res.body.nextCursor;
+        if (!cursor) break;
+      }
+      expect(seen).toEqual(expect.arrayContaining([a.taskId, b.taskId]));
+      expect(new Set(seen).size).toBe(seen.length);
+
+      // Sessions, newest first, paged.
+      const sessions = await until('sessions listed', async () => {
+        const res = await request(app).get('/sessions?limit=100');
+        expect(res.status).toBe(200);
+        const list = res.body.sessions as Array<{ id: string; status: string }>;
+        return list.some((x) => x.id === a.sessionId) && list.some((x) => x.id === b.sessionId) ? list : null;
+      });
+      const order = sessions.map((x) => x.id);
+      expect(order.indexOf(b.sessionId)).toBeLessThan(order.indexOf(a.sessionId));
+      expect(sessions.find((x) => x.id === a.sessionId)).toMatchObject({ status: 'running' });
+      const first = await request(app).get('/sessions?limit=1');
+      expect(first.body.sessions).toHaveLength(1);
+      expect(first.body.nextCursor).toEqual(expect.any(String));
+      const second = await request(app).get(`/sessions?limit=1&cursor=${first.body.nextCursor}`);
+      expect(second.status).toBe(200);
+      expect(second.body.sessions[0]?.id).not.toBe(first.body.sessions[0].id);
+
+      for (const t of [a, b]) await request(app).post(`/tasks/${t.taskId}/cancel`).send({});
+    });
+
+    it.each([
+      ['/tasks?status=bogus', 'query.status'],
+      ['/tasks?status=awaiting_review,', 'query.status'],
+      ['/tasks?sessionId=a%27%20OR%201%3D1', 'query.sessionId'],
+      ['/tasks?limit=0', 'query.limit'],
+      ['/tasks?limit=abc', 'query.limit'],
+      ['/tasks?cursor=!!', 'query.cursor'],
+      ['/tasks?cursor=AAAA', 'query.cursor'],
+      ['/tasks?colour=red', 'query.colour'],
+      ['/sessions?limit=1000', 'query.limit'],
+      ['/sessions?cursor=bm90LWEtdG9rZW4', 'query.cursor'],
+    ])('GET %s is refused with 400 naming %s', async (url, field) => {
+      const res = await request(app).get(url);
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toContain(field);
+    });
+  });
 });

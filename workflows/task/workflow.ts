@@ -29,7 +29,7 @@ import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/e
 import type { Plan } from '../../common/plan';
 import { planDiff, type PlanDiff } from '../../common/plan-diff';
 import type { CallUsage } from '../../common/model-protocol';
-import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens } from '../../common/search-attributes';
+import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens, KleaWaitingSince } from '../../common/search-attributes';
 import {
   CancelSchema,
   ClarifySchema,
@@ -115,7 +115,14 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     });
 
   const setStatus = (next: TaskStatus, detail?: string) => {
-    if (next !== status) upsertSearchAttributes([{ key: KleaStatus, value: next }]);
+    if (next !== status) {
+      // When it started waiting for the user, for the inbox (runs from before this attribute do without it).
+      const waiting = next.startsWith('awaiting_') && patched('waiting-since-attribute');
+      upsertSearchAttributes([
+        { key: KleaStatus, value: next },
+        ...(waiting ? [{ key: KleaWaitingSince, value: new Date() }] : []),
+      ]);
+    }
     status = next;
     const plan = progress.plan ? { version: progress.version, steps: progress.stepCount } : null;
     setCurrentDetails(statusDetails({ status: next, detail, goal: progress.goal, pending: pending(), plan }));

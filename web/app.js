@@ -17,6 +17,10 @@
     commands: [],
     tasks: new Map(), // taskId -> { card, state, streamed }
     menuIndex: 0,
+    /** A task to bring into view once its decision shows (opened from the inbox). */
+    focusTask: null,
+    /** Decisions that started while the page was hidden (the tab title counts them). */
+    unseen: 0,
   };
 
   // ------------------------------------------------------------------ API
@@ -399,6 +403,15 @@
       box.dataset.pending = wanted;
       box.replaceChildren(...s.pending.map((p) => interruptForm(taskId, p)));
     }
+    if (state.focusTask === taskId && s.pending.length) {
+      state.focusTask = null;
+      box.scrollIntoView({ block: 'center' });
+      const first = box.querySelector('textarea, input, button');
+      if (first) first.focus();
+    }
+    if (s.status.startsWith('awaiting_') && t.lastStatus !== s.status && t.lastStatus !== undefined)
+      waitingWhileHidden(s);
+    t.lastStatus = s.status;
 
     // The answer.
     const answer = card.querySelector('.answer');
@@ -462,6 +475,118 @@
         );
     }
     if (['done', 'failed', 'cancelled'].includes(s.status)) card.querySelector('.cancel')?.remove();
+  }
+
+  // ------------------------------------------------------------------ notifications
+  const WAITS_FOR = {
+    awaiting_review: 'a review',
+    awaiting_clarification: 'answers',
+    awaiting_permission: 'a permission',
+  };
+
+  /** A task of this session started waiting while the page was hidden: count it in the title, and notify. */
+  function waitingWhileHidden(s) {
+    if (!document.hidden) return;
+    state.unseen++;
+    document.title = '(' + state.unseen + ') Klea';
+    if (window.Notification && Notification.permission === 'granted') {
+      try {
+        new Notification('Klea waits for ' + (WAITS_FOR[s.status] || 'you'), {
+          body: (s.prompt || '').split('\n')[0].slice(0, 140),
+          tag: s.taskId + ':' + s.status,
+        });
+      } catch (err) {
+        console.error(err);
+      }
+    }
+  }
+
+  document.addEventListener('visibilitychange', function () {
+    if (document.hidden) return;
+    state.unseen = 0;
+    document.title = 'Klea';
+  });
+
+  /** Asked once, on the user's own action (a message sent), never on load. */
+  function askNotificationPermission() {
+    if (window.Notification && Notification.permission === 'default') void Notification.requestPermission();
+  }
+
+  // ------------------------------------------------------------------ inbox
+  const KIND = {
+    awaiting_review: 'Review',
+    awaiting_clarification: 'Questions',
+    awaiting_permission: 'Permission',
+  };
+
+  function ago(iso) {
+    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.round(s / 60) + ' min';
+    if (s < 86400) return Math.round(s / 3600) + ' h';
+    return Math.round(s / 86400) + ' d';
+  }
+
+  /** Opens a session (and, for a waiting task, brings its decision into view). */
+  function openSession(sessionId, taskId) {
+    location.hash = sessionId + (taskId ? '/' + taskId : '');
+    location.reload();
+  }
+
+  async function refreshInbox() {
+    try {
+      const [waiting, recent, sessions] = await Promise.all([
+        api('GET', '/tasks?status=awaiting_review,awaiting_clarification,awaiting_permission&limit=20'),
+        api('GET', '/tasks?limit=50'),
+        api('GET', '/sessions?limit=10'),
+      ]);
+      $('waiting-list').replaceChildren(
+        ...(waiting.tasks.length
+          ? waiting.tasks.map((t) =>
+              el('li', { 'data-task': t.id, 'data-session': t.sessionId }, [
+                el(
+                  'a',
+                  {
+                    href: '#' + t.sessionId + '/' + t.id,
+                    onclick: (ev) => {
+                      ev.preventDefault();
+                      openSession(t.sessionId, t.id);
+                    },
+                  },
+                  [el('span', { class: 'badge kind', text: KIND[t.status] || t.status }), ' ' + (t.request || t.id)]
+                ),
+                el('span', {
+                  class: 'waited',
+                  text: ' waiting ' + ago(t.waitingSince || t.startedAt),
+                  title: t.waitingSince || t.startedAt,
+                }),
+              ])
+            )
+          : [el('li', { class: 'note', text: 'Nothing waits for you.' })])
+      );
+      // A session is named by its latest request.
+      const named = new Map();
+      for (const t of recent.tasks)
+        if (t.sessionId && t.request && !named.has(t.sessionId)) named.set(t.sessionId, t.request);
+      $('session-list').replaceChildren(
+        ...sessions.sessions.map((x) =>
+          el('li', { 'data-session': x.id, class: x.id === state.sessionId ? 'current' : '' }, [
+            el('a', {
+              href: '#' + x.id,
+              text: named.get(x.id) || x.id,
+              'aria-current': x.id === state.sessionId ? 'page' : undefined,
+              onclick: (ev) => {
+                ev.preventDefault();
+                openSession(x.id);
+              },
+            }),
+            el('span', { class: 'waited', text: ' ' + ago(x.startedAt) + ' ago' }),
+          ])
+        )
+      );
+    } catch (err) {
+      console.error(err);
+    }
   }
 
   async function decide(taskId, what, body) {
@@ -703,6 +828,7 @@
     input.value = '';
     renderMenu();
     addMessage('user', text);
+    askNotificationPermission();
     if (text === '/help') {
       // A client command: the page answers it itself.
       addMessage(
@@ -724,9 +850,13 @@
 
   // ------------------------------------------------------------------ start
   async function start() {
-    const fromHash = location.hash.replace(/^#/, '');
-    if (fromHash) state.sessionId = fromHash;
-    else {
+    // #<sessionId>, or #<sessionId>/<taskId> to open it at the task's decision.
+    const fromHash = decodeURIComponent(location.hash.replace(/^#/, '')).split('/');
+    if (fromHash[1]) state.focusTask = fromHash[1];
+    if (fromHash[0]) {
+      state.sessionId = fromHash[0];
+      if (state.focusTask) history.replaceState(null, '', '#' + state.sessionId);
+    } else {
       const created = await api('POST', '/sessions', {});
       state.sessionId = created.sessionId;
       history.replaceState(null, '', '#' + state.sessionId);
@@ -744,6 +874,9 @@
       for (const t of state.session.memory.turns) addMessage(t.role, t.text, { markdown: t.role === 'assistant' });
       if (state.session.currentTaskId) taskCard(state.session.currentTaskId);
     }
+    if (state.focusTask && !state.tasks.has(state.focusTask)) taskCard(state.focusTask);
+    void refreshInbox();
+    setInterval(refreshInbox, 4000);
     const events = await api('GET', '/sessions/' + state.sessionId + '/events?after=0');
     for (const e of events.events) {
       if (resumed) {

@@ -74,6 +74,8 @@ export async function ask(
   io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }
 ): Promise<number> {
   const say = (line: string) => io.output.write(`${line}\n`);
+  /** Files the task changed so far, with their added and removed lines. */
+  const changed = new Map<string, { added: number; removed: number }>();
   const rl = readline.createInterface({ input: io.input, terminal: false });
   const lines: string[] = [];
   const waiting: Array<(l: string) => void> = [];
@@ -145,9 +147,6 @@ export async function ask(
   } finally {
     rl.close();
   }
-
-  /** Files the task changed so far, with their added and removed lines. */
-  const changed = new Map<string, { added: number; removed: number }>();
 
   async function handle(e: KleaEvent, taskId: string): Promise<number | null> {
     switch (e.type) {

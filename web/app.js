@@ -253,6 +253,8 @@
       again: false,
       changes: new Map(),
       titles: new Map(),
+      // A task sent from this page is new, so its first wait is news; one found on load may have waited long.
+      lastStatus: prompt ? 'starting' : undefined,
     };
     state.tasks.set(taskId, t);
     t.stream = follow('/tasks/' + taskId + '/events', function (e) {
@@ -894,7 +896,8 @@
       },
       events.events.length ? events.events[events.events.length - 1].seq : 0
     );
-    input.focus();
+    // Opened at a decision: that keeps the focus.
+    if (!fromHash[1]) input.focus();
   }
 
   $('new-session').addEventListener('click', function () {

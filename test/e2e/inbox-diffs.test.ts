@@ -161,4 +161,47 @@ describe('diffs and the inbox on the web page, end to end', () => {
     });
     fake.assertDone();
   });
+
+  it('a decision that starts while the page is hidden counts in the tab title and is notified', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    await context.grantPermissions(['notifications'], { origin: base });
+    const hidden = await context.newPage();
+    // Hidden, with notifications recorded instead of shown.
+    await hidden.addInitScript(`
+      let isHidden = false;
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => isHidden });
+      const shown = [];
+      function Recorded(title, opts) { shown.push({ title: title, body: opts.body }); }
+      Recorded.permission = 'granted';
+      Recorded.requestPermission = () => Promise.resolve('granted');
+      window.Notification = Recorded;
+      window.shownNotifications = shown;
+      window.setHidden = (h) => { isHidden = h; };
+    `);
+    fake.on('route_request', { call: { route: 'task', reply: null } });
+    fake.on('write_plan', { call: plan([step('h1', 'Look')], { before_work: true }, 'Look') });
+    await hidden.goto(base);
+    await hidden.getByText('live', { exact: true }).waitFor();
+    await hidden.getByLabel('Message (type / for commands)').fill('Look at the notes while I am away');
+    // The tab is hidden from the moment the request is sent.
+    await hidden.evaluate('window.setHidden(true)');
+    await hidden.keyboard.press('Enter');
+    await hidden.locator('.msg.task').waitFor();
+
+    await hidden.waitForFunction('document.title === "(1) Klea"');
+    expect(await hidden.evaluate('window.shownNotifications')).toEqual([
+      { title: 'Klea waits for a review', body: 'Look at the notes while I am away' },
+    ]);
+    await hidden.evaluate('window.setHidden(false); document.dispatchEvent(new Event("visibilitychange"))');
+    await hidden.waitForFunction('document.title === "Klea"');
+
+    const taskId = await hidden.locator('.msg.task').getAttribute('data-task');
+    await fetch(`${base}/tasks/${taskId}/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    await context.close();
+    fake.assertDone();
+  });
 });

@@ -205,6 +205,8 @@ export default tseslint.config(
         URL: 'readonly',
         setTimeout: 'readonly',
         clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        Notification: 'readonly',
       },
     },
   },

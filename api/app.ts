@@ -16,6 +16,7 @@ import { buildOpenApiDocument } from './openapi';
 import { projectDirResolver } from './projects';
 import { requestGuard } from './request-guard';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
+import { inboxRoutes } from './routes/inbox';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
 import { sessionStarter } from './session-start';
@@ -75,6 +76,7 @@ export function createApp({
     }),
     ...sessionRoutes({ calls, sessions, runUrl, ssePollMs }),
     ...taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePollMs }),
+    ...inboxRoutes({ calls, runUrl }),
     ...webRoutes({ uiUrl, namespace }),
     ...codec.routes,
   ];

@@ -29,11 +29,13 @@ import {
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
+import type { TypedSearchAttributes } from '@temporalio/common';
+import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
 import { temporal } from '@temporalio/proto';
 import { PayloadKeyError } from '../runtime/payload-codec';
 import { KleaStatus } from '../common/search-attributes';
 import type * as workflows from '../workflows';
-import { ApiError, conflict, modelError, notFound, unavailable } from './errors';
+import { ApiError, badRequest, conflict, modelError, notFound, unavailable } from './errors';
 
 /**
  * The workflow entry points by the name they are registered under. A type-only import: the compiler checks a
@@ -66,6 +68,7 @@ const POLLER_FRESH_MS = 90_000;
 
 /** gRPC status codes (the client does not re-export grpc-js's enum). */
 const GRPC = {
+  INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   RESOURCE_EXHAUSTED: 8,
@@ -77,8 +80,27 @@ const GRPC = {
 const UPDATE_ATTEMPTS = 4;
 const UPDATE_RETRY_DELAY_MS = 100;
 
+/** One run as Temporal's visibility lists it. */
+export interface ListedRun {
+  workflowId: string;
+  runId: string;
+  /** Temporal's execution status: RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED, TIMED_OUT, … */
+  execution: string;
+  startTime: Date | null;
+  closeTime: Date | null;
+  attributes: TypedSearchAttributes;
+  /** The run's static summary (null when it has none or it could not be read). */
+  summary: string | null;
+}
+
+/** Summaries never change: kept per run, up to this many. */
+const SUMMARY_CACHE_SIZE = 5000;
+
+const tsToDate = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): Date | null =>
+  t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)) : null;
+
 interface Call {
-  kind: 'query' | 'update' | 'signal' | 'describe' | 'start' | 'terminate' | 'describeTaskQueue';
+  kind: 'query' | 'update' | 'signal' | 'describe' | 'start' | 'terminate' | 'describeTaskQueue' | 'list';
   name?: string;
   /** What an update carries, for messages: "message", "task", "decision". */
   noun?: string;
@@ -184,6 +206,73 @@ export class TemporalCalls {
     await this.run(target, { kind: 'start', name: workflowType }, () =>
       this.client.workflow.start<Workflows[N]>(workflowType, options)
     );
+  }
+
+  private readonly summaries = new Map<string, string | null>();
+
+  /**
+   * A page of runs from Temporal's visibility matching `query` (newest first), with each run's static summary.
+   * The page token is Temporal's own; one it does not accept is a 400 naming the cursor.
+   */
+  async list(
+    query: string,
+    pageSize: number,
+    pageToken?: Uint8Array
+  ): Promise<{ runs: ListedRun[]; next: Uint8Array | null }> {
+    const res = await this.run(undefined, { kind: 'list' }, async () => {
+      try {
+        return await this.client.workflowService.listWorkflowExecutions({
+          namespace: this.namespace,
+          pageSize,
+          query,
+          ...(pageToken ? { nextPageToken: pageToken } : {}),
+        });
+      } catch (err) {
+        if (grpcCode(err) === GRPC.INVALID_ARGUMENT)
+          throw badRequest(
+            pageToken
+              ? 'query.cursor: Temporal does not accept this cursor; pass the nextCursor of a previous page'
+              : `the listing was refused: ${(err as Error).message}`,
+            [{ path: 'query.cursor', message: 'not a cursor from a previous page' }]
+          );
+        throw err;
+      }
+    });
+    const runs = await Promise.all(
+      (res.executions ?? []).map(async (e): Promise<ListedRun> => {
+        const workflowId = e.execution?.workflowId ?? '';
+        const runId = e.execution?.runId ?? '';
+        const status = temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? 'UNKNOWN';
+        return {
+          workflowId,
+          runId,
+          execution: String(status).replace(/^WORKFLOW_EXECUTION_STATUS_/, ''),
+          startTime: tsToDate(e.startTime),
+          closeTime: tsToDate(e.closeTime),
+          attributes: decodeTypedSearchAttributes(e.searchAttributes?.indexedFields),
+          summary: await this.summaryOf(workflowId, runId),
+        };
+      })
+    );
+    const next = res.nextPageToken?.length ? res.nextPageToken : null;
+    return { runs, next };
+  }
+
+  /** A run's static summary (from describe, once per run); null when it has none or it cannot be read now. */
+  private async summaryOf(workflowId: string, runId: string): Promise<string | null> {
+    const key = `${workflowId}/${runId}`;
+    if (this.summaries.has(key)) return this.summaries.get(key)!;
+    try {
+      const desc = await this.within(this.callTimeoutMs, () =>
+        this.client.workflow.getHandle(workflowId, runId).describe()
+      );
+      const summary = (await desc.staticSummary()) ?? null;
+      if (this.summaries.size >= SUMMARY_CACHE_SIZE) this.summaries.delete(this.summaries.keys().next().value!);
+      this.summaries.set(key, summary);
+      return summary;
+    } catch {
+      return null;
+    }
   }
 
   async terminate(target: Target, reason: string): Promise<void> {

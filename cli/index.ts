@@ -3,8 +3,11 @@
  * `klea ask "…"`: a thin command-line client. Starts a task over the REST API, prints its events as they come,
  * and asks at the prompt when the task waits for a review, answers, or a permission.
  *
- *   klea ask "List the TODOs in src/" [--review always] [--read-only] [--project DIR]
+ *   klea ask "List the TODOs in src/" [--review always] [--read-only] [--project DIR] [--diff]
  *            [--api http://127.0.0.1:8080] [--token T]     (KLEA_API_URL, KLEA_API_TOKEN)
+ *
+ * Files the task changed are listed with their added and removed lines (a diffstat) when it ends; `--diff`
+ * prints each change's unified diff under its step as well.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -27,12 +30,14 @@ interface Options {
   review?: 'always';
   readOnly: boolean;
   project?: string;
+  /** Print each change's unified diff under its step. */
+  diff?: boolean;
 }
 
 function usage(message?: string): never {
   if (message) process.stderr.write(`klea: ${message}\n`);
   process.stderr.write(
-    'usage: klea ask "<request>" [--review always] [--read-only] [--project DIR] [--api URL] [--token TOKEN]\n'
+    'usage: klea ask "<request>" [--review always] [--read-only] [--project DIR] [--diff] [--api URL] [--token TOKEN]\n'
   );
   process.exit(2);
 }
@@ -55,6 +60,7 @@ function parseArgs(argv: string[]): Options {
       if (rest[++i] !== 'always') usage('--review takes "always"');
       opts.review = 'always';
     } else if (a === '--read-only') opts.readOnly = true;
+    else if (a === '--diff') opts.diff = true;
     else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else opts.prompt = opts.prompt ? `${opts.prompt} ${a}` : a;
   }
@@ -68,6 +74,8 @@ export async function ask(
   io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }
 ): Promise<number> {
   const say = (line: string) => io.output.write(`${line}\n`);
+  /** Files the task changed so far, with their added and removed lines. */
+  const changed = new Map<string, { added: number; removed: number }>();
   const rl = readline.createInterface({ input: io.input, terminal: false });
   const lines: string[] = [];
   const waiting: Array<(l: string) => void> = [];
@@ -149,6 +157,15 @@ export async function ask(
           say(`  ${s.id}. ${s.title}${s.depends_on.length ? ` (after ${s.depends_on.join(', ')})` : ''}`);
         return null;
       case 'review_requested': {
+        if (e.diff) {
+          const d = e.diff;
+          const parts = [
+            ...d.added.map((id) => `+${id}`),
+            ...d.removed.map((id) => `-${id}`),
+            ...d.changed.map((c) => `~${c.stepId} (${c.fields.join(', ')})`),
+          ];
+          say(`  revised after "${e.feedback ?? ''}": ${parts.join(' ') || 'no step changed'}`);
+        }
         const a = (await question(`review (${e.reason}): [a]pprove or [r]evise? `)).trim().toLowerCase();
         const review: ReviewDecision = a.startsWith('r')
           ? { decision: 'revise', feedback: await question('what should change? '), planHash: e.planHash }
@@ -184,6 +201,12 @@ export async function ask(
         return null;
       case 'step_finished':
         say(`  ${e.stepId} ${e.status}: ${e.summary.split('\n')[0].slice(0, 120)}`);
+        for (const c of e.changes ?? []) {
+          const f = changed.get(c.path) ?? { added: 0, removed: 0 };
+          changed.set(c.path, { added: f.added + c.added, removed: f.removed + c.removed });
+          say(`    ${c.path} +${c.added} -${c.removed}`);
+          if (opts.diff && c.diff) for (const line of c.diff.split('\n')) say(`      ${line}`);
+        }
         return null;
       case 'answer':
         say(`\n${e.text}\n\n[${e.label}]`);
@@ -192,12 +215,32 @@ export async function ask(
         say(`error: ${e.message}`);
         return null;
       case 'status':
+        if (changed.size) {
+          say(diffstat(changed));
+        }
         say(`task ${e.status}${e.detail && e.status !== 'done' ? `: ${e.detail}` : ''}`);
         return e.status === 'done' ? 0 : 1;
       default:
         return null;
     }
   }
+}
+
+/** `git diff --stat` style: one line per file, then the totals. */
+export function diffstat(files: Map<string, { added: number; removed: number }>): string {
+  const width = Math.max(...[...files.keys()].map((p) => p.length));
+  let added = 0;
+  let removed = 0;
+  const lines = [...files].map(([p, f]) => {
+    added += f.added;
+    removed += f.removed;
+    return ` ${p.padEnd(width)} | +${f.added} -${f.removed}`;
+  });
+  const n = files.size;
+  lines.push(
+    ` ${n} file${n === 1 ? '' : 's'} changed, ${added} insertion${added === 1 ? '' : 's'}(+), ${removed} deletion${removed === 1 ? '' : 's'}(-)`
+  );
+  return lines.join('\n');
 }
 
 if (require.main === module) {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
-import { EventTypeSchema } from './events';
+import { EventTypeSchema, TASK_STATUSES, TaskStatusSchema } from './events';
 import { CallUsageSchema } from './model-protocol';
 import { SettingsSchema, SubmitRequestSchema, SubmitResultSchema } from './session';
 import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema, TaskStateSchema } from './task';
@@ -148,3 +148,58 @@ export const CodecPayloadsSchema = z.object({
   ),
 });
 export type CodecPayloads = z.infer<typeof CodecPayloadsSchema>;
+
+/**
+ * The inbox (`GET /tasks`, `GET /sessions`): runs listed from Temporal's visibility, newest first, a page at a time.
+ * The cursor is opaque (Temporal's next-page token, base64url); pass back the one a page returned.
+ */
+const STATUS_LIST = new RegExp(`^(${TASK_STATUSES.join('|')})(,(${TASK_STATUSES.join('|')}))*$`);
+const CursorSchema = z
+  .string()
+  .min(1)
+  .max(4000)
+  .regex(/^[A-Za-z0-9_-]+$/, 'expected the cursor a previous page returned')
+  .describe('the nextCursor of the previous page');
+const LimitSchema = z.coerce.number().int().min(1).max(100).default(20).describe('items per page (1–100)');
+
+export const ListTasksQuerySchema = z.strictObject({
+  status: z
+    .string()
+    .max(400)
+    .regex(STATUS_LIST, `expected a task status, or several separated by commas: ${TASK_STATUSES.join(', ')}`)
+    .optional()
+    .describe('only tasks in this status (or any of these comma-separated statuses)'),
+  sessionId: IdSchema.optional().describe("only this session's tasks"),
+  limit: LimitSchema,
+  cursor: CursorSchema.optional(),
+});
+export const ListSessionsQuerySchema = z.strictObject({ limit: LimitSchema, cursor: CursorSchema.optional() });
+
+export const TaskListItemSchema = z.object({
+  id: z.string().describe('the task id'),
+  sessionId: z.string().nullable(),
+  status: TaskStatusSchema,
+  request: z.string().nullable().describe("the request's first line (the run's summary)"),
+  startedAt: z.string(),
+  closedAt: z.string().nullable(),
+  waitingSince: z.string().nullable().describe('for a task waiting for the user (awaiting_*): when it started waiting'),
+  tokens: z.number().int().nullable().describe('model tokens used so far, when known'),
+  temporalUiUrl: z.string(),
+});
+export const TaskListSchema = z.object({
+  tasks: z.array(TaskListItemSchema),
+  nextCursor: z.string().nullable().describe('pass as cursor for the next page; null on the last page'),
+});
+
+export const SessionListItemSchema = z.object({
+  id: z.string().describe('the session id'),
+  status: z.enum(['running', 'closed']),
+  summary: z.string().nullable().describe("the session run's summary"),
+  startedAt: z.string(),
+  closedAt: z.string().nullable(),
+  temporalUiUrl: z.string(),
+});
+export const SessionListSchema = z.object({
+  sessions: z.array(SessionListItemSchema),
+  nextCursor: z.string().nullable().describe('pass as cursor for the next page; null on the last page'),
+});

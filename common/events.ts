@@ -6,9 +6,11 @@ import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ToolAccessSchema } from './config';
 import { CallUsageSchema } from './model-protocol';
 import { PlanShape } from './plan';
+import { PlanDiffSchema } from './plan-diff';
 import { SandboxStatusSchema } from './sandbox-status';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
 import { TaskStatusSchema } from './status';
+import { FileChangeSchema } from './text-diff';
 
 export const EVENT_TYPES = [
   'context',
@@ -83,6 +85,10 @@ export const PlanEventSchema = z.object({
   version: z.number().int(),
   /** The Planner call that wrote this plan. */
   usage: CallUsageSchema.optional(),
+  /** For a plan revised at the user's request: what changed against the plan the user reviewed. */
+  diff: PlanDiffSchema.optional(),
+  /** For a plan revised at the user's request: the feedback that led to it. */
+  feedback: z.string().optional(),
 });
 export const ReviewRequestedEventSchema = z.object({
   type: z.literal('review_requested'),
@@ -93,6 +99,9 @@ export const ReviewRequestedEventSchema = z.object({
   results: z.array(StepResultSummarySchema),
   /** For reason `budget`: what the task has spent, and the budget it crossed. */
   spent: CallUsageSchema.extend({ budget: z.number().int() }).optional(),
+  /** For reason `revised`: what changed against the plan reviewed before, and the feedback that led to it. */
+  diff: PlanDiffSchema.optional(),
+  feedback: z.string().optional(),
 });
 export const QuestionsEventSchema = z.object({
   type: z.literal('questions'),
@@ -123,6 +132,8 @@ export const StepFinishedEventSchema = z.object({
   outcome: z.enum(['move_on', 'retry', 'replan']),
   reason: z.string(),
   calls: z.array(z.object({ tool: z.string(), status: z.string() })),
+  /** What this attempt's writes and edits changed: one unified diff per call (absent when nothing changed). */
+  changes: z.array(FileChangeSchema).optional(),
   /** The model calls made for this attempt of the step (a pick for several steps counts on the first). */
   usage: CallUsageSchema.optional(),
 });

@@ -7,6 +7,8 @@ export const KleaMode = defineSearchAttributeKey('KleaMode', SearchAttributeType
 /** A task's model tokens so far (input + output), and its model calls. */
 export const KleaTokens = defineSearchAttributeKey('KleaTokens', SearchAttributeType.INT);
 export const KleaModelCalls = defineSearchAttributeKey('KleaModelCalls', SearchAttributeType.INT);
+/** When a task last started waiting for the user (review, answers, permission): the inbox's "waiting since". */
+export const KleaWaitingSince = defineSearchAttributeKey('KleaWaitingSince', SearchAttributeType.DATETIME);
 
 /** Every custom attribute with its type as the Temporal CLI names it (`--search-attribute Name=Type`). */
 export const SEARCH_ATTRIBUTES = [
@@ -15,4 +17,5 @@ export const SEARCH_ATTRIBUTES = [
   { name: KleaMode.name, type: 'Keyword' },
   { name: KleaTokens.name, type: 'Int' },
   { name: KleaModelCalls.name, type: 'Int' },
+  { name: KleaWaitingSince.name, type: 'Datetime' },
 ] as const;

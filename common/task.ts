@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
 import { PlanShape } from './plan';
+import { PlanDiffSchema } from './plan-diff';
 import { TaskStatusSchema } from './status';
 
 // The workflows know path-guard's grant by these names (a session's grants are ordinary grants).
@@ -127,6 +128,9 @@ export const PendingInterruptSchema = z.discriminatedUnion('kind', [
         budget: z.number().int(),
       })
       .optional(),
+    /** For reason `revised`: what changed against the plan reviewed before, and the feedback that led to it. */
+    diff: PlanDiffSchema.optional(),
+    feedback: z.string().optional(),
   }),
   z.object({ kind: z.literal('questions'), stepId: z.string(), questions: z.array(z.string()) }),
   z.object({ kind: z.literal('permission'), requests: z.array(PermissionRequestSchema) }),

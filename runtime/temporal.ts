@@ -26,12 +26,16 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = SEARCH_ATTRIBUTES.filter(({ name }) => !(customAttributes && name in customAttributes));
   if (missing.length === 0) return [];
-  const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_INT } = temporal.api.enums.v1.IndexedValueType;
+  const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_INT, INDEXED_VALUE_TYPE_DATETIME } =
+    temporal.api.enums.v1.IndexedValueType;
+  const indexed = {
+    Keyword: INDEXED_VALUE_TYPE_KEYWORD,
+    Int: INDEXED_VALUE_TYPE_INT,
+    Datetime: INDEXED_VALUE_TYPE_DATETIME,
+  };
   await connection.operatorService.addSearchAttributes({
     namespace,
-    searchAttributes: Object.fromEntries(
-      missing.map(({ name, type }) => [name, type === 'Int' ? INDEXED_VALUE_TYPE_INT : INDEXED_VALUE_TYPE_KEYWORD])
-    ),
+    searchAttributes: Object.fromEntries(missing.map(({ name, type }) => [name, indexed[type]])),
   });
   return missing.map(({ name }) => name);
 }

@@ -17,6 +17,10 @@
     commands: [],
     tasks: new Map(), // taskId -> { card, state, streamed }
     menuIndex: 0,
+    /** A task to bring into view once its decision shows (opened from the inbox). */
+    focusTask: null,
+    /** Decisions that started while the page was hidden (the tab title counts them). */
+    unseen: 0,
   };
 
   // ------------------------------------------------------------------ API
@@ -241,10 +245,21 @@
       el('div', { class: 'answer' }),
     ]);
     $('messages').appendChild(card);
-    t = { card: card, state: null, stream: null, refreshing: false, again: false };
+    t = {
+      card: card,
+      state: null,
+      stream: null,
+      refreshing: false,
+      again: false,
+      changes: new Map(),
+      titles: new Map(),
+      // A task sent from this page is new, so its first wait is news; one found on load may have waited long.
+      lastStatus: prompt ? 'starting' : undefined,
+    };
     state.tasks.set(taskId, t);
     t.stream = follow('/tasks/' + taskId + '/events', function (e) {
       logEvent(taskId, e);
+      noteTaskEvent(t, e);
       void refreshTask(taskId);
       // The final status is the last event of a task: nothing more to follow.
       if (e.type === 'status' && ['done', 'failed', 'cancelled'].includes(e.status) && t.stream) {
@@ -255,6 +270,57 @@
     void refreshTask(taskId);
     scrollChat();
     return t;
+  }
+
+  /** What the task card keeps from its events: each step's file changes, and the latest plan difference. */
+  function noteTaskEvent(t, e) {
+    if (e.type === 'step_finished' && e.changes && e.changes.length) {
+      const list = t.changes.get(e.stepId) || [];
+      t.changes.set(e.stepId, list.concat(e.changes));
+    }
+    // Titles of every step any plan had, so a removed step can be named.
+    if (e.type === 'plan' || e.type === 'replanned' || e.type === 'review_requested')
+      for (const st of e.plan.steps) t.titles.set(st.id, st.title);
+  }
+
+  /** A unified diff, each line coloured by what it is. */
+  function diffView(change) {
+    const pre = el('pre', { class: 'diff' });
+    for (const line of change.diff.split('\n')) {
+      const kind = /^(\+\+\+|---)/.test(line)
+        ? 'file'
+        : line.startsWith('@@')
+          ? 'hunk'
+          : line.startsWith('+')
+            ? 'add'
+            : line.startsWith('-')
+              ? 'del'
+              : line.startsWith('…')
+                ? 'more'
+                : 'ctx';
+      pre.appendChild(el('span', { class: 'diff-' + kind, text: line + '\n' }));
+    }
+    return el('details', { class: 'change', 'data-path': change.path }, [
+      el('summary', {}, [
+        el('code', { text: change.path }),
+        el('span', { class: 'added', text: ' +' + change.added }),
+        el('span', { class: 'removed', text: ' −' + change.removed }),
+      ]),
+      pre,
+    ]);
+  }
+
+  /** The task's changed files with their line counts, summed over its steps. */
+  function changedFiles(t) {
+    const files = new Map();
+    for (const list of t.changes.values())
+      for (const c of list) {
+        const f = files.get(c.path) || { path: c.path, added: 0, removed: 0 };
+        f.added += c.added;
+        f.removed += c.removed;
+        files.set(c.path, f);
+      }
+    return [...files.values()];
   }
 
   async function refreshTask(taskId) {
@@ -306,15 +372,26 @@
       plan.appendChild(el('p', { class: 'goal' }, [el('strong', { text: 'Goal: ' }), s.goal || '']));
       const steps = el('ol', { class: 'steps', 'aria-label': 'Plan steps' });
       const byId = new Map(s.steps.map((st) => [st.id, st]));
+      const review = s.pending.find((p) => p.kind === 'review' && p.diff);
+      const marks = review ? diffMarks(review.diff) : new Map();
       for (const step of s.plan.steps) {
         const st = byId.get(step.id) || { status: 'pending' };
+        const mark = marks.get(step.id);
         steps.appendChild(
-          el('li', { class: 'step', 'data-status': st.status, 'data-step': step.id }, [
+          el('li', { class: 'step', 'data-status': st.status, 'data-step': step.id, 'data-diff': mark && mark.kind }, [
+            mark ? el('span', { class: 'diff-mark diff-mark-' + mark.kind, text: mark.label }) : null,
             el('span', { class: 'step-status', text: st.status.replace(/_/g, ' ') }),
             el('span', { class: 'step-title', text: step.id + ' · ' + step.title }),
             step.depends_on.length ? el('span', { class: 'deps', text: 'after ' + step.depends_on.join(', ') }) : null,
             el('div', { class: 'step-instruction', text: step.instruction + (step.needs_tool ? '' : ' (no tool)') }),
             st.result ? el('details', {}, [el('summary', { text: 'result' }), el('pre', { text: st.result })]) : null,
+            t.changes.has(step.id)
+              ? el(
+                  'div',
+                  { class: 'changes', 'aria-label': 'Changes of step ' + step.id },
+                  t.changes.get(step.id).map(diffView)
+                )
+              : null,
           ])
         );
       }
@@ -328,6 +405,15 @@
       box.dataset.pending = wanted;
       box.replaceChildren(...s.pending.map((p) => interruptForm(taskId, p)));
     }
+    if (state.focusTask === taskId && s.pending.length) {
+      state.focusTask = null;
+      box.scrollIntoView({ block: 'center' });
+      const first = box.querySelector('textarea, input, button');
+      if (first) first.focus();
+    }
+    if (s.status.startsWith('awaiting_') && t.lastStatus !== s.status && t.lastStatus !== undefined)
+      waitingWhileHidden(s);
+    t.lastStatus = s.status;
 
     // The answer.
     const answer = card.querySelector('.answer');
@@ -341,6 +427,29 @@
           title: 'Grounding is not enforced yet: this answer has not been checked against sources.',
         })
       );
+    }
+    const files = changedFiles(t);
+    const filesKey = JSON.stringify(files);
+    if (answer.dataset.files !== filesKey) {
+      answer.dataset.files = filesKey;
+      answer.querySelector('.changed-files')?.remove();
+      if (files.length)
+        answer.appendChild(
+          el('div', { class: 'changed-files' }, [
+            el('h4', { text: 'Changed files' }),
+            el(
+              'ul',
+              {},
+              files.map((f) =>
+                el('li', { 'data-path': f.path }, [
+                  el('code', { text: f.path }),
+                  el('span', { class: 'added', text: ' +' + f.added }),
+                  el('span', { class: 'removed', text: ' −' + f.removed }),
+                ])
+              )
+            ),
+          ])
+        );
     }
     if (s.error && !answer.dataset.error) {
       answer.dataset.error = '1';
@@ -370,6 +479,118 @@
     if (['done', 'failed', 'cancelled'].includes(s.status)) card.querySelector('.cancel')?.remove();
   }
 
+  // ------------------------------------------------------------------ notifications
+  const WAITS_FOR = {
+    awaiting_review: 'a review',
+    awaiting_clarification: 'answers',
+    awaiting_permission: 'a permission',
+  };
+
+  /** A task of this session started waiting while the page was hidden: count it in the title, and notify. */
+  function waitingWhileHidden(s) {
+    if (!document.hidden) return;
+    state.unseen++;
+    document.title = '(' + state.unseen + ') Klea';
+    if (window.Notification && Notification.permission === 'granted') {
+      try {
+        new Notification('Klea waits for ' + (WAITS_FOR[s.status] || 'you'), {
+          body: (s.prompt || '').split('\n')[0].slice(0, 140),
+          tag: s.taskId + ':' + s.status,
+        });
+      } catch (err) {
+        console.error(err);
+      }
+    }
+  }
+
+  document.addEventListener('visibilitychange', function () {
+    if (document.hidden) return;
+    state.unseen = 0;
+    document.title = 'Klea';
+  });
+
+  /** Asked once, on the user's own action (a message sent), never on load. */
+  function askNotificationPermission() {
+    if (window.Notification && Notification.permission === 'default') void Notification.requestPermission();
+  }
+
+  // ------------------------------------------------------------------ inbox
+  const KIND = {
+    awaiting_review: 'Review',
+    awaiting_clarification: 'Questions',
+    awaiting_permission: 'Permission',
+  };
+
+  function ago(iso) {
+    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.round(s / 60) + ' min';
+    if (s < 86400) return Math.round(s / 3600) + ' h';
+    return Math.round(s / 86400) + ' d';
+  }
+
+  /** Opens a session (and, for a waiting task, brings its decision into view). */
+  function openSession(sessionId, taskId) {
+    location.hash = sessionId + (taskId ? '/' + taskId : '');
+    location.reload();
+  }
+
+  async function refreshInbox() {
+    try {
+      const [waiting, recent, sessions] = await Promise.all([
+        api('GET', '/tasks?status=awaiting_review,awaiting_clarification,awaiting_permission&limit=20'),
+        api('GET', '/tasks?limit=50'),
+        api('GET', '/sessions?limit=10'),
+      ]);
+      $('waiting-list').replaceChildren(
+        ...(waiting.tasks.length
+          ? waiting.tasks.map((t) =>
+              el('li', { 'data-task': t.id, 'data-session': t.sessionId }, [
+                el(
+                  'a',
+                  {
+                    href: '#' + t.sessionId + '/' + t.id,
+                    onclick: (ev) => {
+                      ev.preventDefault();
+                      openSession(t.sessionId, t.id);
+                    },
+                  },
+                  [el('span', { class: 'badge kind', text: KIND[t.status] || t.status }), ' ' + (t.request || t.id)]
+                ),
+                el('span', {
+                  class: 'waited',
+                  text: ' waiting ' + ago(t.waitingSince || t.startedAt),
+                  title: t.waitingSince || t.startedAt,
+                }),
+              ])
+            )
+          : [el('li', { class: 'note', text: 'Nothing waits for you.' })])
+      );
+      // A session is named by its latest request.
+      const named = new Map();
+      for (const t of recent.tasks)
+        if (t.sessionId && t.request && !named.has(t.sessionId)) named.set(t.sessionId, t.request);
+      $('session-list').replaceChildren(
+        ...sessions.sessions.map((x) =>
+          el('li', { 'data-session': x.id, class: x.id === state.sessionId ? 'current' : '' }, [
+            el('a', {
+              href: '#' + x.id,
+              text: named.get(x.id) || x.id,
+              'aria-current': x.id === state.sessionId ? 'page' : undefined,
+              onclick: (ev) => {
+                ev.preventDefault();
+                openSession(x.id);
+              },
+            }),
+            el('span', { class: 'waited', text: ' ' + ago(x.startedAt) + ' ago' }),
+          ])
+        )
+      );
+    } catch (err) {
+      console.error(err);
+    }
+  }
+
   async function decide(taskId, what, body) {
     try {
       await api('POST', '/tasks/' + taskId + '/' + what, body);
@@ -377,6 +598,44 @@
     } catch (err) {
       addMessage('error', err.message);
     }
+  }
+
+  /** Each step a revision touched: its kind (added, changed) and a label saying how. */
+  function diffMarks(diff) {
+    const marks = new Map();
+    for (const id of diff.added) marks.set(id, { kind: 'added', label: 'added' });
+    for (const c of diff.changed) marks.set(c.stepId, { kind: 'changed', label: 'changed: ' + c.fields.join(', ') });
+    return marks;
+  }
+
+  /** What a revised plan changed against the one reviewed before, and the feedback that led to it. */
+  function planChanges(taskId, p) {
+    const t = state.tasks.get(taskId);
+    const name = (id) => id + ' · ' + ((t && t.titles.get(id)) || '');
+    const marks = diffMarks(p.diff);
+    const items = p.plan.steps
+      .filter((st) => marks.has(st.id))
+      .map((st) =>
+        el('li', { class: 'plan-diff-' + marks.get(st.id).kind, 'data-step': st.id }, [
+          el('span', { class: 'diff-mark diff-mark-' + marks.get(st.id).kind, text: marks.get(st.id).label }),
+          ' ' + st.id + ' · ' + st.title,
+        ])
+      )
+      .concat(
+        p.diff.removed.map((id) =>
+          el('li', { class: 'plan-diff-removed', 'data-step': id }, [
+            el('span', { class: 'diff-mark diff-mark-removed', text: 'removed' }),
+            ' ',
+            el('s', { text: name(id) }),
+          ])
+        )
+      );
+    return el('div', { class: 'plan-diff', 'aria-label': 'What the revision changed' }, [
+      p.feedback ? el('blockquote', { class: 'plan-feedback' }, ['Your feedback: ' + p.feedback]) : null,
+      items.length
+        ? el('ul', {}, items)
+        : el('p', { class: 'note', text: p.diff.goalChanged ? 'Only the goal changed.' : 'No step changed.' }),
+    ]);
   }
 
   function interruptForm(taskId, p) {
@@ -398,6 +657,7 @@
               : 'Review the plan';
       return el('form', { class: 'interrupt review', 'aria-label': title, onsubmit: (e) => e.preventDefault() }, [
         el('h3', { text: title }),
+        p.diff ? planChanges(taskId, p) : null,
         el('label', { for: feedbackId, text: 'What should change? (for Revise)' }),
         el('textarea', { id: feedbackId, rows: 2 }),
         el('div', { class: 'buttons' }, [
@@ -570,6 +830,7 @@
     input.value = '';
     renderMenu();
     addMessage('user', text);
+    askNotificationPermission();
     if (text === '/help') {
       // A client command: the page answers it itself.
       addMessage(
@@ -591,9 +852,13 @@
 
   // ------------------------------------------------------------------ start
   async function start() {
-    const fromHash = location.hash.replace(/^#/, '');
-    if (fromHash) state.sessionId = fromHash;
-    else {
+    // #<sessionId>, or #<sessionId>/<taskId> to open it at the task's decision.
+    const fromHash = decodeURIComponent(location.hash.replace(/^#/, '')).split('/');
+    if (fromHash[1]) state.focusTask = fromHash[1];
+    if (fromHash[0]) {
+      state.sessionId = fromHash[0];
+      if (state.focusTask) history.replaceState(null, '', '#' + state.sessionId);
+    } else {
       const created = await api('POST', '/sessions', {});
       state.sessionId = created.sessionId;
       history.replaceState(null, '', '#' + state.sessionId);
@@ -611,6 +876,9 @@
       for (const t of state.session.memory.turns) addMessage(t.role, t.text, { markdown: t.role === 'assistant' });
       if (state.session.currentTaskId) taskCard(state.session.currentTaskId);
     }
+    if (state.focusTask && !state.tasks.has(state.focusTask)) taskCard(state.focusTask);
+    void refreshInbox();
+    setInterval(refreshInbox, 4000);
     const events = await api('GET', '/sessions/' + state.sessionId + '/events?after=0');
     for (const e of events.events) {
       if (resumed) {
@@ -628,7 +896,8 @@
       },
       events.events.length ? events.events[events.events.length - 1].seq : 0
     );
-    input.focus();
+    // Opened at a decision: that keeps the focus.
+    if (!fromHash[1]) input.focus();
   }
 
   $('new-session').addEventListener('click', function () {

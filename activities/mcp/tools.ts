@@ -23,6 +23,8 @@ import { type McpPool } from './pool';
 import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
 
 export const RESULT_TEXT_CAP = 16 * 1024;
+/** Structured content larger than this is left out of a call's result. */
+export const STRUCTURED_CAP = 32 * 1024;
 
 export interface ListToolsInput {
   projectDir: string;
@@ -226,8 +228,9 @@ export function createToolActivities(deps: ToolDeps) {
       const cut = cutText(full);
       // Large outputs are cut for history and prompts, and kept whole by reference.
       const ref = cut.truncated ? await keepResult(deps.config.tools.results_dir, full) : undefined;
+      // Room for a capped diff of a write or edit (common/text-diff.ts) with its JSON escaping.
       const structured =
-        result.structuredContent && JSON.stringify(result.structuredContent).length <= 16 * 1024
+        result.structuredContent && JSON.stringify(result.structuredContent).length <= STRUCTURED_CAP
           ? result.structuredContent
           : undefined;
       return {

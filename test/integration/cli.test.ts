@@ -62,4 +62,36 @@ describe('klea ask', () => {
     expect(out).toMatch(/task done\n$/);
     expect(fake.requestsFor('write_plan')[1].text).toContain('Do not delete anything');
   });
+
+  it('lists changed files under their step and as a diffstat, and prints the diffs with --diff', async () => {
+    const server = http.createServer(createApp({ client: env.client, config: env.config, ssePollMs: 50 }));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    fake.on('write_plan', { call: plan([step('w', 'Write b.txt')], {}, 'Write') });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__write_file', args: { step_id: 'w', path: 'b.txt', content: 'one\ntwo\n' } }],
+    });
+    fake.on('compose_answer', { content: 'Written.' });
+    let out = '';
+    const output = new Writable({
+      write(chunk, _enc, done) {
+        out += chunk.toString();
+        done();
+      },
+    });
+    try {
+      const code = await ask(
+        { prompt: 'Write b.txt', api, readOnly: false, diff: true },
+        { input: new PassThrough(), output }
+      );
+      expect(code).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+    expect(out).toContain(
+      '    b.txt +2 -0\n      --- /dev/null\n      +++ b/b.txt\n      @@ -0,0 +1,2 @@\n      +one\n      +two\n'
+    );
+    expect(out).toContain(' b.txt | +2 -0\n 1 file changed, 2 insertions(+), 0 deletions(-)\ntask done');
+  });
 });

@@ -3,6 +3,7 @@
  * to triage, and what a step's calls add up to.
  */
 import type { GuardedPath } from '../../common/path-guard';
+import { FileChangeSchema, type FileChange } from '../../common/text-diff';
 import type { PickedCall, ToolCallResult } from '../../common/tools';
 import type { CallOutcome } from './triage';
 
@@ -17,7 +18,18 @@ export function callKey(workflowId: string, stepId: string, attempt: number, ind
 /** A call's result as triage and the step see it; a cut output says where the whole of it is kept. */
 export function callOutcome(call: Pick<PickedCall, 'qualifiedName'>, r: ToolCallResult): CallOutcome {
   const text = r.ref ? `[full output of ${r.bytes} bytes kept as ${r.ref}]\n${r.text}` : r.text;
-  return { tool: call.qualifiedName, status: r.status, text };
+  const change = fileChangeOf(call.qualifiedName, r);
+  return { tool: call.qualifiedName, status: r.status, text, ...(change ? { change } : {}) };
+}
+
+/** The tools whose results carry a file's change (other servers' structured content is not trusted for it). */
+export const CHANGE_TOOLS = new Set(['workspace__write_file', 'workspace__edit_file']);
+
+/** The change a successful write or edit of the workspace server reports, if any. */
+export function fileChangeOf(tool: string, r: ToolCallResult): FileChange | null {
+  if (r.status !== 'ok' || !CHANGE_TOOLS.has(tool)) return null;
+  const parsed = FileChangeSchema.safeParse(r.structured?.change);
+  return parsed.success ? parsed.data : null;
 }
 
 /** A call the user denied a path to: never dispatched, a non-halting error for its step. */

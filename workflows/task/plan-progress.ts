@@ -114,6 +114,9 @@ export class PlanProgress {
   settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string): StepFinished | null {
     const st = this.step(s.id);
     const callView = calls.map((c) => ({ tool: c.tool, status: c.status }));
+    // What the attempt's writes and edits changed, as unified diffs.
+    const changes = calls.flatMap((c) => (c.change ? [c.change] : []));
+    const changed = changes.length ? { changes } : {};
     if (d.outcome === 'retry' || d.outcome === 'replan') {
       this.failures.set(s.id, d.reason);
       st.status = 'pending';
@@ -126,6 +129,7 @@ export class PlanProgress {
         outcome: d.outcome,
         reason: d.reason,
         calls: callView,
+        ...changed,
       };
     }
     if (d.outcome === 'evaluate') return null;
@@ -142,6 +146,7 @@ export class PlanProgress {
       outcome: 'move_on',
       reason: d.reason,
       calls: callView,
+      ...changed,
     };
   }
 

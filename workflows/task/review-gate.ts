@@ -29,10 +29,11 @@ export class ReviewGate {
     planHash: string,
     plan: Plan,
     afterStepIds: string[],
-    spent?: PendingReview['spent']
+    spent?: PendingReview['spent'],
+    revision?: Pick<PendingReview, 'diff' | 'feedback'>
   ): PendingReview {
     this.decision = null;
-    this.open = { kind: 'review', reason, planHash, plan, afterStepIds, ...(spent ? { spent } : {}) };
+    this.open = { kind: 'review', reason, planHash, plan, afterStepIds, ...(spent ? { spent } : {}), ...revision };
     return this.open;
   }
 

@@ -193,7 +193,7 @@ export class StepRunner {
       {
         goal: progress.goal!,
         step: questions.withAnswers(s),
-        calls: calls.map((c) => ({ ...c, text: cut(c.text, RESULT_CHARS) })),
+        calls: calls.map(({ tool, status, text }) => ({ tool, status, text: cut(text, RESULT_CHARS) })),
         attempt: tin.attempts,
       },
     ]);

@@ -2,12 +2,16 @@
  * Deterministic triage of a finished step: the clear cases are decided here, in code; only a tool error whose
  * meaning needs judgement goes to the `evaluate_step` model node.
  */
+import type { FileChange } from '../../common/text-diff';
+
 export type CallStatus = 'ok' | 'error' | 'refused' | 'denied' | 'failed';
 
 export interface CallOutcome {
   tool: string;
   status: CallStatus;
   text: string;
+  /** For a write or edit of the workspace server: the file's change as a unified diff. */
+  change?: FileChange;
 }
 
 export interface TriageInput {

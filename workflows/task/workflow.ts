@@ -27,8 +27,9 @@ import {
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { Plan } from '../../common/plan';
+import { planDiff, type PlanDiff } from '../../common/plan-diff';
 import type { CallUsage } from '../../common/model-protocol';
-import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens } from '../../common/search-attributes';
+import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens, KleaWaitingSince } from '../../common/search-attributes';
 import {
   CancelSchema,
   ClarifySchema,
@@ -66,6 +67,12 @@ import { statusAfterDecision, statusDetails, taskState } from './status';
 import { StepRunner } from './step-runner';
 import { failureCode, failureMessage } from './text';
 import { UsageMeter } from './usage';
+
+/** A plan revised at the user's request: what changed against the reviewed plan, and the feedback. */
+interface Revision {
+  diff: PlanDiff;
+  feedback: string;
+}
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
@@ -108,7 +115,14 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     });
 
   const setStatus = (next: TaskStatus, detail?: string) => {
-    if (next !== status) upsertSearchAttributes([{ key: KleaStatus, value: next }]);
+    if (next !== status) {
+      // When it started waiting for the user, for the inbox (runs from before this attribute do without it).
+      const waiting = next.startsWith('awaiting_') && patched('waiting-since-attribute');
+      upsertSearchAttributes([
+        { key: KleaStatus, value: next },
+        ...(waiting ? [{ key: KleaWaitingSince, value: new Date() }] : []),
+      ]);
+    }
     status = next;
     const plan = progress.plan ? { version: progress.version, steps: progress.stepCount } : null;
     setCurrentDetails(statusDetails({ status: next, detail, goal: progress.goal, pending: pending(), plan }));
@@ -204,20 +218,36 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     return { plan: res.plan, usage: meter.modelCall(res.usage) };
   }
 
-  /** Adopts a plan the Planner wrote and tells it (`plan`, or `replanned` with the reason). */
-  function adopt(written: { plan: Plan; usage: CallUsage }, replanned?: string): void {
+  /**
+   * Adopts a plan the Planner wrote and tells it (`plan`, or `replanned` with the reason); a revision the user
+   * asked for carries what changed and the feedback.
+   */
+  function adopt(written: { plan: Plan; usage: CallUsage }, replanned?: string, revision?: Revision): void {
     progress.adopt(written.plan);
     if (replanned !== undefined)
       log.emit({ type: 'replanned', reason: replanned, ...progress.current(), usage: written.usage });
-    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage });
+    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage, ...revision });
   }
 
-  async function review(reason: ReviewReason, afterStepIds: string[] = []): Promise<ReviewDecision> {
+  async function review(
+    reason: ReviewReason,
+    afterStepIds: string[] = [],
+    revision?: Revision
+  ): Promise<ReviewDecision> {
     const { plan, planHash } = progress.current();
     const spent = reason === 'budget' && budget !== null ? { ...meter.models, budget } : undefined;
-    reviews.request(reason, planHash, plan, afterStepIds, spent);
+    reviews.request(reason, planHash, plan, afterStepIds, spent, revision);
     const results = progress.reviewResults();
-    log.emit({ type: 'review_requested', reason, plan, planHash, afterStepIds, results, ...(spent ? { spent } : {}) });
+    log.emit({
+      type: 'review_requested',
+      reason,
+      plan,
+      planHash,
+      afterStepIds,
+      results,
+      ...(spent ? { spent } : {}),
+      ...revision,
+    });
     setStatus(
       'awaiting_review',
       spent
@@ -233,11 +263,15 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   /** Reviews until the current plan is approved: every revision is presented again. */
   async function reviewUntilApproved(first: Exclude<ReviewReason, 'revised'>, afterStepIds: string[] = []) {
     let reason: ReviewReason = first;
+    let revision: Revision | undefined;
     for (;;) {
-      const d = await review(reason, reason === 'checkpoint' ? afterStepIds : []);
+      const d = await review(reason, reason === 'checkpoint' ? afterStepIds : [], revision);
       if (d.decision === 'approve') return;
       const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
-      adopt(await writePlan('revise plan', feedback, progress.finishedViews()));
+      const reviewed = progress.current().plan;
+      const written = await writePlan('revise plan', feedback, progress.finishedViews());
+      revision = { diff: planDiff(reviewed, written.plan), feedback };
+      adopt(written, undefined, revision);
       reason = 'revised';
     }
   }

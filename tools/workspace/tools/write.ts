@@ -4,6 +4,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { fileChange } from '../../../common/text-diff';
 import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
 import { text, ToolError } from '../tool-result';
@@ -53,6 +54,8 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
           changed,
           sha256_before: hashBefore,
           sha256_after: hashAfter,
+          // The change as a unified diff, for the step's `changes` (a new file is all added).
+          ...(changed ? { change: fileChange(r, before ? before.toString('utf8') : null, a.content) } : {}),
         }
       );
       if (!changed) return result;
@@ -116,7 +119,12 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
         return store.applyChange(
           state,
           { real: g.real, content: next, mode: stat.mode, ...hashes },
-          text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, { path: r, replacements: count, ...hashes })
+          text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
+            path: r,
+            replacements: count,
+            ...hashes,
+            change: fileChange(r, current, next),
+          })
         );
       }
     )

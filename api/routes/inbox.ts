@@ -1,0 +1,140 @@
+/**
+ * The inbox: tasks and sessions listed from Temporal's visibility (newest first), so a client finds what waits
+ * for the user and reopens earlier sessions. Filters become a visibility query on the workflow type and Klea's
+ * search attributes; their values are checked by the query schemas first, so nothing a client sends is pasted into
+ * the query unchecked. The cursor is Temporal's next-page token, base64url.
+ */
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import {
+  ListSessionsQuerySchema,
+  ListTasksQuerySchema,
+  SessionListSchema,
+  TaskListSchema,
+  type TaskListItemSchema,
+} from '../../common/api';
+import { isFinalStatus, TASK_STATUSES, type TaskStatus } from '../../common/events';
+import { KleaSessionId, KleaStatus, KleaTokens, KleaWaitingSince } from '../../common/search-attributes';
+import { badRequest } from '../errors';
+import { TEMPORAL_DOWN } from '../openapi';
+import { defineRoute, type RouteSpec } from '../route';
+import type { ListedRun, TemporalCalls } from '../temporal-calls';
+
+export interface InboxRouteDeps {
+  calls: TemporalCalls;
+  runUrl: (workflowId: string) => string;
+}
+
+const quote = (v: string) => `'${v.replace(/'/g, '')}'`;
+/**
+ * A cursor is Temporal's page token with a short checksum after it: Temporal does not refuse a malformed token
+ * quickly (the client retries it until its deadline), so a cursor that was not made here is refused before it is
+ * sent.
+ */
+const CHECK_BYTES = 6;
+const checksum = (token: Uint8Array) => createHash('sha256').update(token).digest().subarray(0, CHECK_BYTES);
+const encodeCursor = (token: Uint8Array | null) =>
+  token ? Buffer.concat([Buffer.from(token), checksum(token)]).toString('base64url') : null;
+function decodeCursor(cursor: string | undefined): Uint8Array | undefined {
+  if (!cursor) return undefined;
+  const raw = Buffer.from(cursor, 'base64url');
+  const token = raw.subarray(0, raw.length - CHECK_BYTES);
+  if (raw.length <= CHECK_BYTES || !checksum(token).equals(raw.subarray(raw.length - CHECK_BYTES)))
+    throw badRequest('query.cursor: not a cursor this API returned; pass the nextCursor of a previous page', [
+      { path: 'query.cursor', message: 'not a cursor from a previous page' },
+    ]);
+  return token;
+}
+
+/** A task's status as the inbox reports it: Klea's own, unless the run ended some other way (terminated, …). */
+function taskStatus(run: ListedRun): TaskStatus {
+  const klea = run.attributes.get(KleaStatus) as TaskStatus | undefined;
+  const known = klea && (TASK_STATUSES as readonly string[]).includes(klea) ? klea : undefined;
+  if (run.execution === 'RUNNING') return known ?? 'planning';
+  if (run.execution === 'COMPLETED' && known && isFinalStatus(known)) return known;
+  if (run.execution === 'CANCELED') return 'cancelled';
+  return 'failed';
+}
+
+const TASK_ID = /^task-(.+)-\d+$/;
+
+export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/tasks',
+      operationId: 'listTasks',
+      summary: 'Tasks, newest first, from Temporal visibility: filter by status and session (the inbox)',
+      tags: ['tasks', 'inbox'],
+      query: ListTasksQuerySchema,
+      responses: {
+        200: { description: 'a page of tasks', schema: TaskListSchema },
+        400: { description: 'a bad filter, limit or cursor (the message names the field)' },
+        ...TEMPORAL_DOWN,
+      },
+      handler: async ({ query }) => {
+        const statuses = query.status ? [...new Set(query.status.split(','))] : [];
+        const where = [`WorkflowType = 'taskWorkflow'`];
+        if (statuses.length) {
+          where.push(`${KleaStatus.name} IN (${statuses.map(quote).join(', ')})`);
+          // A run that ended without saying so (terminated, timed out) keeps its last status: not waiting any more.
+          if (statuses.every((s) => !isFinalStatus(s as TaskStatus))) where.push(`ExecutionStatus = 'Running'`);
+        }
+        if (query.sessionId) where.push(`${KleaSessionId.name} = ${quote(query.sessionId)}`);
+        const page = await calls.list(where.join(' AND '), query.limit, decodeCursor(query.cursor));
+        const tasks = page.runs
+          .map((run): z.infer<typeof TaskListItemSchema> => {
+            const status = taskStatus(run);
+            const waiting = status.startsWith('awaiting_') ? run.attributes.get(KleaWaitingSince) : undefined;
+            const tokens = run.attributes.get(KleaTokens);
+            return {
+              id: run.workflowId,
+              sessionId:
+                (run.attributes.get(KleaSessionId) as string | undefined) ?? TASK_ID.exec(run.workflowId)?.[1] ?? null,
+              status,
+              request: run.summary,
+              startedAt: (run.startTime ?? new Date(0)).toISOString(),
+              closedAt: run.closeTime?.toISOString() ?? null,
+              waitingSince: waiting instanceof Date ? waiting.toISOString() : null,
+              tokens: typeof tokens === 'number' ? tokens : null,
+              temporalUiUrl: runUrl(run.workflowId),
+            };
+          })
+          .filter((t) => !statuses.length || statuses.includes(t.status));
+        return { tasks, nextCursor: encodeCursor(page.next) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/sessions',
+      operationId: 'listSessions',
+      summary: 'Sessions, newest first, from Temporal visibility',
+      tags: ['sessions', 'inbox'],
+      query: ListSessionsQuerySchema,
+      responses: {
+        200: { description: 'a page of sessions', schema: SessionListSchema },
+        400: { description: 'a bad limit or cursor (the message names the field)' },
+        ...TEMPORAL_DOWN,
+      },
+      handler: async ({ query }) => {
+        // A session continues as new when its history grows: only the run that carries it on is listed.
+        const page = await calls.list(
+          `WorkflowType = 'sessionWorkflow' AND ExecutionStatus != 'ContinuedAsNew'`,
+          query.limit,
+          decodeCursor(query.cursor)
+        );
+        return {
+          sessions: page.runs.map((run) => ({
+            id: (run.attributes.get(KleaSessionId) as string | undefined) ?? run.workflowId.replace(/^session-/, ''),
+            status: run.execution === 'RUNNING' ? ('running' as const) : ('closed' as const),
+            summary: run.summary,
+            startedAt: (run.startTime ?? new Date(0)).toISOString(),
+            closedAt: run.closeTime?.toISOString() ?? null,
+            temporalUiUrl: runUrl(run.workflowId),
+          })),
+          nextCursor: encodeCursor(page.next),
+        };
+      },
+    }),
+  ];
+}

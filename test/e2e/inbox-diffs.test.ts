@@ -2,60 +2,28 @@
  * End to end in headless Chromium: what a revision changed in the plan, a step's edit as a diff under it, and the
  * inbox, where a task parked in another session waits and opens that session at its decision.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { createApp } from '../../api/app';
-import { FakeModel } from '../../testing/fake-model';
-import { startTestEnv, type TestEnv } from '../support/harness';
-import { makeProject, plan, step } from '../support/task-driver';
-
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'e2e');
-const CHROMIUM = process.env.KLEA_CHROMIUM ?? '/usr/bin/chromium';
+import type { Browser, Page } from 'playwright-core';
+import type { FakeModel } from '../../testing/fake-model';
+import { startPageStack, stopPageStack, type PageStack } from '../support/page-stack';
+import { type makeProject, plan, step } from '../support/task-driver';
 
 describe('diffs and the inbox on the web page, end to end', () => {
   let fake: FakeModel;
-  let env: TestEnv;
-  let server: http.Server;
   let base: string;
   let browser: Browser;
   let page: Page;
   let project: ReturnType<typeof makeProject>;
 
-  beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    fake = await FakeModel.start();
-    project = makeProject({ 'notes.md': '# Notes\nship it\n' });
-    env = await startTestEnv({ fakeModel: fake, name: 'e2e-inbox', overrides: { project: { dir: project.dir } } });
-    server = http.createServer(createApp({ client: env.client, config: env.config, ssePollMs: 100 }));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  });
-  afterAll(async () => {
-    await browser?.close();
-    server?.closeAllConnections();
-    server?.close();
-    await env?.shutdown();
-    await fake?.close();
-  });
+  let stack: PageStack;
+  let shot: PageStack['shot'];
 
-  const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  beforeAll(async () => {
+    stack = await startPageStack('e2e-inbox', { 'notes.md': '# Notes\nship it\n' });
+    ({ fake, base, browser, page, project, shot } = stack);
+  });
+  afterAll(() => stopPageStack(stack));
 
   it("a revision's differences are marked in the review form; an edit's diff shows under its step", async () => {
     fake.on('route_request', { call: { route: 'task', reply: null } });

@@ -23,6 +23,7 @@ import { isFinalStatus, type TaskStatus } from '../../common/events';
 import { findFreePort, portProblem } from '../../runtime/ports';
 import { FakeModel } from '../../testing/fake-model';
 import { makeProject, plan, step } from '../support/task-driver';
+import { until } from '../support/until';
 
 const ROOT = path.join(__dirname, '..', '..');
 const START_JS = path.join(ROOT, 'dist', 'scripts', 'start.js');
@@ -66,16 +67,6 @@ function isRunning(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
-  }
-}
-
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

@@ -3,61 +3,28 @@
  * real Temporal dev server and the scripted fake model. A person plans, revises, approves, denies a path,
  * reads the answer, switches to read-only, opens the / menu and runs /compact.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { createApp } from '../../api/app';
-import { FakeModel } from '../../testing/fake-model';
-import { startTestEnv, type TestEnv } from '../support/harness';
-import { makeProject, plan, step } from '../support/task-driver';
-
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'e2e');
-const CHROMIUM = process.env.KLEA_CHROMIUM ?? '/usr/bin/chromium';
+import type { Page } from 'playwright-core';
+import type { FakeModel } from '../../testing/fake-model';
+import { startPageStack, stopPageStack, type PageStack } from '../support/page-stack';
+import { type makeProject, plan, step } from '../support/task-driver';
 
 describe('the web page, end to end', () => {
   let fake: FakeModel;
-  let env: TestEnv;
-  let server: http.Server;
   let base: string;
-  let browser: Browser;
   let page: Page;
   let project: ReturnType<typeof makeProject>;
 
-  beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    fake = await FakeModel.start();
-    project = makeProject({ 'notes.md': '# Notes\nship it\n' });
-    writeFileSync(path.join(project.outside, 'secret.txt'), 'outside the project');
-    env = await startTestEnv({ fakeModel: fake, name: 'e2e', overrides: { project: { dir: project.dir } } });
-    server = http.createServer(createApp({ client: env.client, config: env.config, ssePollMs: 100 }));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  });
-  afterAll(async () => {
-    await browser?.close();
-    server?.closeAllConnections();
-    server?.close();
-    await env?.shutdown();
-    await fake?.close();
-  });
+  let stack: PageStack;
+  let shot: PageStack['shot'];
 
-  const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  beforeAll(async () => {
+    stack = await startPageStack('e2e', { 'notes.md': '# Notes\nship it\n' });
+    ({ fake, base, page, project, shot } = stack);
+    writeFileSync(path.join(project.outside, 'secret.txt'), 'outside the project');
+  });
+  afterAll(() => stopPageStack(stack));
 
   it('plan → revise → approve → deny a path → answer; read-only; the / menu; /compact in the inspect pane', async () => {
     const secret = path.join(project.outside, 'secret.txt');

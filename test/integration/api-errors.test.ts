@@ -16,22 +16,13 @@ import type { summarizeMemoryWorkflow } from '../../workflows';
 import { startTestEnv, testConfig, uniqueId, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';
+import { until } from '../support/until';
 
 type Res = request.Response;
 
 function expectError(res: Res, status: number, code: string, message?: RegExp) {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
   if (message) expect(res.body.error.message).toMatch(message);
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('API errors', () => {

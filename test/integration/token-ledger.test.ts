@@ -13,6 +13,7 @@ import type { FakeModel, RecordedRequest } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { until } from '../support/until';
 
 type Usage = { inputTokens: number; outputTokens: number; modelCalls: number };
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
@@ -25,16 +26,6 @@ const add = (a: Usage, b: Usage | undefined): Usage =>
       }
     : a;
 const usageOf = (e: KleaEvent) => (e as { usage?: Usage }).usage;
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('the token ledger', () => {
   let fake: FakeModel;

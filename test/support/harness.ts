@@ -143,6 +143,11 @@ export async function startTestEnv(
     async shutdown() {
       await env.stopWorker();
       await nativeConnection.close();
+      // The client retries a call that Temporal answered UNAVAILABLE (an update the server aborted, a busy server)
+      // from a timer of its own, even after the caller gave up at its deadline; a retry that fires after the
+      // connection closed throws outside any test ("Channel has been shut down"). Such retries are due within a
+      // second or two of the last call: let them land on an open connection.
+      await new Promise((r) => setTimeout(r, 2000));
       await connection.close();
     },
   };

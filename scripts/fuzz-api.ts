@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,13 +21,21 @@ const MAX_EXAMPLES = process.env.KLEA_FUZZ_EXAMPLES ?? '30';
 
 const REPORT_DIR = process.env.KLEA_REPORT_DIR;
 
-/** Runs schemathesis on a spec (a URL, or a file plus the base URL to call); `name` names its JUnit report. */
+/**
+ * Runs schemathesis on a spec (a URL, or a file plus the base URL to call); `name` names its JUnit report and its
+ * log. Its console output goes to the log and is printed only when it found something: its closing banner reads
+ * like another test runner's "no tests ran" line, and the run's one verdict line is the summary's.
+ */
 function runSchemathesis(
   name: string,
   spec: string,
   headers: string[],
   baseUrl?: string
-): Promise<{ code: number; output: string }> {
+): Promise<{ code: number; log: string }> {
+  const log = path.join(
+    REPORT_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'klea-fuzz-log-')),
+    `schemathesis-${name}.log`
+  );
   return new Promise((resolve) => {
     const args = [
       'run',
@@ -46,17 +54,14 @@ function runSchemathesis(
       '--no-color',
       ...headers.flatMap((h) => ['-H', h]),
     ];
-    const child = spawn(SCHEMATHESIS, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (b: Buffer) => {
-      output += b.toString();
-      process.stdout.write(b);
+    const out = openSync(log, 'w');
+    const child = spawn(SCHEMATHESIS, args, { stdio: ['ignore', out, out] });
+    child.on('close', (code) => {
+      closeSync(out);
+      const result = { code: code ?? 1, log };
+      if (result.code !== 0) process.stdout.write(readFileSync(log, 'utf8'));
+      resolve(result);
     });
-    child.stderr.on('data', (b: Buffer) => {
-      output += b.toString();
-      process.stderr.write(b);
-    });
-    child.on('close', (code) => resolve({ code: code ?? 1, output }));
   });
 }
 
@@ -87,12 +92,12 @@ async function main() {
   };
   const open = await listen(false);
   const secured = await listen(true);
-  const results: Array<[string, number]> = [];
+  const results: Array<[string, { code: number; log: string }]> = [];
   try {
-    results.push(['without a token', (await runSchemathesis('open', `${open.url}/openapi.json`, [])).code]);
+    results.push(['without a token', await runSchemathesis('open', `${open.url}/openapi.json`, [])]);
     results.push([
       'with a token',
-      (await runSchemathesis('token', `${secured.url}/openapi.json`, [`Authorization: Bearer ${token}`])).code,
+      await runSchemathesis('token', `${secured.url}/openapi.json`, [`Authorization: Bearer ${token}`]),
     ]);
     // The secured API's own document, called without the token: every route but /healthz must answer 401.
     const doc = await fetch(`${secured.url}/openapi.json`, { headers: { authorization: `Bearer ${token}` } }).then(
@@ -102,9 +107,9 @@ async function main() {
     writeFileSync(docFile, doc);
     results.push([
       'with a token set, calling without it',
-      (await runSchemathesis('token-missing', docFile, [], secured.url)).code,
+      await runSchemathesis('token-missing', docFile, [], secured.url),
     ]);
-    if (results.some(([, c]) => c !== 0)) await printFailedWorkflowTasks(client);
+    if (results.some(([, r]) => r.code !== 0)) await printFailedWorkflowTasks(client);
   } finally {
     for (const s of [open.srv, secured.srv]) {
       s.closeAllConnections();
@@ -112,9 +117,9 @@ async function main() {
     }
     await stack.close();
   }
-  for (const [what, code] of results)
-    console.log(`fuzz ${what}: ${code === 0 ? 'no failures' : `FAILED (schemathesis exit ${code})`}`);
-  process.exit(results.every(([, c]) => c === 0) ? 0 : 1);
+  for (const [what, { code, log }] of results)
+    console.log(`fuzz ${what}: ${code === 0 ? 'no failures' : `FAILED (schemathesis exit ${code})`} (log: ${log})`);
+  process.exit(results.every(([, r]) => r.code === 0) ? 0 : 1);
 }
 
 /** For a failed run: every workflow whose history holds a failed workflow task, with the events around it. */

@@ -103,6 +103,21 @@ describe('session state', () => {
     expect(event.modeNote).toMatch(/Scientific mode cannot run yet/);
   });
 
+  it('settings change only what they name, and say whether anything changed', () => {
+    const session = new Session(input({ mode: 'general', toolAccess: 'full', network: 'off' }));
+
+    const first = session.applySettings({ toolAccess: 'read_only' });
+    const again = session.applySettings({ toolAccess: 'read_only', mode: 'general' });
+    const network = session.applySettings({ network: 'on' });
+
+    expect([first, again, network]).toEqual([true, false, true]);
+    expect({ mode: session.mode, toolAccess: session.toolAccess, network: session.network }).toEqual({
+      mode: 'general',
+      toolAccess: 'read_only',
+      network: 'on',
+    });
+  });
+
   it('the details say what the session is doing', () => {
     const { session } = busySession();
     session.currentTaskId = 'task-s-1';

@@ -11,6 +11,7 @@ import {
   type QueuedMessage,
   type SessionCarry,
   type SessionInputSchema,
+  type SessionSettings,
   type SessionState,
 } from '../../common/session';
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
@@ -74,6 +75,24 @@ export class Session {
   charge(used: ModelUsage & { modelCalls?: number }): CallUsage {
     this.usage = addCalls(this.usage, used);
     return { ...used, modelCalls: used.modelCalls ?? 1 };
+  }
+
+  /** Takes the settings given (a `settings` signal); true when any of them changed. */
+  applySettings(s: SessionSettings): boolean {
+    let changed = false;
+    if (s.mode && s.mode !== this.mode) {
+      this.mode = s.mode;
+      changed = true;
+    }
+    if (s.toolAccess && s.toolAccess !== this.toolAccess) {
+      this.toolAccess = s.toolAccess;
+      changed = true;
+    }
+    if (s.network && s.network !== this.network) {
+      this.network = s.network;
+      changed = true;
+    }
+    return changed;
   }
 
   /** Adds grants the session does not hold yet. */

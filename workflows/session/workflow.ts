@@ -38,9 +38,10 @@ import {
   type SubmitResult,
 } from '../../common/session';
 import { GrantSchema } from '../../common/task';
-import { modelNodes, projectFacts } from '../shared/activities';
+import { modelNodes } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
+import { checkProject } from '../shared/project-check';
 import { failureCode, failureMessage, isTimeout } from '../task/text';
 import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
 import { MessageRunner } from './message-runner';
@@ -87,21 +88,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       log.emit({ type: 'error', code: 'InvalidSignal', message: `settings signal ignored: ${p.problem}` });
       return;
     }
-    const s = p.value;
-    let changed = false;
-    if (s?.mode && s.mode !== session.mode) {
-      session.mode = s.mode;
-      changed = true;
-    }
-    if (s?.toolAccess && s.toolAccess !== session.toolAccess) {
-      session.toolAccess = s.toolAccess;
-      changed = true;
-    }
-    if (s?.network && s.network !== session.network) {
-      session.network = s.network;
-      changed = true;
-    }
-    if (changed) {
+    if (session.applySettings(p.value)) {
       emitContext();
       showDetails();
     }
@@ -222,18 +209,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   // ------------------------------------------------------------------ main loop
   upsertSearchAttributes([{ key: KleaSessionId, value: input.sessionId }]);
   if (!input.carry) {
-    // The worker checks the project directory itself: a session started outside the API with another one ends here.
-    const refused = { message: '' };
-    const ctx = await projectFacts.projectContextInfo
-      .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
-      .catch((err: unknown) => {
-        if (failureCode(err, '') === 'ProjectNotAllowed') refused.message = failureMessage(err);
-        return { file: null, sandbox: undefined, sandboxNote: undefined };
-      });
-    if (refused.message) {
-      log.emit({ type: 'error', code: 'ProjectNotAllowed', message: refused.message });
-      throw ApplicationFailure.nonRetryable(refused.message, 'ProjectNotAllowed');
+    const project = await checkProject(input.projectDir);
+    if (project.refused) {
+      log.emit({ type: 'error', code: 'ProjectNotAllowed', message: project.refused });
+      throw ApplicationFailure.nonRetryable(project.refused, 'ProjectNotAllowed');
     }
+    const ctx = project.context;
     session.contextFile = ctx.file;
     session.sandbox = ctx.sandbox ? { status: ctx.sandbox, note: ctx.sandboxNote ?? null } : null;
     emitContext();

@@ -26,8 +26,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
-import type { Plan } from '../../common/plan';
-import { planDiff, type PlanDiff } from '../../common/plan-diff';
 import type { CallUsage } from '../../common/model-protocol';
 import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens, KleaWaitingSince } from '../../common/search-attributes';
 import {
@@ -37,14 +35,13 @@ import {
   ReviewDecisionSchema,
   TaskInputSchema,
   type PendingInterrupt,
-  type ReviewDecision,
-  type StepResultView,
   type TaskInput,
   type TaskResult,
 } from '../../common/task';
-import { modelNodes, projectFacts } from '../shared/activities';
+import { modelNodes } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
+import { checkProject } from '../shared/project-check';
 import {
   cancelSignal,
   clarifySignal,
@@ -60,19 +57,14 @@ import {
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { PermissionGate } from './permissions';
 import { allFinished, nextRound } from './plan-graph';
+import { Planning } from './planning';
 import { PlanProgress } from './plan-progress';
 import { QuestionGate } from './questions';
-import { ReviewGate, type ReviewReason } from './review-gate';
+import { ReviewGate } from './review-gate';
 import { statusAfterDecision, statusDetails, taskState } from './status';
 import { StepRunner } from './step-runner';
 import { failureCode, failureMessage } from './text';
 import { UsageMeter } from './usage';
-
-/** A plan revised at the user's request: what changed against the reviewed plan, and the feedback. */
-interface Revision {
-  diff: PlanDiff;
-  feedback: string;
-}
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
@@ -94,8 +86,6 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       { key: KleaModelCalls, value: meter.models.modelCalls },
     ]);
   });
-  /** Tokens the task may use before it pauses for the user; approving a pause raises it by the same again. */
-  let budget = input.maxTokens;
   let status: TaskStatus = 'routing';
   let answer: string | null = null;
   let error: string | null = null;
@@ -196,102 +186,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     });
   };
 
-  // ------------------------------------------------------------------ planning and review
-  async function writePlan(
-    summary: string,
-    feedback?: string,
-    finished?: StepResultView[]
-  ): Promise<{ plan: Plan; usage: CallUsage }> {
-    setStatus('planning', summary);
-    const res = await modelNodes.writePlan.executeWithOptions({ summary }, [
-      {
-        projectDir: input.projectDir,
-        toolAccess: input.toolAccess,
-        request: input.prompt,
-        summary: input.summary || undefined,
-        recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
-        previousPlan: progress.plan ?? undefined,
-        feedback,
-        finished: finished?.length ? finished : undefined,
-      },
-    ]);
-    return { plan: res.plan, usage: meter.modelCall(res.usage) };
-  }
-
-  /**
-   * Adopts a plan the Planner wrote and tells it (`plan`, or `replanned` with the reason); a revision the user
-   * asked for carries what changed and the feedback.
-   */
-  function adopt(written: { plan: Plan; usage: CallUsage }, replanned?: string, revision?: Revision): void {
-    progress.adopt(written.plan);
-    if (replanned !== undefined)
-      log.emit({ type: 'replanned', reason: replanned, ...progress.current(), usage: written.usage });
-    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage, ...revision });
-  }
-
-  async function review(
-    reason: ReviewReason,
-    afterStepIds: string[] = [],
-    revision?: Revision
-  ): Promise<ReviewDecision> {
-    const { plan, planHash } = progress.current();
-    const spent = reason === 'budget' && budget !== null ? { ...meter.models, budget } : undefined;
-    reviews.request(reason, planHash, plan, afterStepIds, spent, revision);
-    const results = progress.reviewResults();
-    log.emit({
-      type: 'review_requested',
-      reason,
-      plan,
-      planHash,
-      afterStepIds,
-      results,
-      ...(spent ? { spent } : {}),
-      ...revision,
-    });
-    setStatus(
-      'awaiting_review',
-      spent
-        ? `token budget: ${meter.tokens} tokens used of ${spent.budget}`
-        : reason === 'checkpoint'
-          ? `results after ${afterStepIds.join(', ')}`
-          : 'the plan'
-    );
-    await condition(() => reviews.decided);
-    return reviews.close();
-  }
-
-  /** Reviews until the current plan is approved: every revision is presented again. */
-  async function reviewUntilApproved(first: Exclude<ReviewReason, 'revised'>, afterStepIds: string[] = []) {
-    let reason: ReviewReason = first;
-    let revision: Revision | undefined;
-    for (;;) {
-      const d = await review(reason, reason === 'checkpoint' ? afterStepIds : [], revision);
-      if (d.decision === 'approve') return;
-      const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
-      const reviewed = progress.current().plan;
-      const written = await writePlan('revise plan', feedback, progress.finishedViews());
-      revision = { diff: planDiff(reviewed, written.plan), feedback };
-      adopt(written, undefined, revision);
-      reason = 'revised';
-    }
-  }
-
-  /**
-   * A task that has used its token budget pauses before its next model call: a review of reason `budget` says what
-   * was spent. Approving goes on with the budget raised by the same amount again; revising replans with the
-   * feedback (and is reviewed); cancelling ends the task.
-   */
-  async function keepToBudget(): Promise<void> {
-    if (budget === null || input.maxTokens === null || meter.tokens < budget) return;
-    await reviewUntilApproved('budget');
-    while (budget <= meter.tokens) budget += input.maxTokens;
-  }
-
-  /** Whether the plan is reviewed before work starts, and why: the Planner asked, or the review policy does. */
-  const reviewBeforeWork = (): 'before_work' | 'policy' | null =>
-    progress.plan?.review.before_work ? 'before_work' : input.review === 'always' ? 'policy' : null;
-
   // ------------------------------------------------------------------ the task path
+  const planning = new Planning({ input, log, progress, reviews, meter, setStatus });
   const runner = new StepRunner({ input, log, progress, questions, permissions, meter, setStatus, settleStatus });
 
   async function main(): Promise<TaskResult> {
@@ -302,15 +198,9 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
         code: 'GrantsIgnored',
         message: `the ${input.grants.length} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
       });
-    // The worker checks the project directory itself: a task started outside the API with another one ends here.
-    const refused = { message: '' };
-    const context = await projectFacts.projectContextInfo
-      .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
-      .catch((err: unknown) => {
-        if (failureCode(err, '') === 'ProjectNotAllowed') refused.message = failureMessage(err);
-        return { file: null, sandbox: undefined, sandboxNote: undefined };
-      });
-    if (refused.message) return fail('ProjectNotAllowed', refused.message);
+    const project = await checkProject(input.projectDir);
+    if (project.refused) return fail('ProjectNotAllowed', project.refused);
+    const { context } = project;
     const declined = input.mode === 'scientific';
     log.emit({
       type: 'context',
@@ -347,12 +237,11 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       }
     }
 
-    adopt(await writePlan('plan'));
-    const why = reviewBeforeWork();
-    if (why) await reviewUntilApproved(why);
+    await planning.plan();
+    await planning.reviewBeforeWork();
 
     for (;;) {
-      await keepToBudget();
+      await planning.keepToBudget();
       const current = progress.statuses();
       if (allFinished(progress.graph, current)) break;
       const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
@@ -375,15 +264,12 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
       const replan = progress.takeReplan();
       if (replan) {
-        adopt(await writePlan('replan', `A step could not be completed: ${replan}`, progress.finishedViews()), replan);
+        await planning.replan(replan);
         questions.reset();
-        const whyAgain = reviewBeforeWork();
-        if (whyAgain) await reviewUntilApproved(whyAgain);
+        await planning.reviewBeforeWork();
         continue;
       }
-
-      const due = progress.dueCheckpoints();
-      if (due.length) await reviewUntilApproved('checkpoint', due);
+      await planning.reviewCheckpoints();
     }
 
     setStatus('running', 'composing the answer');

@@ -1,0 +1,32 @@
+/**
+ * The project check both workflows begin with (workflow code: it schedules `projectContextInfo`). The worker checks
+ * the project directory itself, so a session or task started outside the API with a directory outside
+ * `project.allowed_roots` ends before it runs a tool.
+ */
+import type { ProjectContextInfo } from '../../common/sandbox-status';
+import { failureCode, failureMessage } from '../task/text';
+import { projectFacts } from './activities';
+
+/** What is known of the project's context: everything, or (when the check failed otherwise) no file and no sandbox. */
+export type KnownContext = ProjectContextInfo | { file: null; sandbox: undefined; sandboxNote: undefined };
+
+/** The project's context file and where commands run, and why the worker refuses the directory (null: it does not). */
+export interface ProjectCheck {
+  refused: string | null;
+  context: KnownContext;
+}
+
+/** Any other failure only means the context is not known: the run goes on without it. */
+const UNKNOWN_CONTEXT: KnownContext = { file: null, sandbox: undefined, sandboxNote: undefined };
+
+export async function checkProject(projectDir: string): Promise<ProjectCheck> {
+  try {
+    const context = await projectFacts.projectContextInfo.executeWithOptions({ summary: 'project context' }, [
+      { projectDir },
+    ]);
+    return { refused: null, context };
+  } catch (err) {
+    const refused = failureCode(err, '') === 'ProjectNotAllowed' ? failureMessage(err) : null;
+    return { refused, context: UNKNOWN_CONTEXT };
+  }
+}

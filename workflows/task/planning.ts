@@ -1,0 +1,165 @@
+/**
+ * Planning and plan review of `taskWorkflow` (workflow code: it schedules `write_plan` and waits on the review gate).
+ *
+ * The Planner writes the plan, and writes it again to replan or to revise it; each plan is adopted and told as an
+ * event (`plan` or `replanned`). A plan is reviewed before work when the Planner or the review policy asks, after
+ * the steps it names (`checkpoint`), and when the task has used its token budget (`budget`); each review goes on
+ * until the user approves, every revision being presented again with what changed and the feedback.
+ */
+import { condition } from '@temporalio/workflow';
+import type { TaskStatus } from '../../common/events';
+import type { Plan } from '../../common/plan';
+import { planDiff, type PlanDiff } from '../../common/plan-diff';
+import type { CallUsage } from '../../common/model-protocol';
+import type { ParsedTaskInput, ReviewDecision, StepResultView } from '../../common/task';
+import { modelNodes } from '../shared/activities';
+import type { EventLog } from '../shared/event-log';
+import type { PlanProgress } from './plan-progress';
+import type { ReviewGate, ReviewReason } from './review-gate';
+import type { UsageMeter } from './usage';
+
+/** A plan revised at the user's request: what changed against the reviewed plan, and the feedback. */
+export interface Revision {
+  diff: PlanDiff;
+  feedback: string;
+}
+
+/** A plan as the Planner wrote it, with the usage of the call that wrote it. */
+export interface WrittenPlan {
+  plan: Plan;
+  usage: CallUsage;
+}
+
+/** The task's state and status that planning and review read and update. */
+export interface PlanningWork {
+  input: ParsedTaskInput;
+  log: EventLog;
+  progress: PlanProgress;
+  reviews: ReviewGate;
+  meter: UsageMeter;
+  setStatus(next: TaskStatus, detail?: string): void;
+}
+
+export class Planning {
+  /** Tokens the task may use before it pauses for the user; approving a pause raises it by the same again. */
+  private budget: number | null;
+
+  constructor(private readonly task: PlanningWork) {
+    this.budget = task.input.maxTokens;
+  }
+
+  /** The Planner's first plan for the request, adopted. */
+  async plan(): Promise<void> {
+    this.adopt(await this.write('plan'));
+  }
+
+  /** A new plan after a step that could not be completed, told as `replanned` with the reason. */
+  async replan(reason: string): Promise<void> {
+    const { progress } = this.task;
+    this.adopt(
+      await this.write('replan', `A step could not be completed: ${reason}`, progress.finishedViews()),
+      reason
+    );
+  }
+
+  /** Reviews the current plan before work when the Planner asked for it or the review policy says so. */
+  async reviewBeforeWork(): Promise<void> {
+    const { progress, input } = this.task;
+    const why = progress.plan?.review.before_work ? 'before_work' : input.review === 'always' ? 'policy' : null;
+    if (why) await this.reviewUntilApproved(why);
+  }
+
+  /** Reviews the results after the steps the plan asked to pause after, if any are due. */
+  async reviewCheckpoints(): Promise<void> {
+    const due = this.task.progress.dueCheckpoints();
+    if (due.length) await this.reviewUntilApproved('checkpoint', due);
+  }
+
+  /**
+   * A task that has used its token budget pauses before its next model call: a review of reason `budget` says what
+   * was spent. Approving goes on with the budget raised by the same amount again; revising replans with the
+   * feedback (and is reviewed); cancelling ends the task.
+   */
+  async keepToBudget(): Promise<void> {
+    const { input, meter } = this.task;
+    if (this.budget === null || input.maxTokens === null || meter.tokens < this.budget) return;
+    await this.reviewUntilApproved('budget');
+    while (this.budget <= meter.tokens) this.budget += input.maxTokens;
+  }
+
+  private async write(summary: string, feedback?: string, finished?: StepResultView[]): Promise<WrittenPlan> {
+    const { input, progress, meter } = this.task;
+    this.task.setStatus('planning', summary);
+    const res = await modelNodes.writePlan.executeWithOptions({ summary }, [
+      {
+        projectDir: input.projectDir,
+        toolAccess: input.toolAccess,
+        request: input.prompt,
+        summary: input.summary || undefined,
+        recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
+        previousPlan: progress.plan ?? undefined,
+        feedback,
+        finished: finished?.length ? finished : undefined,
+      },
+    ]);
+    return { plan: res.plan, usage: meter.modelCall(res.usage) };
+  }
+
+  /**
+   * Adopts a plan the Planner wrote and tells it (`plan`, or `replanned` with the reason); a revision the user
+   * asked for carries what changed and the feedback.
+   */
+  private adopt(written: WrittenPlan, replanned?: string, revision?: Revision): void {
+    const { progress, log } = this.task;
+    progress.adopt(written.plan);
+    if (replanned !== undefined)
+      log.emit({ type: 'replanned', reason: replanned, ...progress.current(), usage: written.usage });
+    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage, ...revision });
+  }
+
+  /** Reviews until the current plan is approved: every revision is presented again. */
+  private async reviewUntilApproved(first: Exclude<ReviewReason, 'revised'>, afterStepIds: string[] = []) {
+    const { progress } = this.task;
+    let reason: ReviewReason = first;
+    let revision: Revision | undefined;
+    for (;;) {
+      const d = await this.review(reason, reason === 'checkpoint' ? afterStepIds : [], revision);
+      if (d.decision === 'approve') return;
+      const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
+      const reviewed = progress.current().plan;
+      const written = await this.write('revise plan', feedback, progress.finishedViews());
+      revision = { diff: planDiff(reviewed, written.plan), feedback };
+      this.adopt(written, undefined, revision);
+      reason = 'revised';
+    }
+  }
+
+  /** One review: the plan (and the results so far) presented, and the user's decision waited for. */
+  private async review(reason: ReviewReason, afterStepIds: string[], revision?: Revision): Promise<ReviewDecision> {
+    const { progress, reviews, meter, log } = this.task;
+    const { plan, planHash } = progress.current();
+    const spent = reason === 'budget' && this.budget !== null ? { ...meter.models, budget: this.budget } : undefined;
+    reviews.request(reason, planHash, plan, afterStepIds, spent, revision);
+    const results = progress.reviewResults();
+    log.emit({
+      type: 'review_requested',
+      reason,
+      plan,
+      planHash,
+      afterStepIds,
+      results,
+      ...(spent ? { spent } : {}),
+      ...revision,
+    });
+    this.task.setStatus(
+      'awaiting_review',
+      spent
+        ? `token budget: ${meter.tokens} tokens used of ${spent.budget}`
+        : reason === 'checkpoint'
+          ? `results after ${afterStepIds.join(', ')}`
+          : 'the plan'
+    );
+    await condition(() => reviews.decided);
+    return reviews.close();
+  }
+}

@@ -1,26 +1,11 @@
 /**
- * Every Temporal call the API makes goes through here, and `toApiError` is the one place where Temporal's
- * failures become the API's errors:
- *
- * - no such workflow → 404; a workflow that does not answer the query or update → 404 (it is not what the
- *   route addresses, e.g. a session id on a task route);
- * - a workflow that has ended → 409 naming its final status; an update its validator refused → 409;
- * - Temporal unreachable or not answering within the deadline → 503 `temporal_unavailable`;
- * - no worker to answer a query or take an update → 503 `no_worker`;
- * - an answer encrypted with a key the API does not have → 500 `payload_key` naming the key id (the API's and
- *   the workers' KLEA_PAYLOAD_KEY differ: nothing a client can fix).
- *
- * Each call has a deadline: without one the client retries an unreachable server for about 20 s and waits for
- * an update that no worker takes for ever.
+ * Every Temporal call the API makes goes through here. Each call has a deadline: without one the client retries an
+ * unreachable server for about 20 s and waits for an update that no worker takes for ever. What a failed call
+ * becomes for the API's client (404, 409, 503 ...) is decided in one place, `toApiError` (temporal-errors.ts).
  */
 import { randomUUID } from 'node:crypto';
 import {
-  QueryNotRegisteredError,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowUpdateStage,
-  isGrpcServiceError,
   type Client,
   type QueryDefinition,
   type SignalDefinition,
@@ -32,10 +17,20 @@ import {
 import type { TypedSearchAttributes } from '@temporalio/common';
 import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
 import { temporal } from '@temporalio/proto';
-import { PayloadKeyError } from '../runtime/payload-codec';
-import { KleaStatus } from '../common/search-attributes';
 import type * as workflows from '../workflows';
-import { ApiError, badRequest, conflict, modelError, notFound, unavailable } from './errors';
+import { badRequest, unavailable } from './errors';
+import {
+  endedConflict,
+  GRPC,
+  grpcCode,
+  toApiError,
+  UPDATE_ATTEMPTS,
+  updateNotApplied,
+  type Call,
+  type Target,
+} from './temporal-errors';
+
+export type { Target } from './temporal-errors';
 
 /**
  * The workflow entry points by the name they are registered under. A type-only import: the compiler checks a
@@ -44,12 +39,6 @@ import { ApiError, badRequest, conflict, modelError, notFound, unavailable } fro
  */
 type Workflows = typeof workflows;
 export type WorkflowName = keyof Workflows;
-
-/** A workflow as a route addresses it: `what` names it for people (`task "task-s-1-1"`). */
-export interface Target {
-  what: string;
-  workflowId: string;
-}
 
 export interface TemporalCallsOptions {
   namespace: string;
@@ -66,18 +55,7 @@ export const DEFAULT_ACCEPT_TIMEOUT_MS = 10_000;
 /** A poller seen within this window counts as a live worker (an idle worker renews its long poll every minute). */
 const POLLER_FRESH_MS = 90_000;
 
-/** gRPC status codes (the client does not re-export grpc-js's enum). */
-const GRPC = {
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  UNAVAILABLE: 14,
-} as const;
-
-/** How often an update is sent when the workflow task that carried it failed (see `updateNotApplied`). */
-const UPDATE_ATTEMPTS = 4;
+/** Pause between sends of an update whose workflow task failed (see `updateNotApplied`). */
 const UPDATE_RETRY_DELAY_MS = 100;
 
 /** One run as Temporal's visibility lists it. */
@@ -98,58 +76,6 @@ const SUMMARY_CACHE_SIZE = 5000;
 
 const tsToDate = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): Date | null =>
   t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)) : null;
-
-interface Call {
-  kind: 'query' | 'update' | 'signal' | 'describe' | 'start' | 'terminate' | 'describeTaskQueue' | 'list';
-  name?: string;
-  /** What an update carries, for messages: "message", "task", "decision". */
-  noun?: string;
-}
-
-/** The gRPC status code of an error or of any error it wraps. */
-/** The PayloadKeyError behind a failure, however deeply the client wrapped it. */
-function payloadKeyError(err: unknown): PayloadKeyError | null {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
-    if (e instanceof PayloadKeyError) return e;
-  return null;
-}
-
-function grpcCode(err: unknown): number | undefined {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (isGrpcServiceError(e)) return e.code;
-  }
-  return undefined;
-}
-
-/**
- * The workflow task that carried an update failed on the server, so the update was not applied and nothing from
- * that task was kept. It happens when the workflow closes in the very task that also received the update (a
- * `cancel` signal, then at once a decision, while an activity finishes): the server refuses to close a workflow
- * while new events wait (UnhandledCommand) and drops the updates sent with that task. Sending the update again,
- * with the same id, is safe: it reaches the workflow as it now is (usually ended, so the caller hears 409).
- */
-function updateNotApplied(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (isGrpcServiceError(e) && e.code === GRPC.FAILED_PRECONDITION && /workflow task failure/i.test(e.details))
-      return true;
-  }
-  return false;
-}
-
-function isClosed(err: unknown): boolean {
-  const text = `${(err as Error)?.message ?? ''} ${String((err as { cause?: { message?: string } })?.cause?.message ?? '')}`;
-  return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed|aborted by closing workflow/i.test(
-    text
-  );
-}
-
-const ENDED: Record<string, string> = {
-  COMPLETED: 'has already completed',
-  FAILED: 'has already failed',
-  CANCELLED: 'was cancelled',
-  TERMINATED: 'was terminated',
-  TIMED_OUT: 'has timed out',
-};
 
 export class TemporalCalls {
   readonly taskQueue: string;
@@ -327,11 +253,9 @@ export class TemporalCalls {
       })
     );
     const now = Date.now();
-    const fresh = (res.pollers ?? []).filter((p) => {
-      const t = p.lastAccessTime;
-      const ms = t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
-      return now - ms < POLLER_FRESH_MS;
-    });
+    const fresh = (res.pollers ?? []).filter(
+      (p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS
+    );
     return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? '') };
   }
 
@@ -346,7 +270,7 @@ export class TemporalCalls {
     if (presence.pollers > 0) return;
     if (target) {
       const desc = await this.describe(target);
-      if (desc.status.name !== 'RUNNING') throw this.ended(target, desc);
+      if (desc.status.name !== 'RUNNING') throw endedConflict(target, desc);
     }
     throw unavailable(
       'no_worker',
@@ -355,92 +279,16 @@ export class TemporalCalls {
     );
   }
 
-  /** 409 naming how a workflow ended and, for a task, its final status (done, failed, cancelled). */
-  private ended(target: Target, desc: WorkflowExecutionDescription): ApiError {
-    const execution = desc.status.name;
-    const kleaStatus = desc.typedSearchAttributes.get(KleaStatus);
-    const status = execution === 'COMPLETED' && kleaStatus ? kleaStatus : execution.toLowerCase();
-    return conflict(`${target.what} ${ENDED[execution] ?? 'has ended'} (status ${status})`, { status });
-  }
-
-  /** The one mapping from a Temporal failure to the API's error; anything unknown is returned as it is (500). */
-  async toApiError(err: unknown, target: Target | undefined, call: Call): Promise<unknown> {
-    if (err instanceof ApiError) return err;
-    const what = target?.what ?? 'workflow';
-
-    const keyError = payloadKeyError(err);
-    if (keyError) return new ApiError(500, 'payload_key', keyError.message, { keyId: keyError.keyId });
-
-    if (err instanceof QueryNotRegisteredError) {
-      return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" query`);
-    }
-    if (err instanceof WorkflowUpdateFailedError) {
-      const reason = (err.cause as Error | undefined)?.message ?? err.message;
-      if (/^No registered handler for update: /.test(reason)) {
-        return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" update`);
-      }
-      // A message the model could not route is the model's failure, not a conflict with the session's state.
-      const model = modelError((err.cause as { type?: string } | undefined)?.type, reason);
-      return model ?? conflict(reason);
-    }
-    if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC.NOT_FOUND || isClosed(err)) {
-      if (!target || !isClosed(err)) return notFound(`no ${what}`);
-      try {
-        const desc = await this.within(this.callTimeoutMs, () => this.handle(target).describe());
-        return this.ended(target, desc);
-      } catch {
-        return conflict(`${what} has ended`);
-      }
-    }
-
-    if (updateNotApplied(err)) {
-      return unavailable(
-        'not_applied',
-        `the ${call.noun ?? 'update'} was not applied: ${what} changed state at the moment it arrived, ` +
-          `${UPDATE_ATTEMPTS} times in a row; nothing changed, look at its state and try again`
-      );
-    }
-    const code = grpcCode(err);
-    const timedOut = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || code === GRPC.DEADLINE_EXCEEDED;
-    if (timedOut && (call.kind === 'query' || call.kind === 'update')) return this.whyNoAnswer(call);
-    if (timedOut || code === GRPC.UNAVAILABLE || code === GRPC.RESOURCE_EXHAUSTED) return this.temporalUnavailable();
-    return err;
-  }
-
-  private temporalUnavailable(): ApiError {
-    return unavailable(
-      'temporal_unavailable',
-      `Temporal (${this.address}, namespace "${this.namespace}") is unreachable or did not answer in time; ` +
-        'try again shortly'
-    );
-  }
-
-  /** A query or update that timed out: Temporal down, no worker, or a worker that did not take it in time. */
-  private async whyNoAnswer(call: Call): Promise<ApiError> {
-    let pollers: number;
-    try {
-      pollers = (await this.workerPresence()).pollers;
-    } catch {
-      return this.temporalUnavailable();
-    }
-    const queue = `task queue "${this.taskQueue}"`;
-    if (call.kind === 'query') {
-      return unavailable(
-        'no_worker',
-        pollers === 0
-          ? `no worker is polling ${queue}, so nothing can answer; start a worker and try again`
-          : `no worker answered within ${this.callTimeoutMs / 1000} s although one polled ${queue} recently`
-      );
-    }
-    const noun = call.noun ?? 'update';
-    return unavailable(
-      'no_worker',
-      `no worker took the ${noun} within ${this.acceptTimeoutMs / 1000} s` +
-        (pollers === 0
-          ? ` (none is polling ${queue})`
-          : ` although one polled ${queue} recently (it may have just stopped)`) +
-        `; Temporal holds the ${noun} in memory only, so a worker that comes back soon may still act on it, or it ` +
-        'may be dropped: look at the events before sending it again'
-    );
+  /** A failed call as the API's error (temporal-errors.ts), asking Temporal what it needs to say why. */
+  private toApiError(err: unknown, target: Target | undefined, call: Call): Promise<unknown> {
+    return toApiError(err, target, call, {
+      address: this.address,
+      namespace: this.namespace,
+      taskQueue: this.taskQueue,
+      callTimeoutMs: this.callTimeoutMs,
+      acceptTimeoutMs: this.acceptTimeoutMs,
+      describe: (t) => this.within(this.callTimeoutMs, () => this.handle(t).describe()),
+      workerPresence: () => this.workerPresence(),
+    });
   }
 }

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import util from 'node:util';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { MCP_VARIABLE, parseMcpVariable, type Config, type McpServerConfig } from '../../common/config';
+import type { Config } from '../../common/config';
+import { MCP_VARIABLE, parseMcpVariable, type McpServerConfig } from '../../common/mcp-config';
 import { HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 import { REPO_ROOT } from '../../runtime/temporal';
 

@@ -70,6 +70,16 @@ export default tseslint.config(
         'error',
         { prefer: 'type-imports', fixStyle: 'inline-type-imports' },
       ],
+      // Messages go by their typed definitions (workflows/<workflow>/messages.ts), so renaming one fails to compile.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            'CallExpression[callee.property.name=/^(signal|query|executeUpdate|startUpdate|executeUpdateWithStart|startUpdateWithStart)$/][arguments.0.type=/^(Literal|TemplateLiteral)$/]',
+          message:
+            'send a workflow message by its definition from workflows/<workflow>/messages.ts (reviewSignal, stateQuery, ...), not by its name as a string',
+        },
+      ],
     },
   },
   {

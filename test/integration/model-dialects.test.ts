@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
 import { MAX_PLAN_STEPS } from '../../common/plan';
 import type { FakeDialect, FakeModel, RecordedRequest } from '../../testing/fake-model';
+import { reviewSignal } from '../../workflows/task/messages';
 import { recordingLogger, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
@@ -66,7 +67,7 @@ async function wholeSession(env: TestEnv, fake: FakeModel) {
   const t = await TaskDriver.attach(env, r.taskId!);
   const review = await t.waitFor('review_requested');
   expect(review.plan.steps.map((x) => x.id)).toEqual(['s1', 's2', 's3']);
-  await t.handle.signal('review', { decision: 'approve', planHash: review.planHash });
+  await t.handle.signal(reviewSignal, { decision: 'approve', planHash: review.planHash });
   expect(await t.result()).toMatchObject({ status: 'done', answer: 'There is **one** TODO: ship it.' });
   expect((await t.waitFor('replanned')).reason).toMatch(/no tool reads PDF files/);
   const finished = (await t.events()).filter(

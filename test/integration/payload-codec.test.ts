@@ -18,6 +18,7 @@ import { createApp } from '../../api/app';
 import { dataConverterFor } from '../../runtime/payload-codec';
 import { temporalCliPath } from '../../runtime/temporal';
 import type { FakeModel } from '../../testing/fake-model';
+import type { taskWorkflow } from '../../workflows';
 import { startTestEnv, testConfig, uniqueId, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
@@ -275,7 +276,7 @@ describe('payload encryption', () => {
     try {
       for (const [client, message] of cases) {
         const taskId = `task-${uniqueId('s')}-1`;
-        const handle = await client.workflow.start('taskWorkflow', {
+        const handle = await client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
           taskQueue: wrong.taskQueue,
           workflowId: taskId,
           args: [

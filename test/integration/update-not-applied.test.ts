@@ -13,6 +13,7 @@ import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { createApp } from '../../api/app';
+import { cancelSignal } from '../../workflows/task/messages';
 import { temporalAddress, testConfig } from '../support/harness';
 
 const { CommandType } = temporal.api.enums.v1;
@@ -60,7 +61,7 @@ describe('a decision dropped with a failed workflow task', () => {
     };
     /** Completes the workflow while a signal sent meanwhile waits: the server fails this workflow task. */
     const closeWhileSignalled = async (wft: PollResponse) => {
-      await client.workflow.getHandle(workflowId).signal('cancel', { reason: 'meanwhile' });
+      await client.workflow.getHandle(workflowId).signal(cancelSignal, { reason: 'meanwhile' });
       const complete = rpc(() =>
         svc.respondWorkflowTaskCompleted({
           namespace,

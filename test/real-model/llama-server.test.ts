@@ -17,6 +17,8 @@ import { z } from 'zod';
 import type { KleaEvent } from '../../common/events';
 import type { TaskResult } from '../../common/task';
 import { REPO_ROOT } from '../../runtime/temporal';
+import { startTaskUpdate } from '../../workflows/session/messages';
+import { clarifySignal, permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import { recordingLogger, startTestEnv, type TestEnv } from '../support/harness';
 import { startLlamaServer, type LlamaServer } from '../support/llama-server';
 import { RecordingProxy, type Exchange } from '../support/recording-proxy';
@@ -96,13 +98,14 @@ async function driveToEnd(t: TaskDriver, timeoutMs: number): Promise<{ result: T
     const events = await t.events();
     for (const e of events.filter((x) => !handled.has(x.seq))) {
       handled.add(e.seq);
-      if (e.type === 'review_requested') await t.handle.signal('review', { decision: 'approve', planHash: e.planHash });
+      if (e.type === 'review_requested')
+        await t.handle.signal(reviewSignal, { decision: 'approve', planHash: e.planHash });
       if (e.type === 'questions')
-        await t.handle.signal('clarify', {
+        await t.handle.signal(clarifySignal, {
           answers: Object.fromEntries(e.questions.map((q) => [q, 'Use your best judgement.'])),
         });
       if (e.type === 'permission_requested')
-        await t.handle.signal('permission', { requestId: e.requestId, decision: 'deny' });
+        await t.handle.signal(permissionSignal, { requestId: e.requestId, decision: 'deny' });
     }
     if (events.some((e) => e.type === 'status')) return { result: await t.result(), events: await t.events() };
     if (Date.now() > deadline)
@@ -177,7 +180,7 @@ describe("Klea on llama.cpp's server with SmolLM2-135M-Instruct (structured_outp
 
   it('a task is planned, reviewed if it asks, run and ended (done, or failed saying why)', async () => {
     const from = proxy.exchanges.length;
-    const { taskId } = await session.handle.executeUpdate<{ taskId: string }, [{ prompt: string }]>('startTask', {
+    const { taskId } = await session.handle.executeUpdate(startTaskUpdate, {
       args: [{ prompt: 'Read notes.txt and tell me what it says.' }],
     });
     const { result, events } = await driveToEnd(await TaskDriver.attach(env, taskId), 600_000);

@@ -14,9 +14,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { ChatOpenAICompletions, wrapOpenAIClientError, type OpenAIClient } from '@langchain/openai';
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config, type StructuredOutput } from '../../common/config';
 import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from '../../common/model-protocol';
+import { formatZodIssues } from '../../common/zod-issues';
 import { silentLogger, type Logger } from '../../runtime/log';
 import {
   argumentsInstruction,
@@ -336,7 +337,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         if (answer.kind === 'value') {
           const parsed = schema.safeParse(answer.value);
           if (parsed.success) return { value: parsed.data, usage, attempts: attempt };
-          lastError = z.prettifyError(parsed.error).replace(/\n+/g, '; ');
+          lastError = formatZodIssues(parsed.error, { whole: 'answer' });
         } else {
           lastError = answer.error;
         }

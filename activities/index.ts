@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
 import type { ModelUsage } from '../common/model-protocol';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
+import type { SummarizeInput } from '../common/session';
 import type { Logger } from '../runtime/log';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
@@ -94,7 +95,7 @@ export function createActivities(deps: ActivityDeps) {
       return nodes.composeAnswer(model, input, ctx.text);
     },
 
-    async summarizeMemory(input: nodes.SummarizeMemoryInput) {
+    async summarizeMemory(input: SummarizeInput) {
       return nodes.summarizeMemory(model, input);
     },
 

@@ -2,12 +2,26 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import type { KleaEvent } from './events';
-import { CallUsageSchema, type CallUsage } from './model-protocol';
+import { CallUsageSchema, type CallUsage, type ModelUsage } from './model-protocol';
 import { GrantSchema } from './path-guard';
 import { SandboxStatusSchema } from './sandbox-status';
 import { TurnSchema, type Turn } from './task';
 
 export type { Turn };
+
+/** What `summarizeMemoryWorkflow` (and its `summarize_memory` node) folds: the running summary and older turns. */
+export interface SummarizeInput {
+  summary: string;
+  turns: Turn[];
+}
+
+/** The new running summary, how many characters it folded in, and the summariser's model call. */
+export interface SummarizeResult {
+  summary: string;
+  foldedChars: number;
+  /** Absent from summaries made before the token ledger. */
+  usage?: ModelUsage;
+}
 
 export const MemorySettingsSchema = z.strictObject({
   summarisationThresholdChars: z.number().int().positive(),

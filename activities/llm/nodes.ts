@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
+import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
@@ -320,16 +321,11 @@ export { ZERO_USAGE };
 
 // ---------------------------------------------------------------- summarize_memory
 
-export interface SummarizeMemoryInput {
-  summary: string;
-  turns: Turn[];
-}
-
 export const SUMMARIZE_MEMORY_SYSTEM = `You keep the running summary of a conversation between a user and Klea, a research and coding agent.
 Fold the older turns below into the summary: keep facts, decisions, names, file paths, preferences and open
 questions; drop pleasantries. Write only the new summary (it replaces the old one), as compact prose or bullets.`;
 
-export async function summarizeMemory(model: ModelClient, input: SummarizeMemoryInput) {
+export async function summarizeMemory(model: ModelClient, input: SummarizeInput) {
   return model.text({
     node: 'summarize_memory',
     system: withUntrustedRule(SUMMARIZE_MEMORY_SYSTEM),

@@ -3,7 +3,7 @@
  * into the running summary once they exceed `summarisationThresholdChars`. The last user request and what
  * follows it are never folded away.
  */
-import type { MemorySettings, Turn } from '../../common/session';
+import type { MemorySettings, SummarizeResult, Turn } from '../../common/session';
 
 export const turnChars = (t: Turn): number => t.text.length;
 export const totalChars = (turns: readonly Turn[]): number => turns.reduce((n, t) => n + turnChars(t), 0);
@@ -37,10 +37,8 @@ export function compactSplit(turns: readonly Turn[]): { older: Turn[]; recent: T
   return i >= turns.length ? { older: [...turns], recent: [] } : { older: turns.slice(0, i), recent: turns.slice(i) };
 }
 
-export interface FoldResult {
-  summary: string;
-  foldedChars: number;
-}
+/** What folding needs of a summariser's result. */
+export type FoldResult = Pick<SummarizeResult, 'summary' | 'foldedChars'>;
 
 /** A session's memory: the running summary, the turns kept verbatim, and how much has been folded so far. */
 export class SessionMemory {

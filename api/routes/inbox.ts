@@ -18,7 +18,7 @@ import { KleaSessionId, KleaStatus, KleaTokens, KleaWaitingSince } from '../../c
 import { badRequest } from '../errors';
 import { TEMPORAL_DOWN } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
-import type { ListedRun, TemporalCalls } from '../temporal-calls';
+import type { ListedRun, TemporalCalls, WorkflowName } from '../temporal-calls';
 
 export interface InboxRouteDeps {
   calls: TemporalCalls;
@@ -26,6 +26,9 @@ export interface InboxRouteDeps {
 }
 
 const quote = (v: string) => `'${v.replace(/'/g, '')}'`;
+/** The workflow types as visibility names them: checked against the entry points, so a rename fails to compile. */
+const TASK_WORKFLOW = 'taskWorkflow' satisfies WorkflowName;
+const SESSION_WORKFLOW = 'sessionWorkflow' satisfies WorkflowName;
 /**
  * A cursor is Temporal's page token with a short checksum after it: Temporal does not refuse a malformed token
  * quickly (the client retries it until its deadline), so a cursor that was not made here is refused before it is
@@ -74,7 +77,7 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
       },
       handler: async ({ query }) => {
         const statuses = query.status ? [...new Set(query.status.split(','))] : [];
-        const where = [`WorkflowType = 'taskWorkflow'`];
+        const where = [`WorkflowType = ${quote(TASK_WORKFLOW)}`];
         if (statuses.length) {
           where.push(`${KleaStatus.name} IN (${statuses.map(quote).join(', ')})`);
           // A run that ended without saying so (terminated, timed out) keeps its last status: not waiting any more.
@@ -119,7 +122,7 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
       handler: async ({ query }) => {
         // A session continues as new when its history grows: only the run that carries it on is listed.
         const page = await calls.list(
-          `WorkflowType = 'sessionWorkflow' AND ExecutionStatus != 'ContinuedAsNew'`,
+          `WorkflowType = ${quote(SESSION_WORKFLOW)} AND ExecutionStatus != 'ContinuedAsNew'`,
           query.limit,
           decodeCursor(query.cursor)
         );

@@ -16,9 +16,10 @@ const FILES: Array<{ route: string; file: string; type: string; summary: string;
   {
     route: '/app.js',
     file: 'app.js',
-    // The event-stream parser the page shares with the CLI comes first, in the same response: the page gets it
-    // without a route of its own, so the routes (and the OpenAPI document) stay as they are.
-    precededBy: ['sse.js'],
+    // The page's parts come first, in the same response (the event-stream parser it shares with the CLI, its DOM
+    // helpers, API client, change views, decision forms and inbox): the page gets them without routes of their
+    // own, so the routes (and the OpenAPI document) stay as they are.
+    precededBy: ['sse.js', 'dom.js', 'client.js', 'changes.js', 'decisions.js', 'inbox.js'],
     type: 'text/javascript; charset=utf-8',
     summary: "The web page's script",
   },

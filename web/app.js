@@ -4,8 +4,9 @@
   'use strict';
 
   const md = window.KleaMarkdown;
-  const sse = window.KleaSse;
-  const $ = (id) => document.getElementById(id);
+  const { $, el } = window.KleaDom;
+  const { api, follow } = window.KleaClient;
+  const { diffView, changedFiles, diffMarks } = window.KleaChanges;
   const temporalUi = document.body.dataset.temporalUi;
   const namespace = document.body.dataset.namespace;
   const runUrl = (workflowId) =>
@@ -23,112 +24,7 @@
     unseen: 0,
   };
 
-  // ------------------------------------------------------------------ API
-  function token() {
-    return localStorage.getItem('klea.token') || '';
-  }
-
-  function askToken() {
-    return new Promise((resolve) => {
-      const dialog = $('token-dialog');
-      $('token-form').onsubmit = function () {
-        localStorage.setItem('klea.token', $('token').value.trim());
-        resolve();
-      };
-      dialog.showModal();
-    });
-  }
-
-  async function api(method, path, body) {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const headers = { accept: 'application/json' };
-      if (body !== undefined) headers['content-type'] = 'application/json';
-      if (token()) headers.authorization = 'Bearer ' + token();
-      const res = await fetch(path, {
-        method: method,
-        headers: headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (res.status === 401) {
-        await askToken();
-        continue;
-      }
-      const data = await res.json().catch(() => ({}));
-      if (!res.ok) {
-        const err = new Error((data.error && data.error.message) || res.statusText);
-        err.status = res.status;
-        throw err;
-      }
-      return data;
-    }
-    throw new Error('not authorised');
-  }
-
-  /** Follows an event stream; reconnects by itself, resuming after the last event seen. */
-  function follow(path, onEvent, onState, after) {
-    let last = after || 0;
-    let stopped = false;
-    let delay = 500;
-    (async function loop() {
-      while (!stopped) {
-        try {
-          const headers = { accept: 'text/event-stream' };
-          if (token()) headers.authorization = 'Bearer ' + token();
-          if (last) headers['last-event-id'] = String(last);
-          const res = await fetch(path, { headers: headers });
-          if (res.status === 401) {
-            await askToken();
-            continue;
-          }
-          if (!res.ok || !res.body) throw new Error('stream failed: HTTP ' + res.status);
-          if (onState) onState('live');
-          delay = 500;
-          const reader = res.body.getReader();
-          const decoder = new TextDecoder();
-          const frames = sse.createFrameParser();
-          for (;;) {
-            const chunk = await reader.read();
-            if (chunk.done) break;
-            for (const frame of frames.push(decoder.decode(chunk.value, { stream: true }))) {
-              if (frame.id === undefined || !frame.data) continue;
-              const id = Number(frame.id);
-              if (id <= last) continue;
-              last = id;
-              try {
-                onEvent(JSON.parse(frame.data));
-              } catch (e) {
-                console.error(e);
-              }
-            }
-          }
-        } catch {
-          if (onState) onState('reconnecting');
-        }
-        if (stopped) break;
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 8000);
-      }
-    })();
-    return {
-      stop: function () {
-        stopped = true;
-      },
-    };
-  }
-
-  // ------------------------------------------------------------------ rendering helpers
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === 'text') node.textContent = v;
-      else if (k === 'html') node.innerHTML = v;
-      else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-      else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? '' : v);
-    }
-    for (const c of children || []) if (c) node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
-    return node;
-  }
-
+  // ------------------------------------------------------------------ chat and inspect pane
   function scrollChat() {
     const list = $('messages');
     list.scrollTop = list.scrollHeight;
@@ -283,46 +179,6 @@
       for (const st of e.plan.steps) t.titles.set(st.id, st.title);
   }
 
-  /** A unified diff, each line coloured by what it is. */
-  function diffView(change) {
-    const pre = el('pre', { class: 'diff' });
-    for (const line of change.diff.split('\n')) {
-      const kind = /^(\+\+\+|---)/.test(line)
-        ? 'file'
-        : line.startsWith('@@')
-          ? 'hunk'
-          : line.startsWith('+')
-            ? 'add'
-            : line.startsWith('-')
-              ? 'del'
-              : line.startsWith('…')
-                ? 'more'
-                : 'ctx';
-      pre.appendChild(el('span', { class: 'diff-' + kind, text: line + '\n' }));
-    }
-    return el('details', { class: 'change', 'data-path': change.path }, [
-      el('summary', {}, [
-        el('code', { text: change.path }),
-        el('span', { class: 'added', text: ' +' + change.added }),
-        el('span', { class: 'removed', text: ' −' + change.removed }),
-      ]),
-      pre,
-    ]);
-  }
-
-  /** The task's changed files with their line counts, summed over its steps. */
-  function changedFiles(t) {
-    const files = new Map();
-    for (const list of t.changes.values())
-      for (const c of list) {
-        const f = files.get(c.path) || { path: c.path, added: 0, removed: 0 };
-        f.added += c.added;
-        f.removed += c.removed;
-        files.set(c.path, f);
-      }
-    return [...files.values()];
-  }
-
   async function refreshTask(taskId) {
     const t = state.tasks.get(taskId);
     if (!t) return;
@@ -342,18 +198,6 @@
     } finally {
       t.refreshing = false;
     }
-  }
-
-  /** A call as the person deciding should read it: a command line as it is, other arguments as JSON. */
-  function describeCall(call) {
-    const args = Object.assign({}, call.args);
-    delete args.step_id;
-    if (typeof args.command === 'string') {
-      const command = args.command;
-      delete args.command;
-      return '$ ' + command + (Object.keys(args).length ? '\n' + JSON.stringify(args) : '');
-    }
-    return call.tool + ' ' + JSON.stringify(args, null, 2);
   }
 
   function renderTask(taskId) {
@@ -514,83 +358,7 @@
     if (window.Notification && Notification.permission === 'default') void Notification.requestPermission();
   }
 
-  // ------------------------------------------------------------------ inbox
-  const KIND = {
-    awaiting_review: 'Review',
-    awaiting_clarification: 'Questions',
-    awaiting_permission: 'Permission',
-  };
-
-  function ago(iso) {
-    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
-    if (s < 60) return s + ' s';
-    if (s < 3600) return Math.round(s / 60) + ' min';
-    if (s < 86400) return Math.round(s / 3600) + ' h';
-    return Math.round(s / 86400) + ' d';
-  }
-
-  /** Opens a session (and, for a waiting task, brings its decision into view). */
-  function openSession(sessionId, taskId) {
-    location.hash = sessionId + (taskId ? '/' + taskId : '');
-    location.reload();
-  }
-
-  async function refreshInbox() {
-    try {
-      const [waiting, recent, sessions] = await Promise.all([
-        api('GET', '/tasks?status=awaiting_review,awaiting_clarification,awaiting_permission&limit=20'),
-        api('GET', '/tasks?limit=50'),
-        api('GET', '/sessions?limit=10'),
-      ]);
-      $('waiting-list').replaceChildren(
-        ...(waiting.tasks.length
-          ? waiting.tasks.map((t) =>
-              el('li', { 'data-task': t.id, 'data-session': t.sessionId }, [
-                el(
-                  'a',
-                  {
-                    href: '#' + t.sessionId + '/' + t.id,
-                    onclick: (ev) => {
-                      ev.preventDefault();
-                      openSession(t.sessionId, t.id);
-                    },
-                  },
-                  [el('span', { class: 'badge kind', text: KIND[t.status] || t.status }), ' ' + (t.request || t.id)]
-                ),
-                el('span', {
-                  class: 'waited',
-                  text: ' waiting ' + ago(t.waitingSince || t.startedAt),
-                  title: t.waitingSince || t.startedAt,
-                }),
-              ])
-            )
-          : [el('li', { class: 'note', text: 'Nothing waits for you.' })])
-      );
-      // A session is named by its latest request.
-      const named = new Map();
-      for (const t of recent.tasks)
-        if (t.sessionId && t.request && !named.has(t.sessionId)) named.set(t.sessionId, t.request);
-      $('session-list').replaceChildren(
-        ...sessions.sessions.map((x) =>
-          el('li', { 'data-session': x.id, class: x.id === state.sessionId ? 'current' : '' }, [
-            el('a', {
-              href: '#' + x.id,
-              text: named.get(x.id) || x.id,
-              'aria-current': x.id === state.sessionId ? 'page' : undefined,
-              onclick: (ev) => {
-                ev.preventDefault();
-                openSession(x.id);
-              },
-            }),
-            el('span', { class: 'waited', text: ' ' + ago(x.startedAt) + ' ago' }),
-          ])
-        )
-      );
-    } catch (err) {
-      console.error(err);
-    }
-  }
-
+  // ------------------------------------------------------------------ decisions and the inbox
   async function decide(taskId, what, body) {
     try {
       await api('POST', '/tasks/' + taskId + '/' + what, body);
@@ -600,148 +368,14 @@
     }
   }
 
-  /** Each step a revision touched: its kind (added, changed) and a label saying how. */
-  function diffMarks(diff) {
-    const marks = new Map();
-    for (const id of diff.added) marks.set(id, { kind: 'added', label: 'added' });
-    for (const c of diff.changed) marks.set(c.stepId, { kind: 'changed', label: 'changed: ' + c.fields.join(', ') });
-    return marks;
-  }
-
-  /** What a revised plan changed against the one reviewed before, and the feedback that led to it. */
-  function planChanges(taskId, p) {
-    const t = state.tasks.get(taskId);
-    const name = (id) => id + ' · ' + ((t && t.titles.get(id)) || '');
-    const marks = diffMarks(p.diff);
-    const items = p.plan.steps
-      .filter((st) => marks.has(st.id))
-      .map((st) =>
-        el('li', { class: 'plan-diff-' + marks.get(st.id).kind, 'data-step': st.id }, [
-          el('span', { class: 'diff-mark diff-mark-' + marks.get(st.id).kind, text: marks.get(st.id).label }),
-          ' ' + st.id + ' · ' + st.title,
-        ])
-      )
-      .concat(
-        p.diff.removed.map((id) =>
-          el('li', { class: 'plan-diff-removed', 'data-step': id }, [
-            el('span', { class: 'diff-mark diff-mark-removed', text: 'removed' }),
-            ' ',
-            el('s', { text: name(id) }),
-          ])
-        )
-      );
-    return el('div', { class: 'plan-diff', 'aria-label': 'What the revision changed' }, [
-      p.feedback ? el('blockquote', { class: 'plan-feedback' }, ['Your feedback: ' + p.feedback]) : null,
-      items.length
-        ? el('ul', {}, items)
-        : el('p', { class: 'note', text: p.diff.goalChanged ? 'Only the goal changed.' : 'No step changed.' }),
-    ]);
-  }
-
-  function interruptForm(taskId, p) {
-    if (p.kind === 'review') {
-      const feedbackId = 'fb-' + taskId + '-' + p.planHash;
-      const title =
-        p.reason === 'checkpoint'
-          ? 'Review the results so far (after ' + p.afterStepIds.join(', ') + ')'
-          : p.reason === 'revised'
-            ? 'Review the revised plan'
-            : p.reason === 'budget' && p.spent
-              ? 'Token budget reached: ' +
-                (p.spent.inputTokens + p.spent.outputTokens) +
-                ' tokens used of ' +
-                p.spent.budget +
-                ' (' +
-                p.spent.modelCalls +
-                ' model calls). Approve to go on, or revise the plan'
-              : 'Review the plan';
-      return el('form', { class: 'interrupt review', 'aria-label': title, onsubmit: (e) => e.preventDefault() }, [
-        el('h3', { text: title }),
-        p.diff ? planChanges(taskId, p) : null,
-        el('label', { for: feedbackId, text: 'What should change? (for Revise)' }),
-        el('textarea', { id: feedbackId, rows: 2 }),
-        el('div', { class: 'buttons' }, [
-          el('button', {
-            type: 'button',
-            class: 'approve',
-            text: 'Approve',
-            onclick: () => decide(taskId, 'review', { decision: 'approve', planHash: p.planHash }),
-          }),
-          el('button', {
-            type: 'button',
-            class: 'revise',
-            text: 'Revise',
-            onclick: () =>
-              decide(taskId, 'review', {
-                decision: 'revise',
-                planHash: p.planHash,
-                feedback: document.getElementById(feedbackId).value,
-              }),
-          }),
-        ]),
-      ]);
-    }
-    if (p.kind === 'questions') {
-      const inputs = p.questions.map((q, i) => ({ q: q, id: 'q-' + taskId + '-' + p.stepId + '-' + i }));
-      return el(
-        'form',
-        {
-          class: 'interrupt questions',
-          'aria-label': 'Questions for step ' + p.stepId,
-          onsubmit: (e) => {
-            e.preventDefault();
-            const answers = {};
-            for (const x of inputs) answers[x.q] = document.getElementById(x.id).value;
-            void decide(taskId, 'clarify', { answers: answers });
-          },
-        },
-        [
-          el('h3', { text: 'Step ' + p.stepId + ' needs answers' }),
-          ...inputs.flatMap((x) => [
-            el('label', { for: x.id, text: x.q }),
-            el('input', { id: x.id, type: 'text', required: true }),
-          ]),
-          el('button', { type: 'submit', text: 'Answer' }),
-        ]
-      );
-    }
-    return el(
-      'div',
-      { class: 'interrupt permissions' },
-      p.requests.map((r) =>
-        el(
-          'div',
-          { class: 'permission', role: 'group', 'aria-label': 'Permission for ' + r.path, 'data-request': r.requestId },
-          [
-            el('h3', { text: 'Allow ' + r.tool + ' to ' + r.op + ' this path?' }),
-            el('p', {}, [el('code', { text: r.path }), ' — ' + r.reason]),
-            // The whole call, so nobody approves "execute /home/u" without seeing the rest of the command.
-            r.call ? el('pre', { class: 'permission-call', text: describeCall(r.call) }) : null,
-            el('div', { class: 'buttons' }, [
-              el('button', {
-                type: 'button',
-                class: 'allow-once',
-                text: 'Allow once',
-                onclick: () => decide(taskId, 'permissions', { requestId: r.requestId, decision: 'allow_once' }),
-              }),
-              el('button', {
-                type: 'button',
-                class: 'allow-session',
-                text: 'Allow for session',
-                onclick: () => decide(taskId, 'permissions', { requestId: r.requestId, decision: 'allow_session' }),
-              }),
-              el('button', {
-                type: 'button',
-                class: 'deny',
-                text: 'Deny',
-                onclick: () => decide(taskId, 'permissions', { requestId: r.requestId, decision: 'deny' }),
-              }),
-            ]),
-          ]
-        )
-      )
-    );
-  }
+  const { interruptForm } = window.KleaDecisions.create({
+    decide: decide,
+    titleOf: (taskId, stepId) => {
+      const t = state.tasks.get(taskId);
+      return t && t.titles.get(stepId);
+    },
+  });
+  const inbox = window.KleaInbox.create({ api: api, sessionId: () => state.sessionId });
 
   // ------------------------------------------------------------------ session events
   function onSessionEvent(e) {
@@ -877,8 +511,8 @@
       if (state.session.currentTaskId) taskCard(state.session.currentTaskId);
     }
     if (state.focusTask && !state.tasks.has(state.focusTask)) taskCard(state.focusTask);
-    void refreshInbox();
-    setInterval(refreshInbox, 4000);
+    void inbox.refresh();
+    setInterval(inbox.refresh, 4000);
     const events = await api('GET', '/sessions/' + state.sessionId + '/events?after=0');
     for (const e of events.events) {
       if (resumed) {

@@ -3,9 +3,10 @@
  * a session for each task it routes, or alone (`POST /tasks`).
  *
  * Path: `context` event → (route, for a standalone task) → plan (`write_plan`) → review when the plan or the
- * review policy asks for it (revise goes back to the Planner and the revised plan is reviewed again) → rounds of
- * ready steps (`StepRunner`), each step's questions asked first, replans and after-step reviews between rounds →
- * answer (`compose_answer`, labelled unverified).
+ * review policy asks for it (revise goes back to the Planner and the revised plan is reviewed again; `Planning`) →
+ * rounds of ready steps (`StepRunner`), each step's questions asked first, replans and after-step reviews between
+ * rounds → answer (`compose_answer`, labelled unverified). The task's state lives in pure modules beside this file
+ * (`PlanProgress`, `ReviewGate`, `QuestionGate`, `PermissionGate`, `UsageMeter`, status.ts).
  *
  * Messages: signals (and same-named updates) `review`, `clarify`, `permission`; signal `cancel`; queries
  * `state` and `events {after}`. Every pause is a `condition` on workflow state, so it survives worker and

@@ -17,9 +17,9 @@ const FILES: Array<{ route: string; file: string; type: string; summary: string;
     route: '/app.js',
     file: 'app.js',
     // The page's parts come first, in the same response (the event-stream parser it shares with the CLI, its DOM
-    // helpers, API client, change views, decision forms and inbox): the page gets them without routes of their
-    // own, so the routes (and the OpenAPI document) stay as they are.
-    precededBy: ['sse.js', 'dom.js', 'client.js', 'changes.js', 'decisions.js', 'inbox.js'],
+    // helpers, API client, change views, decision forms, inbox and task cards): the page gets them without routes
+    // of their own, so the routes (and the OpenAPI document) stay as they are.
+    precededBy: ['sse.js', 'dom.js', 'client.js', 'changes.js', 'decisions.js', 'inbox.js', 'task-cards.js'],
     type: 'text/javascript; charset=utf-8',
     summary: "The web page's script",
   },

@@ -4,6 +4,8 @@ import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporali
 import { Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
+import { parseHostPort } from '../runtime/metrics';
+import { startTracing } from '../runtime/tracing';
 import { ensureSearchAttributes, temporalConnectionOptions } from '../runtime/temporal';
 import { exitWithParent } from '../runtime/supervised';
 import { isModelConfigured } from '../common/config';
@@ -18,6 +20,8 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     log.error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is missing: run "npm run build" first`);
     process.exit(1);
   }
+  const sdkMetricsAt = config.worker.sdk_metrics_address;
+  if (sdkMetricsAt) parseHostPort(sdkMetricsAt, 'worker.sdk_metrics_address');
   Runtime.install({
     logger: {
       log: (level, message, meta) => {
@@ -30,8 +34,15 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
       warn: (m, meta) => log.warn(m, meta),
       error: (m, meta) => log.error(m, meta),
     },
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) },
+      // The SDK's own worker metrics (polls, task latencies, slots), from the Core runtime's Prometheus exporter:
+      // its own listener, so its own address. Must be set before any connection or worker exists.
+      ...(sdkMetricsAt ? { metrics: { prometheus: { bindAddress: sdkMetricsAt } } } : {}),
+    },
   });
+  if (sdkMetricsAt) log.info('serving Temporal SDK metrics', { address: `http://${sdkMetricsAt}/metrics` });
+  const tracing = startTracing('klea-worker', { log });
 
   const { address, namespace, task_queue: taskQueue } = config.temporal;
   const options = temporalConnectionOptions(config);
@@ -52,6 +63,7 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH },
     config,
     log: createLogger('activity'),
+    tracing,
     ...extra,
   });
   log.info('worker polling', {
@@ -66,6 +78,7 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
   // Worker.run() installs SIGINT/SIGTERM handlers that drain in-flight work before resolving.
   await worker.run();
   await connection.close();
+  await tracing?.shutdown();
   log.info('worker stopped');
 }
 

@@ -40,6 +40,7 @@ import {
 import { GrantSchema } from '../../common/task';
 import { modelNodes, projectFacts } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
+import { rememberTrace } from '../shared/trace-context';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import { failureCode, failureMessage, isTimeout } from '../task/text';
 import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
@@ -154,6 +155,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     const seq = queue.nextSeq();
     const wasBusy = session.busy;
     const item: QueuedMessage = { seq, kind: 'message', text, ...(request.mode ? { mode: request.mode } : {}) };
+    rememberTrace(item);
     queue.push(item);
     if ((request.mode ?? session.mode) === 'scientific') {
       // Scientific requests go to a task, which declines them with the explanation: never an ungrounded chat reply.
@@ -208,6 +210,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         ...(request.toolAccess ? { toolAccess: request.toolAccess } : {}),
         ...(request.review ? { review: request.review } : {}),
       };
+      rememberTrace(item);
       queue.push(item);
       if (!wasBusy) await condition(() => queue.hasStarted(taskId) || !queue.includes(item));
       return { taskId, queued: wasBusy };

@@ -67,6 +67,7 @@ import { statusAfterDecision, statusDetails, taskState } from './status';
 import { StepRunner } from './step-runner';
 import { failureCode, failureMessage } from './text';
 import { UsageMeter } from './usage';
+import { kleaObserve } from '../shared/observe';
 
 /** A plan revised at the user's request: what changed against the reviewed plan, and the feedback. */
 interface Revision {
@@ -170,6 +171,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   // ------------------------------------------------------------------ endings
   const finish = (s: 'done' | 'failed' | 'cancelled', detail?: string): TaskResult => {
     setStatus(s, detail);
+    kleaObserve.taskFinished(s);
     return {
       taskId: input.taskId,
       status: s,

@@ -3,12 +3,12 @@
  * `worker.metrics_address` by `serveMetrics`; the API makes a registry per app (`apiMetrics`) and serves it at
  * GET /metrics. Nothing here listens or collects until asked: with no address configured there is no server.
  *
- * The Temporal SDK's own worker metrics come from its Core runtime's Prometheus exporter, on a port of their own
- * (`worker.sdk_metrics_address`, see worker/run.ts): the Core runtime binds its own listener and cannot share one
- * with this registry.
+ * The Temporal SDK's own worker metrics come from its Core runtime's Prometheus exporter, which binds a listener
+ * of its own: the worker points it at a free loopback port (worker/run.ts) and serves its text after Klea's, so
+ * one scrape of `worker.metrics_address` gets both.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface WorkerMetrics {
@@ -133,8 +133,42 @@ export function parseHostPort(value: string, setting: string): { host: string; p
   return { host: m[1] ?? m[2], port };
 }
 
-/** Serves a registry as Prometheus text at GET /metrics on `address` (host:port). */
-export async function serveMetrics(registry: Registry, address: string, setting: string): Promise<MetricsServer> {
+/** A loopback port nothing listens on now (for a listener that cannot report the port it got, like Core's). */
+export async function freeLoopbackPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Another exporter's Prometheus text (the Core runtime's), to serve after Klea's. A scrape still answers when it
+ * does not: with a comment saying why, so Klea's own metrics are never lost to the SDK's.
+ */
+export async function scrapeText(url: string): Promise<string> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    if (!res.ok) return `# ${url} answered ${res.status}\n`;
+    return await res.text();
+  } catch (err) {
+    return `# ${url} could not be read: ${err instanceof Error ? err.message : String(err)}\n`;
+  }
+}
+
+/**
+ * Serves a registry as Prometheus text at GET /metrics on `address` (host:port), followed by what `more` returns
+ * (the Temporal SDK's metrics).
+ */
+export async function serveMetrics(
+  registry: Registry,
+  address: string,
+  setting: string,
+  more?: () => Promise<string>
+): Promise<MetricsServer> {
   const { host, port } = parseHostPort(address, setting);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -142,8 +176,9 @@ export async function serveMetrics(registry: Registry, address: string, setting:
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
       return;
     }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+    Promise.all([registry.metrics(), more ? more() : '']).then(
+      ([own, other]) =>
+        res.writeHead(200, { 'content-type': registry.contentType }).end(other ? `${own}\n${other}` : own),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err))
     );
   });

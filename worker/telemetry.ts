@@ -12,16 +12,18 @@ import type { Context as ActivityContext } from '@temporalio/activity';
 import {
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
-  makeWorkflowExporter,
+  type OpenTelemetryWorkflowExporter,
 } from '@temporalio/interceptors-opentelemetry';
 import type {
   ActivityExecuteInput,
   ActivityInboundCallsInterceptor,
   ActivityInterceptorsFactory,
+  InjectedSink,
   InjectedSinks,
   Next,
 } from '@temporalio/worker';
-import { trace } from '@opentelemetry/api';
+import { createTraceState, trace } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { CallToolInput } from '../activities/mcp/tools';
 import type { ToolCallResult } from '../common/tools';
 import { workerMetrics } from '../runtime/metrics';
@@ -71,11 +73,44 @@ export function activityInterceptors(tracing: Tracing | undefined): ActivityInte
   return factories;
 }
 
+/**
+ * Workflow spans, out of the sandbox and into the process's span processor. Like the package's own
+ * makeWorkflowExporter, but it names the run (id, type, task queue, namespace) instead of copying the whole
+ * workflow info onto every span (search attributes, memo, the SDK's internals).
+ */
+function workflowSpanExporter(tracing: Tracing): InjectedSink<OpenTelemetryWorkflowExporter> {
+  return {
+    export: {
+      fn: (info, spans) => {
+        for (const { spanContext, attributes, ...rest } of spans) {
+          const context = {
+            ...spanContext,
+            traceState: spanContext.traceState ? createTraceState(spanContext.traceState) : undefined,
+          };
+          const span: ReadableSpan = {
+            ...rest,
+            attributes: {
+              ...attributes,
+              temporalWorkflowId: info.workflowId,
+              run_id: info.runId,
+              temporalWorkflowType: info.workflowType,
+              temporalTaskQueue: info.taskQueue,
+              temporalNamespace: info.namespace,
+            },
+            spanContext: () => context,
+            resource: tracing.resource,
+          };
+          tracing.spanProcessor.onEnd(span);
+        }
+      },
+      callDuringReplay: false,
+    },
+  };
+}
+
 export function workerSinks(tracing: Tracing | undefined): InjectedSinks<KleaObserveSinks> & Record<string, unknown> {
   return {
-    exporter: tracing
-      ? makeWorkflowExporter(tracing.spanProcessor, tracing.resource)
-      : { export: { fn: () => undefined, callDuringReplay: false } },
+    exporter: tracing ? workflowSpanExporter(tracing) : { export: { fn: () => undefined, callDuringReplay: false } },
     kleaObserve: {
       taskFinished: { fn: (_info, status) => workerMetrics().tasksFinished.inc({ status }), callDuringReplay: false },
       permissionDecided: {

@@ -9,7 +9,7 @@ import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
 import { dataConverterFor } from '../runtime/payload-codec';
 import { sandboxReport } from '../runtime/sandbox-probe';
-import { serveMetrics, workerMetrics, type MetricsServer } from '../runtime/metrics';
+import { scrapeText, serveMetrics, workerMetrics, type MetricsServer } from '../runtime/metrics';
 import type { Tracing } from '../runtime/tracing';
 import { activityInterceptors, workerSinks } from './telemetry';
 
@@ -26,6 +26,13 @@ export interface KleaWorkerOptions {
   interceptors?: WorkerOptions['interceptors'];
   /** Export spans through this (runtime/tracing.ts); none: workflow spans are discarded, activities make none. */
   tracing?: Tracing;
+  /** The Core runtime's Prometheus exporter (sdkPrometheusOptions), served after Klea's own metrics. */
+  sdkMetricsUrl?: string;
+}
+
+/** The Core runtime's Prometheus exporter, with names as Prometheus has them (`_total`, `_seconds`). */
+export function sdkPrometheusOptions(bindAddress: string) {
+  return { bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true };
 }
 
 export interface KleaWorker {
@@ -82,7 +89,12 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   // Off unless configured: no address, no listener.
   const metricsAt = opts.config.worker.metrics_address;
   const metrics: MetricsServer | undefined = metricsAt
-    ? await serveMetrics(workerMetrics().registry, metricsAt, 'worker.metrics_address')
+    ? await serveMetrics(
+        workerMetrics().registry,
+        metricsAt,
+        'worker.metrics_address',
+        opts.sdkMetricsUrl ? () => scrapeText(opts.sdkMetricsUrl!) : undefined
+      )
     : undefined;
   if (metrics) opts.log.info('serving metrics', { address: `http://${metrics.address}/metrics` });
   const worker = await Worker.create({

@@ -1,15 +1,20 @@
 /**
- * Traces and metrics, as an operator would see them: with the variables unset nothing is exported and nothing
- * listens; with OTEL_EXPORTER_OTLP_ENDPOINT (http/json) pointing at a small OTLP receiver, one task through the
- * API is one trace from the REST call down to the model requests and the MCP request; the worker's and the API's
- * metrics endpoints count what happened.
+ * Traces and metrics, as an operator would see them: with OTEL_EXPORTER_OTLP_ENDPOINT (http/json) pointing at a
+ * small OTLP receiver, one task through the API is one trace from the REST call down to the model requests and the
+ * MCP request; the worker's metrics endpoint (Klea's and the Temporal SDK's, as worker/run.ts installs the runtime)
+ * and the API's count what happened. With the variables unset: observability-off.test.ts.
  */
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
-import { currentTracing, startTracing, type Tracing } from '../../runtime/tracing';
+import { Runtime } from '@temporalio/worker';
+import { freeLoopbackPort } from '../../runtime/metrics';
+import { startTracing, type Tracing } from '../../runtime/tracing';
+import { sdkPrometheusOptions } from '../../worker/worker';
 import type { FakeModel } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
@@ -73,26 +78,17 @@ const sumOf = (text: string, name: string, labels: Record<string, string>) =>
     .filter((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))
     .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
 
-const OTEL_VARS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL'];
+const OTEL_VARS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL'];
 
-describe('with the variables unset', () => {
-  let env: TestEnv;
-  let app: Express;
-  const saved = OTEL_VARS.map((k) => [k, process.env[k]] as const);
-  beforeAll(() => OTEL_VARS.forEach((k) => delete process.env[k]));
-  afterAll(() => saved.forEach(([k, v]) => (v === undefined ? delete process.env[k] : (process.env[k] = v))));
-  useFakeModelEnv({ name: 'otel-off', tracing: () => startTracing('klea-test') }, (_f, e) => {
-    env = e;
-    app = createApp({ client: env.client, config: env.config });
+// The Core runtime with its Prometheus exporter, as worker/run.ts installs it (before any worker exists).
+let sdkMetricsUrl: string | undefined;
+beforeAll(async () => {
+  const at = `127.0.0.1:${await freeLoopbackPort()}`;
+  Runtime.install({
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m, meta) => console.error(m, meta) },
+    telemetryOptions: { metrics: { prometheus: sdkPrometheusOptions(at) } },
   });
-
-  it('nothing is exported and nothing listens', async () => {
-    expect(currentTracing()).toBeUndefined();
-    expect(env.config.worker.metrics_address).toBeNull();
-    expect(env.metricsAddress()).toBeUndefined();
-    // The API's /metrics is a route of the app itself (no listener of its own).
-    expect((await request(app).get('/metrics')).status).toBe(200);
-  });
+  sdkMetricsUrl = `http://${at}/metrics`;
 });
 
 describe('traces and metrics of one task', () => {
@@ -112,6 +108,7 @@ describe('traces and metrics of one task', () => {
       name: 'otel',
       overrides: { project: { dir: project.dir }, worker: { metrics_address: '127.0.0.1:0' } },
       tracing: () => (tracing = startTracing('klea-test')),
+      sdkMetricsUrl: () => sdkMetricsUrl,
       after: async () => {
         await tracing?.shutdown();
         await receiver.close();
@@ -127,14 +124,30 @@ describe('traces and metrics of one task', () => {
 
   it('one trace from the REST call to the model and MCP requests; counters match what the model reported', async () => {
     expect(tracing).toBeDefined();
-    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]) });
-    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    // Two reads: one inside the project, one outside it, which asks for a permission (allowed once).
+    const outside = path.join(project.outside, 'b.txt');
+    writeFileSync(outside, 'gamma\n');
+    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt'), step('s2', 'Read b.txt')]) });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's2', path: outside } },
+      ],
+    });
     fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'read it' } });
-    fake.on('compose_answer', { content: 'It says alpha and beta.' });
-    const res = await request(app).post('/tasks').send({ prompt: 'read a.txt', projectDir: project.dir });
+    fake.on('compose_answer', { content: 'It says alpha, beta and gamma.' });
+    const res = await request(app).post('/tasks').send({ prompt: 'read a.txt and b.txt', projectDir: project.dir });
     expect(res.status).toBe(201);
     const taskId = res.body.taskId as string;
     const task = await TaskDriver.attach(env, taskId);
+    const asked = await task.waitFor('permission_requested');
+    // The rest of the task runs on a new worker, which picks the run up from history: still the same trace.
+    await env.stopWorker();
+    await env.restartWorker();
+    const allowed = await request(app)
+      .post(`/tasks/${taskId}/permissions`)
+      .send({ requestId: asked.requestId, decision: 'allow_once' });
+    expect(allowed.status).toBe(200);
     expect((await task.result()).status).toBe('done');
 
     // ---------------------------------------------------------------- traces
@@ -175,6 +188,11 @@ describe('traces and metrics of one task', () => {
     // RunWorkflow span ends, and is exported, only when its run does: sessions are long-lived.)
     for (const name of need) expect(ancestry(one(name)).at(-1)).toBe('POST /tasks');
     expect(ancestry(one('RunWorkflow:taskWorkflow'))).toContain('StartChildWorkflow:taskWorkflow');
+    // Workflow spans name their run, and only that of the workflow's info.
+    expect(attr(one('RunWorkflow:taskWorkflow'), 'temporalWorkflowId')).toBe(taskId);
+    expect(attr(one('RunWorkflow:taskWorkflow'), 'searchAttributes')).toBeUndefined();
+    // Both tool calls, the second after the restart, are in the trace.
+    expect(trace.filter((s) => s.name === 'RunActivity:callTool').length).toBe(2);
     expect(api.parentSpanId || undefined).toBeUndefined();
 
     // Model requests: node, model and tokens on the span, under their activity.
@@ -193,6 +211,7 @@ describe('traces and metrics of one task', () => {
     expect(attr(toolSpan, 'klea.tool.name')).toBe('read_file');
     expect(attr(toolSpan, 'klea.tool.outcome')).toBe('ok');
     expect(JSON.stringify(trace)).not.toContain('a.txt');
+    expect(JSON.stringify(trace)).not.toContain('b.txt');
     const mcp = one('mcp tools/call workspace.read_file');
     expect(ancestry(mcp)[1]).toBe('RunActivity:callTool');
 
@@ -203,10 +222,14 @@ describe('traces and metrics of one task', () => {
     expect(sumOf(worker, 'klea_model_tokens_total', { direction: 'input' })).toBe(reported.inputTokens);
     expect(sumOf(worker, 'klea_model_tokens_total', { direction: 'output' })).toBe(reported.outputTokens);
     expect(sample(worker, 'klea_model_calls_total', { node: 'write_plan', model: 'fake-model' })).toBe(1);
-    expect(sample(worker, 'klea_tool_calls_total', { server: 'workspace', tool: 'read_file', outcome: 'ok' })).toBe(1);
-    expect(sample(worker, 'klea_tool_call_seconds_count', { server: 'workspace', tool: 'read_file' })).toBe(1);
+    expect(sample(worker, 'klea_tool_calls_total', { server: 'workspace', tool: 'read_file', outcome: 'ok' })).toBe(2);
+    expect(sample(worker, 'klea_tool_call_seconds_count', { server: 'workspace', tool: 'read_file' })).toBe(2);
+    expect(sample(worker, 'klea_permission_decisions_total', { decision: 'allow_once' })).toBe(1);
     expect(sample(worker, 'klea_tasks_finished_total', { status: 'done' })).toBe(1);
     expect(sample(worker, 'klea_sandbox_refusals_total')).toBe(0);
+    // The Temporal SDK's own, from the Core runtime, on the same endpoint.
+    expect(sumOf(worker, 'temporal_workflow_completed_total', { workflow_type: 'taskWorkflow' })).toBe(1);
+    expect(sumOf(worker, 'temporal_activity_execution_latency_seconds_count', { activity_type: 'callTool' })).toBe(2);
 
     const apiText = (await request(app).get('/metrics')).text;
     expect(sample(apiText, 'klea_api_requests_total', { method: 'POST', route: '/tasks', status: '201' })).toBe(1);

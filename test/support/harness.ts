@@ -99,6 +99,8 @@ export async function startTestEnv(
     log?: Logger;
     /** Traces: the worker exports through it and the client propagates context (as api/index.ts sets it up). */
     tracing?: Tracing;
+    /** The Core runtime's Prometheus exporter, when the test installed the runtime with one (worker/run.ts does). */
+    sdkMetricsUrl?: string;
   } = {}
 ): Promise<TestEnv> {
   quietRuntime();
@@ -126,6 +128,7 @@ export async function startTestEnv(
       config,
       log: opts.log ?? silentLogger,
       tracing: opts.tracing,
+      sdkMetricsUrl: opts.sdkMetricsUrl,
     });
 
   let worker = await makeWorker();

@@ -24,6 +24,8 @@ export function useFakeModelEnv(
     log?: Logger;
     /** Called when the suite starts: traces for the worker and the client (test/integration/observability). */
     tracing?: () => Tracing | undefined;
+    /** Called when the suite starts: the Core runtime's Prometheus exporter, served with Klea's metrics. */
+    sdkMetricsUrl?: () => string | undefined;
   },
   ready: (fake: FakeModel, env: TestEnv) => void
 ): void {
@@ -39,6 +41,7 @@ export function useFakeModelEnv(
       overrides,
       log: opts.log,
       tracing: opts.tracing?.(),
+      sdkMetricsUrl: opts.sdkMetricsUrl?.(),
     });
     ready(started, env);
   });

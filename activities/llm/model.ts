@@ -11,7 +11,7 @@
  * Token counting is never done locally (it would fetch encodings from the internet, and hang offline): usage
  * comes from the server, and streaming stays off because LangChain counts streamed tokens itself.
  */
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, trace, type Span } from '@opentelemetry/api';
 import { workerMetrics } from '../../runtime/metrics';
 import { inSpan } from '../../runtime/tracing';
 import { ApplicationFailure } from '@temporalio/common';
@@ -252,16 +252,21 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     new SystemMessage(`${nodeHeader(prompt.node)}\n${prompt.system}${instruction ? `\n\n${instruction}` : ''}`),
     ...turns,
   ];
+  /** Tokens per activity span, for the totals the activity's span shows (weak: spans come and go). */
+  const activityTokens = new WeakMap<Span, { inputTokens: number; outputTokens: number }>();
+
   const turnsOf = (prompt: NodePrompt): BaseMessage[] =>
     prompt.messages.map((m) => (typeof m === 'string' ? new HumanMessage(m) : m));
 
   /**
    * One model request as a span (node, model, tokens as the model reported them) and in the worker's metrics
    * (klea_model_calls_total and klea_model_tokens_total for answered requests, klea_model_errors_total for failed).
+   * The activity's span gets the node, the model and the activity's token totals too (re-asks included).
    */
   function observed(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
     const labels = { node, model: config.model.name };
     const metrics = workerMetrics();
+    const activity = trace.getActiveSpan();
     return inSpan(
       `chat ${config.model.name}`,
       { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': config.model.name, 'klea.node': node },
@@ -281,10 +286,24 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           'gen_ai.usage.input_tokens': usage.inputTokens,
           'gen_ai.usage.output_tokens': usage.outputTokens,
         });
+        if (activity) addToActivitySpan(activity, node, usage);
         return reply;
       },
       SpanKind.CLIENT
     );
+  }
+
+  function addToActivitySpan(activity: Span, node: NodeName, usage: { inputTokens: number; outputTokens: number }) {
+    const sum = activityTokens.get(activity) ?? { inputTokens: 0, outputTokens: 0 };
+    sum.inputTokens += usage.inputTokens;
+    sum.outputTokens += usage.outputTokens;
+    activityTokens.set(activity, sum);
+    activity.setAttributes({
+      'klea.node': node,
+      'gen_ai.request.model': config.model.name,
+      'gen_ai.usage.input_tokens': sum.inputTokens,
+      'gen_ai.usage.output_tokens': sum.outputTokens,
+    });
   }
 
   async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {

@@ -11,9 +11,10 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
-import { Runtime } from '@temporalio/worker';
+import { Runtime, Worker } from '@temporalio/worker';
 import { freeLoopbackPort } from '../../runtime/metrics';
 import { startTracing, type Tracing } from '../../runtime/tracing';
+import { workerSinks } from '../../worker/telemetry';
 import { sdkPrometheusOptions } from '../../worker/worker';
 import type { FakeModel } from '../../testing/fake-model';
 import type { TestEnv } from '../support/harness';
@@ -204,6 +205,12 @@ describe('traces and metrics of one task', () => {
     const tokens = (n: string) => models.reduce((sum, s) => sum + Number(attr(s, n)), 0);
     expect(tokens('gen_ai.usage.input_tokens')).toBe(fake.reportedUsage().inputTokens);
     expect(tokens('gen_ai.usage.output_tokens')).toBe(fake.reportedUsage().outputTokens);
+    // The model activity's own span names the node and the model, and carries its tokens.
+    const planActivity = one('RunActivity:writePlan');
+    expect(attr(planActivity, 'klea.node')).toBe('write_plan');
+    expect(attr(planActivity, 'gen_ai.request.model')).toBe('fake-model');
+    expect(attr(planActivity, 'gen_ai.usage.input_tokens')).toBe(attr(planCall, 'gen_ai.usage.input_tokens'));
+    expect(attr(planActivity, 'gen_ai.usage.output_tokens')).toBe(attr(planCall, 'gen_ai.usage.output_tokens'));
 
     // The tool call: server and tool names, never the arguments; the MCP request beneath it.
     const toolSpan = one('RunActivity:callTool');
@@ -238,4 +245,31 @@ describe('traces and metrics of one task', () => {
     );
     expect(sample(apiText, 'klea_api_open_event_streams')).toBe(0);
   }, 120_000);
+
+  it('an update its validator refused, then one accepted: the run replays from history as it ran', async () => {
+    // The refused update's workflow task never reaches history; the accepted one must complete in the same place
+    // on replay as it did live (the tracing interceptors add no microtask and read no SDK flag).
+    fake.on('write_plan', { call: plan([step('s1', 'Say hi', { needs_tool: false })], { before_work: true }) });
+    fake.on('do_step', { content: 'hi' });
+    fake.on('compose_answer', { content: 'hi' });
+    const { taskId } = (await request(app).post('/tasks').send({ prompt: 'say hi', projectDir: project.dir })).body;
+    const task = await TaskDriver.attach(env, taskId);
+    const review = await task.waitFor('review_requested');
+    const stale = await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'approve', planHash: 'stale' });
+    expect(stale.status).toBe(409);
+    const ok = await request(app)
+      .post(`/tasks/${taskId}/review`)
+      .send({ decision: 'approve', planHash: review.planHash });
+    expect(ok.status).toBe(200);
+    expect((await task.result()).status).toBe('done');
+
+    const history = await env.client.workflow.getHandle(taskId).fetchHistory();
+    await expect(
+      Worker.runReplayHistory(
+        { workflowBundle: { codePath: process.env.KLEA_TEST_WORKFLOW_BUNDLE! }, sinks: workerSinks(undefined) },
+        history,
+        taskId
+      )
+    ).resolves.toBeUndefined();
+  }, 60_000);
 });

@@ -15,7 +15,8 @@
  * So every method here starts its span, runs the next interceptor inside it, and returns exactly the promise the
  * next one returned: the span ends on a side branch of that promise. No flag is read and no microtask is added,
  * so a run replays the same with or without these interceptors, and histories recorded before them still replay.
- * Update validators, queries and Nexus operations (Klea starts none) are passed straight through.
+ * Update validators, queries and Nexus operations (Klea starts none) are passed straight through. Span ids are
+ * drawn from the workflow's seeded random, the same on every replay; Klea's workflows draw none themselves.
  */
 import { context as otelContext, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import {

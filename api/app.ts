@@ -12,6 +12,7 @@ import { bearerAuth } from './auth';
 import { codecServer } from './codec';
 import { ApiError, errorHandler } from './errors';
 import { healthRoute } from './health';
+import { apiObservability } from './observe';
 import { buildOpenApiDocument } from './openapi';
 import { projectDirResolver } from './projects';
 import { requestGuard } from './request-guard';
@@ -46,6 +47,9 @@ export function createApp({
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // First: every request is timed and traced, refused ones included.
+  const observe = apiObservability();
+  app.use(observe.middleware);
   app.use(requestGuard(config));
   // Before the API's body parser: the codec routes take larger bodies, and the Temporal UI needs CORS.
   const codec = codecServer(config);
@@ -79,6 +83,7 @@ export function createApp({
     ...inboxRoutes({ calls, runUrl }),
     ...webRoutes({ uiUrl, namespace }),
     ...codec.routes,
+    observe.route,
   ];
   const openapi = buildOpenApiDocument(routes, { version, tokenRequired: Boolean(config.api.token) });
   const router = express.Router();

@@ -1,5 +1,7 @@
 /** API process entry: `npm run api`. Listens, refuses unsafe binds, and shuts down on SIGTERM/SIGINT. */
 import { Client, Connection } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import { startTracing } from '../runtime/tracing';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
 import { dataConverterFor } from '../runtime/payload-codec';
@@ -19,11 +21,14 @@ async function main() {
   }
   // The connection is lazy: the API starts (and /healthz reports "unreachable") even when Temporal is down.
   const connection = Connection.lazy(temporalConnectionOptions(config));
+  // With OTEL_EXPORTER_OTLP_ENDPOINT set: request spans, continued into workflows through Temporal's headers.
+  const tracing = startTracing('klea-api', { log });
   // With a payload key, everything the API sends to or reads from a workflow is encrypted in Temporal's history.
   const client = new Client({
     connection,
     namespace: config.temporal.namespace,
     dataConverter: dataConverterFor(config),
+    ...(tracing ? { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } } : {}),
   });
   const app = createApp({ client, config });
 
@@ -48,7 +53,7 @@ async function main() {
     log.info(`${signal}: shutting down`);
     server.closeAllConnections();
     server.close(() => {
-      void connection.close().finally(() => process.exit(0));
+      void Promise.allSettled([connection.close(), tracing?.shutdown()]).finally(() => process.exit(0));
     });
     setTimeout(() => process.exit(0), 5000).unref();
   };

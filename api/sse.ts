@@ -3,6 +3,7 @@
  * client (EventSource sends Last-Event-ID) resumes after the last event it saw, with no gap and no duplicate.
  * Heartbeat comments keep proxies from closing an idle stream.
  */
+import { streamOpened } from './observe';
 import type { Request, Response } from 'express';
 
 export interface SseOptions {
@@ -33,8 +34,10 @@ export async function streamEvents(req: Request, res: Response, opts: SseOptions
   res.write('retry: 2000\n\n');
   let after = opts.after;
   let open = true;
+  const closed = streamOpened(res);
   req.on('close', () => {
     open = false;
+    closed();
   });
   let lastWrite = Date.now();
   const pollMs = opts.pollMs ?? 400;
@@ -59,5 +62,6 @@ export async function streamEvents(req: Request, res: Response, opts: SseOptions
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
+  closed();
   res.end();
 }

@@ -136,6 +136,11 @@ export const ConfigSchema = z.strictObject({
       max_concurrent_activities: z.number().int().positive().default(50),
       /** How long a run's next task waits for the worker that ran it before any worker takes it. */
       sticky_queue_timeout_ms: z.number().int().positive().default(5000),
+      /**
+       * host:port where the worker serves Prometheus metrics at /metrics, Klea's and the Temporal SDK's (env
+       * KLEA_WORKER_METRICS_ADDRESS, e.g. 127.0.0.1:9464); null: not served, nothing listens.
+       */
+      metrics_address: z.string().min(1).nullable().default(null),
     })
     .prefault({}),
   api: z
@@ -237,6 +242,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
   { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
   { env: 'KLEA_RESULTS_DIR', path: ['tools', 'results_dir'], kind: 'string' },
+  { env: 'KLEA_WORKER_METRICS_ADDRESS', path: ['worker', 'metrics_address'], kind: 'string' },
   { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
 ];
 

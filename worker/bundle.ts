@@ -2,6 +2,9 @@
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import path from 'node:path';
 
+/** Temporal's OpenTelemetry workflow interceptors, made neutral to replay (see the module). */
+export const WORKFLOW_INTERCEPTORS = path.resolve(__dirname, '..', 'workflows', 'shared', 'tracing-interceptors');
+
 /** The prebuilt bundle (KLEA_WORKFLOW_BUNDLE points a worker at another one, e.g. a test build). */
 export const WORKFLOW_BUNDLE_PATH =
   process.env.KLEA_WORKFLOW_BUNDLE || path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -12,6 +15,10 @@ export async function buildWorkflowBundle(
 ): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath,
+    // The tracing interceptors are always in the bundle: they continue the caller's trace into workflow, activity
+    // and child-workflow spans. Their spans leave through the worker's `exporter` sink, which discards them when
+    // traces are off (worker/telemetry.ts).
+    workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
     // Webpack output is noisy; warnings and errors still fail the build.
     logger: {
       trace() {},

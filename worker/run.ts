@@ -4,11 +4,13 @@ import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporali
 import { Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../runtime/config';
 import { createLogger } from '../runtime/log';
+import { freeLoopbackPort, parseHostPort } from '../runtime/metrics';
+import { startTracing } from '../runtime/tracing';
 import { ensureSearchAttributes, temporalConnectionOptions } from '../runtime/temporal';
 import { exitWithParent } from '../runtime/supervised';
 import { isModelConfigured } from '../common/config';
 import { WORKFLOW_BUNDLE_PATH } from './bundle';
-import { createKleaWorker, type KleaWorkerOptions } from './worker';
+import { createKleaWorker, sdkPrometheusOptions, type KleaWorkerOptions } from './worker';
 
 /** Runs a worker process until SIGTERM/SIGINT; `extra` adds interceptors (tests use one to pause activities). */
 export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'interceptors'> = {}): Promise<void> {
@@ -18,6 +20,11 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     log.error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is missing: run "npm run build" first`);
     process.exit(1);
   }
+  const metricsAt = config.worker.metrics_address;
+  if (metricsAt) parseHostPort(metricsAt, 'worker.metrics_address');
+  // The Core runtime's Prometheus exporter listens on a loopback port of its own; the worker's metrics server
+  // (worker.metrics_address) serves its text after Klea's.
+  const sdkMetricsAt = metricsAt ? `127.0.0.1:${await freeLoopbackPort()}` : undefined;
   Runtime.install({
     logger: {
       log: (level, message, meta) => {
@@ -30,8 +37,14 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
       warn: (m, meta) => log.warn(m, meta),
       error: (m, meta) => log.error(m, meta),
     },
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) },
+      // The SDK's own worker metrics (polls, task latencies, slots), named the Prometheus way (`_total`,
+      // `_seconds`). Must be set before any connection or worker exists.
+      ...(sdkMetricsAt ? { metrics: { prometheus: sdkPrometheusOptions(sdkMetricsAt) } } : {}),
+    },
   });
+  const tracing = startTracing('klea-worker', { log });
 
   const { address, namespace, task_queue: taskQueue } = config.temporal;
   const options = temporalConnectionOptions(config);
@@ -52,6 +65,8 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH },
     config,
     log: createLogger('activity'),
+    tracing,
+    ...(sdkMetricsAt ? { sdkMetricsUrl: `http://${sdkMetricsAt}/metrics` } : {}),
     ...extra,
   });
   log.info('worker polling', {
@@ -66,6 +81,7 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
   // Worker.run() installs SIGINT/SIGTERM handlers that drain in-flight work before resolving.
   await worker.run();
   await connection.close();
+  await tracing?.shutdown();
   log.info('worker stopped');
 }
 

@@ -9,6 +9,9 @@ import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
 import { dataConverterFor } from '../runtime/payload-codec';
 import { sandboxReport } from '../runtime/sandbox-probe';
+import { scrapeText, serveMetrics, workerMetrics, type MetricsServer } from '../runtime/metrics';
+import type { Tracing } from '../runtime/tracing';
+import { activityInterceptors, workerSinks } from './telemetry';
 
 export interface KleaWorkerOptions {
   connection: NativeConnection;
@@ -21,11 +24,22 @@ export interface KleaWorkerOptions {
   identity?: string;
   /** Workflow and activity interceptors (tests pause activities at a chosen boundary with one). */
   interceptors?: WorkerOptions['interceptors'];
+  /** Export spans through this (runtime/tracing.ts); none: workflow spans are discarded, activities make none. */
+  tracing?: Tracing;
+  /** The Core runtime's Prometheus exporter (sdkPrometheusOptions), served after Klea's own metrics. */
+  sdkMetricsUrl?: string;
+}
+
+/** The Core runtime's Prometheus exporter, with names as Prometheus has them (`_total`, `_seconds`). */
+export function sdkPrometheusOptions(bindAddress: string) {
+  return { bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true };
 }
 
 export interface KleaWorker {
   worker: Worker;
   pool: McpPool;
+  /** Where Klea's Prometheus metrics are served (`worker.metrics_address`), when they are. */
+  metricsAddress?: string;
   /** Runs until shutdown (SIGTERM/SIGINT or worker.shutdown()), then stops every MCP server it started. */
   run(): Promise<void>;
 }
@@ -68,6 +82,21 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   // The payload codec runs here, outside the workflow sandbox: workflows and activities see plaintext, history
   // holds ciphertext. A payload this worker has no key for fails its workflow task, naming the key id.
   const dataConverter = dataConverterFor(opts.config);
+  const interceptors: NonNullable<WorkerOptions['interceptors']> = {
+    ...opts.interceptors,
+    activity: [...activityInterceptors(opts.tracing), ...(opts.interceptors?.activity ?? [])],
+  };
+  // Off unless configured: no address, no listener.
+  const metricsAt = opts.config.worker.metrics_address;
+  const metrics: MetricsServer | undefined = metricsAt
+    ? await serveMetrics(
+        workerMetrics().registry,
+        metricsAt,
+        'worker.metrics_address',
+        opts.sdkMetricsUrl ? () => scrapeText(opts.sdkMetricsUrl!) : undefined
+      )
+    : undefined;
+  if (metrics) opts.log.info('serving metrics', { address: `http://${metrics.address}/metrics` });
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -75,7 +104,8 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     workflowBundle: opts.workflowBundle,
     activities: withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool })),
     identity,
-    ...(opts.interceptors ? { interceptors: opts.interceptors } : {}),
+    interceptors,
+    sinks: workerSinks(opts.tracing),
     ...(dataConverter ? { dataConverter } : {}),
     // Graceful shutdown gives in-flight activities a moment to finish before they are cancelled.
     shutdownGraceTime: '10s',
@@ -84,15 +114,20 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
       : {}),
     maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
     stickyQueueScheduleToStartTimeout: opts.config.worker.sticky_queue_timeout_ms,
+  }).catch(async (err: unknown) => {
+    await metrics?.close();
+    throw err;
   });
   return {
     worker,
     pool,
+    metricsAddress: metrics?.address,
     async run() {
       try {
         await worker.run();
       } finally {
         await pool.shutdown();
+        await metrics?.close();
       }
     },
   };

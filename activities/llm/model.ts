@@ -11,6 +11,9 @@
  * Token counting is never done locally (it would fetch encodings from the internet, and hang offline): usage
  * comes from the server, and streaming stays off because LangChain counts streamed tokens itself.
  */
+import { SpanKind, trace, type Span } from '@opentelemetry/api';
+import { workerMetrics } from '../../runtime/metrics';
+import { inSpan } from '../../runtime/tracing';
 import { ApplicationFailure } from '@temporalio/common';
 import { ChatOpenAICompletions, wrapOpenAIClientError, type OpenAIClient } from '@langchain/openai';
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
@@ -250,12 +253,63 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     new SystemMessage(`${nodeHeader(prompt.node)}\n${prompt.system}${instruction ? `\n\n${instruction}` : ''}`),
     ...turns,
   ];
+  /** Tokens per activity span, for the totals the activity's span shows (weak: spans come and go). */
+  const activityTokens = new WeakMap<Span, { inputTokens: number; outputTokens: number }>();
+
   const turnsOf = (prompt: NodePrompt): BaseMessage[] =>
     prompt.messages.map((m) => (typeof m === 'string' ? new HumanMessage(m) : m));
 
+  /**
+   * One model request as a span (node, model, tokens as the model reported them) and in the worker's metrics
+   * (klea_model_calls_total and klea_model_tokens_total for answered requests, klea_model_errors_total for failed).
+   * The activity's span gets the node, the model and the activity's token totals too (re-asks included).
+   */
+  function observed(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
+    const labels = { node, model: config.model.name };
+    const metrics = workerMetrics();
+    const activity = trace.getActiveSpan();
+    return inSpan(
+      `chat ${config.model.name}`,
+      { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': config.model.name, 'klea.node': node },
+      async (span) => {
+        let reply: AIMessage;
+        try {
+          reply = await run();
+        } catch (err) {
+          metrics.modelErrors.inc(labels);
+          throw err;
+        }
+        const usage = usageOf(reply);
+        metrics.modelCalls.inc(labels);
+        metrics.modelTokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
+        metrics.modelTokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
+        span.setAttributes({
+          'gen_ai.usage.input_tokens': usage.inputTokens,
+          'gen_ai.usage.output_tokens': usage.outputTokens,
+        });
+        if (activity) addToActivitySpan(activity, node, usage);
+        return reply;
+      },
+      SpanKind.CLIENT
+    );
+  }
+
+  function addToActivitySpan(activity: Span, node: NodeName, usage: { inputTokens: number; outputTokens: number }) {
+    const sum = activityTokens.get(activity) ?? { inputTokens: 0, outputTokens: 0 };
+    sum.inputTokens += usage.inputTokens;
+    sum.outputTokens += usage.outputTokens;
+    activityTokens.set(activity, sum);
+    activity.setAttributes({
+      'klea.node': node,
+      'gen_ai.request.model': config.model.name,
+      'gen_ai.usage.input_tokens': sum.inputTokens,
+      'gen_ai.usage.output_tokens': sum.outputTokens,
+    });
+  }
+
   async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
     try {
-      return await run();
+      return await observed(node, run);
     } catch (err) {
       throw classifyModelError(node, err);
     }
@@ -264,7 +318,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   /** A request with tools; null when the endpoint refused its form and auto moved to json_schema. */
   async function invokeWithTools(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage | null> {
     try {
-      return await run();
+      return await observed(node, run);
     } catch (err) {
       if (refusesToolRequest(err) && choice.fallBack(node, `refused a request with tools: ${errorText(err)}`))
         return null;

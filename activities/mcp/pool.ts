@@ -17,7 +17,9 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { SpanKind } from '@opentelemetry/api';
 import type { Logger } from '../../runtime/log';
+import { inSpan } from '../../runtime/tracing';
 import { GroupStdioTransport } from './group-stdio-transport';
 import type { ServerSpec } from './servers';
 
@@ -77,13 +79,13 @@ export class McpPool {
     });
   }
 
-  async callTool(
+  private async callToolRequest(
     spec: ServerSpec,
     name: string,
     args: Record<string, unknown>,
-    opts: CallOptions = {}
+    opts: CallOptions,
+    timeout: number
   ): Promise<CallToolResult> {
-    const timeout = opts.timeoutMs ?? spec.timeoutMs;
     const result = await this.onConnection(spec, (conn) =>
       conn.client.callTool(
         { name, arguments: args, ...(opts.meta ? { _meta: opts.meta } : {}) },
@@ -99,6 +101,26 @@ export class McpPool {
       )
     );
     return result as CallToolResult;
+  }
+
+  async callTool(
+    spec: ServerSpec,
+    name: string,
+    args: Record<string, unknown>,
+    opts: CallOptions = {}
+  ): Promise<CallToolResult> {
+    const timeout = opts.timeoutMs ?? spec.timeoutMs;
+    // The MCP request as a client span: server and tool names only, never the arguments.
+    return inSpan(
+      `mcp tools/call ${spec.name}.${name}`,
+      { 'rpc.system': 'jsonrpc', 'rpc.method': 'tools/call', 'mcp.server': spec.name, 'mcp.tool': name },
+      (span) =>
+        this.callToolRequest(spec, name, args, opts, timeout).then((r) => {
+          span.setAttribute('mcp.is_error', Boolean(r.isError));
+          return r;
+        }),
+      SpanKind.CLIENT
+    );
   }
 
   /**

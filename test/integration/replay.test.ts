@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { buildWorkflowBundle } from '../../worker/bundle';
+import { workerSinks } from '../../worker/telemetry';
 import { FakeModel } from '../../testing/fake-model';
 import { clarifySignal, permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import { startTestEnv, type TestEnv } from '../support/harness';
@@ -200,7 +201,8 @@ describe('replay of recorded histories', () => {
   it('replays every recorded history with the current workflow code', async () => {
     const results = [];
     for await (const r of Worker.runReplayHistories(
-      { workflowBundle: { codePath: process.env.KLEA_TEST_WORKFLOW_BUNDLE! } },
+      // The sinks a worker registers (the bundled tracing interceptors report spans to one; replay drops them).
+      { workflowBundle: { codePath: process.env.KLEA_TEST_WORKFLOW_BUNDLE! }, sinks: workerSinks(undefined) },
       recorded().map(({ workflowId, history }) => ({ workflowId, history }))
     )) {
       results.push({ workflowId: r.workflowId, error: r.error ? String(r.error) : null });
@@ -226,7 +228,11 @@ describe('replay of recorded histories', () => {
       const bundle = await buildWorkflowBundle(path.join(dir, 'workflows', 'index.ts'));
       const approve = recorded().find((r) => r.name === 'approve')!;
       await expect(
-        Worker.runReplayHistory({ workflowBundle: { code: bundle.code } }, approve.history, approve.workflowId)
+        Worker.runReplayHistory(
+          { workflowBundle: { code: bundle.code }, sinks: workerSinks(undefined) },
+          approve.history,
+          approve.workflowId
+        )
       ).rejects.toThrow(/[Nn]ondeterminism|DeterminismViolation|does not match/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

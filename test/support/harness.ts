@@ -7,6 +7,8 @@ import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import type { Tracing } from '../../runtime/tracing';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger, type Logger } from '../../runtime/log';
@@ -78,6 +80,8 @@ export interface TestEnv {
   taskQueue: string;
   config: Config;
   worker: Worker;
+  /** Where the worker serves Klea's metrics (`worker.metrics_address`), when configured. */
+  metricsAddress(): string | undefined;
   /** Stops the worker (waits for it to drain) and closes connections. */
   shutdown(): Promise<void>;
   /** Stops only the worker; `restartWorker` starts a new one on the same queue. */
@@ -93,6 +97,10 @@ export async function startTestEnv(
     taskQueue?: string;
     /** The worker's logger (silent unless a test reads what the worker logs). */
     log?: Logger;
+    /** Traces: the worker exports through it and the client propagates context (as api/index.ts sets it up). */
+    tracing?: Tracing;
+    /** The Core runtime's Prometheus exporter, when the test installed the runtime with one (worker/run.ts does). */
+    sdkMetricsUrl?: string;
   } = {}
 ): Promise<TestEnv> {
   quietRuntime();
@@ -108,6 +116,7 @@ export async function startTestEnv(
     connection,
     namespace: config.temporal.namespace,
     dataConverter: dataConverterFor(config),
+    ...(opts.tracing ? { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } } : {}),
   });
 
   const makeWorker = () =>
@@ -118,6 +127,8 @@ export async function startTestEnv(
       workflowBundle: { codePath: bundlePath },
       config,
       log: opts.log ?? silentLogger,
+      tracing: opts.tracing,
+      sdkMetricsUrl: opts.sdkMetricsUrl,
     });
 
   let worker = await makeWorker();
@@ -131,6 +142,7 @@ export async function startTestEnv(
     get worker() {
       return worker.worker;
     },
+    metricsAddress: () => worker.metricsAddress,
     async stopWorker() {
       if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
       await running;

@@ -1,6 +1,7 @@
 /** Jest suite helpers (not part of the build: they use jest's globals). */
 import type { Config } from '../../common/config';
 import type { Logger } from '../../runtime/log';
+import type { Tracing } from '../../runtime/tracing';
 import { FakeModel, type FakeDialect } from '../../testing/fake-model';
 import { startTestEnv, type TestEnv } from './harness';
 
@@ -21,6 +22,10 @@ export function useFakeModelEnv(
     /** How the fake server treats structured output (default: like OpenAI). */
     dialect?: FakeDialect;
     log?: Logger;
+    /** Called when the suite starts: traces for the worker and the client (test/integration/observability). */
+    tracing?: () => Tracing | undefined;
+    /** Called when the suite starts: the Core runtime's Prometheus exporter, served with Klea's metrics. */
+    sdkMetricsUrl?: () => string | undefined;
   },
   ready: (fake: FakeModel, env: TestEnv) => void
 ): void {
@@ -30,7 +35,14 @@ export function useFakeModelEnv(
     const started = await FakeModel.start({ dialect: opts.dialect });
     fake = started;
     const overrides = typeof opts.overrides === 'function' ? opts.overrides() : opts.overrides;
-    env = await startTestEnv({ fakeModel: started, name: opts.name, overrides, log: opts.log });
+    env = await startTestEnv({
+      fakeModel: started,
+      name: opts.name,
+      overrides,
+      log: opts.log,
+      tracing: opts.tracing?.(),
+      sdkMetricsUrl: opts.sdkMetricsUrl?.(),
+    });
     ready(started, env);
   });
   afterEach(() => {

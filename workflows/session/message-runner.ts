@@ -5,6 +5,7 @@
  */
 import { executeChild, isCancellation, startChild, workflowInfo } from '@temporalio/workflow';
 import { KleaMode, KleaSessionId, KleaStatus } from '../../common/search-attributes';
+import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
 import { projectSetup } from '../shared/activities';
@@ -93,17 +94,20 @@ export class MessageRunner {
     log.emit({ type: 'status', status: 'running', taskId, detail: `task ${taskId} started` });
     let result: TaskResult;
     try {
-      const child = await startChild(taskWorkflow, {
-        workflowId: taskId,
-        args: [taskInput],
-        staticSummary: firstLine(item.text),
-        staticDetails: `session ${input.sessionId} · mode ${taskInput.mode} · tools ${taskInput.toolAccess} · project ${input.projectDir}`,
-        typedSearchAttributes: [
-          { key: KleaSessionId, value: input.sessionId },
-          { key: KleaStatus, value: 'planning' },
-          { key: KleaMode, value: taskInput.mode },
-        ],
-      });
+      // In the trace of the request that asked for the task (shared/trace-context.ts).
+      const child = await inTraceOf(item, () =>
+        startChild(taskWorkflow, {
+          workflowId: taskId,
+          args: [taskInput],
+          staticSummary: firstLine(item.text),
+          staticDetails: `session ${input.sessionId} · mode ${taskInput.mode} · tools ${taskInput.toolAccess} · project ${input.projectDir}`,
+          typedSearchAttributes: [
+            { key: KleaSessionId, value: input.sessionId },
+            { key: KleaStatus, value: 'planning' },
+            { key: KleaMode, value: taskInput.mode },
+          ],
+        })
+      );
       session.queue.started(taskId);
       result = await child.result();
     } catch (err) {

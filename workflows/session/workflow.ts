@@ -40,6 +40,7 @@ import {
 import { GrantSchema } from '../../common/task';
 import { modelNodes } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
+import { rememberTrace } from '../shared/trace-context';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import { checkProject } from '../shared/project-check';
 import { failureCode, failureMessage, isTimeout } from '../task/text';
@@ -141,6 +142,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     const seq = queue.nextSeq();
     const wasBusy = session.busy;
     const item: QueuedMessage = { seq, kind: 'message', text, ...(request.mode ? { mode: request.mode } : {}) };
+    rememberTrace(item);
     queue.push(item);
     if ((request.mode ?? session.mode) === 'scientific') {
       // Scientific requests go to a task, which declines them with the explanation: never an ungrounded chat reply.
@@ -195,6 +197,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         ...(request.toolAccess ? { toolAccess: request.toolAccess } : {}),
         ...(request.review ? { review: request.review } : {}),
       };
+      rememberTrace(item);
       queue.push(item);
       if (!wasBusy) await condition(() => queue.hasStarted(taskId) || !queue.includes(item));
       return { taskId, queued: wasBusy };

@@ -24,6 +24,7 @@ import type { QuestionGate } from './questions';
 import { callSummary, cut, failureMessage } from './text';
 import { applyVerdict, triage, type CallOutcome, type TriageDecision } from './triage';
 import type { UsageMeter } from './usage';
+import { kleaObserve } from '../shared/observe';
 
 /** The task's state and status the work reads and updates. */
 export interface TaskWork {
@@ -180,6 +181,7 @@ export class StepRunner {
     const { decision, automatic, grant } = permissions.close(request);
     if (grant) tellSession(grant);
     log.emit({ type: 'permission_decided', requestId: request.requestId, decision, path: p.real, automatic });
+    kleaObserve.permissionDecided(decision);
     this.task.settleStatus();
     return decision;
   }

@@ -66,6 +66,7 @@ import { statusAfterDecision, statusDetails, taskState } from './status';
 import { StepRunner } from './step-runner';
 import { failureCode, failureMessage } from './text';
 import { UsageMeter } from './usage';
+import { kleaObserve } from '../shared/observe';
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
@@ -161,6 +162,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   // ------------------------------------------------------------------ endings
   const finish = (s: 'done' | 'failed' | 'cancelled', detail?: string): TaskResult => {
     setStatus(s, detail);
+    kleaObserve.taskFinished(s);
     return {
       taskId: input.taskId,
       status: s,

@@ -42,7 +42,7 @@ import {
   type TaskInput,
   type TaskResult,
 } from '../../common/task';
-import { modelNodes, projectFacts } from '../shared/activities';
+import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import {
@@ -304,7 +304,11 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       });
     // The worker checks the project directory itself: a task started outside the API with another one ends here.
     const refused = { message: '' };
-    const context = await projectFacts.projectContextInfo
+    // A local activity since this change; runs started before it keep the activity they scheduled.
+    const readContext = patched('project-context-local-activity')
+      ? localProjectFacts.projectContextInfo
+      : projectFacts.projectContextInfo;
+    const context = await readContext
       .executeWithOptions({ summary: 'project context' }, [{ projectDir: input.projectDir }])
       .catch((err: unknown) => {
         if (failureCode(err, '') === 'ProjectNotAllowed') refused.message = failureMessage(err);

@@ -4,6 +4,16 @@
  * hands both to `resolveConfig`.
  */
 import { z } from 'zod';
+import {
+  ModeSchema,
+  NetworkSchema,
+  ReviewPolicySchema,
+  ToolAccessSchema,
+  type Mode,
+  type Network,
+  type ReviewPolicy,
+  type ToolAccess,
+} from './settings';
 import { parsePayloadKeys } from './payload-keys';
 import { qualifiedToolName } from './tools';
 import { describeZodIssues } from './zod-issues';
@@ -197,15 +207,8 @@ const McpServerNameSchema = z
 
 const McpServersSchema = z.record(McpServerNameSchema, McpServerConfigSchema);
 
-export const ModeSchema = z.enum(['general', 'scientific']);
-export type Mode = z.infer<typeof ModeSchema>;
-export const ToolAccessSchema = z.enum(['full', 'read_only']);
-export type ToolAccess = z.infer<typeof ToolAccessSchema>;
-/** Whether a sandboxed command may reach the network (a session setting; `tools.sandbox.network` is the default). */
-export const NetworkSchema = z.enum(['off', 'on']);
-export type Network = z.infer<typeof NetworkSchema>;
-export const ReviewPolicySchema = z.enum(['plan', 'always']);
-export type ReviewPolicy = z.infer<typeof ReviewPolicySchema>;
+export { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema };
+export type { Mode, Network, ReviewPolicy, ToolAccess };
 
 export const StructuredOutputSchema = z.enum(['auto', 'tool_calling', 'json_schema']);
 export type StructuredOutput = z.infer<typeof StructuredOutputSchema>;

@@ -76,8 +76,12 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
     }
     for (const id of parked) {
       for (;;) {
-        const s = await env.client.workflow.getHandle(id).query(stateQuery);
-        if (s.status === 'awaiting_review') break;
+        // A query may time out while the worker is busy starting the others: ask again.
+        const s = await env.client.workflow
+          .getHandle(id)
+          .query(stateQuery)
+          .catch(() => null);
+        if (s?.status === 'awaiting_review') break;
         await new Promise((r) => setTimeout(r, 50));
       }
     }

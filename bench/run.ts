@@ -17,7 +17,12 @@ async function main() {
   const results: BenchResult[] = [];
   try {
     for (const bench of [benchSteps, benchHistory, benchOverhead, benchSandbox]) {
-      const out = await bench(env);
+      // A benchmark that fails is listed as not measured, and the others still run.
+      const out = await bench(env).catch((err: unknown): BenchResult => {
+        console.error(err);
+        const why = err instanceof Error ? err.message : String(err);
+        return { name: bench.name, figures: [['not measured', why.split('\n')[0]]], ratio: NaN, goal: '-', ok: false };
+      });
       for (const r of Array.isArray(out) ? out : [out]) {
         const figures = r.figures.map(([k, v]) => `${k} ${v}`).join(', ');
         console.log(`${met(r).padEnd(4)} ${r.name}: ${figures} → ${r.ratio.toFixed(2)} (goal ${r.goal})`);

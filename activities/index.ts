@@ -8,6 +8,7 @@ import type { ModelUsage } from '../common/model-protocol';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
 import type { Logger } from '../runtime/log';
+import type { GuardedPath } from '../runtime/path-resolve';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
 import * as nodes from './llm/nodes';
@@ -78,8 +79,19 @@ export function createActivities(deps: ActivityDeps) {
       return nodes.writePlan(model, input, toolList, ctx.text);
     },
 
-    async pickTools(input: nodes.PickToolsInput): Promise<nodes.PickToolsResult> {
-      return nodes.pickTools(model, input, await offered(input.projectDir, input.toolAccess));
+    /**
+     * Binds the steps' tool calls and checks each call's paths (where they resolve, and whether they are outside
+     * the project or sensitive), as `checkPaths` does, so a step needs no separate round trip for it. The
+     * permission decision stays with the workflow; the workspace server checks every path again.
+     */
+    async pickTools(input: nodes.PickToolsInput): Promise<nodes.PickToolsResult & { guarded: GuardedPath[][] }> {
+      const picked = await nodes.pickTools(model, input, await offered(input.projectDir, input.toolAccess));
+      const guarded = await Promise.all(
+        picked.calls.map((c) =>
+          tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })
+        )
+      );
+      return { ...picked, guarded };
     },
 
     async doStep(input: nodes.DoStepInput) {

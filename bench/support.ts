@@ -1,10 +1,17 @@
 /** Shared set-up for benchmarks: a real dev server, a Klea worker on the prebuilt bundle, and the fake model. */
+import { realpathSync } from 'node:fs';
+import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startStack, type Stack } from '../testing/stack';
 
 export type BenchEnv = Stack;
-export const startBenchEnv = (taskQueue = 'bench'): Promise<BenchEnv> => startStack({ taskQueue });
+/**
+ * Benchmarks work in fresh directories under the system's temporary directory, so that is the project root the
+ * worker allows (`project.allowed_roots` defaults to the project directory).
+ */
+export const startBenchEnv = (taskQueue = 'bench'): Promise<BenchEnv> =>
+  startStack({ taskQueue, projectDir: realpathSync(os.tmpdir()) });
 
 export async function historyBytes(client: Client, workflowId: string): Promise<number> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();

@@ -6,6 +6,16 @@
  */
 import { z } from 'zod';
 import { McpConfigSchema } from './mcp-config';
+import {
+  ModeSchema,
+  NetworkSchema,
+  ReviewPolicySchema,
+  ToolAccessSchema,
+  type Mode,
+  type Network,
+  type ReviewPolicy,
+  type ToolAccess,
+} from './settings';
 import { parsePayloadKeys } from './payload-keys';
 import { describeZodIssues } from './zod-issues';
 
@@ -43,15 +53,8 @@ export const DEFAULT_SENSITIVE_PATTERNS = [
   '*.tfstate',
 ];
 
-export const ModeSchema = z.enum(['general', 'scientific']);
-export type Mode = z.infer<typeof ModeSchema>;
-export const ToolAccessSchema = z.enum(['full', 'read_only']);
-export type ToolAccess = z.infer<typeof ToolAccessSchema>;
-/** Whether a sandboxed command may reach the network (a session setting; `tools.sandbox.network` is the default). */
-export const NetworkSchema = z.enum(['off', 'on']);
-export type Network = z.infer<typeof NetworkSchema>;
-export const ReviewPolicySchema = z.enum(['plan', 'always']);
-export type ReviewPolicy = z.infer<typeof ReviewPolicySchema>;
+export { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema };
+export type { Mode, Network, ReviewPolicy, ToolAccess };
 
 export const StructuredOutputSchema = z.enum(['auto', 'tool_calling', 'json_schema']);
 export type StructuredOutput = z.infer<typeof StructuredOutputSchema>;

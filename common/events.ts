@@ -3,7 +3,7 @@
  * strictly increasing `seq`. Events are appended by workflow code only, so activity retries never duplicate them.
  */
 import { z } from 'zod';
-import { ModeSchema, NetworkSchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ToolAccessSchema } from './settings';
 import { CallUsageSchema } from './model-protocol';
 import { PlanShape } from './plan';
 import { PlanDiffSchema } from './plan-diff';

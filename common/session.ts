@@ -1,6 +1,6 @@
 /** The session workflow's input, state and message payloads (ARCHITECTURE §3, §6). */
 import { z } from 'zod';
-import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './settings';
 import type { KleaEvent } from './events';
 import { CallUsageSchema, type CallUsage, type ModelUsage } from './model-protocol';
 import { GrantSchema } from './path-guard';

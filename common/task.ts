@@ -1,6 +1,6 @@
 /** The task workflow's input, result, state (the `state` query) and message payloads, shared by every layer. */
 import { z } from 'zod';
-import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './settings';
 import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
 import { PlanShape } from './plan';
 import { PlanDiffSchema } from './plan-diff';

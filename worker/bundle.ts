@@ -9,6 +9,9 @@ export const WORKFLOW_INTERCEPTORS = path.resolve(__dirname, '..', 'workflows', 
 export const WORKFLOW_BUNDLE_PATH =
   process.env.KLEA_WORKFLOW_BUNDLE || path.resolve(__dirname, '..', 'workflow-bundle.js');
 
+/** Stateless libraries every workflow run uses. */
+export const PRELOADED_MODULES = ['zod'];
+
 /** `workflowsPath` may be the compiled dist/workflows or the TypeScript sources (tests). */
 export async function buildWorkflowBundle(
   workflowsPath = require.resolve('../workflows')
@@ -19,6 +22,9 @@ export async function buildWorkflowBundle(
     // and child-workflow spans. Their spans leave through the worker's `exporter` sink, which discards them when
     // traces are off (worker/telemetry.ts).
     workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
+    // Loaded once per worker and shared (frozen) by every workflow run, rather than evaluated again for each new
+    // run: zod holds no per-run state, and building it was a large share of what starting a run cost.
+    preloadModules: PRELOADED_MODULES,
     // Webpack output is noisy; warnings and errors still fail the build.
     logger: {
       trace() {},

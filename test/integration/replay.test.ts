@@ -17,7 +17,9 @@ import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 
 const HISTORIES = path.join(__dirname, '..', 'histories');
 const ROOT = path.join(__dirname, '..', '..');
-const RECORD = process.env.KLEA_RECORD_HISTORIES === '1';
+/** `1` records every scenario afresh; a comma-separated list of names records those alone, keeping the others. */
+const RECORD_WHICH = process.env.KLEA_RECORD_HISTORIES ?? '';
+const RECORD = RECORD_WHICH !== '';
 
 type Scenario = (env: TestEnv, fake: FakeModel) => Promise<string[]>;
 
@@ -91,6 +93,30 @@ const scenarios: Record<string, Scenario> = {
     const t = await TaskDriver.start(env, 'Read both', p.dir, {
       taskId: 'task-replay-permissions-1',
       sessionId: 'replay-permissions',
+    });
+    const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
+    const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
+    await t.handle.signal(permissionSignal, { requestId: a.requestId, decision: 'deny' });
+    await t.handle.signal(permissionSignal, { requestId: b.requestId, decision: 'allow_session' });
+    await t.result();
+    return [t.taskId];
+  },
+  /** The same run since the pick checks its calls' paths and the project context is a local activity. */
+  async paths_checked_with_pick(env, fake) {
+    const p = makeProject();
+    writeFileSync(path.join(p.outside, 'x.txt'), 'x');
+    writeFileSync(path.join(p.outside, 'y.txt'), 'y');
+    fake.on('write_plan', { call: plan([step('s1', 'Read x'), step('s2', 'Read y')]) });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: '../outside/x.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's2', path: '../outside/y.txt' } },
+      ],
+    });
+    fake.on('compose_answer', { content: 'one denied, one allowed' });
+    const t = await TaskDriver.start(env, 'Read both', p.dir, {
+      taskId: 'task-replay-permissions-2',
+      sessionId: 'replay-permissions-2',
     });
     const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
     const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
@@ -173,8 +199,10 @@ describe('replay of recorded histories', () => {
       const env = await startTestEnv({ fakeModel: fake, name: 'record' });
       try {
         mkdirSync(HISTORIES, { recursive: true });
-        for (const f of readdirSync(HISTORIES)) rmSync(path.join(HISTORIES, f));
+        const only = RECORD_WHICH === '1' ? null : RECORD_WHICH.split(',').map((n) => n.trim());
+        for (const f of readdirSync(HISTORIES)) if (!only) rmSync(path.join(HISTORIES, f));
         for (const [name, run] of Object.entries(scenarios)) {
+          if (only && !only.includes(name)) continue;
           const refs = await run(env, fake);
           fake.assertDone();
           fake.reset();

@@ -33,14 +33,16 @@ describe('the worker checks its own inputs', () => {
     const error = await t.waitFor('error');
     expect(error.code).toBe('ProjectNotAllowed');
     // Nothing but the check itself ran: no model call, no tool list, no tool call.
-    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual(['projectContextInfo']);
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([]);
+    expect(await t.localActivities()).toEqual(['projectContextInfo']);
     expect(fake.requests).toHaveLength(0);
   });
 
   it('so does a path that only leads there through a symlink, or one that is not a real path', async () => {
     const t = await TaskDriver.start(env, 'List', `${project.dir}/../outside`);
     expect((await t.result()).status).toBe('failed');
-    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual(['projectContextInfo']);
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([]);
+    expect(await t.localActivities()).toEqual(['projectContextInfo']);
   });
 
   it('a session started from the client with a projectDir outside the roots fails at once, saying why', async () => {

@@ -138,4 +138,15 @@ export class TaskDriver {
         return { type: a.activityType?.name ?? '', input: payload ? Buffer.from(payload).toString('utf8') : '' };
       });
   }
+
+  /** The local activities the run recorded (markers in history), by type, in order. */
+  async localActivities(): Promise<string[]> {
+    const history = await this.handle.fetchHistory();
+    return (history.events ?? [])
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+      .map((e) => {
+        const data = e.markerRecordedEventAttributes!.details?.data?.payloads?.[0]?.data;
+        return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type : '';
+      });
+  }
 }

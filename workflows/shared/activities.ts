@@ -4,7 +4,7 @@
  * Every activity heartbeats every few seconds, so one on a worker that died is retried elsewhere after the
  * heartbeat timeout rather than after its start-to-close timeout.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 
 /** The model nodes (ARCHITECTURE §7): one chat-completions request each, with bounded re-asks inside. */
@@ -33,6 +33,15 @@ export const toolCalls = proxyActivities<Pick<Activities, 'callTool'>>({
 export const projectFacts = proxyActivities<Pick<Activities, 'checkPaths' | 'projectContextInfo'>>({
   startToCloseTimeout: '1 minute',
   heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumAttempts: 4 },
+});
+
+/**
+ * The same facts as a local activity: run by the worker that runs the workflow, with no round trip through the
+ * task queue, for work this short (a stat and a cached read).
+ */
+export const localProjectFacts = proxyLocalActivities<Pick<Activities, 'projectContextInfo'>>({
+  startToCloseTimeout: '1 minute',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumAttempts: 4 },
 });
 

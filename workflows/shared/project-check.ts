@@ -5,7 +5,7 @@
  */
 import type { ProjectContextInfo } from '../../common/sandbox-status';
 import { failureCode, failureMessage } from '../task/text';
-import { projectFacts } from './activities';
+import { type localProjectFacts, projectFacts } from './activities';
 
 /** What is known of the project's context: everything, or (when the check failed otherwise) no file and no sandbox. */
 export type KnownContext = ProjectContextInfo | { file: null; sandbox: undefined; sandboxNote: undefined };
@@ -19,11 +19,15 @@ export interface ProjectCheck {
 /** Any other failure only means the context is not known: the run goes on without it. */
 const UNKNOWN_CONTEXT: KnownContext = { file: null, sandbox: undefined, sandboxNote: undefined };
 
-export async function checkProject(projectDir: string): Promise<ProjectCheck> {
+/** `read` is the activity that reads it: a regular one, or (in tasks since the change) a local one. */
+export async function checkProject(
+  projectDir: string,
+  read:
+    | typeof projectFacts.projectContextInfo
+    | typeof localProjectFacts.projectContextInfo = projectFacts.projectContextInfo
+): Promise<ProjectCheck> {
   try {
-    const context = await projectFacts.projectContextInfo.executeWithOptions({ summary: 'project context' }, [
-      { projectDir },
-    ]);
+    const context = await read.executeWithOptions({ summary: 'project context' }, [{ projectDir }]);
     return { refused: null, context };
   } catch (err) {
     const refused = failureCode(err, '') === 'ProjectNotAllowed' ? failureMessage(err) : null;

@@ -90,13 +90,18 @@ export class StepRunner {
     // One pick for several steps is counted on the first of them.
     meter.modelCall(picked.usage, batch[0].id);
     const calls = picked.calls;
-    const guarded = await Promise.all(
-      calls.map((c) =>
-        projectFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
-          { projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args },
-        ])
-      )
-    );
+    // Security: every call's paths are checked on the worker before the gate below decides on them; the pick
+    // activity does it since this change, and runs whose picks came without it schedule the check as before.
+    const checkedWithPick = picked.guarded?.length === calls.length && patched('paths-checked-with-pick');
+    const guarded = checkedWithPick
+      ? picked.guarded!
+      : await Promise.all(
+          calls.map((c) =>
+            projectFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
+              { projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args },
+            ])
+          )
+        );
     const waits = pathDependencies(guarded.map((g) => g.map((p) => p.real)));
     const { workflowId } = workflowInfo();
     const runs: Array<Promise<CallOutcome>> = [];

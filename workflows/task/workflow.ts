@@ -39,7 +39,7 @@ import {
   type TaskInput,
   type TaskResult,
 } from '../../common/task';
-import { modelNodes } from '../shared/activities';
+import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
 import { EventLog } from '../shared/event-log';
 import { parseInput, parseOrThrow, parseSignal } from '../shared/payloads';
 import { checkProject } from '../shared/project-check';
@@ -201,7 +201,12 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
         code: 'GrantsIgnored',
         message: `the ${input.grants.length} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
       });
-    const project = await checkProject(input.projectDir);
+    // The project context is read by a local activity since this change; runs started before it keep the activity
+    // they scheduled.
+    const project = await checkProject(
+      input.projectDir,
+      patched('project-context-local-activity') ? localProjectFacts.projectContextInfo : projectFacts.projectContextInfo
+    );
     if (project.refused) return fail('ProjectNotAllowed', project.refused);
     const { context } = project;
     const declined = input.mode === 'scientific';

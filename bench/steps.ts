@@ -1,0 +1,204 @@
+/**
+ * What a Klea step and a Klea task cost against the same work done by a hand-written Temporal agent
+ * (./hand-agent-workflows.ts: one model activity per plan, pick and answer, one tool activity per call, nothing
+ * else), both on the same dev server, fake model and workspace MCP server, measured side by side in one run:
+ * - P1: a chained tool step (pick + tool call) in Klea ÷ in the hand-written agent;
+ * - P2: 8 independent 500 ms commands in Klea, one after another ÷ as one batch;
+ * - P3: 1-step tasks completed per second, Klea ÷ the hand-written agent (plan + pick + tool + answer);
+ * - model calls per tool step in Klea.
+ * Each side runs its tasks alternately with the other, several times; the median of each side is compared.
+ */
+import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TaskInput } from '../common/task';
+import type { taskWorkflow } from '../workflows';
+import type { BenchResult } from './history';
+import { scriptHandAgent, startHandAgent, type HandAgent } from './hand-agent';
+import { offeredStepIds, startBenchEnv, type BenchEnv } from './support';
+
+const project = () => {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-')));
+  writeFileSync(path.join(dir, 'f.txt'), 'x\n');
+  return dir;
+};
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const READ = { name: 'read_file', args: { path: 'f.txt' } };
+const sleepCommand = (ms: number) => ({ name: 'run_command', args: { command: `sleep ${ms / 1000}` } });
+
+let seq = 0;
+/** A Klea task of `n` tool steps (a chain, or all independent); resolves with its duration in ms. */
+async function kleaTask(
+  env: BenchEnv,
+  projectDir: string,
+  n: number,
+  opts: { chain: boolean; call: { name: string; args: Record<string, unknown> } }
+): Promise<number> {
+  const steps = Array.from({ length: n }, (_, i) => ({
+    id: `s${i + 1}`,
+    title: `step ${i + 1}`,
+    instruction: 'do it',
+    depends_on: opts.chain && i > 0 ? [`s${i}`] : [],
+    needs_tool: true,
+    questions: [],
+  }));
+  env.fake.on('write_plan', { call: { goal: 'bench', steps, review: { before_work: false, after_step_ids: [] } } });
+  env.fake.always('pick_tools', (req) => ({
+    calls: offeredStepIds(req.toolSchemas).map((id) => ({
+      name: `workspace__${opts.call.name}`,
+      args: { step_id: id, ...opts.call.args },
+    })),
+  }));
+  env.fake.always('compose_answer', { content: 'done' });
+  const taskId = `task-bench-s-${++seq}-${Date.now()}`;
+  const input: TaskInput = {
+    taskId,
+    sessionId: 'bench',
+    prompt: 'bench',
+    projectDir,
+    mode: 'general',
+    toolAccess: 'full',
+    route: false,
+  };
+  const started = performance.now();
+  const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
+    taskQueue: env.config.temporal.task_queue,
+    workflowId: taskId,
+    args: [input],
+  });
+  const result = await handle.result();
+  if (result.status !== 'done') throw new Error(`bench task ${taskId} ended ${result.status}: ${result.error}`);
+  return performance.now() - started;
+}
+
+/** A hand-written agent's task of `n` tool steps; resolves with its duration in ms. */
+function handTask(
+  env: BenchEnv,
+  agent: HandAgent,
+  projectDir: string,
+  n: number,
+  opts: { chain: boolean; call: { name: string; args: Record<string, unknown> } }
+): Promise<number> {
+  scriptHandAgent(env.fake, n, { chain: opts.chain, call: () => opts.call });
+  return agent.run(projectDir, `${++seq}-${Date.now()}`);
+}
+
+export async function benchSteps(env: BenchEnv): Promise<BenchResult[]> {
+  const agent = await startHandAgent(env);
+  // One project per side, as a session's tasks share one: each side starts its workspace server once.
+  const kleaDir = project();
+  const handDir = project();
+  const results: BenchResult[] = [];
+  try {
+    // Warm both paths (bundles, MCP servers, connections, the sandbox probe).
+    for (let i = 0; i < 2; i++) {
+      await kleaTask(env, kleaDir, 2, { chain: true, call: READ });
+      await handTask(env, agent, handDir, 2, { chain: true, call: READ });
+    }
+    env.fake.reset();
+
+    // P1: per chained tool step.
+    const N = 20;
+    const ROUNDS = 3;
+    const klea: number[] = [];
+    const hand: number[] = [];
+    let modelCalls = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      klea.push((await kleaTask(env, kleaDir, N, { chain: true, call: READ })) / N);
+      if (r === 0) modelCalls = env.fake.requests.filter((q) => !q.node?.startsWith('baseline_')).length;
+      env.fake.reset();
+      hand.push((await handTask(env, agent, handDir, N, { chain: true, call: READ })) / N);
+      env.fake.reset();
+    }
+    const p1 = median(klea) / median(hand);
+    results.push({
+      name: `P1 per chained tool step (${N}-step task ÷ ${N}): Klea ÷ hand-written Temporal agent`,
+      figures: [
+        ['Klea, per step (median of 3)', `${median(klea).toFixed(1)} ms`],
+        ['hand-written agent, per step (median of 3)', `${median(hand).toFixed(1)} ms`],
+      ],
+      ratio: p1,
+      goal: '≤ 1.2',
+      ok: p1 <= 1.2,
+    });
+    results.push({
+      name: 'model calls per tool step',
+      figures: [
+        [`model calls in a ${N}-step task`, String(modelCalls)],
+        ['tool steps', String(N)],
+      ],
+      ratio: modelCalls / N,
+      goal: '≤ 1.2 (plan + one pick per batch + answer)',
+      ok: modelCalls / N <= 1.2,
+    });
+
+    // P2: 8 independent 500 ms commands, chained ÷ one batch.
+    const chained: number[] = [];
+    const batched: number[] = [];
+    const handBatched: number[] = [];
+    for (let r = 0; r < 2; r++) {
+      chained.push(await kleaTask(env, kleaDir, 8, { chain: true, call: sleepCommand(500) }));
+      env.fake.reset();
+      batched.push(await kleaTask(env, kleaDir, 8, { chain: false, call: sleepCommand(500) }));
+      env.fake.reset();
+      handBatched.push(await handTask(env, agent, handDir, 8, { chain: false, call: sleepCommand(500) }));
+      env.fake.reset();
+    }
+    const p2 = Math.min(...chained) / Math.min(...batched);
+    results.push({
+      name: 'P2 8 independent 500 ms `run_command` steps in Klea: chained ÷ one batch',
+      figures: [
+        ['Klea, 8 chained steps (best of 2)', `${Math.round(Math.min(...chained))} ms`],
+        ['Klea, one batch of 8 (best of 2)', `${Math.round(Math.min(...batched))} ms`],
+        ['hand-written agent, one batch of 8 (best of 2)', `${Math.round(Math.min(...handBatched))} ms`],
+      ],
+      ratio: p2,
+      goal: '≥ 7',
+      ok: p2 >= 7,
+    });
+
+    // P3: 1-step tasks completed per second, M at a time.
+    const M = 20;
+    const kleaTps: number[] = [];
+    const handTps: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      let t0 = performance.now();
+      await Promise.all(Array.from({ length: M }, () => kleaTask(env, kleaDir, 1, { chain: true, call: READ })));
+      kleaTps.push(M / ((performance.now() - t0) / 1000));
+      env.fake.reset();
+      t0 = performance.now();
+      await Promise.all(Array.from({ length: M }, () => handTask(env, agent, handDir, 1, { chain: true, call: READ })));
+      handTps.push(M / ((performance.now() - t0) / 1000));
+      env.fake.reset();
+    }
+    const p3 = median(kleaTps) / median(handTps);
+    results.push({
+      name: `P3 1-step tasks completed per second (${M} at a time): Klea ÷ hand-written agent (plan + pick + tool + answer)`,
+      figures: [
+        ['Klea (median of 3)', `${median(kleaTps).toFixed(1)} tasks/s`],
+        ['hand-written agent (median of 3)', `${median(handTps).toFixed(1)} tasks/s`],
+      ],
+      ratio: p3,
+      goal: '≥ 0.8',
+      ok: p3 >= 0.8,
+    });
+  } finally {
+    await agent.stop();
+  }
+  return results;
+}
+
+if (require.main === module) {
+  void (async () => {
+    const env = await startBenchEnv();
+    try {
+      for (const r of await benchSteps(env))
+        console.log(
+          `${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`
+        );
+    } finally {
+      await env.close();
+    }
+  })();
+}

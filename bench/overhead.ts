@@ -4,7 +4,6 @@
  *   in-process loop as the floor;
  * - 8 independent 500 ms steps: run one after another ÷ run by Klea as a batch;
  * - tasks per second: bare Temporal ÷ Klea;
- * - worker memory per parked task (waiting for review) ÷ per parked bare workflow;
  * - model calls per tool step.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,10 +12,9 @@ import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import type { TaskInput } from '../common/task';
 import type { taskWorkflow } from '../workflows';
-import { stateQuery } from '../workflows/task/messages';
 import type { BenchResult } from './history';
 import { offeredStepIds, type BenchEnv } from './support';
-import type { bareParked, bareSteps } from './bare-workflows';
+import type { bareSteps } from './bare-workflows';
 
 const project = () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-bench-'));
@@ -191,79 +189,6 @@ export async function benchOverhead(env: BenchEnv): Promise<BenchResult[]> {
       goal: 'report',
       ok: true,
     });
-
-    // Memory per parked task.
-    const P = 500;
-    global.gc?.();
-    const rss0 = process.memoryUsage().rss;
-    env.fake.always('write_plan', {
-      call: {
-        goal: 'park',
-        steps: [{ id: 's1', title: 'x', instruction: 'x', depends_on: [], needs_tool: false, questions: [] }],
-        review: { before_work: true, after_step_ids: [] },
-      },
-    });
-    const parked: string[] = [];
-    for (let i = 0; i < P; i += 50) {
-      const batch = await Promise.all(
-        Array.from({ length: Math.min(50, P - i) }, async (_, j) => {
-          const taskId = `task-bench-park-${i + j}-${Date.now()}`;
-          const input: TaskInput = {
-            taskId,
-            sessionId: 'bench-park',
-            prompt: 'park',
-            projectDir: os.tmpdir(),
-            mode: 'general',
-            toolAccess: 'full',
-            route: false,
-          };
-          const h = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
-            taskQueue: env.config.temporal.task_queue,
-            workflowId: taskId,
-            args: [input],
-          });
-          return h.workflowId;
-        })
-      );
-      parked.push(...batch);
-    }
-    for (const id of parked) {
-      for (;;) {
-        const s = await env.client.workflow.getHandle(id).query(stateQuery);
-        if (s.status === 'awaiting_review') break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-    global.gc?.();
-    const kleaPerTask = (process.memoryUsage().rss - rss0) / P;
-    const rss1 = process.memoryUsage().rss;
-    await Promise.all(
-      Array.from({ length: P }, (_, i) =>
-        env.client.workflow.start<typeof bareParked>('bareParked', {
-          taskQueue: bare.queue,
-          workflowId: `bare-park-${i}-${Date.now()}`,
-        })
-      )
-    );
-    await new Promise((r) => setTimeout(r, 3000));
-    global.gc?.();
-    const barePerWf = Math.max((process.memoryUsage().rss - rss1) / P, 1);
-    results.push({
-      name: `worker memory per parked task (${P} waiting for review) ÷ per parked bare workflow`,
-      figures: [
-        ['Klea, RSS per parked task', `${(kleaPerTask / 1024).toFixed(1)} KiB`],
-        ['bare Temporal, RSS per parked workflow', `${(barePerWf / 1024).toFixed(1)} KiB`],
-      ],
-      ratio: kleaPerTask / barePerWf,
-      goal: 'report',
-      ok: true,
-    });
-    for (const id of parked)
-      await env.client.workflow
-        .getHandle(id)
-        .terminate('bench over')
-        .catch(() => undefined);
-    env.fake.reset();
   } finally {
     await bare.stop();
   }

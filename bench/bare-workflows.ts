@@ -1,7 +1,10 @@
 /** Bare Temporal workflows for comparison: the same number of activities, with no agent around them. */
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 
 const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '1 minute' });
+
+/** Whether a bareParked run is waiting for its signal (what a Klea task's `state` query says at a review). */
+export const parkedQuery = defineQuery<boolean>('parked');
 
 export async function bareSteps(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await noop();
@@ -12,5 +15,6 @@ export async function bareParked(): Promise<void> {
   setHandler(defineSignal('go'), () => {
     go = true;
   });
+  setHandler(parkedQuery, () => !go);
   await condition(() => go);
 }

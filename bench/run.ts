@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
 import { benchHistory, type BenchResult } from './history';
-import { benchOverhead } from './overhead';
+import { benchMemory } from './memory';
 import { benchSandbox } from './sandbox';
 import { benchSteps } from './steps';
 import { startBenchEnv } from './support';
@@ -16,7 +16,7 @@ async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchSteps, benchHistory, benchOverhead, benchSandbox]) {
+    for (const bench of [benchSteps, benchHistory, benchMemory, benchSandbox]) {
       // A benchmark that fails is listed as not measured, and the others still run.
       const out = await bench(env).catch((err: unknown): BenchResult => {
         console.error(err);

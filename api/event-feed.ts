@@ -36,6 +36,9 @@ export interface PollSchedule {
 export const DEFAULT_POLL_SCHEDULE: PollSchedule = { minMs: 250, maxMs: 2_000, parkedMs: 20_000 };
 export const DEFAULT_FEED_CACHE_SIZE = 500;
 
+/** Quiet polls after a wake before a waiting task is polled slowly again (about 15 s at the default schedule). */
+const WOKEN_POLLS = 8;
+
 /** Events after which a task waits for the user (ARCHITECTURE §4): nothing changes until someone answers. */
 const WAITING_EVENTS = new Set<string>(['review_requested', 'questions', 'permission_requested']);
 
@@ -63,6 +66,11 @@ export class EventFeed {
   private next: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private waitMs: number;
+  /**
+   * Quiet polls left before a waiting task may be polled slowly again after a wake: what woke it (a cancel
+   * signal, say) may be acted on a moment later, and its events must not then wait for a parked poll.
+   */
+  private wokenPolls = 0;
 
   constructor(
     private readonly calls: TemporalCalls,
@@ -127,7 +135,11 @@ export class EventFeed {
     if (at === this.seenAt) {
       // Unchanged since the last query, which therefore saw every event the run has.
       if (closed) this.finish();
-      else this.waitMs = this.waiting() ? this.schedule.parkedMs : Math.min(this.waitMs * 2, this.schedule.maxMs);
+      else if (this.wokenPolls === 0 && this.waiting()) this.waitMs = this.schedule.parkedMs;
+      else {
+        this.wokenPolls = Math.max(0, this.wokenPolls - 1);
+        this.waitMs = Math.min(this.waitMs * 2, this.schedule.maxMs);
+      }
       return;
     }
     const events = await this.calls.query(this.source.target, this.source.eventsQuery, { after: this.lastSeq });
@@ -135,6 +147,7 @@ export class EventFeed {
     this.log.push(...fresh);
     this.seenAt = at;
     this.waitMs = this.schedule.minMs;
+    if (fresh.length) this.wokenPolls = 0;
     // A closed run has nothing more to say; a task has said everything with its final status.
     if (closed || (this.source.endsWithStatus && fresh.some(isTaskEnd))) this.finish();
     else if (fresh.length) for (const l of [...this.listeners]) l.changed();
@@ -165,6 +178,7 @@ export class EventFeed {
   wake(): void {
     if (this.done) return;
     this.waitMs = this.schedule.minMs;
+    this.wokenPolls = WOKEN_POLLS;
     if (this.listeners.size === 0) return;
     this.stopTimer();
     this.pollThenPlan();

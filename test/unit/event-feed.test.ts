@@ -115,6 +115,42 @@ describe('event feed', () => {
     expect(seen).toEqual([4]);
   });
 
+  it('after a cancel wakes a parked task, the feed keeps polling quickly until the task acts on it', async () => {
+    // Arrange: parked at a review
+    const run = new FakeRun();
+    run.emit('review_requested');
+    const { feeds, feed, seen, follow } = setUp(run);
+    await feed.refresh();
+    follow();
+    await jest.advanceTimersByTimeAsync(1_000);
+    // Act: the cancel signal is in the history, but the workflow has not run yet when the wake polls
+    run.historyLength += 2;
+    feeds.wake(target.workflowId);
+    await jest.advanceTimersByTimeAsync(300);
+    run.emit('status', { status: 'cancelled' });
+    run.status = 'COMPLETED';
+    await jest.advanceTimersByTimeAsync(SCHEDULE.maxMs);
+    // Assert: seen within a quiet poll, not a parked one
+    expect(seen).toEqual([2]);
+    expect(feed.finished).toBe(true);
+  });
+
+  it('a message sent through the API wakes a session feed that has backed off', async () => {
+    // Arrange
+    const run = new FakeRun();
+    run.emit('context');
+    const { feeds, feed, seen, follow } = setUp(run, false);
+    await feed.refresh();
+    follow();
+    await jest.advanceTimersByTimeAsync(60_000);
+    // Act
+    run.emit('answer');
+    feeds.wake(target.workflowId);
+    await jest.advanceTimersByTimeAsync(0);
+    // Assert
+    expect(seen).toEqual([2]);
+  });
+
   it('reads a finished task once: after its final status nothing is asked again and its events stay served', async () => {
     // Arrange
     const run = new FakeRun();

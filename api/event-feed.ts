@@ -35,6 +35,32 @@ export interface PollSchedule {
 
 export const DEFAULT_POLL_SCHEDULE: PollSchedule = { minMs: 250, maxMs: 2_000, parkedMs: 20_000 };
 export const DEFAULT_FEED_CACHE_SIZE = 500;
+/**
+ * Event queries the API has in flight at once, over all feeds. A query to a run that is not in a worker's cache
+ * replays its history: hundreds of clients reconnecting together (after an API restart) would otherwise replay
+ * hundreds of histories at once, and each query would wait past its deadline.
+ */
+export const DEFAULT_QUERY_CONCURRENCY = 16;
+
+/** Runs at most `limit` calls at once; the others wait their turn, in order. */
+export class CallGate {
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(call: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((r) => this.queue.push(r));
+    else this.running++;
+    try {
+      return await call();
+    } finally {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
 
 /** Quiet polls after a wake before a waiting task is polled slowly again (about 15 s at the default schedule). */
 const WOKEN_POLLS = 8;
@@ -75,7 +101,8 @@ export class EventFeed {
   constructor(
     private readonly calls: TemporalCalls,
     private readonly source: FeedSource,
-    private readonly schedule: PollSchedule
+    private readonly schedule: PollSchedule,
+    private readonly gate: CallGate = new CallGate(DEFAULT_QUERY_CONCURRENCY)
   ) {
     this.waitMs = schedule.minMs;
   }
@@ -142,7 +169,9 @@ export class EventFeed {
       }
       return;
     }
-    const events = await this.calls.query(this.source.target, this.source.eventsQuery, { after: this.lastSeq });
+    const events = await this.gate.run(() =>
+      this.calls.query(this.source.target, this.source.eventsQuery, { after: this.lastSeq })
+    );
     const fresh = events.filter((e) => e.seq > this.lastSeq).sort((a, b) => a.seq - b.seq);
     this.log.push(...fresh);
     this.seenAt = at;
@@ -214,18 +243,22 @@ const isTaskEnd = (e: KleaEvent): boolean =>
 /** The API's feeds by workflow id: a bounded LRU of which only feeds nobody watches are ever dropped. */
 export class EventFeeds {
   private readonly feeds = new Map<string, EventFeed>();
+  private readonly gate: CallGate;
 
   constructor(
     private readonly calls: TemporalCalls,
     private readonly schedule: PollSchedule = DEFAULT_POLL_SCHEDULE,
-    private readonly maxFeeds = DEFAULT_FEED_CACHE_SIZE
-  ) {}
+    private readonly maxFeeds = DEFAULT_FEED_CACHE_SIZE,
+    queryConcurrency = DEFAULT_QUERY_CONCURRENCY
+  ) {
+    this.gate = new CallGate(queryConcurrency);
+  }
 
   feed(source: FeedSource): EventFeed {
     const id = source.target.workflowId;
     let feed = this.feeds.get(id);
     if (feed) this.feeds.delete(id);
-    else feed = new EventFeed(this.calls, source, this.schedule);
+    else feed = new EventFeed(this.calls, source, this.schedule, this.gate);
     this.feeds.set(id, feed);
     if (this.feeds.size > this.maxFeeds) {
       for (const [key, old] of this.feeds) {

@@ -3,7 +3,7 @@
  * time driven by jest's fake timers: what it asks of Temporal while a task runs, waits for the user, and is over.
  */
 import type { KleaEvent } from '../../common/events';
-import { EventFeeds, type FeedListener, type PollSchedule } from '../../api/event-feed';
+import { CallGate, EventFeeds, type FeedListener, type PollSchedule } from '../../api/event-feed';
 import type { TemporalCalls } from '../../api/temporal-calls';
 import { eventsQuery } from '../../workflows/task/messages';
 
@@ -240,5 +240,34 @@ describe('event feed', () => {
     expect(feeds.size).toBe(2);
     expect(feeds.feed({ target: { what: 'a', workflowId: 'a' }, eventsQuery, endsWithStatus: true })).toBe(watched);
     unsubscribe();
+  });
+
+  it('has at most its limit of queries in flight over all feeds, the others waiting their turn in order', async () => {
+    // Arrange
+    const gate = new CallGate(2);
+    let running = 0;
+    let most = 0;
+    const order: number[] = [];
+    const releases: Array<() => void> = [];
+    const call = (n: number) => () =>
+      new Promise<number>((resolve) => {
+        running++;
+        most = Math.max(most, running);
+        order.push(n);
+        releases.push(() => {
+          running--;
+          resolve(n);
+        });
+      });
+    // Act
+    const all = Promise.all([1, 2, 3, 4, 5].map((n) => gate.run(call(n))));
+    for (let i = 0; i < 5; i++) {
+      await jest.advanceTimersByTimeAsync(0);
+      releases.shift()!();
+    }
+    // Assert
+    expect(await all).toEqual([1, 2, 3, 4, 5]);
+    expect(order).toEqual([1, 2, 3, 4, 5]);
+    expect(most).toBe(2);
   });
 });

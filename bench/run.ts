@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
+import { benchEventStreams } from './event-streams';
 import { benchHistory, type BenchResult } from './history';
 import { benchOverhead } from './overhead';
 import { benchSandbox } from './sandbox';
@@ -12,7 +13,7 @@ async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchHistory, benchOverhead, benchSandbox]) {
+    for (const bench of [benchHistory, benchOverhead, benchSandbox, benchEventStreams]) {
       const out = await bench(env);
       for (const r of Array.isArray(out) ? out : [out]) {
         const figures = r.figures.map(([k, v]) => `${k} ${v}`).join(', ');

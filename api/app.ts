@@ -11,6 +11,7 @@ import type { Config } from '../common/config';
 import { bearerAuth } from './auth';
 import { codecServer } from './codec';
 import { ApiError, errorHandler } from './errors';
+import { DEFAULT_POLL_SCHEDULE, EventFeeds, type PollSchedule } from './event-feed';
 import { healthRoute } from './health';
 import { apiObservability } from './observe';
 import { buildOpenApiDocument } from './openapi';
@@ -29,8 +30,10 @@ export interface AppDeps {
   client: Client;
   config: Config;
   version?: string;
-  /** Poll interval of event streams (tests shorten it). */
+  /** The first poll of an event feed after a change (tests shorten it). */
   ssePollMs?: number;
+  /** How event feeds poll their workflows (tests shorten or lengthen it); see event-feed.ts. */
+  eventPolling?: Partial<PollSchedule>;
   /** Deadline of one Temporal call, and how long an update may wait for a worker (tests shorten them). */
   callTimeoutMs?: number;
   acceptTimeoutMs?: number;
@@ -41,6 +44,7 @@ export function createApp({
   config,
   version = '0.1.0',
   ssePollMs,
+  eventPolling,
   callTimeoutMs,
   acceptTimeoutMs,
 }: AppDeps): Express {
@@ -64,6 +68,11 @@ export function createApp({
     callTimeoutMs,
     acceptTimeoutMs,
   });
+  const feeds = new EventFeeds(calls, {
+    ...DEFAULT_POLL_SCHEDULE,
+    ...(ssePollMs !== undefined ? { minMs: ssePollMs } : {}),
+    ...eventPolling,
+  });
   const resolveProjectDir = projectDirResolver(config);
   const sessions = sessionStarter({ calls, config, resolveProjectDir });
   const runUrl = runUrlFor(uiUrl, namespace);
@@ -78,8 +87,8 @@ export function createApp({
       responses: { 200: { description: 'the OpenAPI document' } },
       handler: () => openapi,
     }),
-    ...sessionRoutes({ calls, sessions, runUrl, ssePollMs }),
-    ...taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePollMs }),
+    ...sessionRoutes({ calls, sessions, runUrl, feeds }),
+    ...taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }),
     ...inboxRoutes({ calls, runUrl }),
     ...webRoutes({ uiUrl, namespace }),
     ...codec.routes,

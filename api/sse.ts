@@ -1,19 +1,18 @@
 /**
- * Server-sent events over a workflow's `events` query: each event is sent with `id: <seq>`, so a reconnecting
- * client (EventSource sends Last-Event-ID) resumes after the last event it saw, with no gap and no duplicate.
- * Heartbeat comments keep proxies from closing an idle stream.
+ * Server-sent events from a workflow's event feed (event-feed.ts): each event is sent with `id: <seq>`, so a
+ * reconnecting client (EventSource sends Last-Event-ID) resumes after the last event it saw, with no gap and no
+ * duplicate. The stream ends once the feed has finished (a task's final `status` event, or the run closed) and
+ * everything it holds was sent. Heartbeat comments keep proxies from closing an idle stream.
  */
 import { streamOpened } from './observe';
 import type { Request, Response } from 'express';
+import type { EventFeed } from './event-feed';
 
 export interface SseOptions {
-  /** Returns events with seq > after. */
-  fetch: (after: number) => Promise<Array<{ seq: number }>>;
+  feed: EventFeed;
+  /** Send events with seq greater than this. */
   after: number;
-  pollMs?: number;
   heartbeatMs?: number;
-  /** True when the stream can end after sending what it has (the run is over). */
-  finished?: (events: Array<{ seq: number; type?: string }>) => boolean;
 }
 
 export function lastEventId(req: Request): number | undefined {
@@ -23,7 +22,8 @@ export function lastEventId(req: Request): number | undefined {
   return Number.isInteger(n) && n >= 0 ? n : undefined;
 }
 
-export async function streamEvents(req: Request, res: Response, opts: SseOptions): Promise<void> {
+export function streamEvents(req: Request, res: Response, opts: SseOptions): Promise<void> {
+  const { feed } = opts;
   res.status(200).set({
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
@@ -33,35 +33,48 @@ export async function streamEvents(req: Request, res: Response, opts: SseOptions
   res.flushHeaders();
   res.write('retry: 2000\n\n');
   let after = opts.after;
-  let open = true;
-  const closed = streamOpened(res);
-  req.on('close', () => {
-    open = false;
-    closed();
-  });
+  const streamClosed = streamOpened(res);
   let lastWrite = Date.now();
-  const pollMs = opts.pollMs ?? 400;
   const heartbeatMs = opts.heartbeatMs ?? 15_000;
-  while (open) {
-    try {
-      const events = await opts.fetch(after);
-      for (const e of events) {
-        if (e.seq <= after) continue;
-        res.write(`id: ${e.seq}\nevent: ${(e as { type?: string }).type ?? 'message'}\ndata: ${JSON.stringify(e)}\n\n`);
+
+  return new Promise<void>((resolve) => {
+    let unsubscribe = () => {};
+    const heartbeat = setInterval(
+      () => {
+        if (Date.now() - lastWrite < heartbeatMs) return;
+        res.write(': heartbeat\n\n');
+        lastWrite = Date.now();
+      },
+      Math.min(heartbeatMs, 5_000)
+    );
+    let open = true;
+    const close = () => {
+      if (!open) return;
+      open = false;
+      clearInterval(heartbeat);
+      unsubscribe();
+      streamClosed();
+      res.end();
+      resolve();
+    };
+    const send = () => {
+      if (!open) return;
+      for (const e of feed.since(after)) {
+        res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
         after = e.seq;
         lastWrite = Date.now();
       }
-      if (opts.finished?.(events)) break;
-    } catch (err) {
-      res.write(`event: stream_error\ndata: ${JSON.stringify({ message: (err as Error).message })}\n\n`);
-      break;
-    }
-    if (Date.now() - lastWrite >= heartbeatMs) {
-      res.write(': heartbeat\n\n');
-      lastWrite = Date.now();
-    }
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
-  closed();
-  res.end();
+      if (feed.finished) close();
+    };
+    req.on('close', close);
+    unsubscribe = feed.subscribe({
+      changed: send,
+      failed: (err) => {
+        if (!open) return;
+        res.write(`event: stream_error\ndata: ${JSON.stringify({ message: (err as Error).message })}\n\n`);
+        close();
+      },
+    });
+    send();
+  });
 }

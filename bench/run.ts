@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
+import { benchEventStreams } from './event-streams';
 import { benchHistory, type BenchResult } from './history';
 import { benchMemory } from './memory';
 import { benchSandbox } from './sandbox';
@@ -16,7 +17,7 @@ async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchSteps, benchHistory, benchMemory, benchSandbox]) {
+    for (const bench of [benchSteps, benchHistory, benchMemory, benchSandbox, benchEventStreams]) {
       // A benchmark that fails is listed as not measured, and the others still run.
       const out = await bench(env).catch((err: unknown): BenchResult => {
         console.error(err);

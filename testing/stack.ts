@@ -18,6 +18,8 @@ import { untilPolling } from './until-polling';
 
 export interface Stack {
   server: DevServer;
+  /** The dev server's own Prometheus metrics (e.g. `service_requests{operation="QueryWorkflow"}`). */
+  serverMetricsUrl: string;
   client: Client;
   fake: FakeModel;
   config: Config;
@@ -48,10 +50,11 @@ export async function startStack(opts: {
   });
   // The server's own account of a workflow task it failed (a command it refused) is logged at info level only.
   let serverLines = '';
+  const metricsPort = await findFreePort();
   const server = await startDevServer({
     port: await findFreePort(),
     httpPort: await findFreePort(),
-    metricsPort: await findFreePort(),
+    metricsPort,
     logLevel: 'info',
     onOutput: (chunk) => {
       serverLines += chunk;
@@ -91,6 +94,7 @@ export async function startStack(opts: {
   await untilPolling(client, config.temporal.namespace, taskQueue);
   return {
     server,
+    serverMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     client,
     fake,
     config,

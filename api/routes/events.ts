@@ -1,27 +1,31 @@
-/** The event routes of tasks and sessions: JSON with ?after=, else (Accept: text/event-stream) a live stream. */
+/**
+ * The event routes of tasks and sessions: JSON with ?after=, else (Accept: text/event-stream) a live stream. Both
+ * read the workflow's event feed (event-feed.ts), so what the API has already seen is served from memory.
+ */
 import type { Request, Response } from 'express';
-import type { QueryDefinition } from '@temporalio/client';
-import type { KleaEvent } from '../../common/events';
+import type { EventFeeds, EventsQuery } from '../event-feed';
 import { lastEventId, streamEvents } from '../sse';
-import type { Target, TemporalCalls } from '../temporal-calls';
+import type { Target } from '../temporal-calls';
 
 /** The stream's media type in the OpenAPI document, beside the JSON list. */
 export const eventStream = {
   'text/event-stream': {
-    description: 'each event as `id: <seq>`, `event: <type>`, `data: <json>`; reconnect with Last-Event-ID',
+    description:
+      "each event as `id: <seq>`, `event: <type>`, `data: <json>`; reconnect with Last-Event-ID; a task's stream " +
+      'ends after its final `status` event',
   },
 };
 
-/** Both workflows answer the same `events` query; each route passes its own definition. */
-export type EventsQuery = QueryDefinition<KleaEvent[], [{ after?: number }?]>;
+export type { EventsQuery };
 
 export function eventsHandler(deps: {
-  calls: TemporalCalls;
+  feeds: EventFeeds;
   targetOf: (id: string) => Target;
   eventsQuery: EventsQuery;
-  ssePollMs?: number;
+  /** A task's log ends with its final `status` event (a session's never ends that way). */
+  endsWithStatus: boolean;
 }) {
-  const { calls, targetOf, eventsQuery, ssePollMs } = deps;
+  const { feeds, targetOf, eventsQuery, endsWithStatus } = deps;
   return async ({
     params,
     query,
@@ -33,13 +37,11 @@ export function eventsHandler(deps: {
     req: Request;
     res: Response;
   }) => {
-    const target = targetOf(params.id);
-    const fetch = (after: number) => calls.query(target, eventsQuery, { after });
+    const feed = feeds.feed({ target: targetOf(params.id), eventsQuery, endsWithStatus });
+    await feed.refresh(); // current before it is served, and a 404 before a stream starts
     const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
-    if (!wantsStream) return { events: await fetch(query.after ?? 0) };
-    const after = lastEventId(req) ?? 0;
-    await fetch(after).then(() => undefined); // 404 before the stream starts
-    await streamEvents(req, res, { fetch, after, pollMs: ssePollMs });
+    if (!wantsStream) return { events: feed.since(query.after ?? 0) };
+    await streamEvents(req, res, { feed, after: lastEventId(req) ?? 0 });
     return undefined;
   };
 }

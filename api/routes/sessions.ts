@@ -12,6 +12,7 @@ import {
   SessionStateResponseSchema,
 } from '../../common/api';
 import { eventsQuery, settingsSignal, stateQuery, submitUpdate } from '../../workflows/session/messages';
+import type { EventFeeds } from '../event-feed';
 import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
 import type { SessionStarter } from '../session-start';
@@ -23,10 +24,11 @@ export interface SessionRouteDeps {
   calls: TemporalCalls;
   sessions: SessionStarter;
   runUrl: (workflowId: string) => string;
-  ssePollMs?: number;
+  /** Woken when a message or setting is sent, so the session's streams follow at once. */
+  feeds: EventFeeds;
 }
 
-export function sessionRoutes({ calls, sessions, runUrl, ssePollMs }: SessionRouteDeps): RouteSpec[] {
+export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDeps): RouteSpec[] {
   return [
     defineRoute({
       method: 'post',
@@ -78,7 +80,12 @@ export function sessionRoutes({ calls, sessions, runUrl, ssePollMs }: SessionRou
         502: { description: 'model_error: the model failed the routing request (its message says why)' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: ({ params, body }) => calls.update(sessionTarget(params.id), submitUpdate, body, { noun: 'message' }),
+      handler: async ({ params, body }) => {
+        const target = sessionTarget(params.id);
+        const reply = await calls.update(target, submitUpdate, body, { noun: 'message' });
+        feeds.wake(target.workflowId);
+        return reply;
+      },
     }),
     defineRoute({
       method: 'patch',
@@ -95,7 +102,9 @@ export function sessionRoutes({ calls, sessions, runUrl, ssePollMs }: SessionRou
         ...TEMPORAL_DOWN,
       },
       handler: async ({ params, body }) => {
-        await calls.signal(sessionTarget(params.id), settingsSignal, body);
+        const target = sessionTarget(params.id);
+        await calls.signal(target, settingsSignal, body);
+        feeds.wake(target.workflowId);
         return { accepted: true as const };
       },
     }),
@@ -112,7 +121,7 @@ export function sessionRoutes({ calls, sessions, runUrl, ssePollMs }: SessionRou
         404: { description: 'no such session' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsHandler({ calls, targetOf: sessionTarget, eventsQuery, ssePollMs }),
+      handler: eventsHandler({ feeds, targetOf: sessionTarget, eventsQuery, endsWithStatus: false }),
     }),
   ];
 }

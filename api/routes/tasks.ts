@@ -25,6 +25,7 @@ import {
   stateQuery,
 } from '../../workflows/task/messages';
 import { ApiError, badRequest } from '../errors';
+import type { EventFeeds } from '../event-feed';
 import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import type { ProjectDirResolver } from '../projects';
 import { defineRoute, type RouteSpec } from '../route';
@@ -38,10 +39,11 @@ export interface TaskRouteDeps {
   sessions: SessionStarter;
   resolveProjectDir: ProjectDirResolver;
   runUrl: (workflowId: string) => string;
-  ssePollMs?: number;
+  /** Woken when a decision or cancel is sent, so the task's streams follow at once. */
+  feeds: EventFeeds;
 }
 
-export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePollMs }: TaskRouteDeps): RouteSpec[] {
+export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }: TaskRouteDeps): RouteSpec[] {
   /** A decision the task waits for, sent as an update so that a refused one is answered 409 at once. */
   const taskDecision = <B>(
     update: UpdateDefinition<DecisionAck, [B]>,
@@ -69,7 +71,9 @@ export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePoll
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ params, body: b }) => {
-        await calls.update(taskTarget(params.id), update, b, { noun: 'decision' });
+        const target = taskTarget(params.id);
+        await calls.update(target, update, b, { noun: 'decision' });
+        feeds.wake(target.workflowId);
         return { accepted: true as const };
       },
     });
@@ -120,6 +124,7 @@ export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePoll
             noun: 'task',
             workerChecked: true,
           });
+          feeds.wake(sessionTarget(sessionId).workflowId);
           return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
         } catch (err) {
           if (created && err instanceof ApiError && err.code === 'no_worker') {
@@ -159,7 +164,7 @@ export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePoll
         404: { description: 'no such task' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsHandler({ calls, targetOf: taskTarget, eventsQuery, ssePollMs }),
+      handler: eventsHandler({ feeds, targetOf: taskTarget, eventsQuery, endsWithStatus: true }),
     }),
     taskDecision(
       reviewUpdate,
@@ -203,7 +208,9 @@ export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, ssePoll
         ...TEMPORAL_DOWN,
       },
       handler: async ({ params, body }) => {
-        await calls.signal(taskTarget(params.id), cancelSignal, body);
+        const target = taskTarget(params.id);
+        await calls.signal(target, cancelSignal, body);
+        feeds.wake(target.workflowId);
         return { accepted: true as const };
       },
     }),

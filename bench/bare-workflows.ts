@@ -1,14 +1,8 @@
-/** Bare Temporal workflows for comparison: the same number of activities, with no agent around them. */
-import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-
-const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '1 minute' });
+/** A bare Temporal workflow for comparison: a run parked on a signal, with no agent around it. */
+import { condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
 
 /** Whether a bareParked run is waiting for its signal (what a Klea task's `state` query says at a review). */
 export const parkedQuery = defineQuery<boolean>('parked');
-
-export async function bareSteps(n: number): Promise<void> {
-  for (let i = 0; i < n; i++) await noop();
-}
 
 export async function bareParked(): Promise<void> {
   let go = false;

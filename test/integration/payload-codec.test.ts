@@ -37,6 +37,25 @@ const ANSWER = 'The notes say ANSWER-ibis-6602.';
 
 type JsonPayload = { metadata?: Record<string, string>; data?: string };
 
+/** A payload's bytes as text. */
+const textOf = (p: { data?: Uint8Array | null }) => Buffer.from(p.data ?? []).toString();
+
+/**
+ * What Temporal itself writes as plain JSON beside the codec, each checked to hold no content of the task: the
+ * trace context the tracing interceptors put in a header (a W3C traceparent, ids only), and the bookkeeping of a
+ * local activity's marker (its type, ids and times; its result goes through the codec like any other).
+ */
+const TRACE_HEADER = /^\{"traceparent":"00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]"(,"tracestate":"[^"]*")?\}$/;
+const LOCAL_ACTIVITY_DATA_KEYS = [
+  'activity_id',
+  'activity_type',
+  'attempt',
+  'backoff',
+  'complete_time',
+  'original_schedule_time',
+  'seq',
+];
+
 /** Every payload in a history, wherever it sits, as Temporal's JSON form (what the UI sends to a codec server). */
 function payloadsOf(history: temporal.api.history.v1.IHistory): JsonPayload[] {
   const found: JsonPayload[] = [];
@@ -47,6 +66,20 @@ function payloadsOf(history: temporal.api.history.v1.IHistory): JsonPayload[] {
     // Search attributes are indexed by Temporal, so no codec touches them; nor does one touch the markers of
     // patched() (the patch's id), which Temporal's core writes itself.
     if ('indexedFields' in o || o.markerName === 'core_patch') return;
+    const header = (o.header as { fields?: Record<string, { data?: Uint8Array }> } | undefined)?.fields;
+    if (header?.['_tracer-data']) {
+      expect(textOf(header['_tracer-data'])).toMatch(TRACE_HEADER);
+      const { ['_tracer-data']: _trace, ...rest } = header;
+      return walk({ ...o, header: { fields: rest } });
+    }
+    if (o.markerName === 'core_local_activity') {
+      const details = o.details as Record<string, { payloads?: Array<{ data?: Uint8Array }> }>;
+      for (const p of details.data?.payloads ?? [])
+        expect(Object.keys(JSON.parse(textOf(p)) as object).sort()).toEqual(LOCAL_ACTIVITY_DATA_KEYS);
+      const { data: _data, ...rest } = details;
+      expect(rest.result?.payloads?.length).toBeGreaterThan(0);
+      return walk(rest);
+    }
     if (o.metadata && typeof o.metadata === 'object' && 'encoding' in (o.metadata as object)) {
       found.push({
         metadata: Object.fromEntries(

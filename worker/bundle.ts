@@ -5,6 +5,9 @@ import path from 'node:path';
 /** Temporal's OpenTelemetry workflow interceptors, made neutral to replay (see the module). */
 export const WORKFLOW_INTERCEPTORS = path.resolve(__dirname, '..', 'workflows', 'shared', 'tracing-interceptors');
 
+/** Completes zod's global configuration before the SDK freezes the preloaded zod (beside this file's build). */
+const ZOD_SETUP = path.resolve(__dirname, '..', 'common', 'zod-setup');
+
 /** The prebuilt bundle (KLEA_WORKFLOW_BUNDLE points a worker at another one, e.g. a test build). */
 export const WORKFLOW_BUNDLE_PATH =
   process.env.KLEA_WORKFLOW_BUNDLE || path.resolve(__dirname, '..', 'workflow-bundle.js');
@@ -18,15 +21,13 @@ export async function buildWorkflowBundle(
   // yet each run evaluated its own copy: about 0.8 MiB of heap per parked task. Preloaded, it is evaluated once
   // when the worker starts and shared by every run; the SDK then freezes it, so a run that tried to change it would
   // fail loudly instead of leaking into another. common/zod-setup completes zod's global configuration first.
-  // workflowsPath is workflows/index.{js,ts}; common/ is workflows/'s sibling.
-  const common = path.resolve(path.dirname(workflowsPath), '..', 'common');
   return bundleWorkflowCode({
     workflowsPath,
     // The tracing interceptors are always in the bundle: they continue the caller's trace into workflow, activity
     // and child-workflow spans. Their spans leave through the worker's `exporter` sink, which discards them when
     // traces are off (worker/telemetry.ts).
     workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
-    preloadModules: ['zod', path.join(common, 'zod-setup')],
+    preloadModules: ['zod', ZOD_SETUP],
     // zod says it has no side effects, so webpack would drop the preload's bare require of it.
     webpackConfigHook: (config) => ({ ...config, optimization: { ...config.optimization, sideEffects: false } }),
     // Webpack output is noisy; warnings and errors still fail the build.

@@ -24,8 +24,9 @@ export async function buildWorkflowBundle(
   return bundleWorkflowCode({
     workflowsPath,
     // The tracing interceptors are always in the bundle: they continue the caller's trace into workflow, activity
-    // and child-workflow spans. Their spans leave through the worker's `exporter` sink, which discards them when
-    // traces are off (worker/telemetry.ts).
+    // and child-workflow spans, and load the OpenTelemetry SDK only in a run whose start carried a trace context.
+    // Their spans leave through the worker's `exporter` sink, which discards them when traces are off
+    // (worker/telemetry.ts).
     workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
     preloadModules: ['zod', ZOD_SETUP],
     // zod says it has no side effects, so webpack would drop the preload's bare require of it.

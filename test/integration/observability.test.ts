@@ -264,6 +264,9 @@ describe('traces and metrics of one task', () => {
     expect((await task.result()).status).toBe('done');
 
     const history = await env.client.workflow.getHandle(taskId).fetchHistory();
+    // A traced run: its start carried the trace context, so the tracing interceptors were in play.
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    expect(Object.keys(started?.header?.fields ?? {})).toContain('_tracer-data');
     await expect(
       Worker.runReplayHistory(
         { workflowBundle: { codePath: process.env.KLEA_TEST_WORKFLOW_BUNDLE! }, sinks: workerSinks(undefined) },

@@ -23,6 +23,32 @@ const RECORD = RECORD_WHICH !== '';
 
 type Scenario = (env: TestEnv, fake: FakeModel) => Promise<string[]>;
 
+/** Two paths outside the project: the user denies the first and allows the second for the session. */
+async function denyOneAllowTheOther(
+  env: TestEnv,
+  fake: FakeModel,
+  ids: { taskId: string; sessionId: string }
+): Promise<string[]> {
+  const p = makeProject();
+  writeFileSync(path.join(p.outside, 'x.txt'), 'x');
+  writeFileSync(path.join(p.outside, 'y.txt'), 'y');
+  fake.on('write_plan', { call: plan([step('s1', 'Read x'), step('s2', 'Read y')]) });
+  fake.on('pick_tools', {
+    calls: [
+      { name: 'workspace__read_file', args: { step_id: 's1', path: '../outside/x.txt' } },
+      { name: 'workspace__read_file', args: { step_id: 's2', path: '../outside/y.txt' } },
+    ],
+  });
+  fake.on('compose_answer', { content: 'one denied, one allowed' });
+  const t = await TaskDriver.start(env, 'Read both', p.dir, ids);
+  const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
+  const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
+  await t.handle.signal(permissionSignal, { requestId: a.requestId, decision: 'deny' });
+  await t.handle.signal(permissionSignal, { requestId: b.requestId, decision: 'allow_session' });
+  await t.result();
+  return [t.taskId];
+}
+
 /** Each scenario runs to the end and returns the workflow ids whose histories it records. */
 const scenarios: Record<string, Scenario> = {
   async approve(env, fake) {
@@ -78,53 +104,11 @@ const scenarios: Record<string, Scenario> = {
     await t.result();
     return [t.taskId];
   },
-  async deny_and_allow_session(env, fake) {
-    const p = makeProject();
-    writeFileSync(path.join(p.outside, 'x.txt'), 'x');
-    writeFileSync(path.join(p.outside, 'y.txt'), 'y');
-    fake.on('write_plan', { call: plan([step('s1', 'Read x'), step('s2', 'Read y')]) });
-    fake.on('pick_tools', {
-      calls: [
-        { name: 'workspace__read_file', args: { step_id: 's1', path: '../outside/x.txt' } },
-        { name: 'workspace__read_file', args: { step_id: 's2', path: '../outside/y.txt' } },
-      ],
-    });
-    fake.on('compose_answer', { content: 'one denied, one allowed' });
-    const t = await TaskDriver.start(env, 'Read both', p.dir, {
-      taskId: 'task-replay-permissions-1',
-      sessionId: 'replay-permissions',
-    });
-    const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
-    const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
-    await t.handle.signal(permissionSignal, { requestId: a.requestId, decision: 'deny' });
-    await t.handle.signal(permissionSignal, { requestId: b.requestId, decision: 'allow_session' });
-    await t.result();
-    return [t.taskId];
-  },
+  deny_and_allow_session: (env, fake) =>
+    denyOneAllowTheOther(env, fake, { taskId: 'task-replay-permissions-1', sessionId: 'replay-permissions' }),
   /** The same run since the pick checks its calls' paths and the project context is a local activity. */
-  async paths_checked_with_pick(env, fake) {
-    const p = makeProject();
-    writeFileSync(path.join(p.outside, 'x.txt'), 'x');
-    writeFileSync(path.join(p.outside, 'y.txt'), 'y');
-    fake.on('write_plan', { call: plan([step('s1', 'Read x'), step('s2', 'Read y')]) });
-    fake.on('pick_tools', {
-      calls: [
-        { name: 'workspace__read_file', args: { step_id: 's1', path: '../outside/x.txt' } },
-        { name: 'workspace__read_file', args: { step_id: 's2', path: '../outside/y.txt' } },
-      ],
-    });
-    fake.on('compose_answer', { content: 'one denied, one allowed' });
-    const t = await TaskDriver.start(env, 'Read both', p.dir, {
-      taskId: 'task-replay-permissions-2',
-      sessionId: 'replay-permissions-2',
-    });
-    const a = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('x.txt'));
-    const b = await t.waitFor('permission_requested', (e) => e.requestedPath.includes('y.txt'));
-    await t.handle.signal(permissionSignal, { requestId: a.requestId, decision: 'deny' });
-    await t.handle.signal(permissionSignal, { requestId: b.requestId, decision: 'allow_session' });
-    await t.result();
-    return [t.taskId];
-  },
+  paths_checked_with_pick: (env, fake) =>
+    denyOneAllowTheOther(env, fake, { taskId: 'task-replay-permissions-2', sessionId: 'replay-permissions-2' }),
   async replan(env, fake) {
     const p = makeProject();
     fake.on(

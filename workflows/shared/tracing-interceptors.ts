@@ -1,7 +1,9 @@
 /**
  * The workflow interceptors every Klea worker bundles (worker/bundle.ts): Temporal's OpenTelemetry interceptors
- * (`@temporalio/interceptors-opentelemetry`), made neutral to replay. Their spans leave through the worker's
- * `exporter` sink, which discards them when traces are off (worker/telemetry.ts).
+ * (`@temporalio/interceptors-opentelemetry`), made neutral to replay, for runs whose start carried a trace context.
+ * Their spans leave through the worker's `exporter` sink, which discards them when traces are off
+ * (worker/telemetry.ts). A run started without a trace context never loads the OpenTelemetry SDK (see
+ * `interceptors` below).
  *
  * Why not the package's own classes as they are: each of their methods wraps the call in `async` functions, so
  * what it returns settles a few microtasks after the call itself does. That moves the commands that follow it
@@ -35,17 +37,14 @@ import {
   type WorkflowExecuteInput,
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptors,
+  type WorkflowInternalsInterceptor,
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 import {
   extractContextFromHeaders,
   headersWithContext,
 } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import {
-  OpenTelemetryInboundInterceptor,
-  OpenTelemetryInternalsInterceptor,
-  OpenTelemetryOutboundInterceptor,
-} from '@temporalio/interceptors-opentelemetry/lib/workflow';
+import type * as OtelWorkflow from '@temporalio/interceptors-opentelemetry/lib/workflow';
 
 type Tracer = ReturnType<typeof trace.getTracer>;
 
@@ -87,91 +86,137 @@ function inSpan<T>(
 
 const isContinueAsNew = (err: unknown) => err instanceof ContinueAsNew;
 
-export class KleaTracingInboundInterceptor extends OpenTelemetryInboundInterceptor {
-  override execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) {
-    return inSpan(
-      this.tracer,
-      `RunWorkflow:${workflowInfo().workflowType}`,
-      extractContextFromHeaders(input.headers),
-      () => next(input),
-      isContinueAsNew
-    );
-  }
+/** The traced run's interceptors, built on Temporal's OpenTelemetry classes (loaded by the caller). */
+function tracingInterceptors(
+  otel: typeof OtelWorkflow
+): Required<Pick<WorkflowInterceptors, 'inbound' | 'outbound' | 'internals'>> {
+  class Inbound extends otel.OpenTelemetryInboundInterceptor {
+    override execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) {
+      return inSpan(
+        this.tracer,
+        `RunWorkflow:${workflowInfo().workflowType}`,
+        extractContextFromHeaders(input.headers),
+        () => next(input),
+        isContinueAsNew
+      );
+    }
 
-  override handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>) {
-    return inSpan(this.tracer, `HandleSignal:${input.signalName}`, extractContextFromHeaders(input.headers), () =>
-      next(input)
-    );
-  }
+    override handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>) {
+      return inSpan(this.tracer, `HandleSignal:${input.signalName}`, extractContextFromHeaders(input.headers), () =>
+        next(input)
+      );
+    }
 
-  override handleUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>) {
-    return inSpan(this.tracer, `HandleUpdate:${input.name}`, extractContextFromHeaders(input.headers), (span) => {
-      span.setAttribute('temporalUpdateId', input.updateId);
+    override handleUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>) {
+      return inSpan(this.tracer, `HandleUpdate:${input.name}`, extractContextFromHeaders(input.headers), (span) => {
+        span.setAttribute('temporalUpdateId', input.updateId);
+        return next(input);
+      });
+    }
+
+    override validateUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'validateUpdate'>): void {
+      next(input);
+    }
+
+    override handleQuery(input: QueryInput, next: Next<WorkflowInboundCallsInterceptor, 'handleQuery'>) {
       return next(input);
-    });
+    }
   }
 
-  override validateUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'validateUpdate'>): void {
-    next(input);
+  class Outbound extends otel.OpenTelemetryOutboundInterceptor {
+    override scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
+      return inSpan(this.tracer, `StartActivity:${input.activityType}`, undefined, () =>
+        next({ ...input, headers: headersWithContext(input.headers) })
+      );
+    }
+
+    override scheduleLocalActivity(
+      input: LocalActivityInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>
+    ) {
+      return inSpan(this.tracer, `StartActivity:${input.activityType}`, undefined, () =>
+        next({ ...input, headers: headersWithContext(input.headers) })
+      );
+    }
+
+    override startChildWorkflowExecution(
+      input: StartChildWorkflowExecutionInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>
+    ) {
+      return inSpan(this.tracer, `StartChildWorkflow:${input.workflowType}`, undefined, () =>
+        next({ ...input, headers: headersWithContext(input.headers) })
+      );
+    }
+
+    override continueAsNew(input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>) {
+      return inSpan(
+        this.tracer,
+        `ContinueAsNew:${input.options.workflowType}`,
+        undefined,
+        () => next({ ...input, headers: headersWithContext(input.headers) }),
+        isContinueAsNew
+      );
+    }
+
+    override startNexusOperation(
+      input: StartNexusOperationInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'startNexusOperation'>
+    ) {
+      return next(input);
+    }
+
+    override signalWorkflow(
+      input: SignalWorkflowInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'signalWorkflow'>
+    ) {
+      return inSpan(this.tracer, `SignalWorkflow:${input.signalName}`, undefined, () =>
+        next({ ...input, headers: headersWithContext(input.headers) })
+      );
+    }
   }
 
-  override handleQuery(input: QueryInput, next: Next<WorkflowInboundCallsInterceptor, 'handleQuery'>) {
-    return next(input);
-  }
+  return {
+    inbound: [new Inbound()],
+    outbound: [new Outbound()],
+    internals: [new otel.OpenTelemetryInternalsInterceptor()],
+  };
 }
 
-export class KleaTracingOutboundInterceptor extends OpenTelemetryOutboundInterceptor {
-  override scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
-    return inSpan(this.tracer, `StartActivity:${input.activityType}`, undefined, () =>
-      next({ ...input, headers: headersWithContext(input.headers) })
-    );
-  }
+/** Temporal's header that carries a trace context (`_tracer-data`), as its OpenTelemetry interceptors write it. */
+const TRACE_HEADER = '_tracer-data';
 
-  override scheduleLocalActivity(
-    input: LocalActivityInput,
-    next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>
-  ) {
-    return inSpan(this.tracer, `StartActivity:${input.activityType}`, undefined, () =>
-      next({ ...input, headers: headersWithContext(input.headers) })
-    );
-  }
-
-  override startChildWorkflowExecution(
-    input: StartChildWorkflowExecutionInput,
-    next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>
-  ) {
-    return inSpan(this.tracer, `StartChildWorkflow:${input.workflowType}`, undefined, () =>
-      next({ ...input, headers: headersWithContext(input.headers) })
-    );
-  }
-
-  override continueAsNew(input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>) {
-    return inSpan(
-      this.tracer,
-      `ContinueAsNew:${input.options.workflowType}`,
-      undefined,
-      () => next({ ...input, headers: headersWithContext(input.headers) }),
-      isContinueAsNew
-    );
-  }
-
-  override startNexusOperation(
-    input: StartNexusOperationInput,
-    next: Next<WorkflowOutboundCallsInterceptor, 'startNexusOperation'>
-  ) {
-    return next(input);
-  }
-
-  override signalWorkflow(input: SignalWorkflowInput, next: Next<WorkflowOutboundCallsInterceptor, 'signalWorkflow'>) {
-    return inSpan(this.tracer, `SignalWorkflow:${input.signalName}`, undefined, () =>
-      next({ ...input, headers: headersWithContext(input.headers) })
-    );
-  }
-}
-
-/** What the bundler calls for each run (`workflowInterceptorModules`). */
-export const interceptors = (): WorkflowInterceptors => ({
-  inbound: [new KleaTracingInboundInterceptor()],
-  outbound: [new KleaTracingOutboundInterceptor()],
-  internals: [new OpenTelemetryInternalsInterceptor()],
-});
+/**
+ * What the bundler calls for each run (`workflowInterceptorModules`). A run is traced when its start carried a
+ * trace context (a traced API or a traced parent put it in the start's headers, which history keeps, so a replay
+ * decides the same). Only a traced run loads the OpenTelemetry SDK: every run evaluates its own copy of the modules
+ * it loads, and these are a large share of the bundle, paid by every untraced task while it is cached.
+ */
+export const interceptors = (): WorkflowInterceptors => {
+  let traced: ReturnType<typeof tracingInterceptors> | null = null;
+  const inbound: WorkflowInboundCallsInterceptor = {
+    execute(input, next) {
+      if (input.headers[TRACE_HEADER]) {
+        // Loaded on demand: a bundled module is evaluated when first required, not when the bundle is.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const otel = require('@temporalio/interceptors-opentelemetry/lib/workflow') as typeof OtelWorkflow;
+        traced = tracingInterceptors(otel);
+      }
+      return traced ? traced.inbound[0].execute!(input, next) : next(input);
+    },
+    handleSignal: (input, next) => (traced ? traced.inbound[0].handleSignal!(input, next) : next(input)),
+    handleUpdate: (input, next) => (traced ? traced.inbound[0].handleUpdate!(input, next) : next(input)),
+  };
+  const outbound: WorkflowOutboundCallsInterceptor = {
+    scheduleActivity: (input, next) => (traced ? traced.outbound[0].scheduleActivity!(input, next) : next(input)),
+    scheduleLocalActivity: (input, next) =>
+      traced ? traced.outbound[0].scheduleLocalActivity!(input, next) : next(input),
+    startChildWorkflowExecution: (input, next) =>
+      traced ? traced.outbound[0].startChildWorkflowExecution!(input, next) : next(input),
+    continueAsNew: (input, next) => (traced ? traced.outbound[0].continueAsNew!(input, next) : next(input)),
+    signalWorkflow: (input, next) => (traced ? traced.outbound[0].signalWorkflow!(input, next) : next(input)),
+  };
+  const internals: WorkflowInternalsInterceptor = {
+    dispose: (input, next) => (traced ? traced.internals[0].dispose!(input, next) : next(input)),
+  };
+  return { inbound: [inbound], outbound: [outbound], internals: [internals] };
+};

@@ -43,6 +43,25 @@ const folderBan = (/** @type {string[]} */ names, /** @type {string} */ message,
 const clientMessage =
   "api/ and cli/ are Temporal clients: common/, runtime/, the workflows' messages.ts (and workflows/index.ts as types), the Temporal client. No workflow, activity, worker or tool code.";
 
+// Messages go by their typed definitions (workflows/<workflow>/messages.ts), so renaming one fails to compile.
+const typedMessages = {
+  selector:
+    'CallExpression[callee.property.name=/^(signal|query|executeUpdate|startUpdate|executeUpdateWithStart|startUpdateWithStart)$/][arguments.0.type=/^(Literal|TemplateLiteral)$/]',
+  message:
+    'send a workflow message by its definition from workflows/<workflow>/messages.ts (reviewSignal, stateQuery, ...), not by its name as a string',
+};
+const sharedStateMessage =
+  'every workflow run shares this module (workflows/shared/preload.ts): keep state in the run (a class instance or a closure), not at module level';
+const topLevelDeclaration = ['Program > VariableDeclaration', 'Program > ExportNamedDeclaration > VariableDeclaration'];
+const noSharedState = [
+  ...topLevelDeclaration.map((d) => ({ selector: `${d}[kind=/^(let|var)$/]`, message: sharedStateMessage })),
+  ...topLevelDeclaration.map((d) => ({
+    selector: `${d} > VariableDeclarator > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet|Array)$/]`,
+    message: sharedStateMessage,
+  })),
+  { selector: 'PropertyDefinition[static=true][readonly!=true]', message: sharedStateMessage },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -70,22 +89,21 @@ export default tseslint.config(
         'error',
         { prefer: 'type-imports', fixStyle: 'inline-type-imports' },
       ],
-      // Messages go by their typed definitions (workflows/<workflow>/messages.ts), so renaming one fails to compile.
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector:
-            'CallExpression[callee.property.name=/^(signal|query|executeUpdate|startUpdate|executeUpdateWithStart|startUpdateWithStart)$/][arguments.0.type=/^(Literal|TemplateLiteral)$/]',
-          message:
-            'send a workflow message by its definition from workflows/<workflow>/messages.ts (reviewSignal, stateQuery, ...), not by its name as a string',
-        },
-      ],
+      'no-restricted-syntax': ['error', typedMessages],
     },
   },
   {
     files: ['common/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', { paths: sandboxPaths, patterns: sandboxPatterns }],
+    },
+  },
+  {
+    // Every workflow run shares these modules (workflows/shared/preload.ts): a value at module level that can change
+    // would carry one run's state into another. Frozen objects and arrays are fine; collections and variables not.
+    files: ['common/**/*.ts', 'workflows/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', typedMessages, ...noSharedState],
     },
   },
   {

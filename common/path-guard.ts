@@ -43,14 +43,14 @@ const PATH_KEY =
   /^(path|paths|file|files|filename|filenames|filepath|file_path|filepaths|file_paths|dir|dirs|directory|directories|folder|folders|cwd|root|roots|source|sources|src|destination|dest|target|target_path|old_path|new_path|uri|uris|location|output|output_path|input_path|workdir|working_directory)$/i;
 const PATH_KEY_SUFFIX = /(_path|_paths|Path|Paths|_file|File|_dir|Dir|_directory|Directory|_uri|Uri)$/;
 const COMMAND_KEY = /^(command|cmd|script|shell_command)$/i;
-const PATH_FORMATS = new Set(['uri', 'uri-reference', 'iri', 'path', 'file-path']);
+const PATH_FORMATS: readonly string[] = ['uri', 'uri-reference', 'iri', 'path', 'file-path'];
 const PATH_DESCRIPTION = /\b(path|file|directory|folder)\b/i;
 
 function looksLikePathKey(key: string, schema?: GuardedCall['inputSchema']): boolean {
   if (PATH_KEY.test(key) || PATH_KEY_SUFFIX.test(key)) return true;
   const prop = schema?.properties?.[key];
   if (!prop) return false;
-  if (prop.format && PATH_FORMATS.has(prop.format)) return true;
+  if (prop.format && PATH_FORMATS.includes(prop.format)) return true;
   return (
     typeof prop.description === 'string' &&
     PATH_DESCRIPTION.test(prop.description) &&

@@ -1,186 +1,20 @@
 /**
- * The workflow interceptors every Klea worker bundles (worker/bundle.ts): Temporal's OpenTelemetry interceptors
- * (`@temporalio/interceptors-opentelemetry`), made neutral to replay, for runs whose start carried a trace context.
- * Their spans leave through the worker's `exporter` sink, which discards them when traces are off
- * (worker/telemetry.ts). A run started without a trace context never loads the OpenTelemetry SDK (see
- * `interceptors` below).
+ * The workflow interceptors every Klea worker bundles (worker/bundle.ts). A run whose start carried a trace context
+ * is traced by Temporal's OpenTelemetry interceptors, made neutral to replay (shared/traced-interceptors.ts, which
+ * says why they are not the package's own classes as they are). Their spans leave through the worker's `exporter`
+ * sink, which discards them when traces are off (worker/telemetry.ts).
  *
- * Why not the package's own classes as they are: each of their methods wraps the call in `async` functions, so
- * what it returns settles a few microtasks after the call itself does. That moves the commands that follow it
- * within a workflow task, and whether the wrapping happens at all depends on SDK flags. The flag for updates
- * (`OpenTelemetryInterceptorsInstrumentsAllMethods`) is first raised by the update validator, and an update the
- * validator rejects never reaches history: its workflow task is speculative and is dropped, flags and all, while
- * the worker's copy of the run keeps the flag on. The next accepted update is then wrapped (its completion lands
- * after, say, the `KleaStatus` search attribute it caused), but replay runs without the flag and completes it
- * first: "Nondeterminism error: Update machine does not handle this event: UpsertWorkflowSearchAttributes".
- *
- * So every method here starts its span, runs the next interceptor inside it, and returns exactly the promise the
- * next one returned: the span ends on a side branch of that promise. No flag is read and no microtask is added,
- * so a run replays the same with or without these interceptors, and histories recorded before them still replay.
- * Update validators, queries and Nexus operations (Klea starts none) are passed straight through. Span ids are
- * drawn from the workflow's seeded random, the same on every replay; Klea's workflows draw none themselves.
+ * A run started without a trace context never loads the OpenTelemetry SDK. This module is shared by every run
+ * (shared/preload.ts), so it imports nothing of OpenTelemetry: a traced run requires it when it starts, and so
+ * evaluates its own copy, which it is free to configure (the shared modules are frozen).
  */
-import { context as otelContext, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
-import {
-  ContinueAsNew,
-  workflowInfo,
-  type ActivityInput,
-  type ContinueAsNewInput,
-  type LocalActivityInput,
-  type Next,
-  type QueryInput,
-  type SignalInput,
-  type SignalWorkflowInput,
-  type StartChildWorkflowExecutionInput,
-  type StartNexusOperationInput,
-  type UpdateInput,
-  type WorkflowExecuteInput,
-  type WorkflowInboundCallsInterceptor,
-  type WorkflowInterceptors,
-  type WorkflowInternalsInterceptor,
-  type WorkflowOutboundCallsInterceptor,
+import type {
+  WorkflowInboundCallsInterceptor,
+  WorkflowInterceptors,
+  WorkflowInternalsInterceptor,
+  WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
-import {
-  extractContextFromHeaders,
-  headersWithContext,
-} from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import type * as OtelWorkflow from '@temporalio/interceptors-opentelemetry/lib/workflow';
-
-type Tracer = ReturnType<typeof trace.getTracer>;
-
-function endSpan(span: Span, err: unknown, acceptable?: (err: unknown) => boolean): void {
-  if (err === undefined || acceptable?.(err)) span.setStatus({ code: SpanStatusCode.OK });
-  else {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-    if (err instanceof Error) span.recordException(err);
-  }
-  span.end();
-}
-
-/**
- * Runs `run` in a new span (a child of `parent`, else of the active context) and returns what `run` returned,
- * the same promise: the span ends on a side branch, so the caller sees no extra microtask.
- */
-function inSpan<T>(
-  tracer: Tracer,
-  name: string,
-  parent: Context | undefined,
-  run: (span: Span) => Promise<T>,
-  acceptable?: (err: unknown) => boolean
-): Promise<T> {
-  const base = parent ?? otelContext.active();
-  const span = tracer.startSpan(name, undefined, base);
-  let result: Promise<T>;
-  try {
-    result = otelContext.with(trace.setSpan(base, span), () => run(span));
-  } catch (err) {
-    endSpan(span, err, acceptable);
-    throw err;
-  }
-  void result.then(
-    () => endSpan(span, undefined),
-    (err: unknown) => endSpan(span, err ?? new Error('rejected'), acceptable)
-  );
-  return result;
-}
-
-const isContinueAsNew = (err: unknown) => err instanceof ContinueAsNew;
-
-/** The traced run's interceptors, built on Temporal's OpenTelemetry classes (loaded by the caller). */
-function tracingInterceptors(
-  otel: typeof OtelWorkflow
-): Required<Pick<WorkflowInterceptors, 'inbound' | 'outbound' | 'internals'>> {
-  class Inbound extends otel.OpenTelemetryInboundInterceptor {
-    override execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) {
-      return inSpan(
-        this.tracer,
-        `RunWorkflow:${workflowInfo().workflowType}`,
-        extractContextFromHeaders(input.headers),
-        () => next(input),
-        isContinueAsNew
-      );
-    }
-
-    override handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>) {
-      return inSpan(this.tracer, `HandleSignal:${input.signalName}`, extractContextFromHeaders(input.headers), () =>
-        next(input)
-      );
-    }
-
-    override handleUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>) {
-      return inSpan(this.tracer, `HandleUpdate:${input.name}`, extractContextFromHeaders(input.headers), (span) => {
-        span.setAttribute('temporalUpdateId', input.updateId);
-        return next(input);
-      });
-    }
-
-    override validateUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'validateUpdate'>): void {
-      next(input);
-    }
-
-    override handleQuery(input: QueryInput, next: Next<WorkflowInboundCallsInterceptor, 'handleQuery'>) {
-      return next(input);
-    }
-  }
-
-  class Outbound extends otel.OpenTelemetryOutboundInterceptor {
-    override scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
-      return inSpan(this.tracer, `StartActivity:${input.activityType}`, undefined, () =>
-        next({ ...input, headers: headersWithContext(input.headers) })
-      );
-    }
-
-    override scheduleLocalActivity(
-      input: LocalActivityInput,
-      next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>
-    ) {
-      return inSpan(this.tracer, `StartActivity:${input.activityType}`, undefined, () =>
-        next({ ...input, headers: headersWithContext(input.headers) })
-      );
-    }
-
-    override startChildWorkflowExecution(
-      input: StartChildWorkflowExecutionInput,
-      next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>
-    ) {
-      return inSpan(this.tracer, `StartChildWorkflow:${input.workflowType}`, undefined, () =>
-        next({ ...input, headers: headersWithContext(input.headers) })
-      );
-    }
-
-    override continueAsNew(input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>) {
-      return inSpan(
-        this.tracer,
-        `ContinueAsNew:${input.options.workflowType}`,
-        undefined,
-        () => next({ ...input, headers: headersWithContext(input.headers) }),
-        isContinueAsNew
-      );
-    }
-
-    override startNexusOperation(
-      input: StartNexusOperationInput,
-      next: Next<WorkflowOutboundCallsInterceptor, 'startNexusOperation'>
-    ) {
-      return next(input);
-    }
-
-    override signalWorkflow(
-      input: SignalWorkflowInput,
-      next: Next<WorkflowOutboundCallsInterceptor, 'signalWorkflow'>
-    ) {
-      return inSpan(this.tracer, `SignalWorkflow:${input.signalName}`, undefined, () =>
-        next({ ...input, headers: headersWithContext(input.headers) })
-      );
-    }
-  }
-
-  return {
-    inbound: [new Inbound()],
-    outbound: [new Outbound()],
-    internals: [new otel.OpenTelemetryInternalsInterceptor()],
-  };
-}
+import type * as Traced from './traced-interceptors';
 
 /** Temporal's header that carries a trace context (`_tracer-data`), as its OpenTelemetry interceptors write it. */
 const TRACE_HEADER = '_tracer-data';
@@ -188,18 +22,16 @@ const TRACE_HEADER = '_tracer-data';
 /**
  * What the bundler calls for each run (`workflowInterceptorModules`). A run is traced when its start carried a
  * trace context (a traced API or a traced parent put it in the start's headers, which history keeps, so a replay
- * decides the same). Only a traced run loads the OpenTelemetry SDK: every run evaluates its own copy of the modules
- * it loads, and these are a large share of the bundle, paid by every untraced task while it is cached.
+ * decides the same).
  */
 export const interceptors = (): WorkflowInterceptors => {
-  let traced: ReturnType<typeof tracingInterceptors> | null = null;
+  let traced: ReturnType<typeof Traced.tracingInterceptors> | null = null;
   const inbound: WorkflowInboundCallsInterceptor = {
     execute(input, next) {
       if (input.headers[TRACE_HEADER]) {
-        // Loaded on demand: a bundled module is evaluated when first required, not when the bundle is.
+        // Required here, in the run: a module first required by a run is that run's own copy.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const otel = require('@temporalio/interceptors-opentelemetry/lib/workflow') as typeof OtelWorkflow;
-        traced = tracingInterceptors(otel);
+        traced = (require('./traced-interceptors') as typeof Traced).tracingInterceptors();
       }
       return traced ? traced.inbound[0].execute!(input, next) : next(input);
     },

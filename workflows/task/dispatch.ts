@@ -23,11 +23,11 @@ export function callOutcome(call: Pick<PickedCall, 'qualifiedName'>, r: ToolCall
 }
 
 /** The tools whose results carry a file's change (other servers' structured content is not trusted for it). */
-export const CHANGE_TOOLS = new Set(['workspace__write_file', 'workspace__edit_file']);
+const CHANGE_TOOLS: readonly string[] = ['workspace__write_file', 'workspace__edit_file'];
 
 /** The change a successful write or edit of the workspace server reports, if any. */
 export function fileChangeOf(tool: string, r: ToolCallResult): FileChange | null {
-  if (r.status !== 'ok' || !CHANGE_TOOLS.has(tool)) return null;
+  if (r.status !== 'ok' || !CHANGE_TOOLS.includes(tool)) return null;
   const parsed = FileChangeSchema.safeParse(r.structured?.change);
   return parsed.success ? parsed.data : null;
 }

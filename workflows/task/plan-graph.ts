@@ -2,8 +2,7 @@
 import type { PlanStep } from '../../common/plan';
 import type { StepStatus } from '../../common/task';
 
-const TERMINAL: ReadonlySet<StepStatus> = new Set(['done', 'failed']);
-export const isTerminal = (s: StepStatus) => TERMINAL.has(s);
+export const isTerminal = (s: StepStatus) => s === 'done' || s === 'failed';
 
 /** Pending steps whose dependencies have all finished (a failed dependency counts: its result says why). */
 export function readySteps(steps: readonly PlanStep[], status: ReadonlyMap<string, StepStatus>): PlanStep[] {

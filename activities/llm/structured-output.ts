@@ -35,11 +35,19 @@ export interface InvalidModelCall {
 type JsonObject = Record<string, unknown>;
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Each node's schema is converted once per worker: the conversion costs more than the rest of a request. */
+const jsonSchemas = new WeakMap<z.ZodType, JsonObject>();
+
 /** JSON Schema of a zod schema, as a model endpoint reads it (function parameters or a response format). */
 export function jsonSchemaOf(schema: z.ZodType): JsonObject {
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonObject;
-  delete json.$schema;
-  return json;
+  let json = jsonSchemas.get(schema);
+  if (!json) {
+    json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonObject;
+    delete json.$schema;
+    jsonSchemas.set(schema, json);
+  }
+  // A copy: callers build requests from it.
+  return structuredClone(json);
 }
 
 /**

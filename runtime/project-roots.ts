@@ -3,9 +3,12 @@
  * session and task, however it was started): a project directory must resolve, symlinks included, under one of
  * `project.allowed_roots` (empty: the configured project directory).
  */
-import { realpathSync, statSync } from 'node:fs';
+import { realpathSync as realpathSyncJs, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../common/config';
+
+// One realpath(3) call rather than an lstat per path component: the worker runs this before every activity.
+const realpathSync = realpathSyncJs.native;
 
 export type ProjectDirCheck =
   { ok: true; real: string } | { ok: false; problem: 'outside' | 'missing' | 'not_a_directory'; message: string };

@@ -55,10 +55,16 @@ const sharedStateMessage =
 const topLevelDeclaration = ['Program > VariableDeclaration', 'Program > ExportNamedDeclaration > VariableDeclaration'];
 const noSharedState = [
   ...topLevelDeclaration.map((d) => ({ selector: `${d}[kind=/^(let|var)$/]`, message: sharedStateMessage })),
-  ...topLevelDeclaration.map((d) => ({
-    selector: `${d} > VariableDeclarator > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet|Array)$/]`,
-    message: sharedStateMessage,
-  })),
+  // A collection at module level, also behind `as`/`satisfies`, or in a static field (a frozen Map still changes).
+  ...[
+    ...topLevelDeclaration.map((d) => `${d} > VariableDeclarator`),
+    'PropertyDefinition[static=true]',
+  ].flatMap((holder) =>
+    ['', ' > TSAsExpression', ' > TSSatisfiesExpression'].map((wrap) => ({
+      selector: `${holder}${wrap} > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet|Array)$/]`,
+      message: sharedStateMessage,
+    }))
+  ),
   { selector: 'PropertyDefinition[static=true][readonly!=true]', message: sharedStateMessage },
 ];
 

@@ -63,7 +63,8 @@ const NOT_DATA = Symbol('not data');
 class ShareablePattern {
   readonly #re: RegExp;
   constructor(re: RegExp) {
-    this.#re = re;
+    // Its own copy: the schema may hold the original elsewhere too (a format's `_zod.pattern`), where it is frozen.
+    this.#re = new RegExp(re.source, re.flags);
   }
   get lastIndex(): number {
     return this.#re.lastIndex;
@@ -140,6 +141,10 @@ function isPlainObject(v: object): boolean {
  * this, parsing with them writes nothing to them. Call it before the SDK freezes the preloaded modules.
  */
 export function completeSchemas(roots: readonly unknown[]): void {
-  const seen = new WeakSet<object>();
-  for (const root of roots) complete(root, seen);
+  // Twice: in a recursive schema, zod drops a member it built while the recursion was still open and builds it
+  // again on the next read, once the rest of the graph is complete.
+  for (let pass = 0; pass < 2; pass++) {
+    const seen = new WeakSet<object>();
+    for (const root of roots) complete(root, seen);
+  }
 }

@@ -18,7 +18,16 @@
 
     function taskCard(taskId, prompt) {
       let t = state.tasks.get(taskId);
-      if (t) return t;
+      if (t) {
+        // The session's stream can announce a task before the request that started it returns: it is still new,
+        // so a wait its card has already shown is news after all.
+        if (prompt && !t.fromHere) {
+          t.fromHere = true;
+          if (t.unannounced && t.state) deps.waitingWhileHidden(t.state);
+          t.unannounced = false;
+        }
+        return t;
+      }
       const card = el('li', { class: 'msg task', 'data-task': taskId }, [
         el('header', { class: 'task-head' }, [
           el('strong', { text: 'Task' }),
@@ -46,7 +55,10 @@
         changes: new Map(),
         titles: new Map(),
         // A task sent from this page is new, so its first wait is news; one found on load may have waited long.
+        fromHere: Boolean(prompt),
         lastStatus: prompt ? 'starting' : undefined,
+        // Found waiting before the page knew it had sent the task (see above).
+        unannounced: false,
       };
       state.tasks.set(taskId, t);
       t.stream = follow('/tasks/' + taskId + '/events', function (e) {
@@ -162,8 +174,10 @@
         const first = box.querySelector('textarea, input, button');
         if (first) first.focus();
       }
-      if (s.status.startsWith('awaiting_') && t.lastStatus !== s.status && t.lastStatus !== undefined)
-        deps.waitingWhileHidden(s);
+      if (s.status.startsWith('awaiting_') && t.lastStatus !== s.status) {
+        if (t.lastStatus !== undefined || t.fromHere) deps.waitingWhileHidden(s);
+        else t.unannounced = true;
+      } else if (!s.status.startsWith('awaiting_')) t.unannounced = false;
       t.lastStatus = s.status;
 
       // The answer.

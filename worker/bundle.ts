@@ -1,6 +1,6 @@
 /** Builds the workflow bundle ahead of time, so a forbidden import fails the build, not a worker at start-up. */
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** Temporal's OpenTelemetry workflow interceptors, made neutral to replay (see the module). */
@@ -11,7 +11,9 @@ const ZOD_SETUP = path.resolve(__dirname, '..', 'common', 'zod-setup');
 
 /** The module that loads what every run of these workflows shares (workflows/shared/preload.ts), if they have one. */
 function sharedModulesOf(workflowsPath: string): string[] {
-  const preload = path.join(path.dirname(workflowsPath), 'shared', 'preload');
+  const entry = path.resolve(workflowsPath);
+  const dir = existsSync(entry) && statSync(entry).isDirectory() ? entry : path.dirname(entry);
+  const preload = path.join(dir, 'shared', 'preload');
   return ['.ts', '.js'].some((ext) => existsSync(preload + ext)) ? [preload] : [];
 }
 

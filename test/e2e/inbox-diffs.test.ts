@@ -130,7 +130,12 @@ describe('diffs and the inbox on the web page, end to end', () => {
     fake.assertDone();
   });
 
-  it('a decision that starts while the page is hidden counts in the tab title and is notified', async () => {
+  /**
+   * Sends a task from a hidden page and expects it counted in the title and notified when it waits for a review.
+   * `holdReply`: the page learns of the task from the session's event stream, and sees it already waiting, before
+   * the request that sent it returns (the order a fast task and a slow network give).
+   */
+  async function hiddenPageSeesTheWait(opts: { holdReply: boolean }) {
     const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
     await context.grantPermissions(['notifications'], { origin: base });
     const hidden = await context.newPage();
@@ -146,6 +151,12 @@ describe('diffs and the inbox on the web page, end to end', () => {
       window.shownNotifications = shown;
       window.setHidden = (h) => { isHidden = h; };
     `);
+    if (opts.holdReply)
+      await hidden.route('**/sessions/*/messages', async (route) => {
+        const reply = await route.fetch();
+        await hidden.locator('.msg.task .task-status', { hasText: 'awaiting review' }).waitFor();
+        await route.fulfill({ response: reply });
+      });
     fake.on('route_request', { call: { route: 'task', reply: null } });
     fake.on('write_plan', { call: plan([step('h1', 'Look')], { before_work: true }, 'Look') });
     await hidden.goto(base);
@@ -169,7 +180,16 @@ describe('diffs and the inbox on the web page, end to end', () => {
       headers: { 'content-type': 'application/json' },
       body: '{}',
     });
+    await hidden.unrouteAll({ behavior: 'ignoreErrors' });
     await context.close();
     fake.assertDone();
+  }
+
+  it('a decision that starts while the page is hidden counts in the tab title and is notified', async () => {
+    await hiddenPageSeesTheWait({ holdReply: false });
+  });
+
+  it('a task the page hears of from the session before its own request returns is still news when it waits', async () => {
+    await hiddenPageSeesTheWait({ holdReply: true });
   });
 });

@@ -159,4 +159,28 @@ describe('modules every workflow run shares', () => {
     expect(() => incomplete.safeParse({ a: 'x' })).toThrow(/not extensible|read only/);
     expect(completed.safeParse({ a: 'x' })).toEqual({ success: true, data: { a: 'x' } });
   });
+
+  test('string formats and recursive schemas parse frozen once completed', () => {
+    const { z } = jest.requireActual<{ z: typeof Zod }>('zod');
+    const Contact = z.object({ email: z.email(), id: z.uuid() });
+    interface Node {
+      name: string;
+      children: Node[];
+    }
+    const NodeSchema: Zod.ZodType<Node> = z.object({
+      name: z.string().regex(/^[a-z]+$/),
+      get children() {
+        return z.array(NodeSchema);
+      },
+    });
+    completeSchemas([Contact, NodeSchema]);
+    deepFreeze([Contact, NodeSchema]);
+
+    const contact = { email: 'a@example.org', id: '5d1b6e2c-3f4a-4b5c-8d9e-0f1a2b3c4d5e' };
+    expect(Contact.safeParse(contact)).toEqual({ success: true, data: contact });
+    expect(Contact.safeParse({ email: 'nope', id: 'x' }).success).toBe(false);
+    const tree = { name: 'root', children: [{ name: 'leaf', children: [] }] };
+    expect(NodeSchema.safeParse(tree)).toEqual({ success: true, data: tree });
+    expect(NodeSchema.safeParse({ name: 'root', children: [{ name: 'Bad', children: [] }] }).success).toBe(false);
+  });
 });

@@ -17,7 +17,7 @@ export interface ProjectCheck {
 }
 
 /** Any other failure only means the context is not known: the run goes on without it. */
-const UNKNOWN_CONTEXT: KnownContext = { file: null, sandbox: undefined, sandboxNote: undefined };
+const UNKNOWN_CONTEXT: KnownContext = Object.freeze({ file: null, sandbox: undefined, sandboxNote: undefined });
 
 /** `read` is the activity that reads it: a regular one, or (in tasks since the change) a local one. */
 export async function checkProject(

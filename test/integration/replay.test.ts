@@ -231,7 +231,7 @@ describe('replay of recorded histories', () => {
         cpSync(path.join(ROOT, d), path.join(dir, d), { recursive: true });
       const file = path.join(dir, 'workflows', 'task', 'workflow.ts');
       const code = readFileSync(file, 'utf8');
-      const marker = 'upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);';
+      const marker = 'mirror.mode(input.mode);';
       expect(code).toContain(marker);
       writeFileSync(
         file,

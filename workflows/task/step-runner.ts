@@ -7,7 +7,7 @@
  * order. Each step is settled as soon as its own calls finish, by triage and, where it cannot decide, the
  * `evaluate_step` node.
  */
-import { condition, getExternalWorkflowHandle, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
+import { condition, getExternalWorkflowHandle, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { TaskStatus } from '../../common/events';
 import { grantCovers, type GuardedPath } from '../../common/path-guard';
 import type { PlanStep } from '../../common/plan';
@@ -24,6 +24,7 @@ import type { QuestionGate } from './questions';
 import { callSummary, cut, failureMessage } from './text';
 import { applyVerdict, triage, type CallOutcome, type TriageDecision } from './triage';
 import type { UsageMeter } from './usage';
+import type { TaskChanges } from './changes';
 import { kleaObserve } from '../shared/observe';
 
 /** The task's state and status the work reads and updates. */
@@ -34,6 +35,7 @@ export interface TaskWork {
   questions: QuestionGate;
   permissions: PermissionGate;
   meter: UsageMeter;
+  changes: TaskChanges;
   setStatus(next: TaskStatus, detail?: string): void;
   /** After a permission decision: back to running, or the next thing still waited for. */
   settleStatus(): void;
@@ -92,7 +94,7 @@ export class StepRunner {
     const calls = picked.calls;
     // Security: every call's paths are checked on the worker before the gate below decides on them; the pick
     // activity does it since this change, and runs whose picks came without it schedule the check as before.
-    const checkedWithPick = picked.guarded?.length === calls.length && patched('paths-checked-with-pick');
+    const checkedWithPick = picked.guarded?.length === calls.length && this.task.changes.has('paths-checked-with-pick');
     const guarded = checkedWithPick
       ? picked.guarded!
       : await Promise.all(
@@ -184,7 +186,7 @@ export class StepRunner {
     // A grant for the session made while this request waited answers it too.
     await condition(() => permissions.isAnswered(request));
     const { decision, automatic, grant } = permissions.close(request);
-    if (grant) tellSession(grant);
+    if (grant) tellSession(grant, this.task.changes);
     log.emit({ type: 'permission_decided', requestId: request.requestId, decision, path: p.real, automatic });
     kleaObserve.permissionDecided(decision);
     this.task.settleStatus();
@@ -222,9 +224,9 @@ export class StepRunner {
  * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
  * later must not lose the user's decision.
  */
-function tellSession(grant: SessionGrant): void {
+function tellSession(grant: SessionGrant, changes: TaskChanges): void {
   const parent = workflowInfo().parent;
-  if (!parent || !patched('grant-reaches-session-when-made')) return;
+  if (!parent || !changes.has('grant-reaches-session-when-made')) return;
   // The session may have ended (it is cancelled with its tasks); then there is nobody to tell.
   void getExternalWorkflowHandle(parent.workflowId)
     .signal(grantSignal, grant)

@@ -20,15 +20,13 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
-import { KleaMode, KleaModelCalls, KleaStatus, KleaTokens, KleaWaitingSince } from '../../common/search-attributes';
+import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
 import {
   CancelSchema,
   ClarifySchema,
@@ -57,11 +55,13 @@ import {
 } from './messages';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { PermissionGate } from './permissions';
+import { TaskChanges } from './changes';
 import { allFinished, nextRound } from './plan-graph';
 import { Planning } from './planning';
 import { PlanProgress } from './plan-progress';
 import { QuestionGate } from './questions';
 import { ReviewGate } from './review-gate';
+import { SearchAttributeMirror } from './search-mirror';
 import { statusAfterDecision, statusDetails, taskState } from './status';
 import { StepRunner } from './step-runner';
 import { failureCode, failureMessage } from './text';
@@ -70,6 +70,7 @@ import { kleaObserve } from '../shared/observe';
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const input = parseInput(TaskInputSchema, 'invalid task input', rawInput);
+  const changes = new TaskChanges();
   const log = new EventLog();
   const progress = new PlanProgress();
   const reviews = new ReviewGate();
@@ -78,15 +79,12 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   // allowed); a task started some other way, grants and all, asks for every path like a new one.
   const parent = workflowInfo().parent?.workflowId ?? '';
   const inputGrantsIgnored =
-    input.grants.length > 0 && !parent.startsWith('session-') && patched('input-grants-from-session-only');
+    input.grants.length > 0 && !parent.startsWith('session-') && changes.has('input-grants-from-session-only');
   const permissions = new PermissionGate(input.taskId, inputGrantsIgnored ? [] : input.grants);
+  const mirror = new SearchAttributeMirror(changes.current);
   // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
   const meter = new UsageMeter(() => {
-    if (!patched('usage-search-attributes')) return;
-    upsertSearchAttributes([
-      { key: KleaTokens, value: meter.tokens },
-      { key: KleaModelCalls, value: meter.models.modelCalls },
-    ]);
+    if (changes.has('usage-search-attributes')) mirror.usage(meter.tokens, meter.models.modelCalls);
   });
   let status: TaskStatus = 'routing';
   let answer: string | null = null;
@@ -109,11 +107,13 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const setStatus = (next: TaskStatus, detail?: string) => {
     if (next !== status) {
       // When it started waiting for the user, for the inbox (runs from before this attribute do without it).
-      const waiting = next.startsWith('awaiting_') && patched('waiting-since-attribute');
-      upsertSearchAttributes([
+      const waiting = next.startsWith('awaiting_') && changes.has('waiting-since-attribute');
+      mirror.status([
         { key: KleaStatus, value: next },
         ...(waiting ? [{ key: KleaWaitingSince, value: new Date() }] : []),
       ]);
+    } else {
+      mirror.unchanged();
     }
     status = next;
     const plan = progress.plan ? { version: progress.version, steps: progress.stepCount } : null;
@@ -191,10 +191,20 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 
   // ------------------------------------------------------------------ the task path
   const planning = new Planning({ input, log, progress, reviews, meter, setStatus });
-  const runner = new StepRunner({ input, log, progress, questions, permissions, meter, setStatus, settleStatus });
+  const runner = new StepRunner({
+    input,
+    log,
+    progress,
+    questions,
+    permissions,
+    meter,
+    changes,
+    setStatus,
+    settleStatus,
+  });
 
   async function main(): Promise<TaskResult> {
-    upsertSearchAttributes([{ key: KleaMode, value: input.mode }]);
+    mirror.mode(input.mode);
     if (inputGrantsIgnored)
       log.emit({
         type: 'error',
@@ -205,7 +215,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     // they scheduled.
     const project = await checkProject(
       input.projectDir,
-      patched('project-context-local-activity') ? localProjectFacts.projectContextInfo : projectFacts.projectContextInfo
+      changes.has('project-context-local-activity') ? localProjectFacts.projectContextInfo : projectFacts.projectContextInfo
     );
     if (project.refused) return fail('ProjectNotAllowed', project.refused);
     const { context } = project;

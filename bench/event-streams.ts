@@ -16,9 +16,8 @@ import { KleaStatus } from '../common/search-attributes';
 import type { TaskInput } from '../common/task';
 import { REPO_ROOT } from '../runtime/repo-root';
 import type * as Sse from '../web/sse';
-import type { taskWorkflow } from '../workflows';
 import type { BenchResult } from './history';
-import { startBenchEnv, type BenchEnv } from './support';
+import { startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 // The parser the page and the CLI use; plain JavaScript served as it is, so not in the build (as in cli/index.ts).
 const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
@@ -140,11 +139,7 @@ export async function benchEventStreams(
           toolAccess: 'full',
           route: false,
         };
-        return env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
-          taskQueue: env.config.temporal.task_queue,
-          workflowId: taskId,
-          args: [input],
-        });
+        return startKleaTask(env.client, env.config.temporal.task_queue, input);
       })
     );
   }

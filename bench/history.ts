@@ -6,8 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskInput } from '../common/task';
-import type { taskWorkflow } from '../workflows';
-import { historyBytes, offeredStepIds, startBenchEnv, type BenchEnv } from './support';
+import { historyBytes, offeredStepIds, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 export interface BenchResult {
   name: string;
@@ -46,11 +45,7 @@ async function runTask(env: BenchEnv, steps: number, dir: string): Promise<numbe
     toolAccess: 'full',
     route: false,
   };
-  const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
-    taskQueue: env.config.temporal.task_queue,
-    workflowId: taskId,
-    args: [input],
-  });
+  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, input);
   const result = (await handle.result()) as { status: string; error: string | null };
   if (result.status !== 'done') throw new Error(`bench task failed: ${result.error}`);
   env.fake.reset();

@@ -25,12 +25,11 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { isFinalStatus } from '../common/events';
 import type { TaskInput } from '../common/task';
-import type { taskWorkflow } from '../workflows';
 import { stateQuery } from '../workflows/task/messages';
 import { parkedQuery, type bareParked } from './bare-workflows';
 import type { BenchResult } from './history';
 import type { MemoryReading, MemoryWorkerArgs } from './memory-worker';
-import { startBenchEnv, type BenchEnv } from './support';
+import { startBenchEnv, startKleaTask, type BenchEnv } from './support';
 import { untilPolling } from '../testing/until-polling';
 
 const PARKED = 500;
@@ -176,11 +175,7 @@ export async function benchMemory(env: BenchEnv): Promise<BenchResult> {
         toolAccess: 'full',
         route: false,
       };
-      return e.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
-        taskQueue: queue,
-        workflowId: taskId,
-        args: [input],
-      });
+      return startKleaTask(e.client, queue, input);
     },
     isParked: async (e, id) => {
       const state = await e.client.workflow.getHandle(id).query(stateQuery);

@@ -12,10 +12,9 @@ import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskInput } from '../common/task';
-import type { taskWorkflow } from '../workflows';
 import type { BenchResult } from './history';
 import { scriptHandAgent, startHandAgent, type HandAgent } from './hand-agent';
-import { offeredStepIds, startBenchEnv, type BenchEnv } from './support';
+import { offeredStepIds, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 const project = () => {
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-')));
@@ -62,11 +61,7 @@ async function kleaTask(
     route: false,
   };
   const started = performance.now();
-  const handle = await env.client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
-    taskQueue: env.config.temporal.task_queue,
-    workflowId: taskId,
-    args: [input],
-  });
+  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, input);
   const result = await handle.result();
   if (result.status !== 'done') throw new Error(`bench task ${taskId} ended ${result.status}: ${result.error}`);
   return performance.now() - started;

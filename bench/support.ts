@@ -1,8 +1,11 @@
 /** Shared set-up for benchmarks: a real dev server, a Klea worker on the prebuilt bundle, and the fake model. */
 import { realpathSync } from 'node:fs';
 import os from 'node:os';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { taskStartAttributes } from '../common/search-attributes';
+import type { TaskInput } from '../common/task';
+import type { taskWorkflow } from '../workflows';
 import { startStack, type Stack } from '../testing/stack';
 
 export type BenchEnv = Stack;
@@ -22,4 +25,18 @@ export async function historyBytes(client: Client, workflowId: string): Promise<
 export function offeredStepIds(toolSchemas: Array<{ parameters?: Record<string, unknown> }>): string[] {
   const props = (toolSchemas[0]?.parameters as { properties?: { step_id?: { enum?: string[] } } })?.properties;
   return props?.step_id?.enum ?? [];
+}
+
+/** Starts a task the way a session starts its tasks (with their first search attributes), on `taskQueue`. */
+export function startKleaTask(
+  client: Client,
+  taskQueue: string,
+  input: TaskInput
+): Promise<WorkflowHandle<typeof taskWorkflow>> {
+  return client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
+    taskQueue,
+    workflowId: input.taskId,
+    args: [input],
+    typedSearchAttributes: taskStartAttributes(input.sessionId, input.mode),
+  });
 }

@@ -91,12 +91,15 @@ function findCycle(steps: readonly PlanStep[]): string[] | null {
 }
 
 /** The schema the planner's output must satisfy, structure included. */
-export function planSchema(knownIds: readonly string[] = []) {
-  return PlanShape.superRefine((plan, ctx) => {
+const refinedPlan = (knownIds: readonly string[]) =>
+  PlanShape.superRefine((plan, ctx) => {
     for (const message of planProblems(plan, knownIds)) ctx.addIssue({ code: 'custom', message });
   });
+export const PlanSchema = refinedPlan([]);
+/** A first plan shares `PlanSchema`, whose JSON Schema a model request converts once per worker. */
+export function planSchema(knownIds: readonly string[] = []) {
+  return knownIds.length ? refinedPlan(knownIds) : PlanSchema;
 }
-export const PlanSchema = planSchema();
 
 /** A short deterministic content hash (hex) of a plan, to tie review decisions to the plan they saw. */
 export function planHash(plan: Plan): string {

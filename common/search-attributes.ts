@@ -1,5 +1,5 @@
 /** Klea's custom search attributes, so runs can be filtered in the Temporal UI (`KleaTokens > 100000`). */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 
 export const KleaSessionId = defineSearchAttributeKey('KleaSessionId', SearchAttributeType.KEYWORD);
 export const KleaStatus = defineSearchAttributeKey('KleaStatus', SearchAttributeType.KEYWORD);
@@ -19,3 +19,15 @@ export const SEARCH_ATTRIBUTES = [
   { name: KleaModelCalls.name, type: 'Int' },
   { name: KleaWaitingSince.name, type: 'Datetime' },
 ] as const;
+
+/**
+ * The search attributes a session starts each of its tasks with, so the task is found in the Temporal UI from its
+ * first moment (and need not upsert what it starts with).
+ */
+export function taskStartAttributes(sessionId: string, mode: string): SearchAttributePair[] {
+  return [
+    { key: KleaSessionId, value: sessionId },
+    { key: KleaStatus, value: 'planning' },
+    { key: KleaMode, value: mode },
+  ];
+}

@@ -2,8 +2,12 @@
  * File-system facts for the path guard: the real path of each requested path, walking it segment by segment
  * the way the kernel does (so `link/..` goes where the link's target's parent is, not back to `.`), following
  * symlinks (dangling ones too), and for a file that does not exist yet, its nearest existing parent.
+ *
+ * The file-system calls are synchronous: on a local file system each takes a microsecond or two, where the
+ * promise-based call costs some 50 µs of CPU for its round trip through libuv's thread pool, and a tool call's
+ * paths take a dozen of them. (A project on a slow network file system would hold the event loop for that long.)
  */
-import { promises as fs } from 'node:fs';
+import fs from 'node:fs';
 import os from 'node:os';
 import {
   classifyPath,
@@ -21,7 +25,7 @@ import {
 
 const MAX_LINKS = 40;
 
-export async function resolvePath(absolute: string): Promise<PathFacts> {
+export function resolvePath(absolute: string): PathFacts {
   if (absolute.includes('\0')) return { absolute, real: null, exists: false, problem: 'the path contains a NUL byte' };
   const pending = absolute.split('/').filter(Boolean);
   const parts: string[] = [];
@@ -37,7 +41,7 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
     const next = `/${[...parts, seg].join('/')}`;
     let stat;
     try {
-      stat = await fs.lstat(next);
+      stat = fs.lstatSync(next);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') {
@@ -59,7 +63,7 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
     if (stat.isSymbolicLink()) {
       if (++links > MAX_LINKS)
         return { absolute, real: null, exists: false, problem: 'a symlink loop (too many levels of links)' };
-      const target = await fs.readlink(next);
+      const target = fs.readlinkSync(next);
       if (target.startsWith('/')) parts.length = 0;
       pending.unshift(...target.split('/').filter(Boolean));
       continue;
@@ -67,7 +71,7 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
     parts.push(seg);
   }
   const real = `/${parts.join('/')}`;
-  const stat = exists ? await fs.lstat(real).catch(() => null) : null;
+  const stat = exists ? lstatOrNull(real) : null;
   return {
     absolute,
     real,
@@ -76,16 +80,24 @@ export async function resolvePath(absolute: string): Promise<PathFacts> {
   };
 }
 
+function lstatOrNull(file: string): fs.Stats | null {
+  try {
+    return fs.lstatSync(file);
+  } catch {
+    return null;
+  }
+}
+
 /** The project directory's real path, and whether its file system ignores case. */
-export async function resolveRoot(projectDir: string): Promise<RootFacts> {
-  const facts = await resolvePath(projectDir);
+export function resolveRoot(projectDir: string): RootFacts {
+  const facts = resolvePath(projectDir);
   if (!facts.real || !facts.exists) throw new Error(`the project directory does not exist: ${projectDir}`);
   const real = facts.real;
   let caseInsensitive = false;
   const flipped = real.replace(/[a-z]/i, (c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()));
   if (flipped !== real) {
     try {
-      const [a, b] = await Promise.all([fs.stat(real), fs.stat(flipped)]);
+      const [a, b] = [fs.statSync(real), fs.statSync(flipped)];
       caseInsensitive = a.ino === b.ino && a.dev === b.dev;
     } catch {
       caseInsensitive = false;
@@ -103,31 +115,27 @@ export interface GuardOptions {
 }
 
 /** Every path a call would touch, resolved and classified; one entry per argument (the strictest reading). */
-export async function guardToolCall(call: GuardedCall, opts: GuardOptions): Promise<GuardedPath[]> {
-  const root = await resolveRoot(opts.projectDir);
+export function guardToolCall(call: GuardedCall, opts: GuardOptions): GuardedPath[] {
+  const root = resolveRoot(opts.projectDir);
   const matcher = new SensitiveMatcher(opts.sensitivePatterns);
-  const out: GuardedPath[] = [];
-  for (const c of extractPathCandidates(call)) out.push(await guardOne(c.raw, c.arg, c.op, root, matcher, opts));
-  return out;
+  return extractPathCandidates(call).map((c) => guardOne(c.raw, c.arg, c.op, root, matcher, opts));
 }
 
-export async function guardOne(
+export function guardOne(
   raw: string,
   arg: string,
   op: PathOp,
   root: RootFacts,
   matcher: SensitiveMatcher,
   opts: GuardOptions
-): Promise<GuardedPath> {
+): GuardedPath {
   const home = opts.homeDir ?? os.homedir();
-  const readings = await Promise.all(
-    [raw, ...decodedVariants(raw)].map(async (variant) => {
-      const abs = toAbsolute(variant, root.real, home);
-      if (!abs.ok) return { real: raw, verdict: { class: 'outside' as const, reason: abs.reason } };
-      const facts = await resolvePath(abs.absolute);
-      return { real: facts.real ?? abs.absolute, verdict: classifyPath(facts, root, matcher, variant) };
-    })
-  );
+  const readings = [raw, ...decodedVariants(raw)].map((variant) => {
+    const abs = toAbsolute(variant, root.real, home);
+    if (!abs.ok) return { real: raw, verdict: { class: 'outside' as const, reason: abs.reason } };
+    const facts = resolvePath(abs.absolute);
+    return { real: facts.real ?? abs.absolute, verdict: classifyPath(facts, root, matcher, variant) };
+  });
   const verdict = strictest(readings.map((r) => r.verdict));
   const chosen = readings.find((r) => r.verdict === verdict) ?? readings[0];
   return { arg, requested: raw, op, real: chosen.real, class: verdict.class, reason: verdict.reason };

@@ -109,6 +109,35 @@ const scenarios: Record<string, Scenario> = {
   /** The same run since the pick checks its calls' paths and the project context is a local activity. */
   paths_checked_with_pick: (env, fake) =>
     denyOneAllowTheOther(env, fake, { taskId: 'task-replay-permissions-2', sessionId: 'replay-permissions-2' }),
+  /**
+   * A session's task since its changes ask for one patch and its search attributes are coalesced: started with
+   * the session's attributes, it waits for a review and for a permission (allowed for the session, which it tells
+   * its session at once), then answers.
+   */
+  async session_task(env, fake) {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    writeFileSync(path.join(p.outside, 'x.txt'), 'x');
+    const s = await SessionDriver.start(env, p.dir, { sessionId: 'replay-session-task' });
+    fake.on('route_request', { call: { route: 'task', reply: null } });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Read a.txt and x.txt')], { before_work: true }),
+    });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's1', path: '../outside/x.txt' } },
+      ],
+    });
+    fake.on('compose_answer', { content: 'alpha and x' });
+    const r = await s.submit('Read both');
+    const t = await TaskDriver.attach(env, r.taskId!);
+    await t.waitFor('review_requested');
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+    const ask = await t.waitFor('permission_requested');
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'allow_session' });
+    expect((await t.result()).status).toBe('done');
+    return [t.taskId];
+  },
   async replan(env, fake) {
     const p = makeProject();
     fake.on(

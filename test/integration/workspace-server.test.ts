@@ -9,6 +9,7 @@ import {
   linkSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -26,6 +27,7 @@ import { createWorkspaceServer } from '../../tools/workspace/create-server';
 import { atomicWrite, readText } from '../../tools/workspace/fs-ops';
 import { GRANT_KEY_ENV, GRANTS_META_KEY } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
+import { until } from '../support/until';
 
 const KEY = 'test-grant-key-0123456789';
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-ws-')));
@@ -545,4 +547,39 @@ describe('workspace server: hard links, swapped paths, FIFOs and patterns that n
       readText({ real: path.join(dir, 'sub', 'secret.txt'), class: 'inside' }, async (p) => p)
     ).rejects.toThrow(/changed while it was being checked/);
   });
+});
+
+describe('workspace server: the limits every sandboxed command runs under', () => {
+  const CGROUPS = '/sys/fs/cgroup/pids/klea';
+  const ours = (pid: number) =>
+    existsSync(CGROUPS) ? readdirSync(CGROUPS).filter((d) => d.startsWith(`cmd-${pid}-`)) : [];
+
+  it('each command, the fifth as the first, has its memory cap and its own process cap; none is left behind', async () => {
+    const dir = realpathSync(mkdtempSync(path.join(base, 'limits-')));
+    const script = path.join(__dirname, '../../dist/tools/workspace/server.js');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [script, '--root', dir, '--max-processes', '10', '--memory-mb', '256'],
+      env: { PATH: process.env.PATH ?? '', HOME: path.join(base, 'home') },
+    });
+    const limited = new Client({ name: 'test', version: '1' });
+    await limited.connect(transport);
+    const serverPid = transport.pid!;
+    const run = async (command: string) =>
+      textOf(await limited.callTool({ name: 'run_command', arguments: { command } }));
+    try {
+      for (let i = 0; i < 5; i++) {
+        // RLIMIT_AS in KiB, as `ulimit -v` reports it.
+        expect(await run('ulimit -v')).toContain('262144');
+        // Twenty children at once cannot all start under a cap of ten processes.
+        expect(await run('for i in $(seq 20); do sleep 1 & done; wait; echo all started')).toMatch(/Cannot fork/);
+      }
+      // Commands started together each get a cgroup of their own.
+      const together = await Promise.all(Array.from({ length: 3 }, () => run('sleep 0.2; ulimit -v')));
+      for (const t of together) expect(t).toContain('262144');
+    } finally {
+      await limited.close();
+    }
+    await until('the server removes the cgroups it made', () => (ours(serverPid).length ? undefined : true), 10_000);
+  }, 60_000);
 });

@@ -15,7 +15,7 @@ import { scrubEnv } from './env';
 import type { PathGate } from './path-gate';
 import {
   DEFAULT_SANDBOX_LIMITS,
-  makeProcessCap,
+  processCapPool,
   SANDBOX_PATH,
   sandboxFiles,
   sandboxLaunch,
@@ -54,6 +54,7 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
   let probe: Promise<SandboxProbe> | undefined;
   let files: SandboxFiles | undefined;
   const probed = () => (probe ??= probeSandbox(bwrap));
+  const caps = processCapPool(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(4).toString('hex')}`);
 
   /** Sensitive files and directories inside the project, by the same patterns the gate uses. */
   async function sensitiveEntries(root: string): Promise<Array<{ path: string; dir: boolean }>> {
@@ -115,7 +116,7 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         {
           bwrap,
           limits,
-          cap: makeProcessCap(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(6).toString('hex')}`),
+          cap: caps.take(),
         }
       );
       // Only bwrap and prlimit see this environment; the command gets the one set inside the sandbox.

@@ -33,14 +33,15 @@ export interface PathGate {
 export function createPathGate(opts: PathGateOptions): PathGate {
   const { sensitivePatterns, homeDir } = opts;
   const matcher = new SensitiveMatcher(sensitivePatterns);
-  const rootFacts = resolveRoot(path.resolve(opts.root));
+  // A missing root fails the calls that use it, not the server's start.
+  const rootFacts = new Promise<RootFacts>((resolve) => resolve(resolveRoot(path.resolve(opts.root))));
 
   return {
     root: () => rootFacts,
 
     async allow(raw, op, meta) {
       const root = await rootFacts;
-      const g = await guardOne(raw, 'path', op, root, matcher, { projectDir: root.real, sensitivePatterns, homeDir });
+      const g = guardOne(raw, 'path', op, root, matcher, { projectDir: root.real, sensitivePatterns, homeDir });
       // Security: outside or sensitive paths pass only with a verified grant for this very path and operation.
       if (g.class !== 'inside' && !grantCovers(verifiedGrants(opts.grantKey, meta), g.real, op)) {
         throw new ToolError(
@@ -53,7 +54,7 @@ export function createPathGate(opts: PathGateOptions): PathGate {
     async allowCall(tool, args, meta, readOnly) {
       const root = await rootFacts;
       const grants = verifiedGrants(opts.grantKey, meta);
-      for (const g of await guardToolCall(
+      for (const g of guardToolCall(
         { server: 'workspace', tool, args, readOnly },
         { projectDir: root.real, sensitivePatterns, homeDir }
       )) {

@@ -161,7 +161,9 @@ export interface ProcessGroupCap {
   procs: string;
   /** SIGKILLs every process still in the cgroup. */
   killAll(): void;
-  /** Removes the cgroup (after killAll, once it is empty). */
+  /** Whether no process is left in it, or counts against its cap. */
+  isEmpty(): boolean;
+  /** Done with it (after killAll): removed, or (from a `ProcessCapPool`) kept for the next command if empty. */
   dispose(): void;
 }
 
@@ -190,15 +192,26 @@ export function makeProcessCap(
       continue;
     }
     const procs = path.join(dir, 'cgroup.procs');
+    const members = (): string[] | null => {
+      try {
+        return fsImpl.read(procs).split('\n').filter(Boolean);
+      } catch {
+        return null;
+      }
+    };
+    // A process that has exited but is not yet reaped is gone from cgroup.procs and still counts against pids.max.
+    const current = path.join(dir, 'pids.current');
     return {
       procs,
-      killAll() {
-        let pids: string[] = [];
+      isEmpty: () => {
         try {
-          pids = fsImpl.read(procs).split('\n').filter(Boolean);
+          return fsImpl.read(current).trim() === '0';
         } catch {
-          return;
+          return false;
         }
+      },
+      killAll() {
+        const pids = members() ?? [];
         for (const pid of pids) {
           try {
             process.kill(Number(pid), 'SIGKILL');
@@ -217,6 +230,73 @@ export function makeProcessCap(
     };
   }
   return null;
+}
+
+/** Most empty cgroups a pool keeps (about as many as commands run at once). */
+const POOL_SIZE = 16;
+
+/**
+ * Pids cgroups for commands, kept for reuse. Making one is a mkdir in the cgroup file system, which holds the
+ * server's main thread for a millisecond or two when several commands start together. A cgroup goes back to the
+ * pool once no process is left in it (its cap is the same for every command).
+ */
+export class ProcessCapPool {
+  private readonly free: ProcessGroupCap[] = [];
+  /** Cgroups whose last processes are still exiting (just killed), by the timer that looks again. */
+  private readonly settling = new Map<ProcessGroupCap, NodeJS.Timeout>();
+  private made = 0;
+
+  constructor(
+    private readonly max: number,
+    private readonly prefix: string,
+    private readonly fsImpl = { mkdir, write, read, rmdir }
+  ) {}
+
+  /** A cgroup for one command (null where none can be made); its `dispose` gives it back. */
+  take(): ProcessGroupCap | null {
+    const cap = this.free.pop() ?? makeProcessCap(this.max, `${this.prefix}-${++this.made}`, this.fsImpl);
+    if (!cap) return null;
+    return {
+      procs: cap.procs,
+      killAll: () => cap.killAll(),
+      isEmpty: () => cap.isEmpty(),
+      dispose: () => this.release(cap, 0),
+    };
+  }
+
+  /** Removes every cgroup the pool still keeps (when the server ends). */
+  close(): void {
+    for (const [cap, timer] of this.settling) {
+      clearTimeout(timer);
+      cap.dispose();
+    }
+    this.settling.clear();
+    for (const cap of this.free.splice(0)) cap.dispose();
+  }
+
+  /** Kept once empty; a process killed a moment ago may take a few milliseconds to exit. */
+  private release(cap: ProcessGroupCap, looks: number): void {
+    this.settling.delete(cap);
+    if (cap.isEmpty()) {
+      if (this.free.length < POOL_SIZE) this.free.push(cap);
+      else cap.dispose();
+    } else if (looks < SETTLE_LOOKS) {
+      this.settling.set(cap, setTimeout(() => this.release(cap, looks + 1), SETTLE_EVERY_MS).unref());
+    } else {
+      cap.dispose();
+    }
+  }
+}
+
+const SETTLE_EVERY_MS = 20;
+const SETTLE_LOOKS = 50;
+const openPools = new Set<ProcessCapPool>();
+/** A pool whose cgroups are removed when this process exits. */
+export function processCapPool(max: number, prefix: string): ProcessCapPool {
+  if (!openPools.size) process.once('exit', () => openPools.forEach((p) => p.close()));
+  const pool = new ProcessCapPool(max, prefix);
+  openPools.add(pool);
+  return pool;
 }
 
 function v2Parent(fsImpl: { read: (p: string) => string }): string[] {
@@ -253,27 +333,31 @@ export interface SandboxLaunch {
 }
 
 /**
- * How to start `command` in the sandbox: prlimit (memory cap, and the process cap where no cgroup can hold it)
- * around bubblewrap around `/bin/sh -c`. With a pids cgroup, a shell joins it first and then becomes prlimit, so
- * nothing the command starts is ever outside it.
+ * How to start `command` in the sandbox. With a pids cgroup, a shell joins it first, caps its address space
+ * (`ulimit -v`, RLIMIT_AS) and then becomes bubblewrap, so nothing the command starts is ever outside the cgroup or
+ * above the cap; without one, prlimit sets the same memory cap and RLIMIT_NPROC around bubblewrap. Inside,
+ * `/bin/sh -c` runs the command.
  */
 export function sandboxLaunch(
   policy: SandboxPolicy,
   command: string,
   opts: { bwrap: string; prlimit?: string; limits: SandboxLimits; cap: ProcessGroupCap | null }
 ): SandboxLaunch {
-  const limited = [
-    opts.prlimit ?? 'prlimit',
-    `--as=${opts.limits.memoryBytes}`,
-    ...(opts.cap ? [] : [`--nproc=${opts.limits.maxProcesses}`]),
-    '--',
-    opts.bwrap,
-    ...sandboxArgs(policy),
-    '--',
-    '/bin/sh',
-    '-c',
-    command,
-  ];
-  if (!opts.cap) return { file: limited[0], args: limited.slice(1), cap: null };
-  return { file: '/bin/sh', args: ['-c', 'echo $$ > "$0" && exec "$@"', opts.cap.procs, ...limited], cap: opts.cap };
+  const sandboxed = [opts.bwrap, ...sandboxArgs(policy), '--', '/bin/sh', '-c', command];
+  if (!opts.cap) {
+    const limited = [
+      opts.prlimit ?? 'prlimit',
+      `--as=${opts.limits.memoryBytes}`,
+      `--nproc=${opts.limits.maxProcesses}`,
+      '--',
+      ...sandboxed,
+    ];
+    return { file: limited[0], args: limited.slice(1), cap: null };
+  }
+  const kib = String(Math.floor(opts.limits.memoryBytes / 1024));
+  return {
+    file: '/bin/sh',
+    args: ['-c', 'echo $$ > "$0" && ulimit -v "$1" && shift && exec "$@"', opts.cap.procs, kib, ...sandboxed],
+    cap: opts.cap,
+  };
 }

@@ -4,7 +4,7 @@
  * commands run: `/compact` folds memory with a `summarizeMemoryWorkflow` child, `/init` writes AGENTS.md.
  */
 import { executeChild, isCancellation, startChild, workflowInfo } from '@temporalio/workflow';
-import { KleaMode, KleaSessionId, KleaStatus } from '../../common/search-attributes';
+import { taskStartAttributes } from '../../common/search-attributes';
 import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
@@ -101,11 +101,7 @@ export class MessageRunner {
           args: [taskInput],
           staticSummary: firstLine(item.text),
           staticDetails: `session ${input.sessionId} · mode ${taskInput.mode} · tools ${taskInput.toolAccess} · project ${input.projectDir}`,
-          typedSearchAttributes: [
-            { key: KleaSessionId, value: input.sessionId },
-            { key: KleaStatus, value: 'planning' },
-            { key: KleaMode, value: taskInput.mode },
-          ],
+          typedSearchAttributes: taskStartAttributes(input.sessionId, taskInput.mode),
         })
       );
       session.queue.started(taskId);

@@ -4,11 +4,12 @@
  * Temporal's visibility store, so a run started since `CURRENT_CHANGES` (./changes.ts) coalesces them:
  * - a status change is upserted at once, with everything else that changed since the last upsert;
  * - the mode goes with the first status upsert, or with the next status report if the status has not changed;
- * - the usage totals go with the next status change, or once they are `USAGE_REFRESH_MS` old (workflow time).
+ * - the usage totals go with the next status change, or once they are `USAGE_REFRESH_MS` old (workflow time);
+ * - a value the run already shows is left out (a session starts its tasks with their mode and first status).
  * Runs started earlier upsert each value as it changes: their histories have those events.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { KleaModelCalls, KleaMode, KleaTokens } from '../../common/search-attributes';
 
 /** How long usage totals may wait for a status change before they are upserted on their own. */
@@ -16,11 +17,15 @@ export const USAGE_REFRESH_MS = 10_000;
 
 export class SearchAttributeMirror {
   private readonly pending = new Map<string, SearchAttributeUpdatePair>();
+  /** What the run shows now, by attribute name: what it started with, then what it upserted. */
+  private readonly shown = new Map<string, unknown>();
   /** Workflow time of the last upsert (the run's start until one is made). */
   private lastUpsert = Date.now();
 
   /** @param coalesce whether this run coalesces its upserts (runs since `CURRENT_CHANGES`). */
-  constructor(private readonly coalesce: boolean) {}
+  constructor(private readonly coalesce: boolean) {
+    if (coalesce) for (const p of workflowInfo().typedSearchAttributes.getAll()) this.shown.set(p.key.name, p.value);
+  }
 
   /** The status changed (and when it started waiting, if it waits for the user): upserted now, with the rest. */
   status(pairs: SearchAttributeUpdatePair[]): void {
@@ -56,9 +61,17 @@ export class SearchAttributeMirror {
   }
 
   private flush(): void {
-    if (!this.pending.size) return;
-    upsertSearchAttributes([...this.pending.values()]);
+    const changed = [...this.pending.values()].filter((p) => !sameValue(this.shown.get(p.key.name), p.value));
     this.pending.clear();
+    if (!changed.length) return;
+    upsertSearchAttributes(changed);
+    if (this.coalesce) for (const p of changed) this.shown.set(p.key.name, p.value);
     this.lastUpsert = Date.now();
   }
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => x === b[i]);
+  return a === b;
 }

@@ -137,8 +137,24 @@ function noSuitableSchema(stepIds: readonly string[]) {
   });
 }
 
+/** The step-id parameter and the no_suitable_tool function for a set of step ids (s1, s2, … recur across tasks). */
+const stepIdJson = new Map<string, { stepId: Record<string, unknown>; noSuitable: Record<string, unknown> }>();
+const STEP_ID_JSON_KEPT = 256;
+
+function stepIdParameters(stepIds: readonly string[]) {
+  const key = JSON.stringify(stepIds);
+  let json = stepIdJson.get(key);
+  if (!json) {
+    json = { stepId: jsonSchemaOf(stepIdSchema(stepIds)), noSuitable: jsonSchemaOf(noSuitableSchema(stepIds)) };
+    if (stepIdJson.size >= STEP_ID_JSON_KEPT) stepIdJson.delete(stepIdJson.keys().next().value!);
+    stepIdJson.set(key, json);
+  }
+  // Copies: callers build requests from them.
+  return structuredClone(json);
+}
+
 export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: readonly string[]): OpenAIFunction[] {
-  const stepId = jsonSchemaOf(stepIdSchema(stepIds));
+  const { stepId, noSuitable } = stepIdParameters(stepIds);
   const fns: OpenAIFunction[] = tools.map((t) => {
     const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
     return {
@@ -160,7 +176,7 @@ export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: re
     function: {
       name: NO_SUITABLE_TOOL,
       description: 'Say that none of the offered tools can carry out a step, and why.',
-      parameters: jsonSchemaOf(noSuitableSchema(stepIds)),
+      parameters: noSuitable,
     },
   });
   return fns;

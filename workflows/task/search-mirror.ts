@@ -4,7 +4,8 @@
  * Temporal's visibility store, so a run started since `CURRENT_CHANGES` (./changes.ts) coalesces them:
  * - a status change is upserted at once, with everything else that changed since the last upsert;
  * - the mode goes with the first status upsert, or with the next status report if the status has not changed;
- * - the usage totals go with the next status change, or once they are `USAGE_REFRESH_MS` old (workflow time);
+ * - the usage totals go with the next status change, or on their own every `USAGE_REFRESH_CALLS` model calls
+ *   (a count, not a time: the decision must come out the same when the run is replayed);
  * - a value the run already shows is left out (a session starts its tasks with their mode and first status).
  * Runs started earlier upsert each value as it changes: their histories have those events.
  */
@@ -12,15 +13,15 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { KleaModelCalls, KleaMode, KleaTokens } from '../../common/search-attributes';
 
-/** How long usage totals may wait for a status change before they are upserted on their own. */
-export const USAGE_REFRESH_MS = 10_000;
+/** How many model calls the usage totals may fall behind before they are upserted without a status change. */
+export const USAGE_REFRESH_CALLS = 10;
 
 export class SearchAttributeMirror {
   private readonly pending = new Map<string, SearchAttributeUpdatePair>();
   /** What the run shows now, by attribute name: what it started with, then what it upserted. */
   private readonly shown = new Map<string, unknown>();
-  /** Workflow time of the last upsert (the run's start until one is made). */
-  private lastUpsert = Date.now();
+  /** The model calls the shown usage totals count. */
+  private shownCalls = 0;
 
   /** @param coalesce whether this run coalesces its upserts (runs since `CURRENT_CHANGES`). */
   constructor(private readonly coalesce: boolean) {
@@ -33,10 +34,9 @@ export class SearchAttributeMirror {
     this.flush();
   }
 
-  /** The status was reported again unchanged: what is pending goes now unless it is usage that is still fresh. */
+  /** The status was reported again unchanged: what is pending goes now, unless it is only usage. */
   unchanged(): void {
-    const onlyUsage = [...this.pending.keys()].every((k) => k === KleaTokens.name || k === KleaModelCalls.name);
-    if (!onlyUsage || this.usageIsStale()) this.flush();
+    if ([...this.pending.keys()].some((k) => k !== KleaTokens.name && k !== KleaModelCalls.name)) this.flush();
   }
 
   mode(value: string): void {
@@ -49,11 +49,7 @@ export class SearchAttributeMirror {
       { key: KleaTokens, value: tokens },
       { key: KleaModelCalls, value: modelCalls },
     ]);
-    if (!this.coalesce || this.usageIsStale()) this.flush();
-  }
-
-  private usageIsStale(): boolean {
-    return Date.now() - this.lastUpsert >= USAGE_REFRESH_MS;
+    if (!this.coalesce || modelCalls - this.shownCalls >= USAGE_REFRESH_CALLS) this.flush();
   }
 
   private put(pairs: SearchAttributeUpdatePair[]): void {
@@ -65,8 +61,11 @@ export class SearchAttributeMirror {
     this.pending.clear();
     if (!changed.length) return;
     upsertSearchAttributes(changed);
-    if (this.coalesce) for (const p of changed) this.shown.set(p.key.name, p.value);
-    this.lastUpsert = Date.now();
+    if (!this.coalesce) return;
+    for (const p of changed) {
+      this.shown.set(p.key.name, p.value);
+      if (p.key.name === KleaModelCalls.name) this.shownCalls = p.value as number;
+    }
   }
 }
 

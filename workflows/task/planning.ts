@@ -62,17 +62,20 @@ export class Planning {
     );
   }
 
+  // The three pauses below return null when there is nothing to wait for, so the task awaits only real waits: every
+  // promise a workflow creates costs its run a captured stack trace (Temporal's stack-trace query).
+
   /** Reviews the current plan before work when the Planner asked for it or the review policy says so. */
-  async reviewBeforeWork(): Promise<void> {
+  reviewBeforeWork(): Promise<void> | null {
     const { progress, input } = this.task;
     const why = progress.plan?.review.before_work ? 'before_work' : input.review === 'always' ? 'policy' : null;
-    if (why) await this.reviewUntilApproved(why);
+    return why ? this.reviewUntilApproved(why) : null;
   }
 
   /** Reviews the results after the steps the plan asked to pause after, if any are due. */
-  async reviewCheckpoints(): Promise<void> {
+  reviewCheckpoints(): Promise<void> | null {
     const due = this.task.progress.dueCheckpoints();
-    if (due.length) await this.reviewUntilApproved('checkpoint', due);
+    return due.length ? this.reviewUntilApproved('checkpoint', due) : null;
   }
 
   /**
@@ -80,11 +83,16 @@ export class Planning {
    * was spent. Approving goes on with the budget raised by the same amount again; revising replans with the
    * feedback (and is reviewed); cancelling ends the task.
    */
-  async keepToBudget(): Promise<void> {
+  keepToBudget(): Promise<void> | null {
     const { input, meter } = this.task;
-    if (this.budget === null || input.maxTokens === null || meter.tokens < this.budget) return;
+    if (this.budget === null || input.maxTokens === null || meter.tokens < this.budget) return null;
+    return this.pauseForBudget(this.budget, input.maxTokens);
+  }
+
+  private async pauseForBudget(budget: number, step: number): Promise<void> {
     await this.reviewUntilApproved('budget');
-    while (this.budget <= meter.tokens) this.budget += input.maxTokens;
+    while (budget <= this.task.meter.tokens) budget += step;
+    this.budget = budget;
   }
 
   private async write(summary: string, feedback?: string, finished?: StepResultView[]): Promise<WrittenPlan> {

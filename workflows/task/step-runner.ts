@@ -47,10 +47,12 @@ export class StepRunner {
   async runBatch(batch: PlanStep[]): Promise<void> {
     this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
     const toolSteps = batch.filter((s) => s.needs_tool);
-    await Promise.all([
+    const work = [
       ...batch.filter((s) => !s.needs_tool).map((s) => this.runTextStep(s)),
       ...(toolSteps.length ? [this.runToolSteps(toolSteps)] : []),
-    ]);
+    ];
+    // One line of work is awaited as it is (Promise.all would add promises, each with its stack trace).
+    await (work.length === 1 ? work[0] : Promise.all(work));
   }
 
   private async runTextStep(s: PlanStep): Promise<void> {

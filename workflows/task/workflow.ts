@@ -256,10 +256,12 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     }
 
     await planning.plan();
-    await planning.reviewBeforeWork();
+    const review = planning.reviewBeforeWork();
+    if (review) await review;
 
     for (;;) {
-      await planning.keepToBudget();
+      const budgetReview = planning.keepToBudget();
+      if (budgetReview) await budgetReview;
       const current = progress.statuses();
       if (allFinished(progress.graph, current)) break;
       const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
@@ -284,10 +286,12 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       if (replan) {
         await planning.replan(replan);
         questions.reset();
-        await planning.reviewBeforeWork();
+        const revisedReview = planning.reviewBeforeWork();
+        if (revisedReview) await revisedReview;
         continue;
       }
-      await planning.reviewCheckpoints();
+      const checkpoint = planning.reviewCheckpoints();
+      if (checkpoint) await checkpoint;
     }
 
     setStatus('running', 'composing the answer');

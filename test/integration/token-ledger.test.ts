@@ -4,6 +4,8 @@
  * search attributes; a task that crosses `model.max_tokens_per_task` pauses for a `budget` review, and goes on
  * when approved or replans when revised.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
@@ -105,6 +107,35 @@ describe('the token ledger', () => {
 
     // The session's totals: routing, the summary and the task, i.e. everything the model reported.
     expect((await session(sessionId)).usage).toEqual(fake.reportedUsage());
+    fake.reset();
+  }, 120_000);
+
+  it("a long task's search attributes keep up with its model calls while its status stays the same", async () => {
+    // Ten chained reads, then a command that waits until the test lets it finish: twelve model calls before it.
+    const reads = Array.from({ length: 10 }, (_, i) =>
+      step(`r${i + 1}`, 'Read a.txt', { depends_on: i ? [`r${i}`] : [] })
+    );
+    fake.on('write_plan', { call: plan([...reads, step('w', 'Wait for go', { depends_on: ['r10'] })]) });
+    for (let i = 1; i <= 10; i++)
+      fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: `r${i}`, path: 'a.txt' } }] });
+    const wait = 'while [ ! -e go ]; do sleep 0.05; done; echo went';
+    fake.on('pick_tools', { calls: [{ name: 'workspace__run_command', args: { step_id: 'w', command: wait } }] });
+    fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'done' } });
+    fake.on('compose_answer', { content: 'Read ten times, then went.' });
+    const t = await TaskDriver.start(env, 'Read a.txt ten times, then wait', project.dir);
+    await t.waitFor('step_started', (e) => e.stepId === 'w');
+    await until('the waiting step has its call', async () =>
+      (await t.state()).usage.modelCalls === 12 ? true : undefined
+    );
+    // Running since the first call (the plan): the totals were updated since without a status change, and are
+    // fewer than ten calls behind.
+    const shown = (await t.handle.describe()).typedSearchAttributes.get(KleaModelCalls)!;
+    expect(shown).toBeGreaterThan(1);
+    expect(12 - shown).toBeLessThan(10);
+    writeFileSync(path.join(project.dir, 'go'), '');
+    expect((await t.result()).status).toBe('done');
+    const done = (await t.handle.describe()).typedSearchAttributes;
+    expect(done.get(KleaModelCalls)).toBe((await t.state()).usage.modelCalls);
     fake.reset();
   }, 120_000);
 });

@@ -119,7 +119,8 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
           cap: caps.take(),
         }
       );
-      // Only bwrap and prlimit see this environment; the command gets the one set inside the sandbox.
+      // Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the one
+      // set inside the sandbox.
       return { ...launch, env: { PATH: SANDBOX_PATH } };
     },
   };

@@ -215,7 +215,9 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     // they scheduled.
     const project = await checkProject(
       input.projectDir,
-      changes.has('project-context-local-activity') ? localProjectFacts.projectContextInfo : projectFacts.projectContextInfo
+      changes.has('project-context-local-activity')
+        ? localProjectFacts.projectContextInfo
+        : projectFacts.projectContextInfo
     );
     if (project.refused) return fail('ProjectNotAllowed', project.refused);
     const { context } = project;

@@ -20,8 +20,6 @@ export class SearchAttributeMirror {
   private readonly pending = new Map<string, SearchAttributeUpdatePair>();
   /** What the run shows now, by attribute name: what it started with, then what it upserted. */
   private readonly shown = new Map<string, unknown>();
-  /** The model calls the shown usage totals count. */
-  private shownCalls = 0;
 
   /** @param coalesce whether this run coalesces its upserts (runs since `CURRENT_CHANGES`). */
   constructor(private readonly coalesce: boolean) {
@@ -49,7 +47,8 @@ export class SearchAttributeMirror {
       { key: KleaTokens, value: tokens },
       { key: KleaModelCalls, value: modelCalls },
     ]);
-    if (!this.coalesce || modelCalls - this.shownCalls >= USAGE_REFRESH_CALLS) this.flush();
+    const shownCalls = (this.shown.get(KleaModelCalls.name) as number | undefined) ?? 0;
+    if (!this.coalesce || modelCalls - shownCalls >= USAGE_REFRESH_CALLS) this.flush();
   }
 
   private put(pairs: SearchAttributeUpdatePair[]): void {
@@ -61,16 +60,11 @@ export class SearchAttributeMirror {
     this.pending.clear();
     if (!changed.length) return;
     upsertSearchAttributes(changed);
-    if (!this.coalesce) return;
-    for (const p of changed) {
-      this.shown.set(p.key.name, p.value);
-      if (p.key.name === KleaModelCalls.name) this.shownCalls = p.value as number;
-    }
+    if (this.coalesce) for (const p of changed) this.shown.set(p.key.name, p.value);
   }
 }
 
+/** The mirrored attributes are keywords, numbers and (KleaWaitingSince) dates. */
 function sameValue(a: unknown, b: unknown): boolean {
-  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => x === b[i]);
-  return a === b;
+  return a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : a === b;
 }

@@ -3,8 +3,17 @@
  * the operator chose none), in its own process group, output collected up to a cap, killed with everything it
  * started on timeout, on cancellation, or when the server stops.
  */
-import { spawn } from 'node:child_process';
-import type { SandboxLaunch } from './sandbox';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { ProcessGroupCap, SandboxLaunch } from './sandbox';
+import type { WarmSandbox } from './warm-sandboxes';
+
+/**
+ * How one command starts: a process to spawn (a cold sandbox, or a plain shell), or a warm sandbox to hand it to
+ * (warm-sandboxes.ts). `done` is told when it has ended.
+ */
+export type CommandLaunch = ((SandboxLaunch & { env: NodeJS.ProcessEnv }) | { warm: WarmSandbox; command: string }) & {
+  done?: () => void;
+};
 
 /** Process groups of commands still running: ended when the server stops, so none outlives it half-done. */
 const runningCommands = new Set<number>();
@@ -30,7 +39,7 @@ export interface CommandResult {
 }
 
 export function runCommand(
-  launch: SandboxLaunch & { env: NodeJS.ProcessEnv },
+  launch: CommandLaunch,
   cwd: string,
   timeoutMs: number,
   cap: number,
@@ -39,12 +48,20 @@ export function runCommand(
   const started = Date.now();
   return new Promise((resolve) => {
     // Its own process group, so a timeout kills everything the command started.
-    const child = spawn(launch.file, launch.args, {
-      cwd,
-      env: launch.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    let child: ChildProcess;
+    let groupCap: ProcessGroupCap | null;
+    if ('warm' in launch) {
+      child = launch.warm.run(cwd, launch.command);
+      groupCap = launch.warm.cap;
+    } else {
+      child = spawn(launch.file, launch.args, {
+        cwd,
+        env: launch.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      groupCap = launch.cap;
+    }
     if (child.pid) runningCommands.add(child.pid);
     const collect = () => {
       const chunks: Buffer[] = [];
@@ -65,8 +82,8 @@ export function runCommand(
     };
     const out = collect();
     const err = collect();
-    child.stdout.on('data', out.push);
-    child.stderr.on('data', err.push);
+    child.stdout!.on('data', out.push);
+    child.stderr!.on('data', err.push);
     let timedOut = false;
     const killGroup = () => {
       try {
@@ -75,7 +92,7 @@ export function runCommand(
         /* gone */
       }
       // Security: whatever left the process group (setsid) is still in the pids cgroup, and ends here too.
-      launch.cap?.killAll();
+      groupCap?.killAll();
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -86,8 +103,9 @@ export function runCommand(
     const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
       clearTimeout(timer);
       if (child.pid) runningCommands.delete(child.pid);
-      launch.cap?.killAll();
-      launch.cap?.dispose();
+      groupCap?.killAll();
+      groupCap?.dispose();
+      launch.done?.();
       signal?.removeEventListener('abort', killGroup);
       resolve({
         exit_code: code,

@@ -81,6 +81,8 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   );
   // The order of registration is the order tools/list shows them in.
   const sandbox = createCommandSandbox(gate, { mode: 'bwrap', ...opts.sandbox, grantKey: opts.grantKey });
+  // The client went away: the sandboxes started ahead of commands it will never send end too.
+  server.server.onclose = () => void sandbox.close();
   const context = { limits, gate, store, handle, sandbox };
   registerReadTools(server, context);
   registerSearchTools(server, context);

@@ -245,6 +245,7 @@ export class ProcessCapPool {
   /** Cgroups whose last processes are still exiting (just killed), by the timer that looks again. */
   private readonly settling = new Map<ProcessGroupCap, NodeJS.Timeout>();
   private made = 0;
+  private closed = false;
 
   constructor(
     private readonly max: number,
@@ -264,8 +265,9 @@ export class ProcessCapPool {
     };
   }
 
-  /** Removes every cgroup the pool still keeps (when the server ends). */
+  /** Removes every cgroup the pool still keeps (when the server ends); one given back later is removed at once. */
   close(): void {
+    this.closed = true;
     for (const [cap, timer] of this.settling) {
       clearTimeout(timer);
       cap.dispose();
@@ -277,7 +279,8 @@ export class ProcessCapPool {
   /** Kept once empty; a process killed a moment ago may take a few milliseconds to exit. */
   private release(cap: ProcessGroupCap, looks: number): void {
     this.settling.delete(cap);
-    if (cap.isEmpty()) {
+    if (this.closed) cap.dispose();
+    else if (cap.isEmpty()) {
       if (this.free.length < POOL_SIZE) this.free.push(cap);
       else cap.dispose();
     } else if (looks < SETTLE_LOOKS) {

@@ -1,6 +1,7 @@
 /**
  * What the command sandbox costs: a trivial command (`true`) through the workspace server's run_command, inside
- * bubblewrap and without it, alternating call by call so both see the same machine.
+ * bubblewrap (as configured by default, with sandboxes started ahead of their commands, and with each sandbox
+ * started with its command) and without it, alternating call by call so all see the same machine.
  */
 import { mkdtempSync, realpathSync } from 'node:fs';
 import os from 'node:os';
@@ -12,8 +13,8 @@ import type { BenchResult } from './history';
 
 const CALLS = 30;
 
-async function connect(root: string, mode: 'bwrap' | 'none'): Promise<Client> {
-  const server = createWorkspaceServer({ root, sandbox: { mode } });
+async function connect(root: string, mode: 'bwrap' | 'none', warm?: number): Promise<Client> {
+  const server = createWorkspaceServer({ root, sandbox: { mode, ...(warm !== undefined ? { warm } : {}) } });
   const client = new Client({ name: 'bench', version: '1' });
   const [c, s] = InMemoryTransport.createLinkedPair();
   await Promise.all([server.connect(s), client.connect(c)]);
@@ -24,11 +25,15 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 export async function benchSandbox(): Promise<BenchResult> {
   const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-sandbox-')));
-  const clients = { bwrap: await connect(root, 'bwrap'), none: await connect(root, 'none') };
-  const times: Record<'bwrap' | 'none', number[]> = { bwrap: [], none: [] };
+  const clients = {
+    bwrap: await connect(root, 'bwrap'),
+    cold: await connect(root, 'bwrap', 0),
+    none: await connect(root, 'none'),
+  };
+  const times: Record<keyof typeof clients, number[]> = { bwrap: [], cold: [], none: [] };
   try {
     for (let i = 0; i < CALLS + 3; i++) {
-      for (const mode of ['bwrap', 'none'] as const) {
+      for (const mode of ['bwrap', 'cold', 'none'] as const) {
         const started = process.hrtime.bigint();
         const res = await clients[mode].callTool({ name: 'run_command', arguments: { command: 'true' } });
         if (res.isError) throw new Error(`run_command failed (${mode}): ${JSON.stringify(res.content)}`);
@@ -45,6 +50,7 @@ export async function benchSandbox(): Promise<BenchResult> {
     name: 'a trivial command (`true`): in the sandbox ÷ without it',
     figures: [
       ['in the sandbox (median)', `${sandboxed.toFixed(1)} ms`],
+      ['in a sandbox started with the command (warm: 0; median)', `${median(times.cold).toFixed(1)} ms`],
       ['without it (median)', `${plain.toFixed(1)} ms`],
       ['added by the sandbox', `${(sandboxed - plain).toFixed(1)} ms`],
     ],

@@ -16,8 +16,8 @@
  * the command gets a new sandbox. Calls that carry grants never use one, and none is ever made with a grant. A warm
  * sandbox runs one command and ends with it; one left unused for `idleMs` is ended.
  *
- * How many: as many as the most commands that ran at once since the pool was last idle (at most `max`), made again
- * shortly after commands start, never while a batch is still starting.
+ * How many: as many as the most commands that ran at once since the pool was last idle (at most `max`), made up
+ * a moment after commands start, once the commands starting together have started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
@@ -150,6 +150,8 @@ function endAtExit(): void {
 const EXIT_WAIT_MS = 500;
 
 const RELEASE_LOOKS = 100;
+/** How long after a command starts the pool is made up (a batch's commands start within a few milliseconds). */
+const REFILL_DELAY_MS = 50;
 const RELEASE_EVERY_MS = 10;
 
 /** Starts a warm sandbox (its launch runs WARM_SCRIPT); null when it cannot be started. */
@@ -232,17 +234,14 @@ export class WarmPool {
   }
 
   /**
-   * A command is starting (warm or cold); `make` says how to build warm sandboxes for the policy it runs under. Returns what to
-   * call when it ends.
+   * A command is starting (warm or cold); `make` says how to build warm sandboxes for the policy it runs under.
+   * Returns what to call when it ends.
    */
   started(make: () => Promise<WarmSpec | null>): () => void {
     this.running++;
     this.peak = Math.max(this.peak, this.running);
     this.next = make;
-    if (this.enabled) {
-      clearTimeout(this.refill);
-      this.refill = setTimeout(() => void this.fill(), this.opts.refillDelayMs ?? 50).unref();
-    }
+    this.schedule();
     let ended = false;
     return () => {
       if (!ended) this.running--;
@@ -261,9 +260,22 @@ export class WarmPool {
     return this.closing;
   }
 
+  /**
+   * Made up a moment after commands start (so the commands starting together start first), and not put off by
+   * each one: a long run of commands keeps getting warm ones.
+   */
+  private schedule(): void {
+    if (!this.enabled || this.refill) return;
+    this.refill = setTimeout(() => {
+      this.refill = undefined;
+      void this.fill();
+    }, this.opts.refillDelayMs ?? REFILL_DELAY_MS).unref();
+  }
+
   private async fill(): Promise<void> {
     if (this.filling || !this.enabled || !this.next) return;
     this.filling = true;
+    let made = 0;
     try {
       let missing = Math.min(this.opts.max, Math.max(1, this.peak)) - this.size;
       if (missing <= 0) return;
@@ -272,12 +284,15 @@ export class WarmPool {
       while (spec && this.enabled && missing-- > 0) {
         const w = startWarm(spec.key, spec.launch());
         if (!w) break;
+        made++;
         this.ready.push(w);
         this.timers.set(w, setTimeout(() => this.expire(w), this.opts.idleMs).unref());
         void w.closed.then(() => this.forget(w));
       }
     } finally {
       this.filling = false;
+      // Commands that started meanwhile took some: made up again (unless starting them failed).
+      if (made && this.size < Math.min(this.opts.max, this.peak)) this.schedule();
     }
   }
 

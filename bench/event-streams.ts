@@ -35,6 +35,22 @@ async function serverRequests(metricsUrl: string, operation: string): Promise<nu
   return sum;
 }
 
+/**
+ * The server's count once it has caught up: its metrics are reported on an interval (about a second), so a request
+ * made a moment ago may not be counted yet. Read until two readings a report interval apart agree.
+ */
+async function settledRequests(metricsUrl: string, operation: string): Promise<number> {
+  let last = await serverRequests(metricsUrl, operation);
+  for (let i = 0; i < 10; i++) {
+    await new Promise((r) => setTimeout(r, METRICS_REPORT_MS));
+    const now = await serverRequests(metricsUrl, operation);
+    if (now === last) return now;
+    last = now;
+  }
+  return last;
+}
+const METRICS_REPORT_MS = 1500;
+
 interface Follower {
   events: KleaEvent[];
   /** The stream ended after the task's final status. */
@@ -197,10 +213,11 @@ export async function benchEventStreams(
       .slice(0, finishedCount)
       .filter((f) => (f.events.at(-1) as { status?: string }).status !== 'done');
     if (notDone.length) throw new Error(`event-streams bench: ${notDone.length} approved tasks did not finish done`);
-    const queriesDone0 = await serverRequests(env.serverMetricsUrl, 'QueryWorkflow');
+    // The queries that read the finished tasks' last events are counted before, and any the re-reads make after.
+    const queriesDone0 = await settledRequests(env.serverMetricsUrl, 'QueryWorkflow');
     const rereads = await Promise.all(approved.map((id) => follow(port, `/tasks/${id}/events`)));
     await until('the re-read streams end', () => rereads.every((f) => f.ended));
-    const rereadQueries = (await serverRequests(env.serverMetricsUrl, 'QueryWorkflow')) - queriesDone0;
+    const rereadQueries = (await settledRequests(env.serverMetricsUrl, 'QueryWorkflow')) - queriesDone0;
     const complete = rereads.every((f, i) => f.events.length === followers[i].events.length);
     if (!complete) throw new Error('event-streams bench: a re-read stream did not carry every event');
 

@@ -131,11 +131,14 @@ export async function benchSteps(env: BenchEnv): Promise<BenchResult[]> {
     // P2: 8 independent 500 ms commands, chained ÷ one batch.
     const chained: number[] = [];
     const batched: number[] = [];
+    const handChained: number[] = [];
     const handBatched: number[] = [];
     for (let r = 0; r < 2; r++) {
       chained.push(await kleaTask(env, kleaDir, 8, { chain: true, call: sleepCommand(500) }));
       env.fake.reset();
       batched.push(await kleaTask(env, kleaDir, 8, { chain: false, call: sleepCommand(500) }));
+      env.fake.reset();
+      handChained.push(await handTask(env, agent, handDir, 8, { chain: true, call: sleepCommand(500) }));
       env.fake.reset();
       handBatched.push(await handTask(env, agent, handDir, 8, { chain: false, call: sleepCommand(500) }));
       env.fake.reset();
@@ -146,7 +149,12 @@ export async function benchSteps(env: BenchEnv): Promise<BenchResult[]> {
       figures: [
         ['Klea, 8 chained steps (best of 2)', `${Math.round(Math.min(...chained))} ms`],
         ['Klea, one batch of 8 (best of 2)', `${Math.round(Math.min(...batched))} ms`],
+        ['hand-written agent, 8 chained steps (best of 2)', `${Math.round(Math.min(...handChained))} ms`],
         ['hand-written agent, one batch of 8 (best of 2)', `${Math.round(Math.min(...handBatched))} ms`],
+        [
+          'hand-written agent, chained ÷ one batch (for comparison)',
+          (Math.min(...handChained) / Math.min(...handBatched)).toFixed(2),
+        ],
       ],
       ratio: p2,
       goal: '≥ 7',

@@ -7,7 +7,7 @@
  * And the same sandbox lets real work through: files in the project, node and python3, pipes and redirects, and
  * an outside path exactly when (and as long as) the user granted it.
  */
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
@@ -20,6 +20,7 @@ import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
 import { settingsSignal } from '../../workflows/session/messages';
 import { SessionDriver } from '../support/session-driver';
+import { processesWith } from '../support/processes';
 
 const SECRETS = {
   OPENAI_API_KEY: 'sk-canary-openai-0123456789abcdef',
@@ -43,19 +44,6 @@ async function sandboxShown(env: TestEnv, t: TaskDriver) {
     { sandbox?: string; sandboxNote?: string | null } | undefined;
   const health = await request(createApp({ client: env.client, config: env.config })).get('/healthz');
   return { context: { sandbox: context?.sandbox, note: context?.sandboxNote ?? null }, health: health.body.sandbox };
-}
-
-/** Host processes whose command line contains `token` (a sandbox that ended leaves none). */
-function processesWith(token: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(token)) out.push(Number(pid));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }
 
 describe('the command sandbox', () => {

@@ -4,16 +4,7 @@
  * warm sandbox was made stays hidden; a call with a grant never gets one; and none outlives its server.
  */
 import { spawnSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
@@ -23,6 +14,7 @@ import { createCommandSandbox, type CommandSandbox } from '../../tools/workspace
 import { runCommand, type CommandLaunch } from '../../tools/workspace/commands';
 import { createPathGate } from '../../tools/workspace/path-gate';
 import { WARM_SCRIPT, WarmPool } from '../../tools/workspace/warm-sandboxes';
+import { processesWith } from '../support/processes';
 import { until } from '../support/until';
 
 const KEY = 'test-grant-key-warm-0123456789';
@@ -45,19 +37,6 @@ async function run(sb: CommandSandbox, command: string, cwd: string, meta?: unkn
   const launch: CommandLaunch = await sb.prepare(command, cwd, meta);
   const result = await runCommand(launch, cwd, 20_000, 64 * 1024);
   return { warm: 'warm' in launch, ...result };
-}
-
-/** Host processes whose command line contains `token`. */
-function processesWith(token: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(token)) out.push(Number(pid));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
 }
 
 describe('warm sandboxes', () => {

@@ -22,7 +22,7 @@ import { RESULT_CHARS, type PlanProgress } from './plan-progress';
 import type { Decision, GatedPath, PermissionGate } from './permissions';
 import type { QuestionGate } from './questions';
 import { callSummary, cut, failureMessage } from './text';
-import { applyVerdict, triage, type CallOutcome, type TriageDecision } from './triage';
+import { applyVerdict, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
 import type { UsageMeter } from './usage';
 import type { TaskChanges } from './changes';
 import { kleaObserve } from '../shared/observe';
@@ -125,7 +125,8 @@ export class StepRunner {
       batch.map(async (s) => {
         const mine = await Promise.all(runs.filter((_, i) => calls[i].stepId === s.id));
         const { noTool, text } = stepToolResult(s.id, mine, picked.noSuitable);
-        this.settle(s, await this.decide(s, noTool, mine), mine, text);
+        const decided = this.decide(s, noTool, mine);
+        this.settle(s, decided instanceof Promise ? await decided : decided, mine, text);
       })
     );
   }
@@ -138,7 +139,8 @@ export class StepRunner {
     idempotencyKey: string
   ): Promise<CallOutcome> {
     const { input, permissions, meter } = this.task;
-    await Promise.all(waitFor);
+    // Only calls on files an earlier call touches wait (each promise costs the run a captured stack trace).
+    if (waitFor.length) await Promise.all(waitFor);
     const grants: SessionGrant[] = [];
     for (const p of guarded) {
       if (p.class === 'inside') continue;
@@ -195,11 +197,15 @@ export class StepRunner {
     return decision;
   }
 
-  private async decide(s: PlanStep, noTool: string | null, calls: CallOutcome[]): Promise<TriageDecision> {
-    const { progress, questions, meter } = this.task;
-    const tin = progress.triageInput(s.id, noTool, calls);
+  /** Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for. */
+  private decide(s: PlanStep, noTool: string | null, calls: CallOutcome[]): TriageDecision | Promise<TriageDecision> {
+    const tin = this.task.progress.triageInput(s.id, noTool, calls);
     const d = triage(tin);
-    if (d.outcome !== 'evaluate') return d;
+    return d.outcome === 'evaluate' ? this.evaluate(s, calls, tin) : d;
+  }
+
+  private async evaluate(s: PlanStep, calls: CallOutcome[], tin: TriageInput): Promise<TriageDecision> {
+    const { progress, questions, meter } = this.task;
     const ev = await modelNodes.evaluateStep.executeWithOptions({ summary: `step ${s.id} · evaluate` }, [
       {
         goal: progress.goal!,

@@ -181,11 +181,11 @@ export interface WarmPoolOptions {
   max: number;
   /** A ready sandbox unused this long is ended. */
   idleMs: number;
-  /** How long after the last command started the pool is made up again (a batch starts its commands together). */
+  /** How long after the first of a run of commands starts the pool is made up (a batch starts its commands together). */
   refillDelayMs?: number;
 }
 
-/** Commands of all pools still waiting in a warm sandbox: ended when the server stops. */
+/** Every pool of this process that is not closed yet: their sandboxes are ended when the server stops. */
 const pools = new Set<WarmPool>();
 
 /** Ends every warm sandbox of this process (the server is stopping). */
@@ -213,7 +213,7 @@ export class WarmPool {
     return this.opts.max > 0 && !this.closed;
   }
 
-  /** How many are ready now (for tests and the server's status). */
+  /** How many are ready now. */
   get size(): number {
     return this.ready.filter((w) => w.usable).length;
   }
@@ -282,6 +282,9 @@ export class WarmPool {
       // One look at the project for all of them: they are built alike.
       const spec = await this.next();
       while (spec && this.enabled && missing-- > 0) {
+        // A start holds the main thread while it forks: requests that arrived meanwhile are read between them.
+        if (made) await new Promise((r) => setImmediate(r));
+        if (!this.enabled) break;
         const w = startWarm(spec.key, spec.launch());
         if (!w) break;
         made++;

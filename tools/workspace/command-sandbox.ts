@@ -133,7 +133,10 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
     return { policy, identity };
   }
 
-  /** Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the one set inside the sandbox. */
+  /**
+   * Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the one set
+   * inside the sandbox.
+   */
   const launch = (policy: SandboxPolicy, command: string) => ({
     ...sandboxLaunch(policy, command, { bwrap, limits, cap: caps.take() }),
     env: { PATH: SANDBOX_PATH },

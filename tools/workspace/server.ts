@@ -34,16 +34,14 @@ async function main() {
   let grantKeyFd: number | undefined;
   const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
   const limits: { maxProcesses?: number; memoryBytes?: number } = {};
-  const positive = (flag: string, v: string | undefined): number => {
+  /** A whole number of at least `min` (an empty or missing value is none). */
+  const whole = (flag: string, v: string | undefined, min: 0 | 1): number => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) usage(`${flag} takes a positive whole number`);
+    if (!v || !Number.isInteger(n) || n < min)
+      usage(`${flag} takes ${min ? 'a positive whole number' : 'a whole number (0 or more)'}`);
     return n;
   };
-  const count = (flag: string, v: string | undefined): number => {
-    const n = Number(v);
-    if (v === undefined || v === '' || !Number.isInteger(n) || n < 0) usage(`${flag} takes a whole number (0 or more)`);
-    return n;
-  };
+  const positive = (flag: string, v: string | undefined) => whole(flag, v, 1);
   const oneOf = <T extends string>(flag: string, v: string | undefined, allowed: readonly T[]): T => {
     if (!allowed.includes(v as T)) usage(`${flag} takes ${allowed.join(' or ')}`);
     return v as T;
@@ -63,7 +61,7 @@ async function main() {
     else if (a === '--network') sandbox.network = oneOf(a, argv[++i], ['on', 'off'] as const);
     else if (a === '--max-processes') limits.maxProcesses = positive(a, argv[++i]);
     else if (a === '--memory-mb') limits.memoryBytes = positive(a, argv[++i]) * 1024 * 1024;
-    else if (a === '--warm') sandbox.warm = count(a, argv[++i]);
+    else if (a === '--warm') sandbox.warm = whole(a, argv[++i], 0);
     else if (a === '--hide') sandbox.hide = [...(sandbox.hide ?? []), path.resolve(argv[++i] ?? '')];
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);

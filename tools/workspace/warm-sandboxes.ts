@@ -149,10 +149,11 @@ function endAtExit(): void {
 }
 const EXIT_WAIT_MS = 500;
 
+/** How long an ended sandbox's cgroup is waited for to empty: looks, and the time between them. */
 const RELEASE_LOOKS = 100;
+const RELEASE_EVERY_MS = 10;
 /** How long after a command starts the pool is made up (a batch's commands start within a few milliseconds). */
 const REFILL_DELAY_MS = 50;
-const RELEASE_EVERY_MS = 10;
 
 /** Starts a warm sandbox (its launch runs WARM_SCRIPT); null when it cannot be started. */
 export function startWarm(key: string, launch: ReturnType<WarmSpec['launch']>): WarmSandbox | null {

@@ -151,12 +151,18 @@ describe('diffs and the inbox on the web page, end to end', () => {
       window.shownNotifications = shown;
       window.setHidden = (h) => { isHidden = h; };
     `);
-    if (opts.holdReply)
+    // Resolved once the held reply has reached the page (at once when nothing is held).
+    let released: Promise<void> = Promise.resolve();
+    if (opts.holdReply) {
+      let release!: () => void;
+      released = new Promise((r) => (release = r));
       await hidden.route('**/sessions/*/messages', async (route) => {
         const reply = await route.fetch();
         await hidden.locator('.msg.task .task-status', { hasText: 'awaiting review' }).waitFor();
         await route.fulfill({ response: reply });
+        release();
       });
+    }
     fake.on('route_request', { call: { route: 'task', reply: null } });
     fake.on('write_plan', { call: plan([step('h1', 'Look')], { before_work: true }, 'Look') });
     await hidden.goto(base);
@@ -174,6 +180,9 @@ describe('diffs and the inbox on the web page, end to end', () => {
     await hidden.evaluate('window.setHidden(false); document.dispatchEvent(new Event("visibilitychange"))');
     await hidden.waitForFunction('document.title === "Klea"');
 
+    // The held reply is let through before the task is cancelled: a route still waiting when it is removed lets
+    // the page's own request go out, and the message would be sent a second time.
+    await released;
     const taskId = await hidden.locator('.msg.task').getAttribute('data-task');
     await fetch(`${base}/tasks/${taskId}/cancel`, {
       method: 'POST',

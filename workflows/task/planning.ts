@@ -50,14 +50,14 @@ export class Planning {
 
   /** The Planner's first plan for the request, adopted. */
   async plan(): Promise<void> {
-    this.adopt(await this.write('plan'));
+    this.adopt(this.metered(await this.write('plan')));
   }
 
   /** A new plan after a step that could not be completed, told as `replanned` with the reason. */
   async replan(reason: string): Promise<void> {
     const { progress } = this.task;
     this.adopt(
-      await this.write('replan', `A step could not be completed: ${reason}`, progress.finishedViews()),
+      this.metered(await this.write('replan', `A step could not be completed: ${reason}`, progress.finishedViews())),
       reason
     );
   }
@@ -95,10 +95,11 @@ export class Planning {
     this.budget = budget;
   }
 
-  private async write(summary: string, feedback?: string, finished?: StepResultView[]): Promise<WrittenPlan> {
-    const { input, progress, meter } = this.task;
+  /** Asks the Planner for a plan (the activity's own promise: an async wrapper would add promises, see above). */
+  private write(summary: string, feedback?: string, finished?: StepResultView[]) {
+    const { input, progress } = this.task;
     this.task.setStatus('planning', summary);
-    const res = await modelNodes.writePlan.executeWithOptions({ summary }, [
+    return modelNodes.writePlan.executeWithOptions({ summary }, [
       {
         projectDir: input.projectDir,
         toolAccess: input.toolAccess,
@@ -110,7 +111,11 @@ export class Planning {
         finished: finished?.length ? finished : undefined,
       },
     ]);
-    return { plan: res.plan, usage: meter.modelCall(res.usage) };
+  }
+
+  /** A plan the Planner wrote, its call counted. */
+  private metered(res: Awaited<ReturnType<Planning['write']>>): WrittenPlan {
+    return { plan: res.plan, usage: this.task.meter.modelCall(res.usage) };
   }
 
   /**
@@ -135,7 +140,7 @@ export class Planning {
       if (d.decision === 'approve') return;
       const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
       const reviewed = progress.current().plan;
-      const written = await this.write('revise plan', feedback, progress.finishedViews());
+      const written = this.metered(await this.write('revise plan', feedback, progress.finishedViews()));
       revision = { diff: planDiff(reviewed, written.plan), feedback };
       this.adopt(written, undefined, revision);
       reason = 'revised';

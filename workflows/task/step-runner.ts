@@ -44,15 +44,19 @@ export interface TaskWork {
 export class StepRunner {
   constructor(private readonly task: TaskWork) {}
 
-  async runBatch(batch: PlanStep[]): Promise<void> {
+  /**
+   * Every promise a workflow creates costs its run a captured stack trace (Temporal's stack-trace query), so the
+   * common shapes (one line of work, one step, one call) are awaited as they are, without an async wrapper or
+   * `Promise.all`.
+   */
+  runBatch(batch: PlanStep[]): Promise<unknown> {
     this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
     const toolSteps = batch.filter((s) => s.needs_tool);
     const work = [
       ...batch.filter((s) => !s.needs_tool).map((s) => this.runTextStep(s)),
       ...(toolSteps.length ? [this.runToolSteps(toolSteps)] : []),
     ];
-    // One line of work is awaited as it is (Promise.all would add promises, each with its stack trace).
-    await (work.length === 1 ? work[0] : Promise.all(work));
+    return work.length === 1 ? work[0] : Promise.all(work);
   }
 
   private async runTextStep(s: PlanStep): Promise<void> {
@@ -121,14 +125,14 @@ export class StepRunner {
       );
     });
     // Each step is settled as soon as its own calls finish: a decision pending for one call holds up no other step.
-    await Promise.all(
-      batch.map(async (s) => {
-        const mine = await Promise.all(runs.filter((_, i) => calls[i].stepId === s.id));
-        const { noTool, text } = stepToolResult(s.id, mine, picked.noSuitable);
-        const decided = this.decide(s, noTool, mine);
-        this.settle(s, decided instanceof Promise ? await decided : decided, mine, text);
-      })
-    );
+    const settleStep = async (s: PlanStep) => {
+      const own = runs.filter((_, i) => calls[i].stepId === s.id);
+      const mine = own.length === 1 ? [await own[0]] : await Promise.all(own);
+      const { noTool, text } = stepToolResult(s.id, mine, picked.noSuitable);
+      const decided = this.decide(s, noTool, mine);
+      this.settle(s, decided instanceof Promise ? await decided : decided, mine, text);
+    };
+    await (batch.length === 1 ? settleStep(batch[0]) : Promise.all(batch.map(settleStep)));
   }
 
   /** One tool call: ordered after earlier calls on the same files, through the gate, then dispatched. */

@@ -48,6 +48,20 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A signal of the request's own, following the caller's while the request runs. The MCP client adds an abort
+ * listener to a request's signal and never removes it, so an activity making its calls under its one cancellation
+ * signal (`/init` makes a dozen) kept a listener, and what it holds, per call until the activity ended.
+ */
+function requestSignal(outer: AbortSignal | undefined): { signal?: AbortSignal; done(): void } {
+  if (!outer) return { done() {} };
+  const own = new AbortController();
+  const follow = () => own.abort(outer.reason);
+  if (outer.aborted) follow();
+  else outer.addEventListener('abort', follow, { once: true });
+  return { signal: own.signal, done: () => outer.removeEventListener('abort', follow) };
+}
+
 export class McpPool {
   private readonly connections = new Map<string, Promise<Connection>>();
   private closing = false;
@@ -86,21 +100,26 @@ export class McpPool {
     opts: CallOptions,
     timeout: number
   ): Promise<CallToolResult> {
-    const result = await this.onConnection(spec, (conn) =>
-      conn.client.callTool(
-        { name, arguments: args, ...(opts.meta ? { _meta: opts.meta } : {}) },
-        CallToolResultSchema,
-        {
-          timeout,
-          // Progress notifications keep a long call alive, up to four times its timeout in all.
-          resetTimeoutOnProgress: true,
-          maxTotalTimeout: timeout * 4,
-          onprogress: opts.onProgress,
-          signal: opts.signal,
-        }
-      )
-    );
-    return result as CallToolResult;
+    const cancel = requestSignal(opts.signal);
+    try {
+      const result = await this.onConnection(spec, (conn) =>
+        conn.client.callTool(
+          { name, arguments: args, ...(opts.meta ? { _meta: opts.meta } : {}) },
+          CallToolResultSchema,
+          {
+            timeout,
+            // Progress notifications keep a long call alive, up to four times its timeout in all.
+            resetTimeoutOnProgress: true,
+            maxTotalTimeout: timeout * 4,
+            onprogress: opts.onProgress,
+            signal: cancel.signal,
+          }
+        )
+      );
+      return result as CallToolResult;
+    } finally {
+      cancel.done();
+    }
   }
 
   async callTool(

@@ -4,6 +4,7 @@
  * remote servers on loopback, over streamable HTTP and HTTP+SSE.
  */
 import { execFileSync } from 'node:child_process';
+import { getEventListeners } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -320,6 +321,24 @@ describe('MCP pool: tool list cache, list_changed, timeouts and progress', () =>
     );
     expect(text(res)).toBe('slept 1200');
     expect(seen.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it("leaves no listener on the caller's signal after each call, and a cancel still stops a call in flight", async () => {
+    // An activity makes all its calls under one cancellation signal (`/init` makes a dozen).
+    const activity = new AbortController();
+    for (let i = 0; i < 12; i++)
+      expect(text(await pool.callTool(spec, 'slow', { ms: 1, progress: false }, { signal: activity.signal }))).toBe(
+        'slept 1'
+      );
+    expect(getEventListeners(activity.signal, 'abort')).toHaveLength(0);
+
+    const running = pool.callTool(spec, 'slow', { ms: 5000, progress: false }, { signal: activity.signal });
+    await waitFor(() => getEventListeners(activity.signal, 'abort').length > 0, 2000);
+    const started = Date.now();
+    activity.abort(new Error('the activity was cancelled'));
+    await expect(running).rejects.toThrow(/cancelled/);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(getEventListeners(activity.signal, 'abort')).toHaveLength(0);
   });
 });
 

@@ -2,11 +2,15 @@
  * All of Klea's I/O lives in activities. The worker builds them once with `createActivities(deps)`;
  * workflows import only the `Activities` type.
  */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
+import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import type { ModelUsage } from '../common/model-protocol';
+import type { Plan } from '../common/plan';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
+import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
 import { sandboxReport } from '../runtime/sandbox-probe';
@@ -51,6 +55,49 @@ export function createActivities(deps: ActivityDeps) {
   const offered = async (projectDir: string, toolAccess: nodes.WritePlanInput['toolAccess']) =>
     (await tools.listTools({ projectDir, toolAccess })).tools;
 
+  /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
+  async function pickChecked(input: nodes.PickToolsInput, offeredTools: ToolDescriptor[]) {
+    const picked = await nodes.pickTools(model, input, offeredTools);
+    const guarded = await Promise.all(
+      picked.calls.map((c) =>
+        tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })
+      )
+    );
+    return { ...picked, guarded };
+  }
+
+  /**
+   * The first round's picks right after the first plan (common/first-pick.ts), or none. A pick that fails leaves
+   * the plan standing: the workflow then picks in an activity of its own, retried as every pick is.
+   */
+  async function firstPick(
+    input: nodes.WritePlanInput,
+    ask: FirstPickAsk,
+    written: { plan: Plan; usage: ModelUsage },
+    offeredTools: ToolDescriptor[]
+  ): Promise<FirstPick | undefined> {
+    const steps = firstPickSteps(written.plan, ask, written.usage.inputTokens + written.usage.outputTokens);
+    if (!steps.length) return undefined;
+    try {
+      const picked = await pickChecked(
+        {
+          projectDir: input.projectDir,
+          toolAccess: input.toolAccess,
+          goal: written.plan.goal,
+          steps: steps.map((s) => ({ id: s.id, title: s.title, instruction: s.instruction, dependencyResults: [] })),
+        },
+        offeredTools
+      );
+      return { stepIds: steps.map((s) => s.id), ...picked };
+    } catch (err) {
+      if (activityCancelled()) throw err;
+      deps.log.warn('the first pick with the plan failed; the task picks on its own', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return undefined;
+    }
+  }
+
   return {
     ...tools,
 
@@ -71,12 +118,21 @@ export function createActivities(deps: ActivityDeps) {
       return { file: ctx.file, sandbox: sandbox.status, sandboxNote: sandboxNote(sandbox) };
     },
 
-    async writePlan(input: nodes.WritePlanInput) {
+    /**
+     * The Planner's plan; with `firstPick` (a first plan the workflow may go on with at once), also the first
+     * round's tool picks, as `pickTools` makes them (common/first-pick.ts).
+     */
+    async writePlan(
+      input: nodes.WritePlanInput & { firstPick?: FirstPickAsk }
+    ): Promise<{ plan: Plan; usage: ModelUsage; firstPick?: FirstPick }> {
       const [toolList, ctx] = await Promise.all([
         offered(input.projectDir, input.toolAccess),
         projectContext.read(input.projectDir),
       ]);
-      return nodes.writePlan(model, input, toolList, ctx.text);
+      const written = await nodes.writePlan(model, input, toolList, ctx.text);
+      if (!input.firstPick) return written;
+      const picked = await firstPick(input, input.firstPick, written, toolList);
+      return picked ? { ...written, firstPick: picked } : written;
     },
 
     /**
@@ -85,13 +141,7 @@ export function createActivities(deps: ActivityDeps) {
      * permission decision stays with the workflow; the workspace server checks every path again.
      */
     async pickTools(input: nodes.PickToolsInput): Promise<nodes.PickToolsResult & { guarded: GuardedPath[][] }> {
-      const picked = await nodes.pickTools(model, input, await offered(input.projectDir, input.toolAccess));
-      const guarded = await Promise.all(
-        picked.calls.map((c) =>
-          tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })
-        )
-      );
-      return { ...picked, guarded };
+      return pickChecked(input, await offered(input.projectDir, input.toolAccess));
     },
 
     async doStep(input: nodes.DoStepInput) {
@@ -132,6 +182,15 @@ export function createActivities(deps: ActivityDeps) {
       return { path: 'AGENTS.md', bytes: Buffer.byteLength(text), usage };
     },
   };
+}
+
+/** Whether this runs in an activity whose cancellation was requested. */
+function activityCancelled(): boolean {
+  try {
+    return Context.current().cancellationSignal.aborted;
+  } catch {
+    return false;
+  }
 }
 
 export type Activities = ReturnType<typeof createActivities>;

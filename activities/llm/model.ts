@@ -208,7 +208,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     ...turns,
   ];
   /** Tokens per activity span, for the totals the activity's span shows (weak: spans come and go). */
-  const activityTokens = new WeakMap<Span, { inputTokens: number; outputTokens: number }>();
+  const activityTokens = new WeakMap<Span, { node: NodeName; inputTokens: number; outputTokens: number }>();
 
   const turnsOf = (prompt: NodePrompt): BaseMessage[] =>
     prompt.messages.map((m) => (typeof m === 'string' ? new HumanMessage(m) : m));
@@ -249,12 +249,13 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   }
 
   function addToActivitySpan(activity: Span, node: NodeName, usage: { inputTokens: number; outputTokens: number }) {
-    const sum = activityTokens.get(activity) ?? { inputTokens: 0, outputTokens: 0 };
+    // An activity that makes calls of several nodes (the Planner's, with the first tool picks) is named by its first.
+    const sum = activityTokens.get(activity) ?? { node, inputTokens: 0, outputTokens: 0 };
     sum.inputTokens += usage.inputTokens;
     sum.outputTokens += usage.outputTokens;
     activityTokens.set(activity, sum);
     activity.setAttributes({
-      'klea.node': node,
+      'klea.node': sum.node,
       'gen_ai.request.model': config.model.name,
       'gen_ai.usage.input_tokens': sum.inputTokens,
       'gen_ai.usage.output_tokens': sum.outputTokens,

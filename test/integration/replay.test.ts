@@ -138,6 +138,28 @@ const scenarios: Record<string, Scenario> = {
     expect((await t.result()).status).toBe('done');
     return [t.taskId];
   },
+  /** Since the Planner's activity picks the first round's tools when no review is due: no pickTools activity. */
+  async first_pick_with_plan(env, fake) {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Read a.txt'), step('s2', 'Sum up', { needs_tool: false, depends_on: ['s1'] })]),
+    });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    fake.on('do_step', { content: 'alpha' });
+    fake.on('compose_answer', { content: 'a.txt says alpha' });
+    const t = await TaskDriver.start(env, 'Read a.txt', p.dir, {
+      taskId: 'task-replay-first-pick-1',
+      sessionId: 'replay-first-pick',
+    });
+    await t.result();
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([
+      'writePlan',
+      'callTool',
+      'doStep',
+      'composeAnswer',
+    ]);
+    return [t.taskId];
+  },
   async replan(env, fake) {
     const p = makeProject();
     fake.on(

@@ -100,8 +100,93 @@ describe('taskWorkflow: the task path', () => {
       .filter((e) => e.activityTaskScheduledEventAttributes)
       .map((e) => Buffer.from(e.userMetadata?.summary?.data ?? []).toString());
     expect(summaries).toContain('"step s1 · workspace__grep \\"TODO\\""');
-    expect(summaries).toContain('"plan"');
+    expect(summaries).toContain('"plan · first tool picks if no review is due"');
     expect(summaries).toContain('"answer"');
+    // The plan asked for a review, so the Planner's activity picked nothing: the pick came after the approval.
+    expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+  });
+
+  it("no review due: the Planner's activity picks the first round's tools, with the prompt the pick would have had", async () => {
+    const p = makeProject({ 'a.txt': 'alpha\n', 'b.txt': 'beta\n' });
+    const steps = [
+      step('s1', 'Read a.txt'),
+      step('s2', 'Read b.txt'),
+      step('s3', 'Compare them', { needs_tool: false, depends_on: ['s1', 's2'] }),
+    ];
+    const picks = {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's2', path: 'b.txt' } },
+      ],
+    };
+    fake.on('write_plan', { call: plan(steps) });
+    fake.on('pick_tools', picks);
+    fake.on('do_step', { content: 'alpha, then beta' });
+    fake.on('compose_answer', { content: 'a.txt says alpha, b.txt beta.' });
+    const t = await TaskDriver.start(env, 'Compare a.txt and b.txt', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'a.txt says alpha, b.txt beta.' });
+
+    // One activity fewer: no pickTools, and the calls, events and results are those of any batch.
+    const acts = await t.scheduledActivities();
+    expect(acts.map((a) => a.type)).toEqual(['writePlan', 'callTool', 'callTool', 'doStep', 'composeAnswer']);
+    expect((await t.events()).map((e) => e.type)).toEqual([
+      'context',
+      'plan',
+      'step_started',
+      'step_started',
+      'step_finished',
+      'step_finished',
+      'step_started',
+      'step_finished',
+      'answer',
+      'status',
+    ]);
+    expect((await t.state()).steps.map((s) => [s.id, s.status, s.result])).toEqual([
+      ['s1', 'done', expect.stringContaining('alpha')],
+      ['s2', 'done', expect.stringContaining('beta')],
+      ['s3', 'done', 'alpha, then beta'],
+    ]);
+    const [firstPick] = fake.requestsFor('pick_tools');
+    expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+    // Every model call is counted once, the first pick included.
+    const { modelCalls } = fake.reportedUsage();
+    expect((await t.result()).usage).toMatchObject({ modelCalls, toolCalls: 2 });
+
+    // The same plan, reviewed first: the pick comes in its own activity after the approval, with the same prompt.
+    fake.reset();
+    fake.on('write_plan', { call: plan(steps, { before_work: true }) });
+    fake.on('pick_tools', picks);
+    fake.on('do_step', { content: 'alpha, then beta' });
+    fake.on('compose_answer', { content: 'a.txt says alpha, b.txt beta.' });
+    const reviewed = await TaskDriver.start(env, 'Compare a.txt and b.txt', p.dir);
+    await reviewed.waitFor('review_requested');
+    expect(fake.requestsFor('pick_tools')).toHaveLength(0);
+    await reviewed.handle.signal(reviewSignal, { decision: 'approve' });
+    expect((await reviewed.result()).status).toBe('done');
+    expect((await reviewed.scheduledActivities()).map((a) => a.type)).toContain('pickTools');
+    expect(fake.requestsFor('pick_tools').map((r) => r.messages)).toEqual([firstPick.messages]);
+  });
+
+  it('a first pick that fails leaves the plan standing: the task picks again in an activity of its own', async () => {
+    const p = makeProject({ 'a.txt': 'alpha\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]) });
+    fake.on(
+      'pick_tools',
+      { status: 503, message: 'overloaded' },
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] }
+    );
+    fake.on('compose_answer', { content: 'alpha' });
+    const t = await TaskDriver.start(env, 'Read a.txt', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'alpha' });
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([
+      'writePlan',
+      'pickTools',
+      'callTool',
+      'composeAnswer',
+    ]);
+    // One plan only: the failed pick did not make the Planner's activity write it again.
+    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    expect((await t.events()).filter((e) => e.type === 'plan')).toHaveLength(1);
   });
 
   it('revise: the feedback reaches the Planner and the revised plan is reviewed again', async () => {

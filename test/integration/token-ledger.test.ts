@@ -199,4 +199,30 @@ describe('a token budget', () => {
     expect(result.answer).toBe('Done thinking.');
     fake.reset();
   }, 120_000);
+
+  it("a plan that crosses the budget is paused for before the first round's tools are picked", async () => {
+    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]) });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    fake.on('compose_answer', { content: 'alpha' });
+    const res = await request(app).post('/tasks').send({ prompt: 'read a.txt', projectDir: project.dir });
+    const task = await TaskDriver.attach(env, res.body.taskId as string);
+    const paused = await task.waitFor('review_requested', (e) => e.reason === 'budget');
+    // Nothing was spent past the plan: the Planner's activity picked no tools.
+    expect(fake.requestsFor('pick_tools')).toHaveLength(0);
+    expect(paused.spent).toEqual({ ...fake.reportedUsage(), budget: 1 });
+    await request(app).post(`/tasks/${task.taskId}/review`).send({ decision: 'approve', planHash: paused.planHash });
+    // Approved, the pick is its own activity, and the next budget review counts it.
+    const again = await task.waitFor('review_requested', (e) => e.reason === 'budget' && e.seq > paused.seq);
+    expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+    expect(again.spent).toMatchObject(fake.reportedUsage());
+    await request(app).post(`/tasks/${task.taskId}/review`).send({ decision: 'approve', planHash: again.planHash });
+    expect(await task.result()).toMatchObject({ status: 'done', answer: 'alpha' });
+    expect((await task.scheduledActivities()).map((a) => a.type)).toEqual([
+      'writePlan',
+      'pickTools',
+      'callTool',
+      'composeAnswer',
+    ]);
+    fake.reset();
+  }, 60_000);
 });

@@ -15,6 +15,7 @@
 import * as workflows from '../index';
 import * as tracing from './tracing-interceptors';
 import * as events from '../../common/events';
+import * as firstPick from '../../common/first-pick';
 import * as glob from '../../common/glob';
 import * as modelProtocol from '../../common/model-protocol';
 import * as pathGuard from '../../common/path-guard';
@@ -35,6 +36,7 @@ import { completeSchemas } from '../../common/zod-setup';
 /** Every `common/` module a workflow imports, by name (the test compares this with the imports). */
 export const SHARED_COMMON_MODULES = {
   events,
+  'first-pick': firstPick,
   glob,
   'model-protocol': modelProtocol,
   'path-guard': pathGuard,

@@ -8,6 +8,7 @@
  */
 import { condition } from '@temporalio/workflow';
 import type { TaskStatus } from '../../common/events';
+import type { FirstPick, FirstPickAsk } from '../../common/first-pick';
 import type { Plan } from '../../common/plan';
 import { planDiff, type PlanDiff } from '../../common/plan-diff';
 import type { CallUsage } from '../../common/model-protocol';
@@ -48,9 +49,24 @@ export class Planning {
     this.budget = task.input.maxTokens;
   }
 
-  /** The Planner's first plan for the request, adopted. */
-  async plan(): Promise<void> {
-    this.adopt(this.metered(await this.write('plan')));
+  /**
+   * The Planner's first plan for the request, adopted. With `pickFirst`, the Planner's activity also picks the
+   * first round's tools when nothing has to happen before that round (common/first-pick.ts): those picks, if made.
+   */
+  async plan(pickFirst = false): Promise<FirstPick | null> {
+    const { input, meter } = this.task;
+    const ask: FirstPickAsk | undefined =
+      pickFirst && input.review !== 'always'
+        ? { budgetLeft: this.budget === null || input.maxTokens === null ? null : this.budget - meter.tokens }
+        : undefined;
+    const written = await this.write(
+      ask ? 'plan · first tool picks if no review is due' : 'plan',
+      undefined,
+      undefined,
+      ask
+    );
+    this.adopt(this.metered(written));
+    return written.firstPick ?? null;
   }
 
   /** A new plan after a step that could not be completed, told as `replanned` with the reason. */
@@ -96,7 +112,7 @@ export class Planning {
   }
 
   /** Asks the Planner for a plan (the activity's own promise: an async wrapper would add promises, see above). */
-  private write(summary: string, feedback?: string, finished?: StepResultView[]) {
+  private write(summary: string, feedback?: string, finished?: StepResultView[], firstPick?: FirstPickAsk) {
     const { input, progress } = this.task;
     this.task.setStatus('planning', summary);
     return modelNodes.writePlan.executeWithOptions({ summary }, [
@@ -109,6 +125,7 @@ export class Planning {
         previousPlan: progress.plan ?? undefined,
         feedback,
         finished: finished?.length ? finished : undefined,
+        firstPick,
       },
     ]);
   }

@@ -10,6 +10,7 @@
 import { condition, getExternalWorkflowHandle, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { TaskStatus } from '../../common/events';
 import { grantCovers, type GuardedPath } from '../../common/path-guard';
+import type { FirstPick } from '../../common/first-pick';
 import type { PlanStep } from '../../common/plan';
 import type { ParsedTaskInput, SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
@@ -49,12 +50,13 @@ export class StepRunner {
    * common shapes (one line of work, one step, one call) are awaited as they are, without an async wrapper or
    * `Promise.all`.
    */
-  runBatch(batch: PlanStep[]): Promise<unknown> {
+  /** @param picked the tool steps' picks, when the Planner's activity made them with the plan (for these steps). */
+  runBatch(batch: PlanStep[], picked: FirstPick | null = null): Promise<unknown> {
     this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
     const toolSteps = batch.filter((s) => s.needs_tool);
     const work = [
       ...batch.filter((s) => !s.needs_tool).map((s) => this.runTextStep(s)),
-      ...(toolSteps.length ? [this.runToolSteps(toolSteps)] : []),
+      ...(toolSteps.length ? [this.runToolSteps(toolSteps, picked)] : []),
     ];
     return work.length === 1 ? work[0] : Promise.all(work);
   }
@@ -75,26 +77,10 @@ export class StepRunner {
     }
   }
 
-  private async runToolSteps(batch: PlanStep[]): Promise<void> {
-    const { input, progress, questions, meter } = this.task;
+  private async runToolSteps(batch: PlanStep[], firstPick: FirstPick | null): Promise<void> {
+    const { input, progress, meter } = this.task;
     for (const s of batch) this.start(s);
-    const picked = await modelNodes.pickTools.executeWithOptions(
-      { summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}` },
-      [
-        {
-          projectDir: input.projectDir,
-          toolAccess: input.toolAccess,
-          goal: progress.goal!,
-          steps: batch.map((s) => ({
-            id: s.id,
-            title: s.title,
-            instruction: questions.withAnswers(s).instruction,
-            dependencyResults: progress.dependencyResults(s),
-            previousFailure: progress.previousFailure(s.id),
-          })),
-        },
-      ]
-    );
+    const picked = firstPick ?? (await this.pick(batch));
     // One pick for several steps is counted on the first of them.
     meter.modelCall(picked.usage, batch[0].id);
     const calls = picked.calls;
@@ -133,6 +119,28 @@ export class StepRunner {
       this.settle(s, decided instanceof Promise ? await decided : decided, mine, text);
     };
     await (batch.length === 1 ? settleStep(batch[0]) : Promise.all(batch.map(settleStep)));
+  }
+
+  /** The tool calls of a batch's steps, bound by `pick_tools` (the activity checks their paths too). */
+  private pick(batch: PlanStep[]) {
+    const { input, progress, questions } = this.task;
+    return modelNodes.pickTools.executeWithOptions(
+      { summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}` },
+      [
+        {
+          projectDir: input.projectDir,
+          toolAccess: input.toolAccess,
+          goal: progress.goal!,
+          steps: batch.map((s) => ({
+            id: s.id,
+            title: s.title,
+            instruction: questions.withAnswers(s).instruction,
+            dependencyResults: progress.dependencyResults(s),
+            previousFailure: progress.previousFailure(s.id),
+          })),
+        },
+      ]
+    );
   }
 
   /** One tool call: ordered after earlier calls on the same files, through the gate, then dispatched. */

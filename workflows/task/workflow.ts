@@ -25,6 +25,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
+import { pickedFor } from '../../common/first-pick';
 import type { CallUsage } from '../../common/model-protocol';
 import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
 import {
@@ -257,13 +258,25 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       }
     }
 
-    await planning.plan();
+    // The first round's tool picks, when the Planner's activity made them with the plan (common/first-pick.ts); a
+    // pick the task does not go on with at once is counted and dropped.
+    let firstPick = await planning.plan(true);
+    const dropFirstPick = () => {
+      if (firstPick) meter.modelCall(firstPick.usage);
+      firstPick = null;
+    };
     const review = planning.reviewBeforeWork();
-    if (review) await review;
+    if (review) {
+      dropFirstPick();
+      await review;
+    }
 
     for (;;) {
       const budgetReview = planning.keepToBudget();
-      if (budgetReview) await budgetReview;
+      if (budgetReview) {
+        dropFirstPick();
+        await budgetReview;
+      }
       const current = progress.statuses();
       if (allFinished(progress.graph, current)) break;
       const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
@@ -273,7 +286,17 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
         log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
       }
       if (runnable.length) {
-        await runner.runBatch(runnable);
+        const picked =
+          firstPick &&
+          pickedFor(
+            firstPick,
+            runnable.filter((s) => s.needs_tool)
+          )
+            ? firstPick
+            : null;
+        if (!picked) dropFirstPick();
+        firstPick = null;
+        await runner.runBatch(runnable, picked);
       } else if (questions.pending) {
         const waitingFor = questions.pending.stepId;
         setStatus('awaiting_clarification', `step ${waitingFor}`);

@@ -44,6 +44,9 @@ export interface KleaWorker {
   run(): Promise<void>;
 }
 
+/** Activities of one workflow task that start on this worker at once, without a trip through the task queue. */
+export const EAGER_ACTIVITIES_PER_WORKFLOW_TASK = 16;
+
 /** How often every running activity tells Temporal it is alive (its heartbeat timeout is a few times this). */
 export const HEARTBEAT_EVERY_MS = 3000;
 
@@ -113,6 +116,10 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
       ? { maxCachedWorkflows: opts.config.worker.max_cached_workflows }
       : {}),
     maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
+    // A batch schedules its tool calls in one workflow task: the server hands up to this many straight back to
+    // this worker (while it has free slots) instead of through the task queue, so they start together. The SDK's
+    // default is 3, and the other calls of a batch of 8 started one by one after them.
+    maxEagerActivityReservationsPerWorkflowTask: EAGER_ACTIVITIES_PER_WORKFLOW_TASK,
     stickyQueueScheduleToStartTimeout: opts.config.worker.sticky_queue_timeout_ms,
   }).catch(async (err: unknown) => {
     await metrics?.close();

@@ -3,21 +3,11 @@ import { firstPickSteps, pickedFor } from '../../common/first-pick';
 import type { Plan, PlanStep } from '../../common/plan';
 import { nextRound } from '../../workflows/task/plan-graph';
 import { PlanProgress } from '../../workflows/task/plan-progress';
+import { plan as taskPlan, step as taskStep } from '../support/task-driver';
 
-const step = (id: string, depends_on: string[] = [], extra: Partial<PlanStep> = {}): PlanStep => ({
-  id,
-  title: `step ${id}`,
-  instruction: `do ${id}`,
-  depends_on,
-  needs_tool: true,
-  questions: [],
-  ...extra,
-});
-const plan = (steps: PlanStep[], before_work = false): Plan => ({
-  goal: 'g',
-  steps,
-  review: { before_work, after_step_ids: [] },
-});
+const step = (id: string, depends_on: string[] = [], extra: Partial<PlanStep> = {}): PlanStep =>
+  taskStep(id, `do ${id}`, { depends_on, ...extra });
+const plan = (steps: PlanStep[], before_work = false): Plan => taskPlan(steps, { before_work });
 const ids = (steps: readonly PlanStep[]) => steps.map((s) => s.id);
 const noBudget = { budgetLeft: null };
 

@@ -49,8 +49,9 @@ export class StepRunner {
    * Every promise a workflow creates costs its run a captured stack trace (Temporal's stack-trace query), so the
    * common shapes (one line of work, one step, one call) are awaited as they are, without an async wrapper or
    * `Promise.all`.
+   *
+   * @param picked the tool steps' picks, when the Planner's activity made them with the plan (for these steps).
    */
-  /** @param picked the tool steps' picks, when the Planner's activity made them with the plan (for these steps). */
   runBatch(batch: PlanStep[], picked: FirstPick | null = null): Promise<unknown> {
     this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
     const toolSteps = batch.filter((s) => s.needs_tool);

@@ -74,10 +74,15 @@ export function createActivities(deps: ActivityDeps) {
     input: nodes.WritePlanInput,
     ask: FirstPickAsk,
     written: { plan: Plan; usage: ModelUsage },
-    offeredTools: ToolDescriptor[]
+    offeredTools: ToolDescriptor[],
+    began: number
   ): Promise<FirstPick | undefined> {
     const steps = firstPickSteps(written.plan, ask, written.usage.inputTokens + written.usage.outputTokens);
     if (!steps.length) return undefined;
+    // The plan and the pick share the activity's time limit: a pick that might outlast what is left would have the
+    // attempt time out and the plan written again, so a slow plan goes back to the workflow alone; so does one
+    // whose task was cancelled meanwhile.
+    if (activityCancelled() || activityTimeLeft(began) < deps.config.model.timeout_ms) return undefined;
     try {
       const picked = await pickChecked(
         {
@@ -125,13 +130,14 @@ export function createActivities(deps: ActivityDeps) {
     async writePlan(
       input: nodes.WritePlanInput & { firstPick?: FirstPickAsk }
     ): Promise<{ plan: Plan; usage: ModelUsage; firstPick?: FirstPick }> {
+      const began = Date.now();
       const [toolList, ctx] = await Promise.all([
         offered(input.projectDir, input.toolAccess),
         projectContext.read(input.projectDir),
       ]);
       const written = await nodes.writePlan(model, input, toolList, ctx.text);
       if (!input.firstPick) return written;
-      const picked = await firstPick(input, input.firstPick, written, toolList);
+      const picked = await firstPick(input, input.firstPick, written, toolList, began);
       return picked ? { ...written, firstPick: picked } : written;
     },
 
@@ -184,13 +190,24 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
+/** The activity's context, or none outside an activity (tests call activities directly). */
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether this runs in an activity whose cancellation was requested. */
 function activityCancelled(): boolean {
-  try {
-    return Context.current().cancellationSignal.aborted;
-  } catch {
-    return false;
-  }
+  return activityContext()?.cancellationSignal.aborted ?? false;
+}
+
+/** What is left of the attempt's start-to-close time, for an attempt that began at `began` (unbounded outside). */
+function activityTimeLeft(began: number): number {
+  const limit = activityContext()?.info.startToCloseTimeoutMs;
+  return limit ? limit - (Date.now() - began) : Infinity;
 }
 
 export type Activities = ReturnType<typeof createActivities>;

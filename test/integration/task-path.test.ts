@@ -164,7 +164,8 @@ describe('taskWorkflow: the task path', () => {
     await reviewed.handle.signal(reviewSignal, { decision: 'approve' });
     expect((await reviewed.result()).status).toBe('done');
     expect((await reviewed.scheduledActivities()).map((a) => a.type)).toContain('pickTools');
-    expect(fake.requestsFor('pick_tools').map((r) => r.messages)).toEqual([firstPick.messages]);
+    const asSent = (r: typeof firstPick) => ({ system: r.system, messages: r.messages, tools: r.toolSchemas });
+    expect(fake.requestsFor('pick_tools').map(asSent)).toEqual([asSent(firstPick)]);
   });
 
   it('a first pick that fails leaves the plan standing: the task picks again in an activity of its own', async () => {
@@ -553,5 +554,32 @@ describe('taskWorkflow: the task path', () => {
     await t.handle.signal(reviewSignal, { decision: 'approve' });
     expect(await t.result()).toMatchObject({ status: 'done', answer: 'restart-proof' });
     expect((await t.state()).steps[0].result).toBe('restart-proof');
+  });
+});
+
+describe("taskWorkflow: the Planner's activity and its time limit", () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  // A model request may take almost the whole of a model activity's 3 minutes: a plan that took more than the
+  // half second left over cannot be followed by a pick in the same attempt.
+  useFakeModelEnv({ name: 'slow-plan', overrides: { model: { timeout_ms: 179_500 } } }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('a plan that used up the time a pick may need goes back alone; the pick is an activity of its own', async () => {
+    const p = makeProject({ 'a.txt': 'alpha\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]), delayMs: 800 });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    fake.on('compose_answer', { content: 'alpha' });
+    const t = await TaskDriver.start(env, 'Read a.txt', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'alpha' });
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([
+      'writePlan',
+      'pickTools',
+      'callTool',
+      'composeAnswer',
+    ]);
+    expect(fake.requestsFor('write_plan')).toHaveLength(1);
   });
 });

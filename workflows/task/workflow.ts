@@ -262,7 +262,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     // pick the task does not go on with at once is counted and dropped.
     let firstPick = await planning.plan(true);
     const dropFirstPick = () => {
-      if (firstPick) meter.modelCall(firstPick.usage);
+      // Counted on the first step it was made for, whose `step_finished` then carries it.
+      if (firstPick) meter.modelCall(firstPick.usage, firstPick.stepIds[0]);
       firstPick = null;
     };
     const review = planning.reviewBeforeWork();

@@ -29,6 +29,18 @@ const calls = (): Array<{ tool: string; args: Record<string, unknown>; grants: u
         .map((l) => JSON.parse(l))
     : [];
 
+/** A one-step task that read a.txt and answered "alpha": one plan, then its pick in an activity of its own. */
+async function expectOwnPickAfterOnePlan(t: TaskDriver, fake: FakeModel) {
+  expect(await t.result()).toMatchObject({ status: 'done', answer: 'alpha' });
+  expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([
+    'writePlan',
+    'pickTools',
+    'callTool',
+    'composeAnswer',
+  ]);
+  expect(fake.requestsFor('write_plan')).toHaveLength(1);
+}
+
 describe('taskWorkflow: the task path', () => {
   let fake: FakeModel;
   let env: TestEnv;
@@ -178,15 +190,8 @@ describe('taskWorkflow: the task path', () => {
     );
     fake.on('compose_answer', { content: 'alpha' });
     const t = await TaskDriver.start(env, 'Read a.txt', p.dir);
-    expect(await t.result()).toMatchObject({ status: 'done', answer: 'alpha' });
-    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([
-      'writePlan',
-      'pickTools',
-      'callTool',
-      'composeAnswer',
-    ]);
     // One plan only: the failed pick did not make the Planner's activity write it again.
-    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    await expectOwnPickAfterOnePlan(t, fake);
     expect((await t.events()).filter((e) => e.type === 'plan')).toHaveLength(1);
   });
 
@@ -573,13 +578,6 @@ describe("taskWorkflow: the Planner's activity and its time limit", () => {
     fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
     fake.on('compose_answer', { content: 'alpha' });
     const t = await TaskDriver.start(env, 'Read a.txt', p.dir);
-    expect(await t.result()).toMatchObject({ status: 'done', answer: 'alpha' });
-    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual([
-      'writePlan',
-      'pickTools',
-      'callTool',
-      'composeAnswer',
-    ]);
-    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    await expectOwnPickAfterOnePlan(t, fake);
   });
 });

@@ -2,7 +2,6 @@
  * All of Klea's I/O lives in activities. The worker builds them once with `createActivities(deps)`;
  * workflows import only the `Activities` type.
  */
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
@@ -12,6 +11,7 @@ import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
+import { activityContext } from './activity-context';
 import type { GuardedPath } from '../runtime/path-resolve';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
@@ -188,15 +188,6 @@ export function createActivities(deps: ActivityDeps) {
       return { path: 'AGENTS.md', bytes: Buffer.byteLength(text), usage };
     },
   };
-}
-
-/** The activity's context, or none outside an activity (tests call activities directly). */
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
 }
 
 /** Whether this runs in an activity whose cancellation was requested. */

@@ -1,6 +1,6 @@
 /** Builds a Klea worker: the prebuilt workflow bundle plus the activities made by createActivities(deps). */
 import os from 'node:os';
-import { Context } from '@temporalio/activity';
+import { activityContext } from '../activities/activity-context';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { McpPool } from '../activities/mcp/pool';
@@ -59,13 +59,9 @@ function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<u
   const wrapped: Record<string, unknown> = {};
   for (const [name, fn] of Object.entries(activities)) {
     wrapped[name] = async (...args: never[]) => {
-      let ctx: Context | undefined;
-      try {
-        ctx = Context.current();
-      } catch {
-        return fn(...args);
-      }
-      const timer = setInterval(() => ctx!.heartbeat(), HEARTBEAT_EVERY_MS);
+      const ctx = activityContext();
+      if (!ctx) return fn(...args);
+      const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
         return await fn(...args);
       } finally {

@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
+import { activityContext } from '../activity-context';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Config, ToolAccess } from '../../common/config';
@@ -201,12 +201,7 @@ export function createToolActivities(deps: ToolDeps) {
       const policy = accessRefusal(found.tool, input.toolAccess, `${input.server}__${input.tool}`);
       if (policy || !found.spec) return refused(policy ?? `no MCP server named ${input.server}`);
 
-      let ctx: Context | undefined;
-      try {
-        ctx = Context.current();
-      } catch {
-        ctx = undefined;
-      }
+      const ctx = activityContext();
       const meta =
         input.server === WORKSPACE_SERVER && (input.grants?.length || input.idempotencyKey || input.network)
           ? {

@@ -50,13 +50,13 @@ export class Planning {
   }
 
   /**
-   * The Planner's first plan for the request, adopted. With `pickFirst`, the Planner's activity also picks the
-   * first round's tools when nothing has to happen before that round (common/first-pick.ts): those picks, if made.
+   * The Planner's first plan for the request, adopted. The Planner's activity also picks the first round's tools
+   * when nothing has to happen before that round (common/first-pick.ts): those picks, if made.
    */
-  async plan(pickFirst = false): Promise<FirstPick | null> {
+  async plan(): Promise<FirstPick | null> {
     const { input, meter } = this.task;
     const ask: FirstPickAsk | undefined =
-      pickFirst && input.review !== 'always'
+      input.review !== 'always'
         ? { budgetLeft: this.budget === null || input.maxTokens === null ? null : this.budget - meter.tokens }
         : undefined;
     const written = await this.write(

@@ -26,6 +26,7 @@ import {
 } from '@temporalio/workflow';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import { pickedFor } from '../../common/first-pick';
+import type { PlanStep } from '../../common/plan';
 import type { CallUsage } from '../../common/model-protocol';
 import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
 import {
@@ -258,24 +259,28 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
       }
     }
 
-    // The first round's tool picks, when the Planner's activity made them with the plan (common/first-pick.ts); a
-    // pick the task does not go on with at once is counted and dropped.
-    let firstPick = await planning.plan(true);
-    const dropFirstPick = () => {
-      // Counted on the first step it was made for, whose `step_finished` then carries it.
-      if (firstPick) meter.modelCall(firstPick.usage, firstPick.stepIds[0]);
+    // The first round's tool picks, when the Planner's activity made them with the plan (common/first-pick.ts).
+    let firstPick = await planning.plan();
+    /** The picks for `batch` if they were made for exactly its tool steps; any other picks are counted and dropped. */
+    const takeFirstPick = (batch: PlanStep[] = []) => {
+      const picks = firstPick;
       firstPick = null;
+      const toolSteps = batch.filter((s) => s.needs_tool);
+      if (!picks || pickedFor(picks, toolSteps)) return picks;
+      // Counted on the first step they were made for, whose `step_finished` then carries it.
+      meter.modelCall(picks.usage, picks.stepIds[0]);
+      return null;
     };
     const review = planning.reviewBeforeWork();
     if (review) {
-      dropFirstPick();
+      takeFirstPick();
       await review;
     }
 
     for (;;) {
       const budgetReview = planning.keepToBudget();
       if (budgetReview) {
-        dropFirstPick();
+        takeFirstPick();
         await budgetReview;
       }
       const current = progress.statuses();
@@ -287,17 +292,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
         log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
       }
       if (runnable.length) {
-        const picked =
-          firstPick &&
-          pickedFor(
-            firstPick,
-            runnable.filter((s) => s.needs_tool)
-          )
-            ? firstPick
-            : null;
-        if (!picked) dropFirstPick();
-        firstPick = null;
-        await runner.runBatch(runnable, picked);
+        await runner.runBatch(runnable, takeFirstPick(runnable));
       } else if (questions.pending) {
         const waitingFor = questions.pending.stepId;
         setStatus('awaiting_clarification', `step ${waitingFor}`);

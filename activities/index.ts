@@ -4,6 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
+import { Failure } from '../common/failures';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import type { ModelUsage } from '../common/model-protocol';
 import type { Plan } from '../common/plan';
@@ -184,7 +185,7 @@ export function createActivities(deps: ActivityDeps) {
       const { text, usage } = await nodes.initProjectText(model, parts.join('\n\n'));
       const written = await call('write_file', { path: 'AGENTS.md', content: text.trim() + '\n' });
       if (written.status !== 'ok')
-        throw ApplicationFailure.nonRetryable(`could not write AGENTS.md: ${written.text}`, 'InitWriteFailed');
+        throw ApplicationFailure.nonRetryable(`could not write AGENTS.md: ${written.text}`, Failure.InitWriteFailed);
       return { path: 'AGENTS.md', bytes: Buffer.byteLength(text), usage };
     },
   };

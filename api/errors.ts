@@ -2,6 +2,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 import { describeZodIssues } from '../common/zod-issues';
+import { Failure } from '../common/failures';
 
 /** Seconds a client is told to wait (`Retry-After`) before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -30,8 +31,12 @@ export const unavailable = (
 export const badGateway = (message: string) => new ApiError(502, 'model_error', message);
 
 /** Model failures (the activity's ApplicationFailure type) and how the API reports them. */
-const MODEL_UNAVAILABLE = new Set(['ModelUnavailable', 'ModelNotConfigured']);
-const MODEL_ERROR = new Set(['ModelServerError', 'ModelRequestRefused', 'ModelOutputInvalid']);
+const MODEL_UNAVAILABLE = new Set<string>([Failure.ModelUnavailable, Failure.ModelNotConfigured]);
+const MODEL_ERROR = new Set<string>([
+  Failure.ModelServerError,
+  Failure.ModelRequestRefused,
+  Failure.ModelOutputInvalid,
+]);
 
 /** A failed model call as 502 `model_error` / 503 `model_unavailable`; null for any other failure. */
 export function modelError(type: string | undefined, message: string): ApiError | null {

@@ -4,6 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { NodeName } from '../../common/model-protocol';
+import { Failure } from '../../common/failures';
 import { httpStatusOf } from './structured-output';
 
 export const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -34,19 +35,19 @@ export function classifyModelError(node: NodeName, err: unknown, hint = ''): unk
   if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429) {
     return ApplicationFailure.nonRetryable(
       `model request for ${node} was refused (HTTP ${status}): ${message}${hint}`,
-      'ModelRequestRefused'
+      Failure.ModelRequestRefused
     );
   }
   if (status === 408 || status === 429 || status === 502 || status === 503 || status === 504 || unreachable(err)) {
     return ApplicationFailure.retryable(
       `model endpoint unavailable for ${node}${status ? ` (HTTP ${status})` : ''}: ${message}`,
-      'ModelUnavailable'
+      Failure.ModelUnavailable
     );
   }
   if (status !== undefined && status >= 500) {
     return ApplicationFailure.retryable(
       `model request for ${node} failed (HTTP ${status}): ${message}`,
-      'ModelServerError'
+      Failure.ModelServerError
     );
   }
   return err;

@@ -19,6 +19,7 @@ import { ChatOpenAICompletions, wrapOpenAIClientError, type OpenAIClient } from 
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import type { z } from 'zod';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config, type StructuredOutput } from '../../common/config';
+import { Failure } from '../../common/failures';
 import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from '../../common/model-protocol';
 import { formatZodIssues } from '../../common/zod-issues';
 import { classifyModelError, errorText } from './model-errors';
@@ -199,7 +200,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);
 
   const requireModel = (): ChatCompletionsModel => {
-    if (!model) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, 'ModelNotConfigured');
+    if (!model) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, Failure.ModelNotConfigured);
     return model;
   };
 
@@ -363,7 +364,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       throw ApplicationFailure.nonRetryable(
         `the model's output for ${node} was invalid after ${maxAttempts} attempts: ${lastError}` +
           (lastKind === 'no_call' ? choice.hint : ''),
-        'ModelOutputInvalid'
+        Failure.ModelOutputInvalid
       );
     },
 

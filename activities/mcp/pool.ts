@@ -18,6 +18,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { SpanKind } from '@opentelemetry/api';
+import { Failure } from '../../common/failures';
 import type { Logger } from '../../runtime/log';
 import { inSpan } from '../../runtime/tracing';
 import { GroupStdioTransport } from './group-stdio-transport';
@@ -29,7 +30,7 @@ export class McpServerUnavailable extends Error {
     message: string
   ) {
     super(message);
-    this.name = 'McpServerUnavailable';
+    this.name = Failure.McpServerUnavailable;
   }
 }
 

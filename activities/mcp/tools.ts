@@ -6,6 +6,7 @@ import { activityContext } from '../activity-context';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Config, ToolAccess } from '../../common/config';
+import { Failure } from '../../common/failures';
 import type { Grant } from '../../common/path-guard';
 import {
   accessRefusal,
@@ -15,6 +16,7 @@ import {
   type ToolDescriptor,
 } from '../../common/tools';
 import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, NETWORK_META_KEY } from '../../common/workspace-protocol';
+import { dataPath } from '../../runtime/data-dir';
 import { signGrants } from '../../runtime/grant-signing';
 import { requireAllowedProject } from '../project/allowed';
 import type { Logger } from '../../runtime/log';
@@ -151,7 +153,7 @@ export function createToolActivities(deps: ToolDeps) {
       spec = specFor(projectDir, server);
     } catch (err) {
       if (err instanceof ServerConfigError)
-        throw ApplicationFailure.nonRetryable(err.message, 'ToolServerMisconfigured');
+        throw ApplicationFailure.nonRetryable(err.message, Failure.ToolServerMisconfigured);
       throw err;
     }
     if (!spec) return {};
@@ -222,7 +224,7 @@ export function createToolActivities(deps: ToolDeps) {
       const full = flattenContent(result);
       const cut = cutText(full);
       // Large outputs are cut for history and prompts, and kept whole by reference.
-      const ref = cut.truncated ? await keepResult(deps.config.tools.results_dir, full) : undefined;
+      const ref = cut.truncated ? await keepResult(dataPath(deps.config.tools.results_dir), full) : undefined;
       // Room for a capped diff of a write or edit (common/text-diff.ts) with its JSON escaping.
       const structured =
         result.structuredContent && JSON.stringify(result.structuredContent).length <= STRUCTURED_CAP

@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../common/config';
+import { Failure } from '../../common/failures';
 import { checkProjectDir } from '../../runtime/project-roots';
 
 export function requireAllowedProject(config: Pick<Config, 'project'>, projectDir: string): void {
@@ -13,6 +14,6 @@ export function requireAllowedProject(config: Pick<Config, 'project'>, projectDi
   const why = check.ok ? `is not a real path (it resolves to ${check.real})` : check.message;
   throw ApplicationFailure.nonRetryable(
     `project directory "${projectDir}" ${why}: this worker runs nothing there (project.allowed_roots)`,
-    'ProjectNotAllowed'
+    Failure.ProjectNotAllowed
   );
 }

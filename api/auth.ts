@@ -32,6 +32,3 @@ export function bearerAuth(token: string | null): RequestHandler {
     next();
   };
 }
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '::ffff:127.0.0.1']);
-export const isLoopbackHost = (host: string) => LOOPBACK.has(host) || /^127\./.test(host);

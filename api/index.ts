@@ -8,13 +8,13 @@ import { dataConverterFor } from '../runtime/payload-codec';
 import { exitWithParent } from '../runtime/supervised';
 import { temporalConnectionOptions } from '../runtime/temporal';
 import { createApp } from './app';
-import { isLoopbackHost } from './auth';
+import { isLoopbackName } from './loopback';
 
 async function main() {
   const log = createLogger('api');
   const { config } = loadConfigOrExit('api');
   const { host, port, token } = config.api;
-  if (!isLoopbackHost(host) && !token) {
+  if (!isLoopbackName(host) && !token) {
     // Security: an agent that can run commands must not be reachable from the network without a token.
     log.error(`refusing to listen on ${host} without KLEA_API_TOKEN: set a token or bind 127.0.0.1`);
     process.exit(1);

@@ -8,9 +8,9 @@
 import type { RequestHandler } from 'express';
 import type { Config } from '../common/config';
 import { ApiError } from './errors';
+import { isLoopbackName } from './loopback';
 
 const STATE_CHANGING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 /** `host[:port]` as a lower-case name and the whole header. */
 function hostName(host: string): string {
@@ -21,7 +21,7 @@ function hostName(host: string): string {
 
 export function requestGuard(config: Pick<Config, 'api' | 'temporal'>): RequestHandler {
   const allowed = new Set(config.api.allowed_hosts.map((h) => h.toLowerCase()));
-  const served = (host: string) => LOOPBACK.has(hostName(host)) || allowed.has(host) || allowed.has(hostName(host));
+  const served = (host: string) => isLoopbackName(hostName(host)) || allowed.has(host) || allowed.has(hostName(host));
   // The Temporal UI asks the codec endpoints from its own origin.
   const uiOrigin = new URL(config.temporal.ui_url).origin;
 

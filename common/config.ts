@@ -196,8 +196,11 @@ export const ConfigSchema = z.strictObject({
       sensitive_patterns: z.array(z.string().min(1)).default(DEFAULT_SENSITIVE_PATTERNS),
       /** Default per-call tool timeout. */
       call_timeout_ms: z.number().int().positive().default(60_000),
-      /** Where tool outputs too large for prompts are kept in full (content-addressed, `<sha256>.txt`). */
-      results_dir: z.string().min(1).default('.klea/results'),
+      /**
+       * Where tool outputs too large for prompts are kept in full (content-addressed, `<sha256>.txt`); a relative
+       * path is under Klea's data directory (KLEA_DATA_DIR, runtime/data-dir.ts).
+       */
+      results_dir: z.string().min(1).default('results'),
       /** The command sandbox every run_command runs in. */
       sandbox: z
         .strictObject({

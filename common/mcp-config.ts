@@ -169,7 +169,7 @@ export const McpConfigSchema = z
          * Intents and results of side-effecting calls by idempotency key, so a retried write or edit does not
          * act twice (env KLEA_WORKSPACE_STATE_DIR). Every worker that can take a retry must share it.
          */
-        state_dir: z.string().min(1).default('.klea/workspace-state'),
+        state_dir: z.string().min(1).default('workspace-state'),
       })
       .prefault({}),
     /** Further MCP servers, by name (the key Klea and VS Code use). */

@@ -1,14 +1,17 @@
 /**
- * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in .klea/temporal.db, or
- * KLEA_TEMPORAL_DB; Web UI), then the worker and the API; prints the URLs and streams every process's log with its
- * name. A worker or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after
- * it starts stops everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
+ * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in the data directory's
+ * temporal.db, or KLEA_TEMPORAL_DB; Web UI), then the worker and the API; prints the URLs and streams every process's
+ * log with its name. `--project <dir>` (`make start PROJECT=<dir>`) is the project to work on, as KLEA_PROJECT_DIR.
+ * A worker or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after it starts
+ * stops everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfigOrExit } from '../runtime/config';
+import { dataDir, temporalDbFile } from '../runtime/data-dir';
 import { startDevServer, type DevServer } from '../runtime/dev-server';
 import { portProblem } from '../runtime/ports';
+import { projectFlag, ProjectArgError, resolveProjectArg } from '../runtime/project-arg';
 import { Supervisor } from '../runtime/supervisor';
 import { REPO_ROOT } from '../runtime/temporal';
 
@@ -36,6 +39,17 @@ function hostPort(address: string): { host: string; port: number } {
 const isLocal = (host: string) => ['127.0.0.1', 'localhost', '::1', '0.0.0.0'].includes(host);
 
 async function main() {
+  const project = projectFlag(process.argv.slice(2));
+  if (project !== undefined) {
+    try {
+      // Before the config is read, so the file's project.dir gives way to it, and the worker and API inherit it.
+      process.env.KLEA_PROJECT_DIR = resolveProjectArg(project);
+    } catch (err) {
+      if (!(err instanceof ProjectArgError)) throw err;
+      process.stderr.write(`klea: ${err.message}\n`);
+      process.exit(1);
+    }
+  }
   const { config, file } = loadConfigOrExit('klea');
   const temporalAddr = hostPort(config.temporal.address);
   const startTemporal = isLocal(temporalAddr.host) && process.env.KLEA_EXTERNAL_TEMPORAL !== '1';
@@ -67,6 +81,10 @@ async function main() {
   }
 
   say(`configuration: ${file ?? 'defaults (no klea.yaml)'}`);
+  say(`project:       ${config.project.dir}`);
+  const data = dataDir();
+  mkdirSync(data, { recursive: true });
+  say(`Klea's data:   ${data} (KLEA_DATA_DIR)`);
   const children: Supervisor[] = [];
   let devServer: DevServer | undefined;
   let stopping = false;
@@ -92,7 +110,7 @@ async function main() {
 
   if (startTemporal) {
     // A separate database for a second stack on one machine (or a test) that must not share the usual one.
-    const dbFile = path.resolve(process.env.KLEA_TEMPORAL_DB || path.join(REPO_ROOT, '.klea', 'temporal.db'));
+    const dbFile = temporalDbFile();
     mkdirSync(path.dirname(dbFile), { recursive: true });
     say(`starting the Temporal dev server (data in ${dbFile})`);
     try {
@@ -150,7 +168,8 @@ async function main() {
     say(
       `Payloads        encrypted in Temporal (codec endpoint ${codecEndpoint}` +
         (config.api.token
-          ? '; it needs the API token, which the Web UI does not send, so the UI shows them encrypted: see README)'
+          ? '; it needs the API token, which the Web UI does not send, so the UI shows them encrypted: ' +
+            'see docs/security.md)'
           : startTemporal
             ? ", set as the Web UI's)"
             : "; set it as your Temporal UI's codec endpoint)")

@@ -10,6 +10,7 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { Config } from '../../common/config';
 import { MCP_VARIABLE, parseMcpVariable, type McpServerConfig } from '../../common/mcp-config';
 import { HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
+import { dataDir, dataPath } from '../../runtime/data-dir';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 export const WORKSPACE_SERVER = 'workspace';
@@ -88,7 +89,7 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       ...config.tools.sensitive_patterns.flatMap((p) => ['--sensitive-pattern', p]),
       ...(config.mcp.workspace.call_log ? ['--call-log', path.resolve(config.mcp.workspace.call_log)] : []),
       '--state-dir',
-      path.resolve(config.mcp.workspace.state_dir),
+      dataPath(config.mcp.workspace.state_dir),
       ...sandboxFlags(config),
     ],
     env: {
@@ -107,8 +108,9 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
 function sandboxFlags(config: Config): string[] {
   const { sandbox } = config.tools;
   const own = [
-    config.mcp.workspace.state_dir,
-    config.tools.results_dir,
+    dataDir(),
+    dataPath(config.mcp.workspace.state_dir),
+    dataPath(config.tools.results_dir),
     config.mcp.workspace.call_log,
     process.env.KLEA_CONFIG ?? 'klea.yaml',
     '.klea',

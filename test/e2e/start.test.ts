@@ -21,7 +21,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { isFinalStatus, type TaskStatus } from '../../common/events';
 import { findFreePort, portProblem } from '../../runtime/ports';
-import { FakeModel } from '../../testing/fake-model';
+import { FakeModel } from '../support/fake-model';
 import { makeProject, plan, step } from '../support/task-driver';
 import { until } from '../support/until';
 
@@ -93,11 +93,11 @@ class MakeStart {
     this.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
   }
 
-  static launch(env: Record<string, string>): MakeStart {
+  static launch(env: Record<string, string>, args: string[] = []): MakeStart {
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !/^(KLEA_|OPENAI_|TEMPORAL_(?!CLI_PATH))/.test(k))
     );
-    const proc = spawn(process.execPath, [START_JS], {
+    const proc = spawn(process.execPath, [START_JS, ...args], {
       cwd: ROOT,
       env: { ...inherited, KLEA_LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -208,8 +208,9 @@ describe('make start keeps the service up', () => {
         worker: { sticky_queue_timeout_ms: 1000 },
         api: { port: ports.api },
         project: { dir: projectDir },
-        tools: { results_dir: path.join(state, 'results') },
-        mcp: { workspace: { state_dir: path.join(state, 'workspace-state') } },
+        // Relative, so they land in the stack's data directory (KLEA_DATA_DIR below), as the defaults do.
+        tools: { results_dir: 'results' },
+        mcp: { workspace: { state_dir: 'workspace-state' } },
       })
     );
     return { file, state };
@@ -224,15 +225,17 @@ describe('make start keeps the service up', () => {
     fake.on('compose_answer', { content: 'Done thinking: all good.' });
     const ports = await freePorts();
     const project = makeProject({ 'notes.md': 'nothing to see\n' });
-    const { file, state } = writeConfig('restart', ports, project.dir);
-    const db = path.join(state, 'temporal.db');
-    stack = MakeStart.launch({
-      KLEA_CONFIG: file,
-      KLEA_TEMPORAL_DB: db,
-      KLEA_WORKFLOW_BUNDLE: process.env.KLEA_TEST_WORKFLOW_BUNDLE!,
-    });
+    // The project comes as `make start PROJECT=<dir>` gives it, over the file's.
+    const { file, state } = writeConfig('restart', ports, makeProject().dir);
+    const data = path.join(state, 'data');
+    stack = MakeStart.launch(
+      { KLEA_CONFIG: file, KLEA_DATA_DIR: data, KLEA_WORKFLOW_BUNDLE: process.env.KLEA_TEST_WORKFLOW_BUNDLE! },
+      ['--project', project.dir]
+    );
     await stack.waitFor(/ready\. Ctrl-C stops everything\./, 120_000);
-    expect(existsSync(db)).toBe(true);
+    expect(stack.output).toContain(`project:       ${project.dir}\n`);
+    expect(stack.output).toContain(`Klea's data:   ${data} (KLEA_DATA_DIR)\n`);
+    expect(existsSync(path.join(data, 'temporal.db'))).toBe(true);
     const api = `http://127.0.0.1:${ports.api}`;
     const getTask = async (id: string) => {
       const res = await fetch(`${api}/tasks/${id}`);
@@ -312,6 +315,7 @@ describe('make start keeps the service up', () => {
     stack = MakeStart.launch({
       KLEA_CONFIG: file,
       KLEA_EXTERNAL_TEMPORAL: '1',
+      KLEA_DATA_DIR: path.join(state, 'data'),
       KLEA_TEMPORAL_DB: path.join(state, 'temporal.db'),
       KLEA_WORKFLOW_BUNDLE: path.join(state, 'no-such-bundle.js'),
     });
@@ -336,4 +340,20 @@ describe('make start keeps the service up', () => {
     expect(existsSync(path.join(state, 'temporal.db'))).toBe(false);
     expect(leftovers).toEqual([]);
   }, 180_000);
+
+  it('a PROJECT that is not a directory makes make start say so and start nothing', async () => {
+    // Arrange
+    const ports = await freePorts();
+    const { file, state } = writeConfig('no-project', ports, makeProject().dir);
+    const missing = path.join(state, 'no-such-project');
+
+    // Act
+    stack = MakeStart.launch({ KLEA_CONFIG: file, KLEA_DATA_DIR: path.join(state, 'data') }, ['--project', missing]);
+    const exit = await stack.exited;
+
+    // Assert
+    expect(exit).toEqual({ code: 1, signal: null });
+    expect(stack.output).toBe(`klea: PROJECT=${missing}: no such directory (${missing})\n`);
+    expect(existsSync(path.join(state, 'data'))).toBe(false);
+  }, 30_000);
 });

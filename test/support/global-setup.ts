@@ -41,6 +41,9 @@ export default async function globalSetup(): Promise<void> {
   ensureBuilt();
   const dir = path.join(REPO_ROOT, '.klea', 'test');
   mkdirSync(dir, { recursive: true });
+  // Klea's data (tool results, the workspace server's call state) of every test goes here, never into the user's
+  // real data directory (runtime/data-dir.ts), whatever KLEA_DATA_DIR the shell running the tests has.
+  process.env.KLEA_DATA_DIR = path.join(dir, 'data');
   const [server, bundle] = await Promise.all([
     (async () =>
       startDevServer({

@@ -8,6 +8,7 @@ import { readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TaskState } from '../../common/task';
+import { dataPath } from '../../runtime/data-dir';
 import type { FakeModel } from '../../testing/fake-model';
 import { permissionSignal } from '../../workflows/task/messages';
 import type { TestEnv } from '../support/harness';
@@ -180,7 +181,7 @@ describe('attack suites', () => {
     const [, bytes, ref] = /full output of (\d+) bytes kept as sha256:([0-9a-f]{64})/.exec(result) ?? [];
     expect(ref).toBeDefined();
     expect(Number(bytes)).toBeGreaterThan(60 * 1024); // the command's own output cap is 64 KiB
-    expect(statSync(path.join(env.config.tools.results_dir, `${ref}.txt`)).size).toBe(Number(bytes));
+    expect(statSync(path.join(dataPath(env.config.tools.results_dir), `${ref}.txt`)).size).toBe(Number(bytes));
   });
 
   it('an MCP server that hangs past its timeout: clear errors, bounded retries, no stuck task', async () => {

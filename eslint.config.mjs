@@ -128,7 +128,7 @@ export default tseslint.config(
               true
             ),
             folderBan(
-              ['api', 'cli', 'worker', 'tools', 'runtime', 'scripts', 'bench', 'test', 'testing', 'web'],
+              ['api', 'cli', 'worker', 'tools', 'runtime', 'scripts', 'bench', 'test', 'web'],
               'workflows/ import only common/ and workflows/ (and activities/ as types).'
             ),
           ],
@@ -156,7 +156,7 @@ export default tseslint.config(
           ],
           patterns: [
             { group: ['@modelcontextprotocol/*', '@langchain/*'], message: clientMessage },
-            folderBan(['activities', 'worker', 'tools', 'scripts', 'bench', 'test', 'testing'], clientMessage),
+            folderBan(['activities', 'worker', 'tools', 'scripts', 'bench', 'test'], clientMessage),
             // A workflow's messages.ts is the client's contract; workflows/index.ts only lends its types.
             { regex: '^(\\.\\./)+workflows/(?!index$|[^/]+/messages$)', caseSensitive: true, message: clientMessage },
             {
@@ -171,17 +171,19 @@ export default tseslint.config(
     },
   },
   {
-    // Benchmarks, scripts and the shared test stack may use anything but the tests themselves.
-    files: ['bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'testing/**/*.ts'],
+    // Benchmarks, scripts and the shared test support (the stack, the fake model) may use anything but the tests.
+    files: ['bench/**/*.ts', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'test/support/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: [
-            folderBan(
-              ['test'],
-              'bench/, scripts/ and testing/ never import test/: what they share with it lives in testing/.'
-            ),
+            {
+              regex: '^(\\.\\./)+test/(?!support(/|$))|^\\.\\./(unit|integration|e2e|real-model)(/|$)',
+              caseSensitive: true,
+              message:
+                'bench/, scripts/ and test/support/ never import the tests: what they share lives in test/support/.',
+            },
           ],
         },
       ],

@@ -11,7 +11,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { workspaceSpec } from '../activities/mcp/servers';
-import type { FakeModel } from '../testing/fake-model';
+import type { FakeModel } from '../test/support/fake-model';
 import type { BenchEnv } from './support';
 import type { HandAgentInput, handAgentTask } from './hand-agent-workflows';
 

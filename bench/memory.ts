@@ -30,7 +30,7 @@ import { parkedQuery, type bareParked } from './bare-workflows';
 import type { BenchResult } from './history';
 import type { MemoryReading, MemoryWorkerArgs } from './memory-worker';
 import { startBenchEnv, startKleaTask, type BenchEnv } from './support';
-import { untilPolling } from '../testing/until-polling';
+import { untilPolling } from '../test/support/until';
 
 const PARKED = 500;
 const WARM = 20;

@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { taskStartAttributes } from '../common/search-attributes';
 import type { TaskInput } from '../common/task';
 import type { taskWorkflow } from '../workflows';
-import { startStack, type Stack } from '../testing/stack';
+import { startStack, type Stack } from '../test/support/stack';
 
 export type BenchEnv = Stack;
 /**

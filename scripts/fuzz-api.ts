@@ -14,7 +14,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { createApp } from '../api/app';
 import { REPO_ROOT } from '../runtime/temporal';
-import { startStack } from '../testing/stack';
+import { startStack } from '../test/support/stack';
 
 const SCHEMATHESIS = process.env.SCHEMATHESIS ?? path.join(REPO_ROOT, '.tools', 'fuzz-venv', 'bin', 'schemathesis');
 const MAX_EXAMPLES = process.env.KLEA_FUZZ_EXAMPLES ?? '30';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import { startPageStack, stopPageStack, type PageStack } from '../support/page-stack';
 import { type makeProject, plan, step } from '../support/task-driver';
 

@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { summarizeMemoryWorkflow } from '../../workflows';
 import { startTestEnv, testConfig, uniqueId, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';

@@ -5,7 +5,7 @@
  */
 import request from 'supertest';
 import { createApp } from '../../api/app';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 

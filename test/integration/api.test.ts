@@ -9,7 +9,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import { loadConfig } from '../../runtime/config';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import { createFrameParser } from '../../web/sse';
 import { testConfig, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';

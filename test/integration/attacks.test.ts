@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TaskState } from '../../common/task';
 import { dataPath } from '../../runtime/data-dir';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import { permissionSignal } from '../../workflows/task/messages';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';

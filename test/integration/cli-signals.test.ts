@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { KleaEvent } from '../../common/events';
 import { temporalCliPath } from '../../runtime/temporal';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import { clarifyUpdate } from '../../workflows/task/messages';
 import { temporalAddress, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';

@@ -6,7 +6,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { writeFileSync } from 'node:fs';
 import { createApp } from '../../api/app';
 import { ask } from '../../cli';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';

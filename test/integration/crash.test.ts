@@ -21,7 +21,7 @@ import { stringify } from 'yaml';
 import type { TaskInput, TaskResult, TaskState } from '../../common/task';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
-import { FakeModel, type RecordedRequest } from '../../testing/fake-model';
+import { FakeModel, type RecordedRequest } from '../support/fake-model';
 import type { taskWorkflow } from '../../workflows';
 import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import { makeProject, plan, step } from '../support/task-driver';

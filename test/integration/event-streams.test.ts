@@ -11,7 +11,7 @@ import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
 import { createApp, type AppDeps } from '../../api/app';
 import type { KleaEvent } from '../../common/events';
 import { dataConverterFor } from '../../runtime/payload-codec';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import { createFrameParser } from '../../web/sse';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';

@@ -9,7 +9,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
 import type { KleaEvent } from '../../common/events';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';

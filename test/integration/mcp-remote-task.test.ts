@@ -6,7 +6,7 @@
  */
 import { parse } from 'yaml';
 import { resolveConfig } from '../../common/config';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { startNotesServer, type NotesServer } from '../support/notes-server';
 import { useFakeModelEnv } from '../support/suite';

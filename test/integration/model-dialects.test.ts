@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
 import { MAX_PLAN_STEPS } from '../../common/plan';
-import type { FakeDialect, FakeModel, RecordedRequest } from '../../testing/fake-model';
+import type { FakeDialect, FakeModel, RecordedRequest } from '../support/fake-model';
 import { reviewSignal } from '../../workflows/task/messages';
 import { recordingLogger, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';

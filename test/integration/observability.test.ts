@@ -16,7 +16,7 @@ import { freeLoopbackPort } from '../../runtime/metrics';
 import { startTracing, type Tracing } from '../../runtime/tracing';
 import { workerSinks } from '../../worker/telemetry';
 import { sdkPrometheusOptions } from '../../worker/worker';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';

@@ -17,7 +17,7 @@ import { temporal } from '@temporalio/proto';
 import { createApp } from '../../api/app';
 import { dataConverterFor } from '../../runtime/payload-codec';
 import { temporalCliPath } from '../../runtime/temporal';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import type { taskWorkflow } from '../../workflows';
 import { startTestEnv, testConfig, uniqueId, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';

@@ -9,7 +9,7 @@ import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { buildWorkflowBundle } from '../../worker/bundle';
 import { workerSinks } from '../../worker/telemetry';
-import { FakeModel } from '../../testing/fake-model';
+import { FakeModel } from '../support/fake-model';
 import { clarifySignal, permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import { startTestEnv, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';

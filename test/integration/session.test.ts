@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
-import type { FakeModel } from '../../testing/fake-model';
+import type { FakeModel } from '../support/fake-model';
 import { permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';

@@ -1,7 +1,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import type { KleaEvent } from '../../common/events';
 import type { TaskInput, TaskResult } from '../../common/task';
-import { FakeModel } from '../../testing/fake-model';
+import { FakeModel } from '../support/fake-model';
 import type { taskWorkflow } from '../../workflows';
 import { eventsQuery } from '../../workflows/task/messages';
 import { startTestEnv, uniqueId, type TestEnv } from '../support/harness';

@@ -11,7 +11,7 @@ import type { Express } from 'express';
 import { createApp } from '../../api/app';
 import type { KleaEvent } from '../../common/events';
 import { KleaModelCalls, KleaTokens } from '../../common/search-attributes';
-import type { FakeModel, RecordedRequest } from '../../testing/fake-model';
+import type { FakeModel, RecordedRequest } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';

@@ -14,8 +14,8 @@ import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger, type Logger } from '../../runtime/log';
 import { dataConverterFor } from '../../runtime/payload-codec';
 import { createKleaWorker } from '../../worker/worker';
-import type { FakeModel } from '../../testing/fake-model';
-import { untilPolling } from '../../testing/until-polling';
+import type { FakeModel } from './fake-model';
+import { untilPolling } from './until';
 
 type DeepPartial<T> = {
   [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];

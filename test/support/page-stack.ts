@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createApp } from '../../api/app';
-import { FakeModel } from '../../testing/fake-model';
+import { FakeModel } from './fake-model';
 import { startTestEnv, type TestEnv } from './harness';
 import { makeProject } from './task-driver';
 

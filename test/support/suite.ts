@@ -2,7 +2,7 @@
 import type { Config } from '../../common/config';
 import type { Logger } from '../../runtime/log';
 import type { Tracing } from '../../runtime/tracing';
-import { FakeModel, type FakeDialect } from '../../testing/fake-model';
+import { FakeModel, type FakeDialect } from './fake-model';
 import { startTestEnv, type TestEnv } from './harness';
 
 type DeepPartial<T> = {

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createModelClient } from '../../activities/llm/model';
 import { resolveConfig } from '../../common/config';
 import { findFreePort } from '../../runtime/ports';
-import { FakeModel } from '../../testing/fake-model';
+import { FakeModel } from '../support/fake-model';
 
 const prompt = { node: 'do_step' as const, system: 'Do the step.', messages: ['step'] };
 const clientFor = (baseUrl: string, timeoutMs = 5000) =>

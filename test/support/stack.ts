@@ -1,20 +1,20 @@
 /**
  * A whole Klea stack in one process, for benchmarks and the API fuzzer: a real Temporal dev server (in memory,
- * free ports), a Klea worker on the prebuilt bundle, and the fake model (scripted by the caller). It lives outside
- * test/ because bench/ and scripts/ use it too, and they never import tests.
+ * free ports), a Klea worker on the prebuilt bundle, and the fake model (scripted by the caller). bench/ and
+ * scripts/ use it too: they may import test/support/, never the tests.
  */
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { resolveConfig, type Config } from '../common/config';
-import { startDevServer, type DevServer } from '../runtime/dev-server';
-import { silentLogger } from '../runtime/log';
-import { dataConverterFor } from '../runtime/payload-codec';
-import { findFreePort } from '../runtime/ports';
-import { REPO_ROOT } from '../runtime/temporal';
-import { createKleaWorker, type KleaWorker } from '../worker/worker';
+import { resolveConfig, type Config } from '../../common/config';
+import { startDevServer, type DevServer } from '../../runtime/dev-server';
+import { silentLogger } from '../../runtime/log';
+import { dataConverterFor } from '../../runtime/payload-codec';
+import { findFreePort } from '../../runtime/ports';
+import { REPO_ROOT } from '../../runtime/temporal';
+import { createKleaWorker, type KleaWorker } from '../../worker/worker';
 import { FakeModel } from './fake-model';
-import { untilPolling } from './until-polling';
+import { untilPolling } from './until';
 
 export interface Stack {
   server: DevServer;

@@ -1,4 +1,4 @@
-/** The token rule (ARCHITECTURE §8): with KLEA_API_TOKEN set, every route but /healthz needs the bearer token. */
+/** The token rule (docs/architecture.md §8): with KLEA_API_TOKEN set, every route but /healthz needs the token. */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { ApiError } from './errors';

@@ -65,7 +65,7 @@ export class CallGate {
 /** Quiet polls after a wake before a waiting task is polled slowly again (about 15 s at the default schedule). */
 const WOKEN_POLLS = 8;
 
-/** Events after which a task waits for the user (ARCHITECTURE §4): nothing changes until someone answers. */
+/** Events after which a task waits for the user (docs/architecture.md §4): nothing changes until someone answers. */
 const WAITING_EVENTS = new Set<string>(['review_requested', 'questions', 'permission_requested']);
 
 export interface FeedSource {

@@ -1,5 +1,5 @@
 /**
- * Request and response schemas of the REST API (ARCHITECTURE §8). The API validates with these and the OpenAPI
+ * Request and response schemas of the REST API (docs/architecture.md §8). The API validates with these and the OpenAPI
  * document is generated from them. Bodies that carry a workflow message are the message's own schema (common/task.ts,
  * common/session.ts), so the API and the workflow's validators accept exactly the same payloads.
  */

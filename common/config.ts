@@ -1,6 +1,6 @@
 /**
  * Klea's configuration: the schema of `klea.yaml`, its defaults, and the environment overrides of
- * ARCHITECTURE §9. Pure (no file or env access): `runtime/config.ts` reads the file and the environment and
+ * docs/architecture.md §9. Pure (no file or env access): `runtime/config.ts` reads the file and the environment and
  * hands both to `resolveConfig`. The `mcp:` section, written the way other MCP clients write theirs, is in
  * mcp-config.ts.
  */
@@ -225,7 +225,7 @@ export const ConfigSchema = z.strictObject({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
-/** Environment variables that override the file (ARCHITECTURE §9). */
+/** Environment variables that override the file (docs/architecture.md §9). */
 export const ENV_OVERRIDES: ReadonlyArray<{
   env: string;
   path: readonly string[];

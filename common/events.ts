@@ -1,5 +1,5 @@
 /**
- * The event log of a task or session (ARCHITECTURE §8, contract): each event is `{seq, at, type, ...}` with a
+ * The event log of a task or session (docs/architecture.md §8, contract): each event is `{seq, at, type, ...}` with a
  * strictly increasing `seq`. Events are appended by workflow code only, so activity retries never duplicate them.
  */
 import { z } from 'zod';

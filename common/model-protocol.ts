@@ -1,5 +1,5 @@
 /**
- * The model protocol (ARCHITECTURE §7, contract): node names and the zod schemas of structured node outputs.
+ * The model protocol (docs/architecture.md §7, contract): node names and the zod schemas of structured node outputs.
  * Every model request's system prompt starts with `# klea:<node>`; structured nodes force one function named
  * after the node whose arguments must satisfy the schema here.
  */

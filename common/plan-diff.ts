@@ -1,6 +1,6 @@
 /**
  * What a revised plan changed (pure): the `diff` on the `plan` and `review_requested` events of a revised plan
- * (ARCHITECTURE §8), against the plan the user reviewed before it. Steps are matched by id: new ids are added,
+ * (docs/architecture.md §8), against the plan the user reviewed before it. Steps are matched by id: new ids are added,
  * missing ids removed, and a step whose title, instruction, dependencies, tool need or questions differ is changed.
  */
 import { z } from 'zod';

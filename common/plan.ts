@@ -1,5 +1,5 @@
 /**
- * Plans (the `write_plan` node's output, ARCHITECTURE §7) and their validation: unique step ids, known
+ * Plans (the `write_plan` node's output, docs/architecture.md §7) and their validation: unique step ids, known
  * dependencies, no cycle, review checkpoints that name real steps. Pure: used by the planner activity (as the
  * schema the model's output must satisfy, so an invalid plan is re-asked with the error) and by workflows.
  */

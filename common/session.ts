@@ -1,4 +1,4 @@
-/** The session workflow's input, state and message payloads (ARCHITECTURE §3, §6). */
+/** The session workflow's input, state and message payloads (docs/architecture.md §3, §6). */
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './settings';
 import type { KleaEvent } from './events';

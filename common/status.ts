@@ -1,4 +1,4 @@
-/** Task statuses (ARCHITECTURE §8, contract): shared by the task state, its result and the `status` event. */
+/** Task statuses (docs/architecture.md §8, contract): shared by the task state, its result and the `status` event. */
 import { z } from 'zod';
 
 export const TASK_STATUSES = [

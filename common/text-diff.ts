@@ -1,7 +1,7 @@
 /**
  * A file's change as a unified diff (pure): what a `write_file` or `edit_file` did, for the `changes` of a
- * `step_finished` event (ARCHITECTURE §8). A line diff (longest common subsequence of the lines that differ after
- * the common head and tail are set aside), capped in lines and bytes, with "N more lines" for the rest. A new
+ * `step_finished` event (docs/architecture.md §8). A line diff (longest common subsequence of the lines that differ
+ * after the common head and tail are set aside), capped in lines and bytes, with "N more lines" for the rest. A new
  * file shows as all added; a binary file, or one too large to compare, says so instead of a diff.
  */
 import { z } from 'zod';

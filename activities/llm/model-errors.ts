@@ -1,6 +1,6 @@
 /**
  * What a failed model request means for the task: the typed failures the workflow's `error` event and the API
- * report (ARCHITECTURE §7), and whether Temporal retries them.
+ * report (docs/architecture.md §7), and whether Temporal retries them.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { NodeName } from '../../common/model-protocol';

@@ -1,6 +1,6 @@
 /**
  * The one place that talks to the model. Builds the `@langchain/openai` chat-completions model from config and
- * implements the model protocol of ARCHITECTURE §7: the `# klea:<node>` first line, structured output by one
+ * implements the model protocol of docs/architecture.md §7: the `# klea:<node>` first line, structured output by one
  * forced function (tool_calling) or by `response_format` (json_schema, see ./structured-output), zod validation
  * and bounded re-asks with the validation error.
  *

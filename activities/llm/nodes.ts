@@ -1,5 +1,5 @@
 /**
- * The task path's model nodes (ARCHITECTURE §7): write_plan, pick_tools, do_step, evaluate_step and
+ * The task path's model nodes (docs/architecture.md §7): write_plan, pick_tools, do_step, evaluate_step and
  * compose_answer. Each builds its prompt from only what it needs; project context goes to the Planner and the
  * answer composer only, never to the per-round nodes.
  */

@@ -1,5 +1,5 @@
 /**
- * The json_schema method of structured output (ARCHITECTURE §7): for endpoints that ignore or refuse a forced
+ * The json_schema method of structured output (docs/architecture.md §7): for endpoints that ignore or refuse a forced
  * function (llama.cpp's server answers prose), each structured node asks through `response_format` with a JSON
  * schema named after the node, derived from the node's zod schema in `common/`, so one schema serves both methods.
  * Native tool calls (pick_tools) become one schema, `{"calls": [{"name": <function>, "arguments": {...}}]}`,

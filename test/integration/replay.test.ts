@@ -1,7 +1,7 @@
 /**
  * Replay: committed histories (binary protobuf, `test/histories/*.history.pb`) of representative runs are replayed against the current workflow code, so a
  * change that would break running workflows fails CI. Re-record after an intended change with
- * `npm run record-histories` (see the README: when a change needs `patched()` instead).
+ * `npm run record-histories` (see docs/changing-workflow-code.md for the versioning rule).
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -187,9 +187,9 @@ describe('configuration', () => {
       expect(servers.everything).toMatchObject({ type: 'sse', url: 'http://localhost:3001/sse' });
     });
 
-    it("the README's pasted examples load as they are shown", () => {
-      const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
-      const section = readme.slice(readme.indexOf('### More MCP servers'), readme.indexOf('## Sessions'));
+    it("docs/tools.md's pasted examples load as they are shown", () => {
+      const page = readFileSync(path.join(__dirname, '../../docs/tools.md'), 'utf8');
+      const section = page.slice(page.indexOf('## More MCP servers'));
       const examples = [...section.matchAll(/```yaml\n(mcp:[\s\S]*?)```/g)].map((m) => parse(m[1]));
       expect(examples).toHaveLength(2);
       expect(Object.keys(resolveConfig(examples[0], {}).mcp.servers)).toEqual(['filesystem', 'api-server']);

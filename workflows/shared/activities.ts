@@ -7,7 +7,7 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 
-/** The model nodes (ARCHITECTURE §7): one chat-completions request each, with bounded re-asks inside. */
+/** The model nodes (docs/architecture.md §7): one chat-completions request each, with bounded re-asks inside. */
 export const modelNodes = proxyActivities<
   Pick<
     Activities,

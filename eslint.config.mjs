@@ -226,8 +226,10 @@ export default tseslint.config(
     },
   },
   {
+    // The page: ES modules, loaded by the browser as they are.
     files: ['web/**/*.js'],
     languageOptions: {
+      sourceType: 'module',
       globals: {
         window: 'readonly',
         TextDecoder: 'readonly',
@@ -245,11 +247,6 @@ export default tseslint.config(
         Notification: 'readonly',
       },
     },
-  },
-  {
-    // The page's stream parser is also required by the CLI and the tests, as a CommonJS module.
-    files: ['web/sse.js'],
-    languageOptions: { globals: { module: 'writable' } },
   },
   {
     files: ['**/*.mjs', '**/*.cjs', '*.js', 'scripts/**/*.js'],

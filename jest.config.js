@@ -1,5 +1,9 @@
 /** @type {import('jest').Config} */
-const transform = { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] };
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { diagnostics: false }],
+  // The page's modules (web/sse.js, which the tests share with the page) are ES modules; jest runs CommonJS.
+  '^.+/web/[^/]+\\.js$': ['ts-jest', { diagnostics: false, tsconfig: { allowJs: true } }],
+};
 
 module.exports = {
   projects: [

@@ -24,7 +24,7 @@ import { taskRoutes } from './routes/tasks';
 import { sessionStarter } from './session-start';
 import { runUrlFor } from './targets';
 import { TemporalCalls } from './temporal-calls';
-import { webRoutes } from './web';
+import { webAssets, webPageRoute } from './web';
 
 export interface AppDeps {
   client: Client;
@@ -90,7 +90,7 @@ export function createApp({
     ...sessionRoutes({ calls, sessions, runUrl, feeds }),
     ...taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }),
     ...inboxRoutes({ calls, runUrl }),
-    ...webRoutes({ uiUrl, namespace }),
+    webPageRoute({ uiUrl, namespace }),
     ...codec.routes,
     observe.route,
   ];
@@ -98,6 +98,7 @@ export function createApp({
   const router = express.Router();
   mountRoutes(router, routes, bearerAuth(config.api.token));
   app.use(router);
+  app.use(webAssets());
   app.use((req, _res, next) => next(new ApiError(404, 'not_found', `no route ${req.method} ${req.path}`)));
   app.use(errorHandler);
   return app;

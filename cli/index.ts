@@ -20,7 +20,8 @@ import { REPO_ROOT } from '../runtime/repo-root';
 import type * as Sse from '../web/sse';
 
 // The web page's own stream parser, so the two clients read frames alike. The page's scripts are served as they
-// are and never copied into dist/, so it is loaded from the installation's web/ folder.
+// are and never copied into dist/, so it is loaded from the installation's web/ folder (an ES module, which
+// require() loads from Node 20.19 on).
 const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
 
 interface Options {

@@ -214,8 +214,12 @@ export const ConfigSchema = z.strictObject({
           max_processes: z.number().int().min(8).max(100_000).default(256),
           /** Address-space cap per process of a command, in MiB. */
           memory_mb: z.number().int().min(64).max(1_048_576).default(4096),
-          /** Most sandboxes started ahead of their commands, per workspace server (0: each starts with its command). */
-          warm: z.number().int().min(0).max(64).default(8),
+          /** Removed: a key from older configs, refused by name so the file is corrected rather than misread. */
+          warm: z
+            .never({
+              error: 'removed: every command now runs in a sandbox built when it starts; delete the key',
+            })
+            .optional(),
         })
         .prefault({}),
     })

@@ -126,8 +126,6 @@ function sandboxFlags(config: Config): string[] {
     String(sandbox.max_processes),
     '--memory-mb',
     String(sandbox.memory_mb),
-    '--warm',
-    String(sandbox.warm),
     ...own.flatMap((p) => ['--hide', path.resolve(p)]),
   ];
 }

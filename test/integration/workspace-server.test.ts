@@ -12,6 +12,7 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -23,8 +24,12 @@ import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { createCommandSandbox } from '../../tools/workspace/command-sandbox';
+import { runCommand } from '../../tools/workspace/commands';
 import { createWorkspaceServer } from '../../tools/workspace/create-server';
 import { atomicWrite, readText } from '../../tools/workspace/fs-ops';
+import { createPathGate } from '../../tools/workspace/path-gate';
 import { GRANT_KEY_ENV, GRANTS_META_KEY } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
 import { until } from '../support/until';
@@ -582,4 +587,30 @@ describe('workspace server: the limits every sandboxed command runs under', () =
     }
     await until('the server removes the cgroups it made', () => (ours(serverPid).length ? undefined : true), 10_000);
   }, 60_000);
+});
+
+describe("the command sandbox: each command's is built as the command starts", () => {
+  it('a sensitive file replaced or created after an earlier command is hidden from the next one', async () => {
+    const dir = realpathSync(mkdtempSync(path.join(base, 'fresh-')));
+    writeFileSync(path.join(dir, '.env'), 'SECRET=old-canary\n');
+    const gate = createPathGate({ root: dir, grantKey: KEY, sensitivePatterns: DEFAULT_SENSITIVE_PATTERNS });
+    const sandbox = createCommandSandbox(gate, { mode: 'bwrap', grantKey: KEY });
+    // The sandbox on its own, as a command that hides its path from the gate would reach it.
+    const stdoutOf = async (command: string) =>
+      (await runCommand(await sandbox.prepare(command, dir, undefined), dir, 20_000, 64 * 1024)).stdout;
+    try {
+      expect(await stdoutOf('cat .env; echo end')).toBe('end\n');
+      // An editor's atomic save: a new file renamed over the old one.
+      writeFileSync(path.join(dir, '.env.tmp-save'), 'SECRET=new-canary\n');
+      renameSync(path.join(dir, '.env.tmp-save'), path.join(dir, '.env'));
+      expect(await stdoutOf('cat .env; echo end')).toBe('end\n');
+      writeFileSync(path.join(dir, 'id_rsa'), 'PRIVATE-KEY-canary\n');
+      expect(await stdoutOf('cat id_rsa; echo end')).toBe('end\n');
+      // The project's other files are there as they are now.
+      writeFileSync(path.join(dir, 'notes.txt'), 'written just now\n');
+      expect(await stdoutOf('cat notes.txt')).toBe('written just now\n');
+    } finally {
+      await sandbox.close();
+    }
+  }, 30_000);
 });

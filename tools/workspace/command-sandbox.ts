@@ -1,8 +1,9 @@
 /**
- * How the workspace server starts one run_command: inside the bubblewrap sandbox (sandbox.ts) built from this
- * call's facts (the project, the grants the call carries, the sensitive files to hide, the network setting), or,
- * only when the operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused
- * with the reason; they never silently run unsandboxed.
+ * How the workspace server starts one run_command: inside a bubblewrap sandbox (bubblewrap-policy.ts) built when
+ * the command starts, from the facts as they are then (the project, the grants the call carries, the sensitive
+ * files to hide, the network setting), under the process and memory caps of command-limits.ts; or, only when the
+ * operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused with the reason;
+ * they never silently run unsandboxed.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -11,36 +12,26 @@ import { promises as fs } from 'node:fs';
 import { NETWORK_META_KEY } from '../../common/workspace-protocol';
 import { verifiedGrants } from '../../runtime/grant-signing';
 import { probeSandbox, type SandboxProbe } from '../../runtime/sandbox-probe';
+import { bubblewrapCommand, SANDBOX_PATH, writeSandboxFiles, type SandboxFiles } from './bubblewrap-policy';
+import { commandCgroups, DEFAULT_COMMAND_LIMITS, launchWithLimits, type CommandLimits } from './command-limits';
+import type { CommandLaunch } from './commands';
 import { scrubEnv } from './env';
 import type { PathGate } from './path-gate';
-import type { CommandLaunch } from './commands';
-import {
-  DEFAULT_SANDBOX_LIMITS,
-  processCapPool,
-  SANDBOX_PATH,
-  sandboxArgs,
-  sandboxFiles,
-  sandboxLaunch,
-  type SandboxFiles,
-  type SandboxLimits,
-  type SandboxMode,
-  type SandboxPolicy,
-} from './sandbox';
 import { ToolError } from './tool-result';
-import { WARM_SCRIPT, warmable, WarmPool } from './warm-sandboxes';
+
+/** Where commands sandbox themselves: `bwrap` (the default), or `none` (explicitly unsandboxed). */
+export type SandboxMode = 'bwrap' | 'none';
 
 export interface CommandSandboxOptions {
   mode: SandboxMode;
   bwrap?: string;
   /** The network commands get when a call does not say (a session's setting arrives per call). */
   network?: 'on' | 'off';
-  limits?: Partial<SandboxLimits>;
+  limits?: Partial<CommandLimits>;
   /** Klea's own state (state dir, results, audit log, config): hidden from commands when inside the project. */
   hide?: readonly string[];
   /** Secret for verifying grants (the same the path gate uses). */
   grantKey?: string;
-  /** Most sandboxes started ahead of their commands (warm-sandboxes.ts); 0 starts each with its command. */
-  warm?: number;
 }
 
 export interface CommandSandbox {
@@ -48,31 +39,20 @@ export interface CommandSandbox {
   status(): Promise<{ mode: SandboxMode; probe: SandboxProbe | null }>;
   /** How to start `command` in `cwd` (a real path the gate allowed) under this call's grants. */
   prepare(command: string, cwd: string, meta: unknown): Promise<CommandLaunch>;
-  /** Sandboxes ready ahead of their commands. */
-  readonly warm: WarmPool;
-  /** Ends the ready sandboxes and removes the cgroups kept for commands (the server is done). */
+  /** Removes the cgroups still kept for commands (the server is done). */
   close(): Promise<void>;
 }
 
 /** Most entries looked at when listing the sensitive files to hide; a larger project is cut off here. */
 const HIDE_SCAN_LIMIT = 50_000;
 
-/** Most warm sandboxes a server keeps (as many as commands a batch runs at once, up to this). */
-export const DEFAULT_WARM_SANDBOXES = 8;
-/** A warm sandbox unused this long is ended. */
-const WARM_IDLE_MS = 30_000;
-
 export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions): CommandSandbox {
   const bwrap = opts.bwrap ?? '/usr/bin/bwrap';
-  const limits = { ...DEFAULT_SANDBOX_LIMITS, ...opts.limits };
+  const limits = { ...DEFAULT_COMMAND_LIMITS, ...opts.limits };
   let probe: Promise<SandboxProbe> | undefined;
   let files: SandboxFiles | undefined;
   const probed = () => (probe ??= probeSandbox(bwrap));
-  const caps = processCapPool(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const warm = new WarmPool({
-    max: opts.mode === 'bwrap' ? (opts.warm ?? DEFAULT_WARM_SANDBOXES) : 0,
-    idleMs: WARM_IDLE_MS,
-  });
+  const cgroups = commandCgroups(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(4).toString('hex')}`);
 
   /** Sensitive files and directories inside the project, by the same patterns the gate uses. */
   async function sensitiveEntries(root: string): Promise<Array<{ path: string; dir: boolean }>> {
@@ -97,12 +77,8 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
     return out;
   }
 
-  /**
-   * The sandbox a command gets now: the project, the sensitive files to hide as they are now, this call's grants
-   * and network; and the identity (device, inode) of the project and of each hidden entry.
-   */
-  async function policyNow(cwd: string, grants: SandboxPolicy['grants'], network: boolean) {
-    const root = (await gate.root()).real;
+  /** Klea's own files that lie inside the project and exist now. */
+  async function ownEntries(root: string): Promise<Array<{ path: string; dir: boolean }>> {
     const inside = (x: string) => x === root || x.startsWith(root + path.sep);
     const own = await Promise.all(
       (opts.hide ?? []).filter(inside).map(async (h) => {
@@ -110,48 +86,12 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         return st ? [{ path: h, dir: st.isDirectory() }] : [];
       })
     );
-    const hidden = [...(await sensitiveEntries(root)), ...own.flat()];
-    const identity = await Promise.all(
-      [root, ...hidden.map((h) => h.path)].map((p) =>
-        fs.lstat(p).then(
-          (st) => `${st.dev}:${st.ino}`,
-          () => 'gone'
-        )
-      )
-    );
-    files ??= sandboxFiles(path.join(os.tmpdir(), `klea-sandbox-${process.pid}-${randomBytes(4).toString('hex')}`));
-    const { PATH: _hostPath, HOME: _home, TMPDIR: _tmp, ...rest } = scrubEnv(process.env);
-    const policy: SandboxPolicy = {
-      projectDir: root,
-      cwd,
-      grants,
-      hidden,
-      network,
-      env: { ...rest, PATH: SANDBOX_PATH },
-      files,
-    };
-    return { policy, identity };
+    return own.flat();
   }
 
-  /**
-   * Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the one set
-   * inside the sandbox.
-   */
-  const launch = (policy: SandboxPolicy, command: string) => ({
-    ...sandboxLaunch(policy, command, { bwrap, limits, cap: caps.take() }),
-    env: { PATH: SANDBOX_PATH },
-  });
-
-  /** What a warm sandbox must have been built as to run a command under `policy` (warm-sandboxes.ts). */
-  const warmKey = (policy: SandboxPolicy, identity: string[]) =>
-    [...sandboxArgs({ ...policy, cwd: policy.projectDir }), '', JSON.stringify(limits), '', ...identity].join('\0');
-
   return {
-    warm,
-
     async close() {
-      await warm.close();
-      caps.close();
+      cgroups.close();
     },
 
     async status() {
@@ -160,27 +100,33 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
 
     async prepare(command, cwd, meta) {
       if (opts.mode === 'none')
-        return { file: '/bin/sh', args: ['-c', command], cap: null, env: scrubEnv(process.env) };
+        return { file: '/bin/sh', args: ['-c', command], cgroup: null, env: scrubEnv(process.env) };
       const p = await probed();
       if (!p.available) throw new ToolError(`run_command refused: ${p.problem}`);
       const m = meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {};
       const network = (m[NETWORK_META_KEY] ?? opts.network) === 'on';
-      const grants = verifiedGrants(opts.grantKey, meta);
-      const now = await policyNow(cwd, grants, network);
-      // Security: a warm sandbox never holds a grant, and serves only a command whose sandbox it is exactly.
-      if (grants.length || !warm.enabled || !warmable(command, cwd)) return launch(now.policy, command);
-      const ready = warm.take(warmKey(now.policy, now.identity));
-      const done = warm.started(async () => {
-        const next = await policyNow(now.policy.projectDir, [], network);
-        return {
-          key: warmKey(next.policy, next.identity),
-          launch: () => ({
-            ...launch({ ...next.policy, cwd: next.policy.projectDir }, WARM_SCRIPT),
-            cwd: next.policy.projectDir,
-          }),
-        };
-      });
-      return ready ? { warm: ready, command, done } : { ...launch(now.policy, command), done };
+      const root = (await gate.root()).real;
+      // Security: what is hidden is listed as the command starts, so a secret created a moment ago is hidden too.
+      const hidden = [...(await sensitiveEntries(root)), ...(await ownEntries(root))];
+      files ??= writeSandboxFiles(
+        path.join(os.tmpdir(), `klea-sandbox-${process.pid}-${randomBytes(4).toString('hex')}`)
+      );
+      const { PATH: _hostPath, HOME: _home, TMPDIR: _tmp, ...rest } = scrubEnv(process.env);
+      const policy = {
+        projectDir: root,
+        cwd,
+        grants: verifiedGrants(opts.grantKey, meta),
+        hidden,
+        network,
+        env: { ...rest, PATH: SANDBOX_PATH },
+        files,
+      };
+      return {
+        ...launchWithLimits(bubblewrapCommand(bwrap, policy, command), { limits, cgroup: cgroups.take() }),
+        // Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the
+        // one set inside the sandbox.
+        env: { PATH: SANDBOX_PATH },
+      };
     },
   };
 }

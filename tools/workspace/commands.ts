@@ -3,17 +3,11 @@
  * the operator chose none), in its own process group, output collected up to a cap, killed with everything it
  * started on timeout, on cancellation, or when the server stops.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { ProcessGroupCap, SandboxLaunch } from './sandbox';
-import type { WarmSandbox } from './warm-sandboxes';
+import { spawn } from 'node:child_process';
+import type { LimitedLaunch } from './command-limits';
 
-/**
- * How one command starts: a process to spawn (a cold sandbox, or a plain shell), or a warm sandbox to hand it to
- * (warm-sandboxes.ts). `done` is told when it has ended.
- */
-export type CommandLaunch = ((SandboxLaunch & { env: NodeJS.ProcessEnv }) | { warm: WarmSandbox; command: string }) & {
-  done?: () => void;
-};
+/** How one command starts: the process to spawn (bubblewrap under its limits, or a plain shell) and its environment. */
+export type CommandLaunch = LimitedLaunch & { env: NodeJS.ProcessEnv };
 
 /** Process groups of commands still running: ended when the server stops, so none outlives it half-done. */
 const runningCommands = new Set<number>();
@@ -48,20 +42,12 @@ export function runCommand(
   const started = Date.now();
   return new Promise((resolve) => {
     // Its own process group, so a timeout kills everything the command started.
-    let child: ChildProcess;
-    let groupCap: ProcessGroupCap | null;
-    if ('warm' in launch) {
-      child = launch.warm.run(cwd, launch.command);
-      groupCap = launch.warm.cap;
-    } else {
-      child = spawn(launch.file, launch.args, {
-        cwd,
-        env: launch.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      });
-      groupCap = launch.cap;
-    }
+    const child = spawn(launch.file, launch.args, {
+      cwd,
+      env: launch.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     if (child.pid) runningCommands.add(child.pid);
     const collect = () => {
       const chunks: Buffer[] = [];
@@ -92,7 +78,7 @@ export function runCommand(
         /* gone */
       }
       // Security: whatever left the process group (setsid) is still in the pids cgroup, and ends here too.
-      groupCap?.killAll();
+      launch.cgroup?.killAll();
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -103,9 +89,8 @@ export function runCommand(
     const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
       clearTimeout(timer);
       if (child.pid) runningCommands.delete(child.pid);
-      groupCap?.killAll();
-      groupCap?.dispose();
-      launch.done?.();
+      launch.cgroup?.killAll();
+      launch.cgroup?.dispose();
       signal?.removeEventListener('abort', killGroup);
       resolve({
         exit_code: code,

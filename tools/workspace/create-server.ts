@@ -81,7 +81,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   );
   // The order of registration is the order tools/list shows them in.
   const sandbox = createCommandSandbox(gate, { mode: 'bwrap', ...opts.sandbox, grantKey: opts.grantKey });
-  // The client went away: the sandboxes started ahead of commands it will never send end too.
+  // The client went away: the cgroups still kept for its commands are removed.
   server.server.onclose = () => void sandbox.close();
   const context = { limits, gate, store, handle, sandbox };
   registerReadTools(server, context);

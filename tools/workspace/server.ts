@@ -6,20 +6,18 @@
  * --grant-key-fd N (read the grant-verifying key from that file descriptor), --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
  * of side-effecting calls by idempotency key, so a retried call does not act twice), and for run_command's
  * sandbox: --sandbox bwrap|none, --bwrap PATH, --network on|off (default off), --max-processes N, --memory-mb N,
- * --warm N (most sandboxes started ahead of their commands; 0 for none), --hide PATH (repeatable: never visible to
- * a command).
+ * --hide PATH (repeatable: never visible to a command).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { killRunningCommands } from './commands';
-import { endWarmSandboxes } from './warm-sandboxes';
 import { createWorkspaceServer, type WorkspaceServerOptions } from './create-server';
 import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--max-read-bytes N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--max-processes N] [--memory-mb N] [--warm N] [--hide PATH ...]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--max-read-bytes N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--max-processes N] [--memory-mb N] [--hide PATH ...]\n`
   );
   process.exit(2);
 }
@@ -34,14 +32,12 @@ async function main() {
   let grantKeyFd: number | undefined;
   const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
   const limits: { maxProcesses?: number; memoryBytes?: number } = {};
-  /** A whole number of at least `min` (an empty or missing value is none). */
-  const whole = (flag: string, v: string | undefined, min: 0 | 1): number => {
+  /** A whole number of at least 1 (an empty or missing value is none). */
+  const positive = (flag: string, v: string | undefined): number => {
     const n = Number(v);
-    if (!v || !Number.isInteger(n) || n < min)
-      usage(`${flag} takes ${min ? 'a positive whole number' : 'a whole number (0 or more)'}`);
+    if (!v || !Number.isInteger(n) || n < 1) usage(`${flag} takes a positive whole number`);
     return n;
   };
-  const positive = (flag: string, v: string | undefined) => whole(flag, v, 1);
   const oneOf = <T extends string>(flag: string, v: string | undefined, allowed: readonly T[]): T => {
     if (!allowed.includes(v as T)) usage(`${flag} takes ${allowed.join(' or ')}`);
     return v as T;
@@ -61,7 +57,6 @@ async function main() {
     else if (a === '--network') sandbox.network = oneOf(a, argv[++i], ['on', 'off'] as const);
     else if (a === '--max-processes') limits.maxProcesses = positive(a, argv[++i]);
     else if (a === '--memory-mb') limits.memoryBytes = positive(a, argv[++i]) * 1024 * 1024;
-    else if (a === '--warm') sandbox.warm = whole(a, argv[++i], 0);
     else if (a === '--hide') sandbox.hide = [...(sandbox.hide ?? []), path.resolve(argv[++i] ?? '')];
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
@@ -93,9 +88,7 @@ async function main() {
   const exit = () => {
     // The client is gone (the worker stopped or died): a command it started must not finish unobserved.
     killRunningCommands();
-    // Warm sandboxes are ended and their cgroups removed before the process goes (a stuck one is not waited for).
-    const ended = Promise.race([endWarmSandboxes(), new Promise((r) => setTimeout(r, 2000))]);
-    void Promise.all([ended, server.close()]).finally(() => process.exit(0));
+    void server.close().finally(() => process.exit(0));
   };
   process.stdin.on('close', exit);
   process.on('SIGTERM', exit);

@@ -1,0 +1,207 @@
+/**
+ * The limits every sandboxed command runs under, applied around bubblewrap (bubblewrap-policy.ts): a cap on the
+ * processes it may run at once (a pids cgroup where this machine lets us make one, else RLIMIT_NPROC) and a cap on
+ * each process's address space (RLIMIT_AS). The cgroup is also how a command ends with everything it started: a
+ * process that left the command's process group (setsid) is still in its cgroup.
+ */
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface CommandLimits {
+  /** Most processes a command may run at once (pids cgroup where it can be made, else RLIMIT_NPROC). */
+  maxProcesses: number;
+  /** Address-space cap per process, in bytes (RLIMIT_AS). */
+  memoryBytes: number;
+}
+
+export const DEFAULT_COMMAND_LIMITS: CommandLimits = { maxProcesses: 256, memoryBytes: 4 * 1024 ** 3 };
+
+/** A pids cgroup for one command: its process cap, and the way to end every process in it. */
+export interface PidsCgroup {
+  /** The file a process writes its pid to, to join. */
+  procs: string;
+  /** SIGKILLs every process still in the cgroup. */
+  killAll(): void;
+  /** Whether no process is left in it, or counts against its cap. */
+  isEmpty(): boolean;
+  /** Done with it (after killAll): removed, at once or (from `CommandCgroups`) once its last process is gone. */
+  dispose(): void;
+}
+
+/** The file-system calls a cgroup is made with (tests pass their own). */
+export interface CgroupFs {
+  mkdir(p: string): void;
+  write(p: string, data: string): void;
+  read(p: string): string;
+  rmdir(p: string): void;
+}
+
+const realFs: CgroupFs = {
+  mkdir: (p) => mkdirSync(p, { recursive: true }),
+  write: (p, data) => writeFileSync(p, data),
+  read: (p) => readFileSync(p, 'utf8'),
+  rmdir: (p) => rmdirSync(p),
+};
+
+/**
+ * A pids cgroup capped at `max`, where this machine lets us make one (cgroup v1's pids hierarchy, or a v2 cgroup
+ * with the pids controller delegated); null otherwise, and the caller falls back to RLIMIT_NPROC, which the kernel
+ * enforces for every user but root.
+ */
+export function makePidsCgroup(max: number, id: string, fsImpl: CgroupFs = realFs): PidsCgroup | null {
+  const candidates = [path.join('/sys/fs/cgroup/pids', 'klea'), ...v2Parent(fsImpl)];
+  for (const parent of candidates) {
+    const dir = path.join(parent, id);
+    try {
+      fsImpl.mkdir(dir);
+      fsImpl.write(path.join(dir, 'pids.max'), String(max));
+    } catch {
+      try {
+        fsImpl.rmdir(dir);
+      } catch {
+        /* never made */
+      }
+      continue;
+    }
+    const procs = path.join(dir, 'cgroup.procs');
+    // A process that has exited but is not yet reaped is gone from cgroup.procs and still counts against pids.max.
+    const current = path.join(dir, 'pids.current');
+    return {
+      procs,
+      isEmpty: () => {
+        try {
+          return fsImpl.read(current).trim() === '0';
+        } catch {
+          return false;
+        }
+      },
+      killAll() {
+        let pids: string[] = [];
+        try {
+          pids = fsImpl.read(procs).split('\n').filter(Boolean);
+        } catch {
+          return;
+        }
+        for (const pid of pids) {
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            /* gone */
+          }
+        }
+      },
+      dispose() {
+        try {
+          fsImpl.rmdir(dir);
+        } catch {
+          /* a process is still in it: see CommandCgroups */
+        }
+      },
+    };
+  }
+  return null;
+}
+
+/** How often, and how many times, a cgroup whose last processes are still exiting is looked at again. */
+const SETTLE_EVERY_MS = 20;
+const SETTLE_LOOKS = 50;
+
+/**
+ * The pids cgroups of one server's commands: one made for each command, and removed once no process is left in it
+ * (a process killed a moment ago takes a few milliseconds to exit, and a cgroup with a process in it cannot be
+ * removed). Those still there when the server closes, or its process exits, are removed then.
+ */
+export class CommandCgroups {
+  /** Cgroups whose last processes are still exiting, by the timer that looks again. */
+  private readonly settling = new Map<PidsCgroup, NodeJS.Timeout>();
+  private made = 0;
+  private closed = false;
+
+  constructor(
+    private readonly max: number,
+    private readonly prefix: string,
+    private readonly fsImpl: CgroupFs = realFs
+  ) {}
+
+  /** A cgroup for one command (null where none can be made); its `dispose` removes it once it is empty. */
+  take(): PidsCgroup | null {
+    const cgroup = makePidsCgroup(this.max, `${this.prefix}-${++this.made}`, this.fsImpl);
+    if (!cgroup) return null;
+    return { ...cgroup, dispose: () => this.remove(cgroup, 0) };
+  }
+
+  /** Removes every cgroup still waiting for its last process (the server is done). */
+  close(): void {
+    this.closed = true;
+    for (const [cgroup, timer] of this.settling) {
+      clearTimeout(timer);
+      cgroup.dispose();
+    }
+    this.settling.clear();
+  }
+
+  private remove(cgroup: PidsCgroup, looks: number): void {
+    this.settling.delete(cgroup);
+    if (this.closed || looks >= SETTLE_LOOKS || cgroup.isEmpty()) cgroup.dispose();
+    else this.settling.set(cgroup, setTimeout(() => this.remove(cgroup, looks + 1), SETTLE_EVERY_MS).unref());
+  }
+}
+
+const openCgroups = new Set<CommandCgroups>();
+/** A server's command cgroups, removed (as far as they can be) when this process exits. */
+export function commandCgroups(max: number, prefix: string): CommandCgroups {
+  if (!openCgroups.size) process.once('exit', () => openCgroups.forEach((c) => c.close()));
+  const cgroups = new CommandCgroups(max, prefix);
+  openCgroups.add(cgroups);
+  return cgroups;
+}
+
+function v2Parent(fsImpl: CgroupFs): string[] {
+  try {
+    const line = fsImpl
+      .read('/proc/self/cgroup')
+      .split('\n')
+      .find((l) => l.startsWith('0::'));
+    if (!line) return [];
+    const own = path.join('/sys/fs/cgroup', line.slice(3));
+    return fsImpl.read(path.join(own, 'cgroup.subtree_control')).includes('pids') ? [own] : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A process to spawn, and the cgroup it joins as it starts (null where none could be made). */
+export interface LimitedLaunch {
+  file: string;
+  args: string[];
+  cgroup: PidsCgroup | null;
+}
+
+/**
+ * How to start `sandboxed` (bubblewrap's argv) under `limits`. With a pids cgroup, a shell joins it first, caps its
+ * address space (`ulimit -v`, RLIMIT_AS) and then becomes bubblewrap; without one, prlimit sets the same memory cap
+ * and RLIMIT_NPROC around bubblewrap.
+ */
+export function launchWithLimits(
+  sandboxed: string[],
+  opts: { limits: CommandLimits; cgroup: PidsCgroup | null; prlimit?: string }
+): LimitedLaunch {
+  if (!opts.cgroup) {
+    const limited = [
+      opts.prlimit ?? 'prlimit',
+      `--as=${opts.limits.memoryBytes}`,
+      `--nproc=${opts.limits.maxProcesses}`,
+      '--',
+      ...sandboxed,
+    ];
+    return { file: limited[0], args: limited.slice(1), cgroup: null };
+  }
+  const kib = String(Math.floor(opts.limits.memoryBytes / 1024));
+  return {
+    file: '/bin/sh',
+    // Security: the shell joins the cgroup and takes the memory cap before it becomes bubblewrap, so nothing the
+    // command starts is ever outside the cgroup or above the cap.
+    args: ['-c', 'echo $$ > "$0" && ulimit -v "$1" && shift && exec "$@"', opts.cgroup.procs, kib, ...sandboxed],
+    cgroup: opts.cgroup,
+  };
+}

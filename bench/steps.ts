@@ -3,7 +3,8 @@
  * (./hand-agent-workflows.ts: one model activity per plan, pick and answer, one tool activity per call, nothing
  * else), both on the same dev server, fake model and workspace MCP server, measured side by side in one run:
  * - P1: a chained tool step (pick + tool call) in Klea ÷ in the hand-written agent;
- * - P2: 8 independent 500 ms commands in Klea, one after another ÷ as one batch;
+ * - P2: the batch speed-up (8 independent 500 ms commands, one after another ÷ as one batch), Klea's ÷ the
+ *   hand-written agent's;
  * - P3: 1-step tasks completed per second, Klea ÷ the hand-written agent (plan + pick + tool + answer);
  * - model calls per tool step in Klea.
  * Each side runs its tasks alternately with the other, several times; the median of each side is compared.
@@ -162,22 +163,23 @@ export async function benchSteps(env: BenchEnv): Promise<BenchResult[]> {
       handBatched.push(await handTask(env, agent, handDir, 8, { chain: false, call: sleepCommand(500) }));
       env.fake.reset();
     }
-    const p2 = Math.min(...chained) / Math.min(...batched);
+    const best = (xs: number[]) => Math.min(...xs);
+    const kleaSpeedUp = best(chained) / best(batched);
+    const handSpeedUp = best(handChained) / best(handBatched);
+    const p2 = kleaSpeedUp / handSpeedUp;
     results.push({
-      name: 'P2 8 independent 500 ms `run_command` steps in Klea: chained ÷ one batch',
+      name: 'P2 batch speed-up (8 independent 500 ms `run_command` steps, chained ÷ one batch): Klea ÷ hand-written agent',
       figures: [
-        ['Klea, 8 chained steps (best of 2)', `${Math.round(Math.min(...chained))} ms`],
-        ['Klea, one batch of 8 (best of 2)', `${Math.round(Math.min(...batched))} ms`],
-        ['hand-written agent, 8 chained steps (best of 2)', `${Math.round(Math.min(...handChained))} ms`],
-        ['hand-written agent, one batch of 8 (best of 2)', `${Math.round(Math.min(...handBatched))} ms`],
-        [
-          'hand-written agent, chained ÷ one batch (for comparison)',
-          (Math.min(...handChained) / Math.min(...handBatched)).toFixed(2),
-        ],
+        ['Klea, 8 chained steps (best of 2)', `${Math.round(best(chained))} ms`],
+        ['Klea, one batch of 8 (best of 2)', `${Math.round(best(batched))} ms`],
+        ['Klea, chained ÷ one batch', kleaSpeedUp.toFixed(2)],
+        ['hand-written agent, 8 chained steps (best of 2)', `${Math.round(best(handChained))} ms`],
+        ['hand-written agent, one batch of 8 (best of 2)', `${Math.round(best(handBatched))} ms`],
+        ['hand-written agent, chained ÷ one batch', handSpeedUp.toFixed(2)],
       ],
       ratio: p2,
-      goal: '≥ 7',
-      ok: p2 >= 7,
+      goal: '≥ 0.9',
+      ok: p2 >= 0.9,
     });
 
     // P3: 1-step tasks completed per second, M in flight throughout each round.

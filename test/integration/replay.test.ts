@@ -282,11 +282,11 @@ describe('replay of recorded histories', () => {
         cpSync(path.join(ROOT, d), path.join(dir, d), { recursive: true });
       const file = path.join(dir, 'workflows', 'task', 'workflow.ts');
       const code = readFileSync(file, 'utf8');
-      const marker = 'mirror.mode(input.mode);';
+      const marker = 'const planning = new Planning(task);';
       expect(code).toContain(marker);
       writeFileSync(
         file,
-        code.replace(marker, `${marker}\n    await projectFacts.projectContextInfo({ projectDir: input.projectDir });`)
+        code.replace(marker, `await localProjectFacts.projectContextInfo({ projectDir: input.projectDir });\n  ${marker}`)
       );
       const bundle = await buildWorkflowBundle(path.join(dir, 'workflows', 'index.ts'));
       const approve = recorded().find((r) => r.name === 'approve')!;

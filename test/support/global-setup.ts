@@ -27,7 +27,7 @@ function ensureBuilt(): void {
       const p = path.join(dir, d.name);
       return Math.max(max, d.isDirectory() ? newest(p) : d.name.endsWith('.ts') ? statSync(p).mtimeMs : 0);
     }, 0);
-  const sources = ['common', 'runtime', 'tools', 'activities', 'worker', 'api', 'scripts', 'testing', 'test/support'];
+  const sources = ['common', 'runtime', 'tools', 'activities', 'worker', 'api', 'scripts', 'test/support'];
   if (sources.some((d) => newest(path.join(REPO_ROOT, d)) > builtAt)) {
     execFileSync(
       process.execPath,

@@ -1,52 +1,48 @@
 /** Everything a session holds: its `state` query answer and its continue-as-new carry, from one reading. */
-import type { KleaEvent } from '../../common/events';
 import { SessionInputSchema, type QueuedMessage } from '../../common/session';
-import { EventLog } from '../../workflows/shared/event-log';
 import { CARRIED_EVENTS, Session, taskReply, type ParsedSessionInput } from '../../workflows/session/session-state';
 
 const input = (over: Partial<ParsedSessionInput> = {}): ParsedSessionInput =>
   SessionInputSchema.parse({ sessionId: 's', projectDir: '/p', ...over });
 
-function busySession(): { session: Session; log: EventLog } {
+function busySession(): Session {
   const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }));
-  const log = new EventLog();
   session.memory.add({ role: 'user', text: 'hello' }, { role: 'assistant', text: 'hi' });
   session.addGrants([{ path: '/notes', op: 'read' }]);
   session.contextFile = 'AGENTS.md';
   const taskId = session.queue.nextTaskId();
   session.queue.push({ seq: session.queue.nextSeq(), kind: 'task', text: 'sum up', route: 'task', taskId });
   session.tasks.push(taskId);
-  log.emit({ type: 'status', status: 'running', taskId });
-  return { session, log };
+  session.log.emit({ type: 'status', status: 'running', taskId });
+  return session;
 }
 
 describe('session state', () => {
   it('a session restored from its carry shows the same state, one run later', () => {
-    const { session, log } = busySession();
-    const { state, carry } = session.snapshot(log);
+    const session = busySession();
+    const { state, carry } = session.snapshot();
 
     const next = new Session(input({ carry }));
-    const nextLog = new EventLog(carry.recentEvents as KleaEvent[], carry.lastSeq);
 
-    expect(next.snapshot(nextLog).state).toEqual(state);
+    expect(next.snapshot().state).toEqual(state);
+    expect(next.log.after(0)).toEqual(session.log.after(0));
     expect(next.runs).toBe(2);
     expect(next.queue.nextTaskId()).toBe('task-s-2');
   });
 
   it('the carry passes the schema the next run parses its input with', () => {
-    const { session, log } = busySession();
+    const session = busySession();
 
-    const { carry } = session.snapshot(log);
+    const { carry } = session.snapshot();
 
     expect(SessionInputSchema.safeParse({ sessionId: 's', projectDir: '/p', carry }).success).toBe(true);
   });
 
   it('the carry keeps only the newest events, so the next run starts small and a client sees no gap in seq', () => {
     const session = new Session(input());
-    const log = new EventLog();
-    for (let i = 0; i < CARRIED_EVENTS + 20; i++) log.emit({ type: 'memory', action: 'x', detail: `${i}` });
+    for (let i = 0; i < CARRIED_EVENTS + 20; i++) session.log.emit({ type: 'memory', action: 'x', detail: `${i}` });
 
-    const { carry } = session.snapshot(log);
+    const { carry } = session.snapshot();
 
     expect(carry.recentEvents).toHaveLength(CARRIED_EVENTS);
     expect(carry.recentEvents[0].seq).toBe(21);
@@ -69,7 +65,7 @@ describe('session state', () => {
   });
 
   it("a task gets the session's settings and memory, unless its request names its own", () => {
-    const { session } = busySession();
+    const session = busySession();
     const item: QueuedMessage & { taskId: string } = {
       seq: 9,
       kind: 'task',
@@ -119,7 +115,7 @@ describe('session state', () => {
   });
 
   it('the details say what the session is doing', () => {
-    const { session } = busySession();
+    const session = busySession();
     session.currentTaskId = 'task-s-1';
 
     expect(session.details()).toBe(

@@ -9,37 +9,21 @@ import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
 import { projectSetup } from '../shared/activities';
-import type { EventLog } from '../shared/event-log';
 import { failureMessage } from '../task/text';
 import { taskWorkflow } from '../task/workflow';
 import { summarizeMemoryWorkflow } from '../summarize/workflow';
 import { INIT_READ_ONLY_TEXT, initWrittenText, parseCommand } from './commands';
 import { foldDetail, totalChars } from './memory';
-import {
-  answerEvent,
-  firstLine,
-  taskReply,
-  unstartedTask,
-  type ParsedSessionInput,
-  type Session,
-} from './session-state';
-
-/** The session's state and details the work reads and updates. */
-export interface SessionWork {
-  input: ParsedSessionInput;
-  session: Session;
-  log: EventLog;
-  /** Messages taken in this run so far (memory children are named by it). */
-  processed(): number;
-  showDetails(): void;
-}
+import { showSessionDetails } from './details';
+import { answerEvent, firstLine, taskReply, unstartedTask, type Session } from './session-state';
 
 export class MessageRunner {
-  constructor(private readonly work: SessionWork) {}
+  constructor(private readonly session: Session) {}
 
   /** Takes the message at the head of the queue: a command, a chat reply, or a task. */
   async take(item: QueuedMessage): Promise<void> {
-    const { session, log } = this.work;
+    const { session } = this;
+    const { log } = session;
     if (item.route === 'command') {
       session.queue.settle(item.seq, await this.runCommand(item));
       return;
@@ -54,11 +38,12 @@ export class MessageRunner {
 
   /** Folds `older` into the running summary with a child workflow; on failure memory stays as it was. */
   async summarise(older: Turn[], recent: Turn[], why: 'threshold' | 'compact'): Promise<void> {
-    const { session, log } = this.work;
+    const { session } = this;
+    const { log } = session;
     const { memory } = session;
     try {
       const res = await executeChild(summarizeMemoryWorkflow, {
-        workflowId: `${workflowInfo().workflowId}-memory-${session.runs}-${this.work.processed()}-${why}`,
+        workflowId: `${workflowInfo().workflowId}-memory-${session.runs}-${this.session.processed}-${why}`,
         args: [{ summary: memory.summary, turns: older }],
         staticSummary: `fold ${older.length} turns (${totalChars(older)} chars) into the summary`,
       });
@@ -80,17 +65,18 @@ export class MessageRunner {
         detail: `summarisation failed, memory unchanged: ${failureMessage(err)}`,
       });
     }
-    this.work.showDetails();
+    showSessionDetails(this.session);
   }
 
   private async runTask(item: QueuedMessage & { taskId: string }): Promise<void> {
-    const { input, session, log } = this.work;
+    const { session } = this;
+    const { input, log } = session;
     const { taskId } = item;
     const taskInput = session.taskInput(item);
     session.memory.add({ role: 'user', text: item.text });
     session.currentTaskId = taskId;
     session.tasks.push(taskId);
-    this.work.showDetails();
+    showSessionDetails(this.session);
     log.emit({ type: 'status', status: 'running', taskId, detail: `task ${taskId} started` });
     let result: TaskResult;
     try {
@@ -125,7 +111,8 @@ export class MessageRunner {
   }
 
   private async runCommand(item: QueuedMessage): Promise<SubmitResult> {
-    const { input, session, log } = this.work;
+    const { session } = this;
+    const { input, log } = session;
     const cmd = parseCommand(item.text);
     if (cmd.name === 'compact') {
       const { older, recent } = session.memory.compaction();

@@ -17,6 +17,7 @@ import {
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
 import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
 import { MessageQueue } from './queue';
@@ -49,9 +50,14 @@ export class Session {
   /** Runs of this session so far, this one included. */
   readonly runs: number;
   currentTaskId: string | null = null;
+  /** The session's event log, continued from the previous run's tail so clients see no gap in `seq`. */
+  readonly log: EventLog;
+  /** Messages taken in this run (memory children are named by it; the count also bounds the run). */
+  processed = 0;
 
-  constructor(private readonly input: ParsedSessionInput) {
+  constructor(readonly input: ParsedSessionInput) {
     const carry = input.carry;
+    this.log = new EventLog((carry?.recentEvents ?? []) as KleaEvent[], carry?.lastSeq ?? 0);
     this.mode = carry?.mode ?? input.mode;
     this.toolAccess = carry?.toolAccess ?? input.toolAccess;
     this.network = carry?.network ?? input.network;
@@ -146,7 +152,8 @@ export class Session {
   }
 
   /** The `state` query's answer and the carry into the next run, from one reading of the session. */
-  snapshot(log: { lastSeq: number; tail(n: number): KleaEvent[] }): { state: SessionState; carry: SessionCarry } {
+  snapshot(): { state: SessionState; carry: SessionCarry } {
+    const { log } = this;
     const { summary, turns, summarisedChars, settings } = this.memory;
     const { queue, messageSeq, taskCounter } = this.queue.carry();
     return {

@@ -30,7 +30,7 @@ export const toolCalls = proxyActivities<Pick<Activities, 'callTool'>>({
 });
 
 /** Facts about the project's files (where a call's paths resolve, the project context file): quick, read-only. */
-export const projectFacts = proxyActivities<Pick<Activities, 'checkPaths' | 'projectContextInfo'>>({
+export const projectFacts = proxyActivities<Pick<Activities, 'projectContextInfo'>>({
   startToCloseTimeout: '1 minute',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumAttempts: 4 },

@@ -19,7 +19,7 @@ export interface ProjectCheck {
 /** Any other failure only means the context is not known: the run goes on without it. */
 const UNKNOWN_CONTEXT: KnownContext = Object.freeze({ file: null, sandbox: undefined, sandboxNote: undefined });
 
-/** `read` is the activity that reads it: a regular one, or (in tasks since the change) a local one. */
+/** `read` is the activity that reads it: a regular one (sessions), or a local one (tasks, which start with it). */
 export async function checkProject(
   projectDir: string,
   read:

@@ -7,17 +7,14 @@
  * until the user approves, every revision being presented again with what changed and the feedback.
  */
 import { condition } from '@temporalio/workflow';
-import type { TaskStatus } from '../../common/events';
-import type { FirstPick, FirstPickAsk } from '../../common/first-pick';
-import type { Plan } from '../../common/plan';
+import { pickedFor, type FirstPick, type FirstPickAsk } from '../../common/first-pick';
+import type { Plan, PlanStep } from '../../common/plan';
 import { planDiff, type PlanDiff } from '../../common/plan-diff';
 import type { CallUsage } from '../../common/model-protocol';
-import type { ParsedTaskInput, ReviewDecision, StepResultView } from '../../common/task';
+import type { ReviewDecision, StepResultView } from '../../common/task';
 import { modelNodes } from '../shared/activities';
-import type { EventLog } from '../shared/event-log';
-import type { PlanProgress } from './plan-progress';
-import type { ReviewGate, ReviewReason } from './review-gate';
-import type { UsageMeter } from './usage';
+import type { ReviewReason } from './review-gate';
+import type { TaskRun } from './task-run';
 
 /** A plan revised at the user's request: what changed against the reviewed plan, and the feedback. */
 export interface Revision {
@@ -31,29 +28,21 @@ export interface WrittenPlan {
   usage: CallUsage;
 }
 
-/** The task's state and status that planning and review read and update. */
-export interface PlanningWork {
-  input: ParsedTaskInput;
-  log: EventLog;
-  progress: PlanProgress;
-  reviews: ReviewGate;
-  meter: UsageMeter;
-  setStatus(next: TaskStatus, detail?: string): void;
-}
-
 export class Planning {
   /** Tokens the task may use before it pauses for the user; approving a pause raises it by the same again. */
   private budget: number | null;
+  /** The first round's tool picks, when the Planner's activity made them with the plan (common/first-pick.ts). */
+  private firstPick: FirstPick | null = null;
 
-  constructor(private readonly task: PlanningWork) {
+  constructor(private readonly task: TaskRun) {
     this.budget = task.input.maxTokens;
   }
 
   /**
    * The Planner's first plan for the request, adopted. The Planner's activity also picks the first round's tools
-   * when nothing has to happen before that round (common/first-pick.ts): those picks, if made.
+   * when nothing has to happen before that round: those picks are kept for `takeFirstPick`.
    */
-  async plan(): Promise<FirstPick | null> {
+  async plan(): Promise<void> {
     const { input, meter } = this.task;
     const ask: FirstPickAsk | undefined =
       input.review !== 'always'
@@ -66,7 +55,27 @@ export class Planning {
       ask
     );
     this.adopt(this.metered(written));
-    return written.firstPick ?? null;
+    this.firstPick = written.firstPick ?? null;
+  }
+
+  /**
+   * The first picks for `batch` if they were made for exactly its tool steps, once; any other picks (or any, when
+   * something came between the plan and its first round) are counted on the first step they were made for, whose
+   * `step_finished` then carries them, and dropped.
+   */
+  takeFirstPick(batch: PlanStep[] = []): FirstPick | null {
+    const picks = this.firstPick;
+    this.firstPick = null;
+    if (
+      !picks ||
+      pickedFor(
+        picks,
+        batch.filter((s) => s.needs_tool)
+      )
+    )
+      return picks;
+    this.task.meter.modelCall(picks.usage, picks.stepIds[0]);
+    return null;
   }
 
   /** A new plan after a step that could not be completed, told as `replanned` with the reason. */
@@ -85,7 +94,9 @@ export class Planning {
   reviewBeforeWork(): Promise<void> | null {
     const { progress, input } = this.task;
     const why = progress.plan?.review.before_work ? 'before_work' : input.review === 'always' ? 'policy' : null;
-    return why ? this.reviewUntilApproved(why) : null;
+    if (!why) return null;
+    this.takeFirstPick();
+    return this.reviewUntilApproved(why);
   }
 
   /** Reviews the results after the steps the plan asked to pause after, if any are due. */
@@ -102,6 +113,7 @@ export class Planning {
   keepToBudget(): Promise<void> | null {
     const { input, meter } = this.task;
     if (this.budget === null || input.maxTokens === null || meter.tokens < this.budget) return null;
+    this.takeFirstPick();
     return this.pauseForBudget(this.budget, input.maxTokens);
   }
 

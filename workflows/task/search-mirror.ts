@@ -1,13 +1,12 @@
 /**
  * The task's search attributes (`KleaStatus`, `KleaWaitingSince`, `KleaMode`, `KleaTokens`, `KleaModelCalls`), by
  * which the Temporal UI filters tasks (workflow code). Every upsert is an event in the run's history and a write to
- * Temporal's visibility store, so a run started since `CURRENT_CHANGES` (./changes.ts) coalesces them:
+ * Temporal's visibility store, so a run coalesces them:
  * - a status change is upserted at once, with everything else that changed since the last upsert;
  * - the mode goes with the first status upsert, or with the next status report if the status has not changed;
  * - the usage totals go with the next status change, or on their own every `USAGE_REFRESH_CALLS` model calls
  *   (a count, not a time: the decision must come out the same when the run is replayed);
  * - a value the run already shows is left out (a session starts its tasks with their mode and first status).
- * Runs started earlier upsert each value as it changes: their histories have those events.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
@@ -21,9 +20,8 @@ export class SearchAttributeMirror {
   /** What the run shows now, by attribute name: what it started with, then what it upserted. */
   private readonly shown = new Map<string, unknown>();
 
-  /** @param coalesce whether this run coalesces its upserts (runs since `CURRENT_CHANGES`). */
-  constructor(private readonly coalesce: boolean) {
-    if (coalesce) for (const p of workflowInfo().typedSearchAttributes.getAll()) this.shown.set(p.key.name, p.value);
+  constructor() {
+    for (const p of workflowInfo().typedSearchAttributes.getAll()) this.shown.set(p.key.name, p.value);
   }
 
   /** The status changed (and when it started waiting, if it waits for the user): upserted now, with the rest. */
@@ -39,7 +37,6 @@ export class SearchAttributeMirror {
 
   mode(value: string): void {
     this.put([{ key: KleaMode, value }]);
-    if (!this.coalesce) this.flush();
   }
 
   usage(tokens: number, modelCalls: number): void {
@@ -48,7 +45,7 @@ export class SearchAttributeMirror {
       { key: KleaModelCalls, value: modelCalls },
     ]);
     const shownCalls = (this.shown.get(KleaModelCalls.name) as number | undefined) ?? 0;
-    if (!this.coalesce || modelCalls - shownCalls >= USAGE_REFRESH_CALLS) this.flush();
+    if (modelCalls - shownCalls >= USAGE_REFRESH_CALLS) this.flush();
   }
 
   private put(pairs: SearchAttributeUpdatePair[]): void {
@@ -60,7 +57,7 @@ export class SearchAttributeMirror {
     this.pending.clear();
     if (!changed.length) return;
     upsertSearchAttributes(changed);
-    if (this.coalesce) for (const p of changed) this.shown.set(p.key.name, p.value);
+    for (const p of changed) this.shown.set(p.key.name, p.value);
   }
 }
 

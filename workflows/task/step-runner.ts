@@ -8,42 +8,24 @@
  * `evaluate_step` node.
  */
 import { condition, getExternalWorkflowHandle, isCancellation, workflowInfo } from '@temporalio/workflow';
-import type { TaskStatus } from '../../common/events';
 import { grantCovers, type GuardedPath } from '../../common/path-guard';
 import type { FirstPick } from '../../common/first-pick';
 import type { PlanStep } from '../../common/plan';
-import type { ParsedTaskInput, SessionGrant } from '../../common/task';
+import type { SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
 import { grantSignal } from '../session/messages';
-import type { EventLog } from '../shared/event-log';
-import { modelNodes, projectFacts, toolCalls } from '../shared/activities';
+import { modelNodes, toolCalls } from '../shared/activities';
 import { callKey, callOutcome, deniedOutcome, stepToolResult } from './dispatch';
 import { pathDependencies } from './plan-graph';
-import { RESULT_CHARS, type PlanProgress } from './plan-progress';
-import type { Decision, GatedPath, PermissionGate } from './permissions';
-import type { QuestionGate } from './questions';
+import { RESULT_CHARS } from './plan-progress';
+import type { Decision, GatedPath } from './permissions';
 import { callSummary, cut, failureMessage } from './text';
 import { applyVerdict, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
-import type { UsageMeter } from './usage';
-import type { TaskChanges } from './changes';
+import type { TaskRun } from './task-run';
 import { kleaObserve } from '../shared/observe';
 
-/** The task's state and status the work reads and updates. */
-export interface TaskWork {
-  input: ParsedTaskInput;
-  log: EventLog;
-  progress: PlanProgress;
-  questions: QuestionGate;
-  permissions: PermissionGate;
-  meter: UsageMeter;
-  changes: TaskChanges;
-  setStatus(next: TaskStatus, detail?: string): void;
-  /** After a permission decision: back to running, or the next thing still waited for. */
-  settleStatus(): void;
-}
-
 export class StepRunner {
-  constructor(private readonly task: TaskWork) {}
+  constructor(private readonly task: TaskRun) {}
 
   /**
    * Every promise a workflow creates costs its run a captured stack trace (Temporal's stack-trace query), so the
@@ -79,24 +61,14 @@ export class StepRunner {
   }
 
   private async runToolSteps(batch: PlanStep[], firstPick: FirstPick | null): Promise<void> {
-    const { input, progress, meter } = this.task;
+    const { progress, meter } = this.task;
     for (const s of batch) this.start(s);
     const picked = firstPick ?? (await this.pick(batch));
     // One pick for several steps is counted on the first of them.
     meter.modelCall(picked.usage, batch[0].id);
-    const calls = picked.calls;
-    // Security: every call's paths are checked on the worker before the gate below decides on them; the pick
-    // activity does it since this change, and runs whose picks came without it schedule the check as before.
-    const checkedWithPick = picked.guarded?.length === calls.length && this.task.changes.has('paths-checked-with-pick');
-    const guarded = checkedWithPick
-      ? picked.guarded!
-      : await Promise.all(
-          calls.map((c) =>
-            projectFacts.checkPaths.executeWithOptions({ summary: `step ${c.stepId} · check paths` }, [
-              { projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args },
-            ])
-          )
-        );
+    // Security: the pick activity checked every call's paths on the worker (`guarded[i]` for `calls[i]`: where each
+    // resolves, symlinks included, and whether it is inside the project or sensitive); the gate decides on those.
+    const { calls, guarded } = picked;
     const waits = pathDependencies(guarded.map((g) => g.map((p) => p.real)));
     const { workflowId } = workflowInfo();
     const runs: Array<Promise<CallOutcome>> = [];
@@ -203,7 +175,7 @@ export class StepRunner {
     // A grant for the session made while this request waited answers it too.
     await condition(() => permissions.isAnswered(request));
     const { decision, automatic, grant } = permissions.close(request);
-    if (grant) tellSession(grant, this.task.changes);
+    if (grant) tellSession(grant);
     log.emit({ type: 'permission_decided', requestId: request.requestId, decision, path: p.real, automatic });
     kleaObserve.permissionDecided(decision);
     this.task.settleStatus();
@@ -245,9 +217,9 @@ export class StepRunner {
  * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
  * later must not lose the user's decision.
  */
-function tellSession(grant: SessionGrant, changes: TaskChanges): void {
+function tellSession(grant: SessionGrant): void {
   const parent = workflowInfo().parent;
-  if (!parent || !changes.has('grant-reaches-session-when-made')) return;
+  if (!parent) return;
   // The session may have ended (it is cancelled with its tasks); then there is nobody to tell.
   void getExternalWorkflowHandle(parent.workflowId)
     .signal(grantSignal, grant)

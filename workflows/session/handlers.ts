@@ -1,0 +1,158 @@
+/**
+ * The session's message handlers (workflow code): queries `state` and `events`; signals `settings` and `grant`
+ * (from a child task); updates `submit` (a message or a slash command) and `startTask` (POST /tasks). Each reads or
+ * changes the `Session`; the main loop takes the queued messages in order.
+ */
+import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import {
+  SettingsSchema,
+  StartTaskRequestSchema,
+  SubmitRequestSchema,
+  type QueuedMessage,
+  type SubmitRequest,
+  type SubmitResult,
+} from '../../common/session';
+import { GrantSchema } from '../../common/task';
+import { modelNodes } from '../shared/activities';
+import { parseOrThrow, parseSignal } from '../shared/payloads';
+import { rememberTrace } from '../shared/trace-context';
+import { failureCode, failureMessage, isTimeout } from '../task/text';
+import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
+import { showSessionDetails } from './details';
+import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
+import type { Session } from './session-state';
+
+export function setSessionHandlers(session: Session): void {
+  const { input, queue, memory, log } = session;
+  const emitContext = () => log.emit(session.contextEvent());
+
+  setHandler(stateQuery, () => session.snapshot().state);
+  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
+
+  setHandler(settingsSignal, (raw: unknown) => {
+    // Signals come from the Temporal CLI too: a bad value is reported and never stored.
+    const p = parseSignal(SettingsSchema, raw, 'settings');
+    if (!p.ok) {
+      log.emit({ type: 'error', code: 'InvalidSignal', message: `settings signal ignored: ${p.problem}` });
+      return;
+    }
+    if (session.applySettings(p.value)) {
+      emitContext();
+      showSessionDetails(session);
+    }
+  });
+
+  setHandler(grantSignal, (raw: unknown) => {
+    const p = parseSignal(GrantSchema, raw, 'grant');
+    if (p.ok) session.addGrants([p.value]);
+  });
+
+  setHandler(
+    submitUpdate,
+    (request) => (isCommand(request.text.trim()) ? submitCommand(request) : submitMessage(request)),
+    {
+      validator: (request) => {
+        parseOrThrow(SubmitRequestSchema, 'invalid message', request, 'message');
+      },
+    }
+  );
+
+  /** A slash command: /help, /mode and unknown ones are answered at once; the others wait their turn. */
+  async function submitCommand(request: SubmitRequest): Promise<SubmitResult> {
+    const text = request.text.trim();
+    const seq = queue.nextSeq();
+    const wasBusy = session.busy;
+    const cmd = parseCommand(text);
+    if (cmd.name === 'help') return { kind: 'command', reply: helpText() };
+    if (cmd.name === 'unknown') return { kind: 'command', reply: unknownCommandText(cmd.raw) };
+    if (cmd.name === 'mode') {
+      if (!cmd.mode) return { kind: 'command', reply: modeUsageText(session.mode) };
+      session.mode = cmd.mode;
+      emitContext();
+      showSessionDetails(session);
+      return { kind: 'command', reply: modeSetText(session.mode) };
+    }
+    queue.push({ seq, kind: 'command', text, route: 'command' });
+    if (wasBusy) return { kind: 'command', queued: true };
+    await condition(() => queue.outcome(seq) !== undefined);
+    return queue.outcome(seq)!;
+  }
+
+  /**
+   * A plain message is routed as it arrives, inside this handler: the update's result says chat (with the reply)
+   * or task (with the id), even while an earlier task runs. Routing from the loop would hold that answer back
+   * until the message is taken; routing from a coroutine of its own would complete the update after commands
+   * the session issues in the same workflow task, an order that running sessions' histories do not have.
+   */
+  async function submitMessage(request: SubmitRequest): Promise<SubmitResult> {
+    const text = request.text.trim();
+    const seq = queue.nextSeq();
+    const wasBusy = session.busy;
+    const item: QueuedMessage = { seq, kind: 'message', text, ...(request.mode ? { mode: request.mode } : {}) };
+    rememberTrace(item);
+    queue.push(item);
+    if ((request.mode ?? session.mode) === 'scientific') {
+      // Scientific requests go to a task, which declines them with the explanation: never an ungrounded chat reply.
+      item.route = 'task';
+    } else {
+      try {
+        // Bounded, retries included: the caller waits on this update, and is answered with the error at the limit.
+        const r = await modelNodes.routeRequest.executeWithOptions(
+          { summary: 'route request', scheduleToCloseTimeout: input.routeTimeoutMs },
+          [{ text, summary: memory.summary || undefined, recentTurns: memory.recent() }]
+        );
+        item.route = r.route === 'chat' && r.reply ? 'chat' : 'task';
+        if (item.route === 'chat') {
+          item.reply = r.reply!;
+          item.replyUsage = session.charge(r.usage);
+        } else session.charge(r.usage);
+      } catch (err) {
+        queue.remove(item);
+        const timedOut = isTimeout(err);
+        const why = timedOut
+          ? `the model did not answer within ${input.routeTimeoutMs / 1000} s (model.route_timeout_ms)`
+          : failureMessage(err);
+        const message = `could not route the message: ${why}`;
+        log.emit({ type: 'error', code: 'RouteFailed', message });
+        // The model's own failure type (ModelUnavailable, ModelOutputInvalid, ...) tells the API what to answer.
+        throw ApplicationFailure.nonRetryable(message, timedOut ? 'ModelUnavailable' : failureCode(err, 'RouteFailed'));
+      }
+    }
+    if (item.route === 'task') item.taskId = queue.nextTaskId();
+    if (item.route === 'task' && !wasBusy)
+      await condition(() => queue.hasStarted(item.taskId!) || !queue.includes(item));
+    return {
+      kind: item.route,
+      ...(item.taskId ? { taskId: item.taskId } : {}),
+      ...(item.reply ? { reply: item.reply } : {}),
+      ...(wasBusy ? { queued: true } : {}),
+    };
+  }
+
+  setHandler(
+    startTaskUpdate,
+    async (request) => {
+      const wasBusy = session.busy;
+      const taskId = queue.nextTaskId();
+      const item: QueuedMessage = {
+        seq: queue.nextSeq(),
+        kind: 'task',
+        text: request.prompt.trim(),
+        route: 'task',
+        taskId,
+        ...(request.mode ? { mode: request.mode } : {}),
+        ...(request.toolAccess ? { toolAccess: request.toolAccess } : {}),
+        ...(request.review ? { review: request.review } : {}),
+      };
+      rememberTrace(item);
+      queue.push(item);
+      if (!wasBusy) await condition(() => queue.hasStarted(taskId) || !queue.includes(item));
+      return { taskId, queued: wasBusy };
+    },
+    {
+      validator: (request) => {
+        parseOrThrow(StartTaskRequestSchema, 'invalid task', request, 'task');
+      },
+    }
+  );
+}

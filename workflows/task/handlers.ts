@@ -1,0 +1,52 @@
+/**
+ * The task's message handlers (workflow code): the `state` and `events` queries, the decision signals and their
+ * same-named updates (`review`, `clarify`, `permission`), and the `cancel` signal. Each one reads or changes the
+ * `TaskRun`; a cancel also cancels the scope the task's work runs in.
+ */
+import { type CancellationScope, setHandler } from '@temporalio/workflow';
+import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema } from '../../common/task';
+import { parseOrThrow, parseSignal } from '../shared/payloads';
+import {
+  cancelSignal,
+  clarifySignal,
+  clarifyUpdate,
+  eventsQuery,
+  permissionSignal,
+  permissionUpdate,
+  reviewSignal,
+  reviewUpdate,
+  setDecisionHandlers,
+  stateQuery,
+} from './messages';
+import type { TaskRun } from './task-run';
+
+export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
+  const { reviews, questions, permissions, log } = task;
+  setHandler(stateQuery, () => task.snapshot());
+  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
+  setDecisionHandlers(reviewSignal, reviewUpdate, {
+    accept: (raw) => reviews.accept(raw),
+    refusal: (raw) => reviews.refusal(parseOrThrow(ReviewDecisionSchema, 'invalid review decision', raw, 'decision')),
+  });
+  setDecisionHandlers(clarifySignal, clarifyUpdate, {
+    accept: (raw) => {
+      const problem = questions.accept(raw);
+      if (problem) task.ignoredSignal('clarify', problem);
+    },
+    refusal: (raw) => questions.problem(parseOrThrow(ClarifySchema, 'invalid answers', raw, 'answers')),
+  });
+  setDecisionHandlers(permissionSignal, permissionUpdate, {
+    accept: (raw) => permissions.accept(raw),
+    refusal: (raw) =>
+      permissions.problem(parseOrThrow(PermissionDecisionSchema, 'invalid permission decision', raw, 'decision')),
+  });
+  setHandler(cancelSignal, (raw: unknown) => {
+    // From the Temporal CLI a bare string is a natural way to give the reason; anything else malformed still
+    // cancels (that is what the sender asked for) and says the reason was not used.
+    const p = parseSignal(CancelSchema, typeof raw === 'string' ? { reason: raw } : (raw ?? {}), 'cancel');
+    const reason = (p.ok && p.value.reason?.trim()) || 'cancelled by the user';
+    if (!task.cancel(reason)) return;
+    if (!p.ok) task.ignoredSignal('cancel', `the reason was not used (${p.problem}); cancelling anyway`);
+    work.cancel();
+  });
+}

@@ -1,0 +1,157 @@
+/**
+ * One task's state in one place (workflow code: it upserts search attributes and sets the run's current details).
+ *
+ * `TaskRun` owns everything a task knows of itself: its status, the plan's progress, the three gates it may wait
+ * on (review, questions, permissions), what it has used, and its event log. It produces the `state` query's answer
+ * and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and nothing else.
+ */
+import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
+import type { CallUsage } from '../../common/model-protocol';
+import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
+import type { ParsedTaskInput, PendingInterrupt, TaskResult, TaskState } from '../../common/task';
+import { EventLog } from '../shared/event-log';
+import { kleaObserve } from '../shared/observe';
+import { PermissionGate } from './permissions';
+import { PlanProgress } from './plan-progress';
+import { QuestionGate } from './questions';
+import { ReviewGate } from './review-gate';
+import { SearchAttributeMirror } from './search-mirror';
+import { statusAfterDecision, statusDetails, taskState } from './status';
+import { UsageMeter } from './usage';
+
+export type TaskEnding = 'done' | 'failed' | 'cancelled';
+
+export class TaskRun {
+  readonly log = new EventLog();
+  readonly progress = new PlanProgress();
+  readonly reviews = new ReviewGate();
+  readonly questions = new QuestionGate();
+  readonly permissions: PermissionGate;
+  readonly meter: UsageMeter;
+  /** How many grants the input carried that were not taken (only a session hands grants to its tasks). */
+  readonly ignoredGrants: number;
+  private readonly mirror = new SearchAttributeMirror();
+  private _status: TaskStatus = 'routing';
+  private answer: string | null = null;
+  private error: string | null = null;
+  /** Set once by the `cancel` signal: why the user cancelled. */
+  private _cancelReason: string | null = null;
+
+  constructor(readonly input: ParsedTaskInput) {
+    // Security: grants in the input count only when the task's session handed them over (it records what the user
+    // allowed); a task started some other way, grants and all, asks for every path like a new one.
+    const parent = workflowInfo().parent?.workflowId ?? '';
+    const fromSession = parent.startsWith('session-');
+    this.ignoredGrants = fromSession ? 0 : input.grants.length;
+    this.permissions = new PermissionGate(input.taskId, fromSession ? input.grants : []);
+    // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
+    this.meter = new UsageMeter(() => this.mirror.usage(this.meter.tokens, this.meter.models.modelCalls));
+    this.mirror.mode(input.mode);
+  }
+
+  get status(): TaskStatus {
+    return this._status;
+  }
+
+  get cancelReason(): string | null {
+    return this._cancelReason;
+  }
+
+  /** Everything the task waits for now. */
+  pending(): PendingInterrupt[] {
+    const { reviews, questions, permissions } = this;
+    return [reviews.pending, questions.pending, permissions.pending].filter((p): p is PendingInterrupt => p !== null);
+  }
+
+  /** The `state` query's answer. */
+  snapshot(): TaskState {
+    return taskState(this.input, this.progress, {
+      status: this._status,
+      answer: this.answer,
+      error: this.error,
+      pending: this.pending(),
+      newGrants: this.permissions.newGrants,
+      usage: this.meter.totals(),
+      lastSeq: this.log.lastSeq,
+    });
+  }
+
+  /** A new status (or the same with a new detail): mirrored into search attributes and the run's details. */
+  setStatus(next: TaskStatus, detail?: string): void {
+    if (next !== this._status) {
+      // When it started waiting for the user, for the inbox.
+      const waiting = next.startsWith('awaiting_');
+      this.mirror.status([
+        { key: KleaStatus, value: next },
+        ...(waiting ? [{ key: KleaWaitingSince, value: new Date() }] : []),
+      ]);
+    } else {
+      this.mirror.unchanged();
+    }
+    this._status = next;
+    const { progress } = this;
+    const plan = progress.plan ? { version: progress.version, steps: progress.stepCount } : null;
+    setCurrentDetails(statusDetails({ status: next, detail, goal: progress.goal, pending: this.pending(), plan }));
+    if (isFinalStatus(next)) this.log.emit({ type: 'status', status: next, detail });
+  }
+
+  /** After a decision arrived: the next thing still waited for, or back to running. */
+  settleStatus(): void {
+    const next = statusAfterDecision(this._status, this.pending());
+    if (next) this.setStatus(next);
+  }
+
+  /** A signal's payload that could not be used: reported, since a signal has no answer to carry the error. */
+  ignoredSignal(name: string, problem: string): void {
+    this.log.emit({ type: 'error', code: 'InvalidSignal', message: `${name} signal: ${problem}` });
+  }
+
+  /** Records the user's cancellation; false when there is nothing left to cancel. */
+  cancel(reason: string): boolean {
+    if (this._cancelReason !== null || isFinalStatus(this._status)) return false;
+    this._cancelReason = reason;
+    return true;
+  }
+
+  giveAnswer(text: string, usage?: CallUsage): void {
+    this.answer = text;
+    this.log.emit({
+      type: 'answer',
+      text,
+      ...(usage ? { usage } : {}),
+      verification: 'unverified',
+      label: UNVERIFIED_LABEL,
+    });
+  }
+
+  finish(ending: TaskEnding, detail?: string): TaskResult {
+    this.setStatus(ending, detail);
+    kleaObserve.taskFinished(ending);
+    return {
+      taskId: this.input.taskId,
+      status: ending,
+      answer: this.answer,
+      verification: 'unverified',
+      error: this.error,
+      newGrants: this.permissions.newGrants,
+      usage: this.meter.totals(),
+    };
+  }
+
+  fail(code: string, message: string): TaskResult {
+    this.error = message;
+    this.log.emit({ type: 'error', code, message });
+    return this.finish('failed', message);
+  }
+
+  /** Ends a task the user cancelled: whatever it waited for is withdrawn. */
+  cancelled(): TaskResult {
+    const reason = this._cancelReason ?? 'cancelled by the user';
+    this.reviews.withdraw();
+    this.questions.withdraw();
+    this.permissions.withdraw();
+    this.error = reason;
+    return this.finish('cancelled', reason);
+  }
+}

@@ -61,21 +61,53 @@ function taskStatus(run: ListedRun): TaskStatus {
 
 const TASK_ID = /^task-(.+)-\d+$/;
 
+/** A run's times and its page in the Temporal UI, as every listed task and session carries them. */
+function runTimes(run: ListedRun, runUrl: (workflowId: string) => string) {
+  return {
+    startedAt: (run.startTime ?? new Date(0)).toISOString(),
+    closedAt: run.closeTime?.toISOString() ?? null,
+    temporalUiUrl: runUrl(run.workflowId),
+  };
+}
+
+/** A list from visibility at `/<items>` (`listTasks`, `listSessions`): a page of runs from the client's cursor. */
+function listRoute<Q extends { limit: number; cursor?: string }>(
+  route: { items: 'tasks' | 'sessions'; summary: string; query: z.ZodType<Q>; page: z.ZodType },
+  handler: (query: Q) => Promise<unknown>
+): RouteSpec {
+  const { items, summary, query, page } = route;
+  return defineRoute({
+    method: 'get',
+    path: `/${items}`,
+    operationId: `list${items[0].toUpperCase()}${items.slice(1)}`,
+    summary,
+    tags: [items, 'inbox'],
+    query,
+    responses: {
+      200: { description: `a page of ${items}`, schema: page },
+      400: { description: 'a bad query parameter: a filter, the limit or the cursor (the message names it)' },
+      ...TEMPORAL_DOWN,
+    },
+    handler: ({ query }) => handler(query),
+  });
+}
+
 export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
+  /** The runs matching `where` on the page the query asks for, and the cursor of the next page. */
+  const listPage = async (where: string, query: { limit: number; cursor?: string }) => {
+    const page = await calls.list(where, query.limit, decodeCursor(query.cursor));
+    return { runs: page.runs, nextCursor: encodeCursor(page.next) };
+  };
+
   return [
-    defineRoute({
-      method: 'get',
-      path: '/tasks',
-      operationId: 'listTasks',
-      summary: 'Tasks, newest first, from Temporal visibility: filter by status and session (the inbox)',
-      tags: ['tasks', 'inbox'],
-      query: ListTasksQuerySchema,
-      responses: {
-        200: { description: 'a page of tasks', schema: TaskListSchema },
-        400: { description: 'a bad filter, limit or cursor (the message names the field)' },
-        ...TEMPORAL_DOWN,
+    listRoute(
+      {
+        items: 'tasks',
+        summary: 'Tasks, newest first, from Temporal visibility: filter by status and session (the inbox)',
+        query: ListTasksQuerySchema,
+        page: TaskListSchema,
       },
-      handler: async ({ query }) => {
+      async (query) => {
         const statuses = query.status ? [...new Set(query.status.split(','))] : [];
         const where = [`WorkflowType = ${quote(TASK_WORKFLOW)}`];
         if (statuses.length) {
@@ -84,8 +116,8 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
           if (statuses.every((s) => !isFinalStatus(s as TaskStatus))) where.push(`ExecutionStatus = 'Running'`);
         }
         if (query.sessionId) where.push(`${KleaSessionId.name} = ${quote(query.sessionId)}`);
-        const page = await calls.list(where.join(' AND '), query.limit, decodeCursor(query.cursor));
-        const tasks = page.runs
+        const { runs, nextCursor } = await listPage(where.join(' AND '), query);
+        const tasks = runs
           .map((run): z.infer<typeof TaskListItemSchema> => {
             const status = taskStatus(run);
             const waiting = status.startsWith('awaiting_') ? run.attributes.get(KleaWaitingSince) : undefined;
@@ -96,48 +128,38 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
                 (run.attributes.get(KleaSessionId) as string | undefined) ?? TASK_ID.exec(run.workflowId)?.[1] ?? null,
               status,
               request: run.summary,
-              startedAt: (run.startTime ?? new Date(0)).toISOString(),
-              closedAt: run.closeTime?.toISOString() ?? null,
+              ...runTimes(run, runUrl),
               waitingSince: waiting instanceof Date ? waiting.toISOString() : null,
               tokens: typeof tokens === 'number' ? tokens : null,
-              temporalUiUrl: runUrl(run.workflowId),
             };
           })
           .filter((t) => !statuses.length || statuses.includes(t.status));
-        return { tasks, nextCursor: encodeCursor(page.next) };
+        return { tasks, nextCursor };
+      }
+    ),
+    listRoute(
+      {
+        items: 'sessions',
+        summary: 'Sessions, newest first, from Temporal visibility',
+        query: ListSessionsQuerySchema,
+        page: SessionListSchema,
       },
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/sessions',
-      operationId: 'listSessions',
-      summary: 'Sessions, newest first, from Temporal visibility',
-      tags: ['sessions', 'inbox'],
-      query: ListSessionsQuerySchema,
-      responses: {
-        200: { description: 'a page of sessions', schema: SessionListSchema },
-        400: { description: 'a bad limit or cursor (the message names the field)' },
-        ...TEMPORAL_DOWN,
-      },
-      handler: async ({ query }) => {
+      async (query) => {
         // A session continues as new when its history grows: only the run that carries it on is listed.
-        const page = await calls.list(
+        const { runs, nextCursor } = await listPage(
           `WorkflowType = ${quote(SESSION_WORKFLOW)} AND ExecutionStatus != 'ContinuedAsNew'`,
-          query.limit,
-          decodeCursor(query.cursor)
+          query
         );
         return {
-          sessions: page.runs.map((run) => ({
+          sessions: runs.map((run) => ({
             id: (run.attributes.get(KleaSessionId) as string | undefined) ?? run.workflowId.replace(/^session-/, ''),
             status: run.execution === 'RUNNING' ? ('running' as const) : ('closed' as const),
             summary: run.summary,
-            startedAt: (run.startTime ?? new Date(0)).toISOString(),
-            closedAt: run.closeTime?.toISOString() ?? null,
-            temporalUiUrl: runUrl(run.workflowId),
+            ...runTimes(run, runUrl),
           })),
-          nextCursor: encodeCursor(page.next),
+          nextCursor,
         };
-      },
-    }),
+      }
+    ),
   ];
 }

@@ -1,4 +1,5 @@
 /** Session routes: start a session, read its state and events, send it messages, change its settings. */
+import type { ZodType } from 'zod';
 import {
   AcceptedResponseSchema,
   CreateSessionRequestSchema,
@@ -17,7 +18,7 @@ import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
 import type { SessionStarter } from '../session-start';
 import { sessionTarget, sessionWorkflowId } from '../targets';
-import type { TemporalCalls } from '../temporal-calls';
+import type { Target, TemporalCalls } from '../temporal-calls';
 import { eventsHandler, eventStream } from './events';
 
 export interface SessionRouteDeps {
@@ -29,6 +30,28 @@ export interface SessionRouteDeps {
 }
 
 export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDeps): RouteSpec[] {
+  /** Something sent to a running session (a message, a settings change); its streams are woken to follow at once. */
+  const sessionInput = <B>(
+    route: Pick<RouteSpec, 'method' | 'path' | 'operationId' | 'summary' | 'responses'> & { body: ZodType<B> },
+    send: (target: Target, body: B) => Promise<unknown>
+  ) =>
+    defineRoute({
+      ...route,
+      tags: ['sessions'],
+      params: SessionParamsSchema,
+      responses: {
+        ...route.responses,
+        404: { description: 'no such session' },
+        409: { description: 'the session has ended' },
+      },
+      handler: async ({ params, body }) => {
+        const target = sessionTarget(params.id);
+        const out = await send(target, body);
+        feeds.wake(target.workflowId);
+        return out;
+      },
+    });
+
   return [
     defineRoute({
       method: 'post',
@@ -65,49 +88,38 @@ export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDe
         temporalUiUrl: runUrl(sessionWorkflowId(params.id)),
       }),
     }),
-    defineRoute({
-      method: 'post',
-      path: '/sessions/:id/messages',
-      operationId: 'postMessage',
-      summary: 'Send a message or a /command to a session',
-      tags: ['sessions'],
-      params: SessionParamsSchema,
-      body: MessageRequestSchema,
-      responses: {
-        200: { description: 'chat reply, started task, or command result', schema: MessageResponseSchema },
-        404: { description: 'no such session' },
-        409: { description: 'the session has ended' },
-        502: { description: 'model_error: the model failed the routing request (its message says why)' },
-        ...TEMPORAL_DOWN_OR_NO_WORKER,
+    sessionInput(
+      {
+        method: 'post',
+        path: '/sessions/:id/messages',
+        operationId: 'postMessage',
+        summary: 'Send a message or a /command to a session',
+        body: MessageRequestSchema,
+        responses: {
+          200: { description: 'chat reply, started task, or command result', schema: MessageResponseSchema },
+          502: { description: 'model_error: the model failed the routing request (its message says why)' },
+          ...TEMPORAL_DOWN_OR_NO_WORKER,
+        },
       },
-      handler: async ({ params, body }) => {
-        const target = sessionTarget(params.id);
-        const reply = await calls.update(target, submitUpdate, body, { noun: 'message' });
-        feeds.wake(target.workflowId);
-        return reply;
+      (target, body) => calls.update(target, submitUpdate, body, { noun: 'message' })
+    ),
+    sessionInput(
+      {
+        method: 'patch',
+        path: '/sessions/:id',
+        operationId: 'patchSession',
+        summary: "Change a session's mode or tool access level",
+        body: PatchSessionRequestSchema,
+        responses: {
+          200: { description: 'the settings were applied', schema: AcceptedResponseSchema },
+          ...TEMPORAL_DOWN,
+        },
       },
-    }),
-    defineRoute({
-      method: 'patch',
-      path: '/sessions/:id',
-      operationId: 'patchSession',
-      summary: "Change a session's mode or tool access level",
-      tags: ['sessions'],
-      params: SessionParamsSchema,
-      body: PatchSessionRequestSchema,
-      responses: {
-        200: { description: 'the settings were applied', schema: AcceptedResponseSchema },
-        404: { description: 'no such session' },
-        409: { description: 'the session has ended' },
-        ...TEMPORAL_DOWN,
-      },
-      handler: async ({ params, body }) => {
-        const target = sessionTarget(params.id);
+      async (target, body) => {
         await calls.signal(target, settingsSignal, body);
-        feeds.wake(target.workflowId);
         return { accepted: true as const };
-      },
-    }),
+      }
+    ),
     defineRoute({
       method: 'get',
       path: '/sessions/:id/events',

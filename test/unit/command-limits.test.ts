@@ -1,0 +1,87 @@
+import { CommandCgroups, launchWithLimits, type CgroupFs } from '../../tools/workspace/command-limits';
+
+/** A cgroup file system in memory: directories, the files written, and how many processes each cgroup counts. */
+function fakeCgroupFs() {
+  const dirs = new Set<string>();
+  const pids = new Map<string, number>();
+  const fs: CgroupFs = {
+    mkdir: (p) => void dirs.add(p),
+    write: () => undefined,
+    read: (p) => {
+      if (p.endsWith('pids.current')) return String(pids.get(p.slice(0, -'/pids.current'.length)) ?? 0);
+      if (p.endsWith('cgroup.procs')) return '';
+      throw new Error(`ENOENT ${p}`);
+    },
+    rmdir: (p) => {
+      if (pids.get(p)) throw new Error('EBUSY');
+      dirs.delete(p);
+    },
+  };
+  return { fs, dirs, pids };
+}
+
+describe('the pids cgroups of commands', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('gives each command a cgroup of its own and removes it once its last process is gone', () => {
+    const { fs, dirs, pids } = fakeCgroupFs();
+    const cgroups = new CommandCgroups(10, 'cmd-test', fs);
+    const a = cgroups.take()!;
+    const b = cgroups.take()!;
+    expect(a.procs).not.toBe(b.procs);
+    expect(dirs.size).toBe(2);
+
+    const [dirA] = [...dirs];
+    pids.set(dirA, 1);
+    a.dispose();
+    expect(dirs.has(dirA)).toBe(true);
+    pids.set(dirA, 0);
+    jest.advanceTimersByTime(100);
+    expect(dirs.has(dirA)).toBe(false);
+
+    b.dispose();
+    expect(dirs.size).toBe(0);
+  });
+
+  it('removes a cgroup still waiting for its last process when the server closes', () => {
+    const { fs, dirs, pids } = fakeCgroupFs();
+    const cgroups = new CommandCgroups(10, 'cmd-test', fs);
+    const a = cgroups.take()!;
+    const [dir] = [...dirs];
+    pids.set(dir, 1);
+    a.dispose();
+    pids.set(dir, 0);
+    cgroups.close();
+    expect(dirs.size).toBe(0);
+  });
+});
+
+describe('the launch around bubblewrap', () => {
+  const limits = { maxProcesses: 10, memoryBytes: 256 * 1024 * 1024 };
+  const sandboxed = ['/usr/bin/bwrap', '--unshare-all', '--', '/bin/sh', '-c', 'make'];
+
+  it('joins the cgroup and takes the memory cap before it becomes bubblewrap', () => {
+    const cgroup = {
+      procs: '/sys/fs/cgroup/pids/klea/x/cgroup.procs',
+      killAll() {},
+      isEmpty: () => true,
+      dispose() {},
+    };
+    const launch = launchWithLimits(sandboxed, { limits, cgroup });
+    expect(launch.file).toBe('/bin/sh');
+    expect(launch.args.slice(2, 4)).toEqual([cgroup.procs, '262144']);
+    expect(launch.args.slice(4)).toEqual(sandboxed);
+  });
+
+  it('without a cgroup, prlimit sets the memory and process caps', () => {
+    const launch = launchWithLimits(sandboxed, { limits, cgroup: null });
+    expect([launch.file, ...launch.args]).toEqual([
+      'prlimit',
+      `--as=${limits.memoryBytes}`,
+      '--nproc=10',
+      '--',
+      ...sandboxed,
+    ]);
+  });
+});

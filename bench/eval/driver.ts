@@ -72,7 +72,22 @@ export async function driveTask(
     state: null,
   };
   const finish = () => ({ ...result, seconds: (Date.now() - started) / 1000 });
+  try {
+    await drive(api, task, timeoutMs, result, started);
+  } catch (err) {
+    // The API went away (the stack died): the task is reported with what was seen, and the run goes on.
+    result.error = `the eval lost the API: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  return finish();
+}
 
+async function drive(
+  api: KleaApi,
+  task: { prompt: string; projectDir: string; toolAccess: 'full' | 'read_only'; answer: string },
+  timeoutMs: number,
+  result: DriveResult,
+  started: number
+): Promise<void> {
   // A worker that has just started may not poll yet: the API says no_worker (503) for a while.
   let created: { status: number; json: Json } | undefined;
   for (;;) {
@@ -86,15 +101,16 @@ export async function driveTask(
   }
   if (created.status !== 201 && created.status !== 200) {
     result.error = `POST /tasks answered ${created.status}: ${errorText(created.json)}`;
-    return finish();
+    return;
   }
   const taskId = String(created.json.taskId);
   result.taskId = taskId;
   const path = `/tasks/${encodeURIComponent(taskId)}`;
 
   const decide = async (route: string, body: Json, what: string) => {
-    const res = await api.call('POST', `${path}/${route}`, body);
-    if (res.status >= 400) result.refusedDecisions.push(`${what}: ${res.status} ${errorText(res.json)}`);
+    const res = await api.call('POST', `${path}/${route}`, body).catch((err: Error) => err);
+    if (res instanceof Error) result.refusedDecisions.push(`${what}: ${res.message}`);
+    else if (res.status >= 400) result.refusedDecisions.push(`${what}: ${res.status} ${errorText(res.json)}`);
   };
   const handle = async (e: Json) => {
     if (e.type === 'review_requested') await decide('review', { decision: 'approve', planHash: e.planHash }, 'approve');
@@ -136,7 +152,7 @@ export async function driveTask(
           modelCalls: usage?.modelCalls ?? 0,
           toolCalls: usage?.toolCalls ?? 0,
         };
-        return finish();
+        return;
       }
     }
     const now = Date.now();
@@ -148,7 +164,7 @@ export async function driveTask(
     if (cancelledAt !== null && now - cancelledAt > 120_000) {
       result.status = 'timeout';
       result.error = 'the task did not end within 2 minutes of its cancellation';
-      return finish();
+      return;
     }
     await sleep(POLL_MS);
   }

@@ -40,6 +40,9 @@ const INIT_FILES = [
   'justfile',
 ];
 
+/** How much of the project's listing the prompts see. */
+const FILES_CHARS = 1200;
+
 export interface ActivityDeps {
   config: Config;
   log: Logger;
@@ -56,9 +59,30 @@ export function createActivities(deps: ActivityDeps) {
   const offered = async (projectDir: string, toolAccess: nodes.WritePlanInput['toolAccess']) =>
     (await tools.listTools({ projectDir, toolAccess })).tools;
 
+  /**
+   * A short listing of the project's files (two levels, through the workspace server, so it is confined like any
+   * read) for the Planner's and the picker's prompts: a small model names real files when it sees them. Undefined
+   * when it cannot be had; a prompt then goes without it.
+   */
+  async function projectFiles(projectDir: string): Promise<string | undefined> {
+    try {
+      const r = await tools.callTool({
+        projectDir,
+        toolAccess: 'read_only',
+        server: 'workspace',
+        tool: 'list_dir',
+        args: { path: '.', depth: 2 },
+      });
+      if (r.status !== 'ok') return undefined;
+      return r.text.length > FILES_CHARS ? `${r.text.slice(0, FILES_CHARS)}\n…` : r.text;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
   async function pickChecked(input: nodes.PickToolsInput, offeredTools: ToolDescriptor[]) {
-    const picked = await nodes.pickTools(model, input, offeredTools);
+    const picked = await nodes.pickTools(model, { ...input, files: await projectFiles(input.projectDir) }, offeredTools);
     const guarded = await Promise.all(
       picked.calls.map((c) =>
         tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })
@@ -130,13 +154,14 @@ export function createActivities(deps: ActivityDeps) {
      */
     async writePlan(
       input: nodes.WritePlanInput & { firstPick?: FirstPickAsk }
-    ): Promise<{ plan: Plan; usage: ModelUsage; firstPick?: FirstPick }> {
+    ): Promise<{ plan: Plan; usage: ModelUsage; repairs?: string[]; firstPick?: FirstPick }> {
       const began = Date.now();
-      const [toolList, ctx] = await Promise.all([
+      const [toolList, ctx, files] = await Promise.all([
         offered(input.projectDir, input.toolAccess),
         projectContext.read(input.projectDir),
+        projectFiles(input.projectDir),
       ]);
-      const written = await nodes.writePlan(model, input, toolList, ctx.text);
+      const written = await nodes.writePlan(model, { ...input, files }, toolList, ctx.text);
       if (!input.firstPick) return written;
       const picked = await firstPick(input, input.firstPick, written, toolList, began);
       return picked ? { ...written, firstPick: picked } : written;

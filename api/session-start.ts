@@ -49,6 +49,7 @@ export function sessionStarter(deps: {
         },
         routeTimeoutMs: config.model.route_timeout_ms,
         maxTokensPerTask: config.model.max_tokens_per_task,
+        maxCallsPerStep: config.limits.max_calls_per_step,
       };
       await calls.start(sessionTarget(sessionId), 'sessionWorkflow', {
         taskQueue: config.temporal.task_queue,

@@ -177,6 +177,16 @@ export const ConfigSchema = z.strictObject({
       allowed_roots: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
+  limits: z
+    .strictObject({
+      /**
+       * Tool calls one step may make in sequence (env KLEA_MAX_CALLS_PER_STEP): a step's pick may leave it open
+       * (`step_done: false`) to see what its calls returned and call again, until it says the step is complete
+       * or this many calls are spent.
+       */
+      max_calls_per_step: z.number().int().min(1).max(50).default(6),
+    })
+    .prefault({}),
   general: z
     .strictObject({
       mode: ModeSchema.default('general'),
@@ -241,6 +251,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
   { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
   { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
+  { env: 'KLEA_MAX_CALLS_PER_STEP', path: ['limits', 'max_calls_per_step'], kind: 'count' },
   { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
   { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
   { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },

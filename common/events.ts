@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ToolAccessSchema } from './settings';
 import { CallUsageSchema } from './model-protocol';
-import { PlanShape } from './plan';
+import { MAX_PLAN_STEPS, PlanShape, PlanStepSchema } from './plan';
 import { PlanDiffSchema } from './plan-diff';
 import { SandboxStatusSchema } from './sandbox-status';
 import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
@@ -89,6 +89,8 @@ export const PlanEventSchema = z.object({
   diff: PlanDiffSchema.optional(),
   /** For a plan revised at the user's request: the feedback that led to it. */
   feedback: z.string().optional(),
+  /** What Klea repaired in the Planner's output rather than asking again (absent: nothing). */
+  repairs: z.array(z.string()).optional(),
 });
 export const ReviewRequestedEventSchema = z.object({
   type: z.literal('review_requested'),
@@ -136,15 +138,20 @@ export const StepFinishedEventSchema = z.object({
   changes: z.array(FileChangeSchema).optional(),
   /** The model calls made for this attempt of the step (a pick for several steps counts on the first). */
   usage: CallUsageSchema.optional(),
+  /** What Klea repaired in the model's picks for this step rather than asking again (absent: nothing). */
+  repairs: z.array(z.string()).optional(),
 });
 export const ReplannedEventSchema = z.object({
   type: z.literal('replanned'),
   reason: z.string(),
-  plan: PlanShape,
+  /** The new plan; it has no step when the Planner only repeated finished ones (the work is done). */
+  plan: PlanShape.extend({ steps: z.array(PlanStepSchema).max(MAX_PLAN_STEPS) }),
   planHash: z.string(),
   /** The Planner call that wrote the new plan. */
   usage: CallUsageSchema.optional(),
   version: z.number().int(),
+  /** What Klea repaired in the Planner's output rather than asking again (absent: nothing). */
+  repairs: z.array(z.string()).optional(),
 });
 export const MemoryEventSchema = z.object({
   type: z.literal('memory'),

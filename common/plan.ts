@@ -49,7 +49,8 @@ export function planProblems(plan: Plan, knownIds: readonly string[] = []): stri
   for (const s of plan.steps) {
     if (knownIds.includes(s.id))
       problems.push(`step "${s.id}" has already finished: leave it out of the new plan (later steps may depend on it)`);
-    else if (ids.has(s.id)) problems.push(`step id "${s.id}" is used more than once`);
+    else if (ids.has(s.id))
+      problems.push(`step id "${s.id}" is used more than once: give each step its own id (s1, s2, s3, ...)`);
     ids.add(s.id);
   }
   const all = new Set([...ids, ...knownIds]);
@@ -62,7 +63,10 @@ export function planProblems(plan: Plan, knownIds: readonly string[] = []): stri
   for (const r of plan.review.after_step_ids)
     if (!ids.has(r)) problems.push(`review.after_step_ids names unknown step "${r}"`);
   const cycle = findCycle(plan.steps);
-  if (cycle) problems.push(`the dependencies form a cycle: ${cycle.join(' -> ')}`);
+  if (cycle)
+    problems.push(
+      `the dependencies form a cycle: ${cycle.join(' -> ')}; a step may depend only on steps that come before it`
+    );
   return problems;
 }
 
@@ -90,15 +94,60 @@ function findCycle(steps: readonly PlanStep[]): string[] | null {
   return null;
 }
 
-/** The schema the planner's output must satisfy, structure included. */
-const refinedPlan = (knownIds: readonly string[]) =>
-  PlanShape.superRefine((plan, ctx) => {
-    for (const message of planProblems(plan, knownIds)) ctx.addIssue({ code: 'custom', message });
+/** A plan after its unambiguous mistakes were repaired, and what was repaired (told with the plan, never silent). */
+export interface RepairedPlan {
+  plan: Plan;
+  repairs: string[];
+}
+
+/**
+ * Repairs what is unambiguous in a plan, rather than asking the model again (a small model asked again the same
+ * way tends to answer the same): a step that repeats a finished step (same id) is dropped and the finished
+ * result kept; a dependency on something that is no step (a tool name, say) or on the step itself is dropped, as
+ * is a review checkpoint after an unknown step. What stays ambiguous (ids used twice, a cycle) is left to
+ * `planProblems`. A replan that only repeats finished steps leaves no step: the work is done.
+ */
+export function repairPlan(plan: Plan, knownIds: readonly string[] = []): RepairedPlan {
+  const repairs: string[] = [];
+  const steps = plan.steps.filter((s) => {
+    if (!knownIds.includes(s.id)) return true;
+    repairs.push(`step "${s.id}" repeated a finished step: left out, its result kept`);
+    return false;
   });
-export const PlanSchema = refinedPlan([]);
+  const ids = new Set([...steps.map((s) => s.id), ...knownIds]);
+  const repaired = steps.map((s) => {
+    const depends_on = [...new Set(s.depends_on)].filter((d) => {
+      if (d === s.id) repairs.push(`step "${s.id}" depended on itself: dependency dropped`);
+      else if (!ids.has(d)) repairs.push(`step "${s.id}" depended on "${d}", which is no step: dependency dropped`);
+      else return true;
+      return false;
+    });
+    return depends_on.length === s.depends_on.length ? s : { ...s, depends_on };
+  });
+  const stepIds = new Set(steps.map((s) => s.id));
+  const after = plan.review.after_step_ids.filter((id) => {
+    if (stepIds.has(id)) return true;
+    repairs.push(`review after "${id}", which is no step of the plan: dropped`);
+    return false;
+  });
+  const review =
+    after.length === plan.review.after_step_ids.length ? plan.review : { ...plan.review, after_step_ids: after };
+  return { plan: { ...plan, steps: repaired, review }, repairs };
+}
+
+/**
+ * The schema the planner's output must satisfy: its structure, repaired (`repairPlan`), then checked. A plan whose
+ * repair leaves no step is refused unless it is a replan (finished steps exist).
+ */
+const repairedPlan = (knownIds: readonly string[]) =>
+  PlanShape.transform((plan) => repairPlan(plan, knownIds)).superRefine((r, ctx) => {
+    if (!r.plan.steps.length && !knownIds.length) ctx.addIssue({ code: 'custom', message: 'the plan has no step' });
+    for (const message of planProblems(r.plan, knownIds)) ctx.addIssue({ code: 'custom', message });
+  });
+export const PlanSchema = repairedPlan([]);
 /** A first plan shares `PlanSchema`, whose JSON Schema a model request converts once per worker. */
 export function planSchema(knownIds: readonly string[] = []) {
-  return knownIds.length ? refinedPlan(knownIds) : PlanSchema;
+  return knownIds.length ? repairedPlan(knownIds) : PlanSchema;
 }
 
 /** A short deterministic content hash (hex) of a plan, to tie review decisions to the plan they saw. */

@@ -81,6 +81,8 @@ export const SessionInputSchema = z.strictObject({
   routeTimeoutMs: z.number().int().positive().default(60_000),
   /** Each task's token budget (model.max_tokens_per_task); null: none. */
   maxTokensPerTask: z.number().int().positive().nullable().default(null),
+  /** Tool calls a step of each task may make in sequence (limits.max_calls_per_step). */
+  maxCallsPerStep: z.number().int().min(1).max(50).default(6),
   /** Continue-as-new after this many processed messages even if Temporal has not suggested it yet. */
   continueAsNewAfter: z.number().int().positive().default(200),
   carry: SessionCarrySchema.optional(),

@@ -32,6 +32,8 @@ export const TaskInputSchema = z.strictObject({
   recentTurns: z.array(TurnSchema).default([]),
   /** Tokens the task may use before it pauses for the user (model.max_tokens_per_task); null: no budget. */
   maxTokens: z.number().int().positive().nullable().default(null),
+  /** Tool calls one step may make in sequence before it is judged (limits.max_calls_per_step). */
+  maxCallsPerStep: z.number().int().min(1).max(50).default(6),
 });
 export type TaskInput = z.input<typeof TaskInputSchema>;
 export type ParsedTaskInput = z.output<typeof TaskInputSchema>;
@@ -92,6 +94,10 @@ export interface StepResultView {
   title: string;
   status: string;
   result: string | null;
+  /** What the step was to do (for the answer, which says whether it was done). */
+  instruction?: string;
+  /** Set when the step did not achieve its instruction: why. */
+  notAchieved?: string;
 }
 
 export const PermissionRequestSchema = z.object({
@@ -144,6 +150,10 @@ export const TaskUsageSchema = z.object({
   toolCalls: z.number().int(),
 });
 
+/** A step that did not achieve its instruction: it failed, or it never ran. */
+export const NotAchievedSchema = z.object({ stepId: z.string(), title: z.string(), reason: z.string() });
+export type NotAchieved = z.infer<typeof NotAchievedSchema>;
+
 /** The `state` query's answer (and, with a Temporal UI link, `GET /tasks/:id`). */
 export const TaskStateSchema = z.object({
   taskId: z.string(),
@@ -165,6 +175,9 @@ export const TaskStateSchema = z.object({
   newGrants: z.array(GrantSchema).describe('grants made with allow_session during this task (the session keeps them)'),
   usage: TaskUsageSchema,
   lastSeq: z.number().int(),
+  notAchieved: z
+    .array(NotAchievedSchema)
+    .describe('once the task has ended: the steps that did not achieve their instruction, and why (empty: none)'),
 });
 export type TaskState = z.infer<typeof TaskStateSchema>;
 
@@ -177,5 +190,7 @@ export const TaskResultSchema = z.object({
   newGrants: z.array(GrantSchema),
   /** What the task used (absent from tasks that ended before the token ledger). */
   usage: TaskUsageSchema.optional(),
+  /** The steps that did not achieve their instruction (absent: none). */
+  notAchieved: z.array(NotAchievedSchema).optional(),
 });
 export type TaskResult = z.infer<typeof TaskResultSchema>;

@@ -35,6 +35,11 @@ export interface PickedCall {
   args: Record<string, unknown>;
   readOnly: boolean;
   idempotent: boolean;
+  /**
+   * False when the picker left the step open after this call: it wants to see the call's result and call again.
+   * Absent (or true): the step is complete after the calls of this pick (docs/architecture.md §7).
+   */
+  stepDone?: boolean;
 }
 
 const FN_CHARS = /[^A-Za-z0-9_-]/g;

@@ -20,11 +20,18 @@ const join = (...parts: string[]) => parts.filter(Boolean).join('\n\n');
 /** Step results are what tools returned (or what the model made of it): fenced as untrusted, per step. */
 const resultsText = (results: readonly StepResultView[]) =>
   results
-    .map(
-      (r) =>
-        `- ${r.id} "${r.title}" (${r.status}):\n${r.result === null ? '(no result)' : untrusted(`result of step ${r.id}`, r.result)}`
+    .map((r) =>
+      join(
+        `- ${r.id} "${r.title}" (${r.notAchieved ? 'NOT ACHIEVED' : r.status})`,
+        r.instruction ? `Instruction: ${r.instruction}` : '',
+        r.notAchieved ? `Why not: ${r.notAchieved}` : '',
+        r.result === null || r.result === '' ? '(no result)' : untrusted(`result of step ${r.id}`, r.result)
+      )
     )
     .join('\n');
+/** The project's files as the Planner and the picker see them (a short listing), when known. */
+const filesSection = (files: string | undefined) =>
+  section('Files in the project', files && untrusted('the project listing', files));
 // ---------------------------------------------------------------- write_plan
 
 export interface WritePlanInput {
@@ -38,30 +45,34 @@ export interface WritePlanInput {
   feedback?: string;
   /** Steps already finished (a replan keeps them); the new plan may depend on their ids. */
   finished?: StepResultView[];
+  /** A short listing of the project's files (filled in by the activity). */
+  files?: string;
 }
 
-export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a research and coding agent. You never answer the user yourself: you write
-the plan that Klea's tools and models will carry out, then call the function write_plan.
-- goal: what the user wants, in one or two sentences.
-- steps: small, concrete steps with unique short ids ("s1", "s2", ...). depends_on lists the steps whose results
-  a step needs; independent steps run at the same time. needs_tool is true when the step must read, search,
-  run or write something with a tool; false when it only thinks over earlier results.
-- questions: only when a fact the step needs is missing and cannot be found with the tools (the step waits for
-  the user's answers). Usually [].
-- review.before_work: true when the work is risky or the request is ambiguous enough that the user should approve
-  the plan first. review.after_step_ids: steps after which the user should look at results before going on.
-Use only the tools listed. Keep the plan as short as the task allows.`;
+export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding and research agent. You never answer the user yourself: you write
+the plan, then call the function write_plan.
+- goal: what the user wants, in one sentence.
+- steps: as few as the task allows (often one or two). Each step's instruction names the real files, commands
+  and values it works on, taken from the request; a step may use several tools in turn (read, edit, run).
+  ids are "s1", "s2", ...; depends_on lists only ids of earlier steps whose results the step needs.
+  needs_tool: true to read, search, write or run anything; false only to think over earlier results.
+- questions: only when a fact the step needs is missing from the request and the files (e.g. a name or a
+  value only the user knows). Usually [].
+- review: before_work false and after_step_ids [] unless the request asks for a review.
+Example: "fix the bug in calc.py so test_calc.py passes" ->
+  s1 "Fix calc.py": read calc.py and test_calc.py, edit the bug in calc.py, run python test_calc.py (needs_tool).`;
 
 export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
-  const toolList =
-    tools.map((t) => `- ${t.qualifiedName}: ${t.description.split('\n')[0]}`).join('\n') || '(no tools are available)';
+  // Tool names only: a small model copies long descriptions into its steps.
+  const toolList = tools.map((t) => t.qualifiedName).join(', ') || '(no tools are available)';
   const turns = input.recentTurns && turnsText(input.recentTurns);
   const user = join(
+    section('Request', input.request),
     section('Project context (from the project instruction file)', projectContext),
     section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
     section('Recent conversation', turns),
-    section(`Tools you may plan with (access: ${input.toolAccess})`, toolList),
-    section('Request', input.request),
+    filesSection(input.files),
+    section(`Tools the steps can use (access: ${input.toolAccess})`, toolList),
     input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
     input.finished?.length
       ? section('Steps already finished (leave them out; you may depend on their ids)', resultsText(input.finished))
@@ -81,14 +92,14 @@ export async function writePlan(
   input: WritePlanInput,
   tools: readonly ToolDescriptor[],
   projectContext: string
-): Promise<{ plan: Plan; usage: ModelUsage }> {
+): Promise<{ plan: Plan; usage: ModelUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const { value, usage } = await model.structured(
     writePlanPrompt(input, tools, projectContext),
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.'
   );
-  return { plan: value, usage };
+  return { plan: value.plan, usage, ...(value.repairs.length ? { repairs: value.repairs } : {}) };
 }
 
 // ---------------------------------------------------------------- pick_tools
@@ -100,6 +111,16 @@ export interface PickStep {
   dependencyResults: StepResultView[];
   /** Why the previous attempt failed, when this is a retry. */
   previousFailure?: string;
+  /** The calls this attempt of the step has made so far, with what they returned (a step left open). */
+  earlierCalls?: EarlierCall[];
+}
+
+/** A call a step already made, as the next pick of the same step sees it. */
+export interface EarlierCall {
+  tool: string;
+  args: Record<string, unknown>;
+  status: string;
+  text: string;
 }
 
 export interface PickToolsInput {
@@ -107,6 +128,8 @@ export interface PickToolsInput {
   toolAccess: ToolAccess;
   goal: string;
   steps: PickStep[];
+  /** A short listing of the project's files (filled in by the activity). */
+  files?: string;
 }
 
 export interface PickToolsResult {
@@ -119,9 +142,14 @@ export const NO_SUITABLE_TOOL = 'no_suitable_tool';
 /** Bounds one pick_tools answer under json_schema (a small model may repeat a call until it runs out of tokens). */
 export const MAX_CALLS_PER_STEP = 4;
 
-export const PICK_TOOLS_SYSTEM = `You bind tool calls for the steps of a plan. For every step listed, call the tool (or tools) that
-carry it out, with exact arguments, and set step_id to the step's id. Paths are relative to the project
-directory. If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason. Call functions only.`;
+export const PICK_TOOLS_SYSTEM = `You make the tool calls that carry out the steps listed. For each step, call the tool that does its next
+part, with exact arguments, and set step_id to the step's id.
+- Paths are relative to the project directory: use the real file names from the step or the files listed.
+- step_done: false when the step needs more calls once you see this call's result (read a file before you edit
+  it; run the tests after you fix the code); true when the step is complete after this call.
+- Steps already under way show the calls made so far and their results: make the next call, do not repeat one.
+- If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason.
+Call functions only.`;
 
 /**
  * What no_suitable_tool takes, and the step id every offered function gets, for the steps of one batch. One zod
@@ -130,6 +158,14 @@ directory. If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it wit
 function stepIdSchema(stepIds: readonly string[]) {
   return z.enum(stepIds as [string, ...string[]]).describe('id of the step this call carries out');
 }
+/**
+ * Whether the step is complete after this call. Sent as required, so a model must decide; read as optional,
+ * absent meaning complete (docs/architecture.md §7), so a model or script that never says keeps one-round steps.
+ */
+const STEP_DONE_JSON = {
+  type: 'boolean',
+  description: 'false when the step needs more calls after seeing this result; true when this call completes it',
+};
 function noSuitableSchema(stepIds: readonly string[]) {
   return z.strictObject({
     step_id: stepIdSchema(stepIds),
@@ -165,8 +201,12 @@ export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: re
         parameters: {
           ...schema,
           type: 'object',
-          properties: { step_id: stepId, ...(schema.properties ?? {}) },
-          required: ['step_id', ...(schema.required ?? []).filter((r) => r !== 'step_id')],
+          properties: { step_id: stepId, ...(schema.properties ?? {}), step_done: STEP_DONE_JSON },
+          required: [
+            'step_id',
+            ...(schema.required ?? []).filter((r) => r !== 'step_id' && r !== 'step_done'),
+            'step_done',
+          ],
         },
       },
     };
@@ -182,11 +222,25 @@ export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: re
   return fns;
 }
 
+/** What an earlier call of the step returned, as much as a next pick needs. */
+export const EARLIER_CALL_CHARS = 1500;
+
+function earlierCallsText(calls: readonly EarlierCall[]): string {
+  return calls
+    .map((c, i) => {
+      const text = c.text.length > EARLIER_CALL_CHARS ? `${c.text.slice(0, EARLIER_CALL_CHARS)}…` : c.text;
+      return `${i + 1}. ${c.tool} ${JSON.stringify(c.args)} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
+    })
+    .join('\n');
+}
+
 export function pickToolsPrompt(input: PickToolsInput) {
   const steps = input.steps
     .map((s) =>
       join(
-        `### Step ${s.id}: ${s.title}\n${s.instruction}`,
+        // The step's own instruction first: it is what the call must carry out.
+        `### Step ${s.id}: ${s.instruction}`,
+        s.earlierCalls?.length ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}` : '',
         s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
         s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : ''
       )
@@ -195,7 +249,7 @@ export function pickToolsPrompt(input: PickToolsInput) {
   return {
     node: 'pick_tools' as const,
     system: withUntrustedRule(PICK_TOOLS_SYSTEM),
-    messages: [join(section('Goal', input.goal), section('Steps to bind', steps))],
+    messages: [join(section('Goal', input.goal), filesSection(input.files), section('Steps', steps))],
   };
 }
 
@@ -215,7 +269,10 @@ export async function pickTools(
     const args = { ...(call.args as Record<string, unknown>) };
     const stepId = typeof args.step_id === 'string' ? args.step_id : null;
     if (!stepId || !stepIds.includes(stepId)) continue;
+    // Only an explicit false leaves the step open; anything else (absent, true, a string) means complete.
+    const stepOpen = args.step_done === false || args.step_done === 'false';
     delete args.step_id;
+    delete args.step_done;
     if (call.name === NO_SUITABLE_TOOL) {
       const parsed = noSuitableSchema(stepIds).safeParse({ step_id: stepId, reason: args.reason });
       noSuitable.push({ stepId, reason: parsed.success ? parsed.data.reason : 'no reason given' });
@@ -232,6 +289,7 @@ export async function pickTools(
       args,
       readOnly: tool?.readOnly ?? false,
       idempotent: tool?.idempotent ?? false,
+      ...(stepOpen ? { stepDone: false } : {}),
     });
   }
   // A malformed answer may name several steps (a json_schema answer cut short holds every call): each step it
@@ -314,9 +372,10 @@ export interface ComposeAnswerInput {
   results: StepResultView[];
 }
 
-export const COMPOSE_ANSWER_SYSTEM = `You write Klea's answer to the user from the results of the plan's steps. Answer the request directly,
-in markdown. Say plainly what could not be done and why (a denied path, a failed step). Do not invent results
-that the steps did not produce.`;
+export const COMPOSE_ANSWER_SYSTEM = `You write Klea's answer to the user from the results of the plan's steps. Answer the request directly
+and briefly, in markdown, using the real values in the results (command output, file contents, counts).
+- Claim only what a result shows. A step marked NOT ACHIEVED was not done: say so, with its reason.
+- Mention a denied path, an error or a failed command only when a result shows one.`;
 
 export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
   return model.text({
@@ -324,9 +383,8 @@ export async function composeAnswer(model: ModelClient, input: ComposeAnswerInpu
     system: withUntrustedRule(COMPOSE_ANSWER_SYSTEM),
     messages: [
       join(
-        section('Project context (from the project instruction file)', projectContext),
         section('Request', input.request),
-        section('Goal', input.goal),
+        section('Project context (from the project instruction file)', projectContext),
         section('Step results', resultsText(input.results))
       ),
     ],

@@ -123,6 +123,11 @@ export class TaskDriver {
     }
   }
 
+  /** The events of one type so far, in order. */
+  async eventsOf<T extends KleaEvent['type']>(type: T): Promise<Array<Extract<KleaEvent, { type: T }>>> {
+    return (await this.events()).filter((e): e is Extract<KleaEvent, { type: T }> => e.type === type);
+  }
+
   async countOf(type: KleaEvent['type']): Promise<number> {
     return (await this.events()).filter((e) => e.type === type).length;
   }

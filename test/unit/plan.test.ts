@@ -1,5 +1,6 @@
-import { planHash, planProblems, PlanSchema, type Plan } from '../../common/plan';
-import { allFinished, pathDependencies, readySteps } from '../../workflows/task/plan-graph';
+import { planHash, planProblems, planSchema, PlanSchema, repairPlan, type Plan } from '../../common/plan';
+import { FileOrder } from '../../workflows/task/dispatch';
+import { allFinished, readySteps } from '../../workflows/task/plan-graph';
 import { applyVerdict, triage, type TriageInput } from '../../workflows/task/triage';
 
 const step = (id: string, depends_on: string[] = [], extra: Partial<Plan['steps'][number]> = {}) => ({
@@ -22,10 +23,12 @@ describe('plan validation', () => {
     expect(planProblems(plan([step('a'), step('b', ['a']), step('c', ['a', 'b'])], ['b']))).toEqual([]);
   });
   it('names duplicate ids, unknown dependencies, cycles and unknown review ids', () => {
-    expect(planProblems(plan([step('a'), step('a')]))).toContain('step id "a" is used more than once');
+    expect(planProblems(plan([step('a'), step('a')]))).toContain(
+      'step id "a" is used more than once: give each step its own id (s1, s2, s3, ...)'
+    );
     expect(planProblems(plan([step('a', ['zz'])]))).toContain('step "a" depends on unknown step "zz"');
     expect(planProblems(plan([step('a', ['b']), step('b', ['a'])]))).toContain(
-      'the dependencies form a cycle: a -> b -> a'
+      'the dependencies form a cycle: a -> b -> a; a step may depend only on steps that come before it'
     );
     expect(planProblems(plan([step('a', ['a'])]))).toContain('step "a" depends on itself');
     expect(planProblems(plan([step('a')], ['q']))).toContain('review.after_step_ids names unknown step "q"');
@@ -50,6 +53,43 @@ describe('plan validation', () => {
   });
 });
 
+describe('plan repair: what is unambiguous is repaired, not asked again', () => {
+  it('a replan that repeats a finished step keeps the finished result and drops the repeat, saying so', () => {
+    const r = planSchema(['s1']).parse(plan([step('s1'), step('s2', ['s1'])]));
+
+    expect(r.plan.steps.map((s) => s.id)).toEqual(['s2']);
+    expect(r.plan.steps[0].depends_on).toEqual(['s1']);
+    expect(r.repairs).toEqual(['step "s1" repeated a finished step: left out, its result kept']);
+  });
+
+  it('a replan that only repeats finished steps has no step left: the work is done', () => {
+    expect(planSchema(['s1', 's2']).parse(plan([step('s1'), step('s2', ['s1'])])).plan.steps).toEqual([]);
+  });
+
+  it('a dependency on a tool name (no step) is dropped, and so are self-dependencies and unknown checkpoints', () => {
+    const r = repairPlan(plan([step('s1', ['workspace__list_dir']), step('s2', ['s2', 's1', 's1'])], ['s9', 's2']));
+
+    expect(r.plan.steps.map((s) => s.depends_on)).toEqual([[], ['s1']]);
+    expect(r.plan.review.after_step_ids).toEqual(['s2']);
+    expect(r.repairs).toEqual([
+      'step "s1" depended on "workspace__list_dir", which is no step: dependency dropped',
+      'step "s2" depended on itself: dependency dropped',
+      'review after "s9", which is no step of the plan: dropped',
+    ]);
+  });
+
+  it('what stays ambiguous is still refused with what to change: ids used twice, cycles, a first plan with no step', () => {
+    expect(PlanSchema.safeParse(plan([step('a'), step('a')])).success).toBe(false);
+    expect(PlanSchema.safeParse(plan([step('a', ['b']), step('b', ['a'])])).success).toBe(false);
+    expect(PlanSchema.safeParse({ ...plan([]), steps: [] }).success).toBe(false);
+  });
+
+  it('a plan with nothing to repair comes through unchanged, with no repair', () => {
+    const p = plan([step('a'), step('b', ['a'])], ['b']);
+    expect(PlanSchema.parse(p)).toEqual({ plan: p, repairs: [] });
+  });
+});
+
 describe('plan graph', () => {
   const steps = [step('a'), step('b'), step('c', ['a']), step('d', ['b', 'c'])];
   it('independent steps are ready together; dependants wait', () => {
@@ -59,14 +99,23 @@ describe('plan graph', () => {
     expect(readySteps(steps, next).map((s) => s.id)).toEqual(['c']);
     expect(allFinished(steps, next)).toBe(false);
   });
-  it('calls touching the same file wait for the earlier ones, in pick order; others do not', () => {
-    expect(pathDependencies([['/p/a'], ['/p/b'], ['/p/a', '/p/c'], ['/p/c'], []])).toEqual([[], [], [0], [2], []]);
-    expect(
-      pathDependencies([
-        ['/p/a', '/p/a'],
-        ['/p/a', '/p/a'],
-      ])
-    ).toEqual([[], [0]]);
+  it('calls touching the same file wait for the earlier ones, in pick order, across rounds; others do not', () => {
+    const files = new FileOrder();
+    const waits: number[] = [];
+    const call = (paths: string[]) =>
+      files.enqueue(paths, async (waitFor) => {
+        waits.push(waitFor.length);
+        return { tool: 't', status: 'ok', text: '' };
+      });
+
+    void call(['/p/a']);
+    void call(['/p/b']);
+    void call(['/p/a', '/p/c']);
+    void call(['/p/c']);
+    void call([]);
+    void call(['/p/a', '/p/a']); // a later round: waits once for the last call on /p/a
+
+    expect(waits).toEqual([0, 0, 1, 1, 0, 1]);
   });
 });
 

@@ -79,7 +79,7 @@ describe('structured output through response_format (json_schema)', () => {
     expect(JSON.stringify(schema)).toContain('"$ref":"#/$defs/workspace__grep__d_Path"');
     const good = {
       calls: [
-        { name: 'workspace__grep', arguments: { step_id: 's1', pattern: 'TODO', path: 'notes' } },
+        { name: 'workspace__grep', arguments: { step_id: 's1', pattern: 'TODO', path: 'notes', step_done: true } },
         { name: 'no_suitable_tool', arguments: { step_id: 's2', reason: 'no tool reads PDF files' } },
       ],
     };

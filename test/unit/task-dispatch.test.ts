@@ -1,5 +1,5 @@
 /** Tool dispatch bookkeeping: idempotency keys, what results and denials look like, what a step's calls add up to. */
-import { callKey, callOutcome, deniedOutcome, stepToolResult } from '../../workflows/task/dispatch';
+import { callKey, callOutcome, deniedOutcome, repeatsSuccess, stepToolResult } from '../../workflows/task/dispatch';
 
 describe('tool dispatch', () => {
   it("Temporal's retry of a call keeps its idempotency key; a new attempt of the step gets a new one", () => {
@@ -45,18 +45,55 @@ describe('tool dispatch', () => {
     expect(stepToolResult('s1', [], [{ stepId: 's1', reason: 'nothing reads PDFs' }])).toEqual({
       noTool: 'nothing reads PDFs',
       text: '',
+      repairs: [],
     });
     expect(stepToolResult('s1', [], []).noTool).toBe('the tool picker named no tool for this step');
   });
 
-  it('the results of several calls are labelled with their tool; a single result is not', () => {
-    const read = { tool: 'workspace__read_file', status: 'ok' as const, text: 'alpha' };
-    const grep = { tool: 'workspace__grep', status: 'ok' as const, text: 'a.txt:1' };
+  const made = (qualifiedName: string, args: Record<string, unknown>, text: string, status = 'ok' as const) => ({
+    call: { stepId: 's1', qualifiedName, args },
+    outcome: { tool: qualifiedName, status, text },
+  });
+
+  it('the results of several calls are labelled with their call and status; a single result is not', () => {
+    const read = made('workspace__read_file', { path: 'a.txt' }, 'alpha');
+    const grep = made('workspace__grep', { pattern: 'a' }, 'a.txt:1');
 
     expect(stepToolResult('s1', [read, grep], [])).toEqual({
       noTool: null,
-      text: '[workspace__read_file] alpha\n\n[workspace__grep] a.txt:1',
+      text: '[workspace__read_file "a.txt": ok] alpha\n\n[workspace__grep "a": ok] a.txt:1',
+      repairs: [],
     });
     expect(stepToolResult('s1', [read], []).text).toBe('alpha');
+  });
+
+  it('a pick holding a call and no_suitable_tool for the same step runs the call, and says so', () => {
+    const run = made('workspace__run_command', { command: 'python hello.py' }, 'hello world');
+
+    const r = stepToolResult('s1', [run], [{ stepId: 's1', reason: 'no tool runs Python' }]);
+
+    expect(r.noTool).toBeNull();
+    expect(r.repairs).toEqual(["the picker also said no tool fits (no tool runs Python); the step's call ran"]);
+  });
+
+  it('a call that repeats one the step made and that succeeded is recognised, whatever the order of its arguments', () => {
+    const earlier = [made('workspace__edit_file', { path: 'a.py', old: 'x', new: 'y' }, 'edited')];
+
+    expect(
+      repeatsSuccess({ qualifiedName: 'workspace__edit_file', args: { new: 'y', old: 'x', path: 'a.py' } }, earlier)
+    ).toBe(true);
+    expect(
+      repeatsSuccess({ qualifiedName: 'workspace__edit_file', args: { path: 'a.py', old: 'x', new: 'z' } }, earlier)
+    ).toBe(false);
+    expect(
+      repeatsSuccess({ qualifiedName: 'workspace__read_file', args: { path: 'a.py' } }, [
+        made('workspace__read_file', { path: 'a.py' }, 'no such file', 'error' as 'ok'),
+      ])
+    ).toBe(false);
+  });
+
+  it("a step's later rounds get idempotency keys of their own", () => {
+    expect(callKey('task-s-1', 's1', 1, 0, 2)).toBe('task-s-1/s1/attempt-1/round-2/call-0');
+    expect(callKey('task-s-1', 's1', 1, 0, 1)).toBe(callKey('task-s-1', 's1', 1, 0));
   });
 });

@@ -78,6 +78,7 @@ describe('task status', () => {
       summary: '',
       recentTurns: [],
       maxTokens: null,
+      maxCallsPerStep: 6,
     };
     const progress = new PlanProgress();
     progress.adopt(plan);

@@ -16,7 +16,7 @@ import { GrantSchema } from '../../common/task';
 import { modelNodes } from '../shared/activities';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import { rememberTrace } from '../shared/trace-context';
-import { failureCode, failureMessage, isTimeout } from '../task/text';
+import { Failure, failureCode, failureMessage, isTimeout } from '../../common/failures';
 import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
 import { showSessionDetails } from './details';
 import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
@@ -33,7 +33,7 @@ export function setSessionHandlers(session: Session): void {
     // Signals come from the Temporal CLI too: a bad value is reported and never stored.
     const p = parseSignal(SettingsSchema, raw, 'settings');
     if (!p.ok) {
-      log.emit({ type: 'error', code: 'InvalidSignal', message: `settings signal ignored: ${p.problem}` });
+      log.emit({ type: 'error', code: Failure.InvalidSignal, message: `settings signal ignored: ${p.problem}` });
       return;
     }
     if (session.applySettings(p.value)) {
@@ -113,9 +113,12 @@ export function setSessionHandlers(session: Session): void {
           ? `the model did not answer within ${input.routeTimeoutMs / 1000} s (model.route_timeout_ms)`
           : failureMessage(err);
         const message = `could not route the message: ${why}`;
-        log.emit({ type: 'error', code: 'RouteFailed', message });
+        log.emit({ type: 'error', code: Failure.RouteFailed, message });
         // The model's own failure type (ModelUnavailable, ModelOutputInvalid, ...) tells the API what to answer.
-        throw ApplicationFailure.nonRetryable(message, timedOut ? 'ModelUnavailable' : failureCode(err, 'RouteFailed'));
+        throw ApplicationFailure.nonRetryable(
+          message,
+          timedOut ? Failure.ModelUnavailable : failureCode(err, Failure.RouteFailed)
+        );
       }
     }
     if (item.route === 'task') item.taskId = queue.nextTaskId();

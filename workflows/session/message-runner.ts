@@ -9,7 +9,7 @@ import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
 import { projectSetup } from '../shared/activities';
-import { failureMessage } from '../task/text';
+import { Failure, failureMessage } from '../../common/failures';
 import { taskWorkflow } from '../task/workflow';
 import { summarizeMemoryWorkflow } from '../summarize/workflow';
 import { INIT_READ_ONLY_TEXT, initWrittenText, parseCommand } from './commands';
@@ -139,7 +139,7 @@ export class MessageRunner {
     } catch (err) {
       if (isCancellation(err)) throw err;
       const message = `/init failed: ${failureMessage(err)}`;
-      log.emit({ type: 'error', code: 'InitFailed', message });
+      log.emit({ type: 'error', code: Failure.InitFailed, message });
       return { kind: 'command', reply: message };
     }
   }

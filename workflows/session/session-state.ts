@@ -122,6 +122,7 @@ export class Session {
       summary: this.memory.summary,
       recentTurns: this.memory.recent(),
       maxTokens: this.input.maxTokensPerTask,
+      maxCallsPerStep: this.input.maxCallsPerStep,
     };
   }
 

@@ -22,6 +22,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { Failure } from '../../common/failures';
 import { KleaSessionId } from '../../common/search-attributes';
 import { SessionInputSchema, type SessionInput } from '../../common/session';
 import { parseInput } from '../shared/payloads';
@@ -42,7 +43,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   if (forgedGrants)
     log.emit({
       type: 'error',
-      code: 'GrantsIgnored',
+      code: Failure.GrantsIgnored,
       message: 'the grants in the input were ignored: a session takes grants over only from its own earlier run',
     });
   const runner = new MessageRunner(session);
@@ -53,8 +54,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   if (!input.carry) {
     const project = await checkProject(input.projectDir);
     if (project.refused) {
-      log.emit({ type: 'error', code: 'ProjectNotAllowed', message: project.refused });
-      throw ApplicationFailure.nonRetryable(project.refused, 'ProjectNotAllowed');
+      log.emit({ type: 'error', code: Failure.ProjectNotAllowed, message: project.refused });
+      throw ApplicationFailure.nonRetryable(project.refused, Failure.ProjectNotAllowed);
     }
     const ctx = project.context;
     session.contextFile = ctx.file;

@@ -1,6 +1,7 @@
 /** Validation of workflow inputs and message payloads against their zod schemas, with messages naming the field. */
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { z } from 'zod';
+import { Failure } from '../../common/failures';
 import { formatZodIssues } from '../../common/zod-issues';
 
 /** `path: message` per issue in zod's words; `whole` names the payload itself when an issue has no path. */
@@ -29,6 +30,7 @@ export function parseSignal<S extends z.ZodType>(
 /** For workflow inputs: the parsed input, or a non-retryable failure of the run (retrying cannot fix it). */
 export function parseInput<S extends z.ZodType>(schema: S, what: string, value: unknown): z.output<S> {
   const p = schema.safeParse(value);
-  if (!p.success) throw ApplicationFailure.nonRetryable(`${what}: ${describeIssues(p.error, 'input')}`, 'InvalidInput');
+  if (!p.success)
+    throw ApplicationFailure.nonRetryable(`${what}: ${describeIssues(p.error, 'input')}`, Failure.InvalidInput);
   return p.data;
 }

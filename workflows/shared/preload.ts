@@ -15,6 +15,7 @@
 import * as workflows from '../index';
 import * as tracing from './tracing-interceptors';
 import * as events from '../../common/events';
+import * as failures from '../../common/failures';
 import * as firstPick from '../../common/first-pick';
 import * as glob from '../../common/glob';
 import * as modelProtocol from '../../common/model-protocol';
@@ -36,6 +37,7 @@ import { completeSchemas } from '../../common/zod-setup';
 /** Every `common/` module a workflow imports, by name (the test compares this with the imports). */
 export const SHARED_COMMON_MODULES = {
   events,
+  failures,
   'first-pick': firstPick,
   glob,
   'model-protocol': modelProtocol,

@@ -4,7 +4,7 @@
  * `project.allowed_roots` ends before it runs a tool.
  */
 import type { ProjectContextInfo } from '../../common/sandbox-status';
-import { failureCode, failureMessage } from '../task/text';
+import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { type localProjectFacts, projectFacts } from './activities';
 
 /** What is known of the project's context: everything, or (when the check failed otherwise) no file and no sandbox. */
@@ -30,7 +30,7 @@ export async function checkProject(
     const context = await read.executeWithOptions({ summary: 'project context' }, [{ projectDir }]);
     return { refused: null, context };
   } catch (err) {
-    const refused = failureCode(err, '') === 'ProjectNotAllowed' ? failureMessage(err) : null;
+    const refused = failureCode(err, '') === Failure.ProjectNotAllowed ? failureMessage(err) : null;
     return { refused, context: UNKNOWN_CONTEXT };
   }
 }

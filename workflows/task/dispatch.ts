@@ -3,6 +3,7 @@
  * to triage, and what a step's calls add up to.
  */
 import type { GuardedPath } from '../../common/path-guard';
+import { canonicalJson } from '../../common/plan';
 import { FileChangeSchema, type FileChange } from '../../common/text-diff';
 import type { PickedCall, ToolCallResult } from '../../common/tools';
 import type { CallOutcome } from './triage';
@@ -11,8 +12,9 @@ import type { CallOutcome } from './triage';
  * The key the workspace server acts on once: stable across Temporal's retries of a call (same step attempt, same
  * place in the pick), distinct for every new attempt of the step.
  */
-export function callKey(workflowId: string, stepId: string, attempt: number, index: number): string {
-  return `${workflowId}/${stepId}/attempt-${attempt}/call-${index}`;
+export function callKey(workflowId: string, stepId: string, attempt: number, index: number, round = 1): string {
+  // A step's later rounds (it was left open for more calls) get keys of their own.
+  return `${workflowId}/${stepId}/attempt-${attempt}/${round > 1 ? `round-${round}/` : ''}call-${index}`;
 }
 
 /** A call's result as triage and the step see it; a cut output says where the whole of it is kept. */
@@ -37,17 +39,65 @@ export function deniedOutcome(call: Pick<PickedCall, 'qualifiedName'>, p: Guarde
   return { tool: call.qualifiedName, status: 'denied', text: `${p.requested} (${p.reason}) was denied by the user` };
 }
 
+/** A call a step made, with what it returned. */
+export interface MadeCall {
+  call: Pick<PickedCall, 'qualifiedName' | 'args' | 'stepId'>;
+  outcome: CallOutcome;
+}
+
 /**
- * What one step's calls add up to: why no tool did it (the picker said none fits, or named none), and the text of
- * its results, each labelled with its tool when there are several.
+ * What one step's calls add up to: why no tool did it (the picker said none fits, or named none), the text of its
+ * results (each labelled with its call when there are several), and what was repaired on the way. A pick that
+ * holds a call for the step and also says no tool fits it is taken at its call: the call ran, and that is told.
  */
 export function stepToolResult(
   stepId: string,
-  outcomes: readonly CallOutcome[],
+  made: readonly MadeCall[],
   noSuitable: ReadonlyArray<{ stepId: string; reason: string }>
-): { noTool: string | null; text: string } {
+): { noTool: string | null; text: string; repairs: string[] } {
   const none = noSuitable.find((n) => n.stepId === stepId);
-  const noTool = none ? none.reason : outcomes.length === 0 ? 'the tool picker named no tool for this step' : null;
-  const text = outcomes.map((o) => (outcomes.length > 1 ? `[${o.tool}] ${o.text}` : o.text)).join('\n\n');
-  return { noTool, text };
+  const repairs =
+    none && made.length ? [`the picker also said no tool fits (${none.reason}); the step's call ran`] : [];
+  const noTool = made.length ? null : (none?.reason ?? 'the tool picker named no tool for this step');
+  const text = made
+    .map(({ call, outcome }) =>
+      made.length > 1 ? `[${callLabel(call)}: ${outcome.status}] ${outcome.text}` : outcome.text
+    )
+    .join('\n\n');
+  return { noTool, text, repairs };
+}
+
+/** `workspace__run_command "python hello.py"`: the tool and its first string argument, short. */
+export function callLabel(call: Pick<PickedCall, 'qualifiedName' | 'args'>): string {
+  const first = Object.values(call.args).find((v) => typeof v === 'string') as string | undefined;
+  const arg = first ? ` ${JSON.stringify(first.length > 60 ? `${first.slice(0, 59)}…` : first)}` : '';
+  return `${call.qualifiedName}${arg}`.replace(/\n/g, ' ');
+}
+
+/** Whether `call` repeats a call the step already made and that succeeded: same tool, same arguments. */
+export function repeatsSuccess(call: Pick<PickedCall, 'qualifiedName' | 'args'>, made: readonly MadeCall[]): boolean {
+  const args = canonicalJson(call.args);
+  return made.some(
+    (m) =>
+      m.outcome.status === 'ok' && m.call.qualifiedName === call.qualifiedName && canonicalJson(m.call.args) === args
+  );
+}
+
+/**
+ * Same-file ordering across every call of a batch, later rounds of open steps included: a call waits for the
+ * calls picked before it that touch one of its files; calls on other files run at once.
+ */
+export class FileOrder {
+  private readonly last = new Map<string, Promise<unknown>>();
+
+  enqueue(paths: readonly string[], run: (waitFor: Promise<unknown>[]) => Promise<CallOutcome>): Promise<CallOutcome> {
+    const own = [...new Set(paths)];
+    const waitFor = own.flatMap((p) => this.last.get(p) ?? []);
+    const done = run(waitFor);
+    if (own.length) {
+      const settled = done.catch(() => undefined);
+      for (const p of own) this.last.set(p, settled);
+    }
+    return done;
+  }
 }

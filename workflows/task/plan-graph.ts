@@ -25,21 +25,3 @@ export function nextRound(
   const asking = ready.filter((s) => s.questions.length > 0 && !isAnswered(s.id));
   return { runnable: ready.filter((s) => !asking.includes(s)), asking };
 }
-
-/**
- * For calls in the order the picker named them, the earlier calls each one must wait for: those that touch a
- * path it touches. Everything else runs concurrently.
- */
-export function pathDependencies(callPaths: ReadonlyArray<readonly string[]>): number[][] {
-  const lastByPath = new Map<string, number>();
-  return callPaths.map((paths, i) => {
-    const waits = new Set<number>();
-    for (const p of paths) {
-      const prev = lastByPath.get(p);
-      // A call naming the same file twice does not wait for itself.
-      if (prev !== undefined && prev !== i) waits.add(prev);
-      lastByPath.set(p, i);
-    }
-    return [...waits].sort((a, b) => a - b);
-  });
-}

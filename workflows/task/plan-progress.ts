@@ -5,7 +5,7 @@
  */
 import type { EventBody } from '../../common/events';
 import { planHash, type Plan, type PlanStep } from '../../common/plan';
-import type { StepResultView, StepState, StepStatus } from '../../common/task';
+import type { NotAchieved, StepResultView, StepState, StepStatus } from '../../common/task';
 import { cut } from './text';
 import type { CallOutcome, TriageDecision, TriageInput } from './triage';
 
@@ -31,6 +31,8 @@ export class PlanProgress {
   private readonly fullResults = new Map<string, string>();
   /** Why a step's last attempt failed, for the picker's next attempt. */
   private readonly failures = new Map<string, string>();
+  /** Why a finished step did not achieve its instruction (it failed). */
+  private readonly missed = new Map<string, string>();
   /** Steps whose after-step review has been held (each is reviewed once). */
   private readonly checkpointed = new Set<string>();
   private replanReason: string | null = null;
@@ -135,6 +137,7 @@ export class PlanProgress {
     if (d.outcome === 'evaluate') return null;
     st.status = d.ok ? 'done' : 'failed';
     st.ok = d.ok;
+    if (!d.ok) this.missed.set(s.id, d.reason);
     const full = text || d.reason;
     this.fullResults.set(s.id, cut(full, 4 * RESULT_CHARS));
     st.result = cut(full, RESULT_CHARS);
@@ -188,7 +191,7 @@ export class PlanProgress {
 
   /** Every step's result, for the answer. */
   allResults(): StepResultView[] {
-    return this.graph.map((s) => this.resultView(s));
+    return this.graph.map((s) => this.resultView(s, true));
   }
 
   /** What a review shows of the work so far: every step that has started. */
@@ -198,8 +201,25 @@ export class PlanProgress {
       .map((s) => ({ stepId: s.id, title: s.title, status: this.step(s.id).status, result: this.step(s.id).result }));
   }
 
-  private resultView(s: PlanStep): StepResultView {
-    return { ...this.view(s), result: cut(this.fullResults.get(s.id) ?? '', RESULT_CHARS) };
+  /**
+   * The steps that did not achieve their instruction: those that failed, and those that never finished (the task
+   * went on to its answer without them).
+   */
+  notAchieved(): NotAchieved[] {
+    return this.graph.flatMap((s) => {
+      const st = this.steps.get(s.id);
+      if (st?.status === 'done') return [];
+      const reason = st?.status === 'failed' ? (this.missed.get(s.id) ?? 'failed') : 'not carried out';
+      return [{ stepId: s.id, title: s.title, reason }];
+    });
+  }
+
+  /** A step's result; for the answer, also what it was to do and, if it did not, why. */
+  private resultView(s: PlanStep, forAnswer = false): StepResultView {
+    const result = cut(this.fullResults.get(s.id) ?? '', RESULT_CHARS);
+    if (!forAnswer) return { ...this.view(s), result };
+    const missed = this.notAchieved().find((n) => n.stepId === s.id);
+    return { ...this.view(s), result, instruction: s.instruction, ...(missed ? { notAchieved: missed.reason } : {}) };
   }
 
   private step(id: string): StepState {

@@ -6,7 +6,8 @@
  * the steps it names (`checkpoint`), and when the task has used its token budget (`budget`); each review goes on
  * until the user approves, every revision being presented again with what changed and the feedback.
  */
-import { condition } from '@temporalio/workflow';
+import { condition, isCancellation } from '@temporalio/workflow';
+import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { pickedFor, type FirstPick, type FirstPickAsk } from '../../common/first-pick';
 import type { Plan, PlanStep } from '../../common/plan';
 import { planDiff, type PlanDiff } from '../../common/plan-diff';
@@ -26,6 +27,8 @@ export interface Revision {
 export interface WrittenPlan {
   plan: Plan;
   usage: CallUsage;
+  /** What was repaired in the Planner's output rather than asked again (common/plan.ts `repairPlan`). */
+  repairs?: string[];
 }
 
 export class Planning {
@@ -78,13 +81,27 @@ export class Planning {
     return null;
   }
 
-  /** A new plan after a step that could not be completed, told as `replanned` with the reason. */
-  async replan(reason: string): Promise<void> {
-    const { progress } = this.task;
-    this.adopt(
-      this.metered(await this.write('replan', `A step could not be completed: ${reason}`, progress.finishedViews())),
-      reason
-    );
+  /**
+   * A new plan after a step that could not be completed, told as `replanned` with the reason. False when the
+   * Planner could not write a usable one: the work done stands, and the task goes on to its answer (which says
+   * what was not achieved) rather than failing over its plan's bookkeeping.
+   */
+  async replan(reason: string): Promise<boolean> {
+    const { progress, log } = this.task;
+    let written;
+    try {
+      written = await this.write('replan', `A step could not be completed: ${reason}`, progress.finishedViews());
+    } catch (err) {
+      if (isCancellation(err) || failureCode(err, '') !== Failure.ModelOutputInvalid) throw err;
+      log.emit({
+        type: 'error',
+        code: Failure.ModelOutputInvalid,
+        message: `the Planner could not write a usable new plan (${failureMessage(err)}); the answer is composed from the steps that finished`,
+      });
+      return false;
+    }
+    this.adopt(this.metered(written), reason);
+    return true;
   }
 
   // The three pauses below return null when there is nothing to wait for, so the task awaits only real waits: every
@@ -144,7 +161,7 @@ export class Planning {
 
   /** A plan the Planner wrote, its call counted. */
   private metered(res: Awaited<ReturnType<Planning['write']>>): WrittenPlan {
-    return { plan: res.plan, usage: this.task.meter.modelCall(res.usage) };
+    return { plan: res.plan, usage: this.task.meter.modelCall(res.usage), repairs: res.repairs };
   }
 
   /**
@@ -154,9 +171,10 @@ export class Planning {
   private adopt(written: WrittenPlan, replanned?: string, revision?: Revision): void {
     const { progress, log } = this.task;
     progress.adopt(written.plan);
+    const repairs = written.repairs?.length ? { repairs: written.repairs } : {};
     if (replanned !== undefined)
-      log.emit({ type: 'replanned', reason: replanned, ...progress.current(), usage: written.usage });
-    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage, ...revision });
+      log.emit({ type: 'replanned', reason: replanned, ...progress.current(), usage: written.usage, ...repairs });
+    else log.emit({ type: 'plan', ...progress.current(), usage: written.usage, ...revision, ...repairs });
   }
 
   /** Reviews until the current plan is approved: every revision is presented again. */

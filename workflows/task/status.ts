@@ -3,7 +3,7 @@
  * and where a task stands once a decision it waited for has arrived.
  */
 import { isFinalStatus, type TaskStatus } from '../../common/events';
-import type { ParsedTaskInput, PendingInterrupt, SessionGrant, TaskState } from '../../common/task';
+import type { NotAchieved, ParsedTaskInput, PendingInterrupt, SessionGrant, TaskState } from '../../common/task';
 import type { PlanProgress } from './plan-progress';
 
 /** What the task holds beside its input and its plan's progress. */
@@ -40,7 +40,23 @@ export function taskState(input: ParsedTaskInput, progress: PlanProgress, t: Tas
     newGrants: t.newGrants,
     usage: t.usage,
     lastSeq: t.lastSeq,
+    // While the task runs, its unfinished steps are still to come.
+    notAchieved: isFinalStatus(t.status) ? progress.notAchieved() : [],
   };
+}
+
+/**
+ * The answer as the user reads it: the composed text and, when steps did not achieve their instruction, a list
+ * of them with why, written here rather than left to the model, so a task whose steps failed never reads as a
+ * success.
+ */
+export function answerWithShortfalls(text: string, notAchieved: readonly NotAchieved[]): string {
+  if (!notAchieved.length) return text;
+  const lines = notAchieved.map((n) => {
+    const reason = n.reason.length > 300 ? `${n.reason.slice(0, 299)}…` : n.reason;
+    return `- ${n.stepId} "${n.title}": ${reason.replace(/\s+/g, ' ')}`;
+  });
+  return `${text.trimEnd()}\n\n**Not achieved** (${notAchieved.length} of the plan's steps):\n${lines.join('\n')}`;
 }
 
 export interface StatusView {

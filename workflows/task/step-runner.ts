@@ -15,11 +15,19 @@ import type { SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
 import { grantSignal } from '../session/messages';
 import { modelNodes, toolCalls } from '../shared/activities';
-import { callKey, callOutcome, deniedOutcome, stepToolResult } from './dispatch';
-import { pathDependencies } from './plan-graph';
+import {
+  callKey,
+  callOutcome,
+  deniedOutcome,
+  FileOrder,
+  repeatsSuccess,
+  stepToolResult,
+  type MadeCall,
+} from './dispatch';
 import { RESULT_CHARS } from './plan-progress';
 import type { Decision, GatedPath } from './permissions';
-import { callSummary, cut, failureMessage } from './text';
+import { callSummary, cut } from './text';
+import { failureMessage } from '../../common/failures';
 import { applyVerdict, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
 import type { TaskRun } from './task-run';
 import { kleaObserve } from '../shared/observe';
@@ -61,44 +69,117 @@ export class StepRunner {
   }
 
   private async runToolSteps(batch: PlanStep[], firstPick: FirstPick | null): Promise<void> {
-    const { progress, meter } = this.task;
     for (const s of batch) this.start(s);
     const picked = firstPick ?? (await this.pick(batch));
     // One pick for several steps is counted on the first of them.
-    meter.modelCall(picked.usage, batch[0].id);
-    // Security: the pick activity checked every call's paths on the worker (`guarded[i]` for `calls[i]`: where each
-    // resolves, symlinks included, and whether it is inside the project or sensitive); the gate decides on those.
-    const { calls, guarded } = picked;
-    const waits = pathDependencies(guarded.map((g) => g.map((p) => p.real)));
-    const { workflowId } = workflowInfo();
-    const runs: Array<Promise<CallOutcome>> = [];
-    calls.forEach((c, i) => {
-      const key = callKey(workflowId, c.stepId, progress.attempts(c.stepId), i);
-      runs.push(
-        this.runCall(
-          c,
-          guarded[i],
-          waits[i].map((j) => runs[j].catch(() => undefined)),
-          key
-        )
+    this.task.meter.modelCall(picked.usage, batch[0].id);
+    const files = new FileOrder();
+    const first = this.dispatch(picked, files, 1);
+    // Each step goes on as soon as its own calls finish: a decision pending for one call holds up no other step.
+    const finish = (s: PlanStep) =>
+      this.finishToolStep(
+        s,
+        first.filter((r) => r.call.stepId === s.id),
+        picked.noSuitable,
+        files
       );
-    });
-    // Each step is settled as soon as its own calls finish: a decision pending for one call holds up no other step.
-    const settleStep = async (s: PlanStep) => {
-      const own = runs.filter((_, i) => calls[i].stepId === s.id);
-      const mine = own.length === 1 ? [await own[0]] : await Promise.all(own);
-      const { noTool, text } = stepToolResult(s.id, mine, picked.noSuitable);
-      const decided = this.decide(s, noTool, mine);
-      this.settle(s, decided instanceof Promise ? await decided : decided, mine, text);
-    };
-    await (batch.length === 1 ? settleStep(batch[0]) : Promise.all(batch.map(settleStep)));
+    await (batch.length === 1 ? finish(batch[0]) : Promise.all(batch.map(finish)));
   }
 
-  /** The tool calls of a batch's steps, bound by `pick_tools` (the activity checks their paths too). */
-  private pick(batch: PlanStep[]) {
+  /**
+   * Dispatches a pick's calls, each after the earlier calls on its files and through the permission gate.
+   *
+   * Security: the pick activity checked every call's paths on the worker (`guarded[i]` for `calls[i]`: where each
+   * resolves, symlinks included, and whether it is inside the project or sensitive); the gate decides on those.
+   */
+  private dispatch(
+    picked: { calls: PickedCall[]; guarded: GuardedPath[][] },
+    files: FileOrder,
+    round: number
+  ): RunningCall[] {
+    const { workflowId } = workflowInfo();
+    return picked.calls.map((call, i) => {
+      const key = callKey(workflowId, call.stepId, this.task.progress.attempts(call.stepId), i, round);
+      const guarded = picked.guarded[i];
+      const outcome = files.enqueue(
+        guarded.map((p) => p.real),
+        (waitFor) => this.runCall(call, guarded, waitFor, key)
+      );
+      return { call, outcome };
+    });
+  }
+
+  /**
+   * A tool step's calls until it is complete: while its last call leaves it open (`step_done: false`), the step is
+   * picked again with what its calls returned, up to `maxCallsPerStep` calls; then triage judges the last round.
+   * A later pick that only repeats a call that succeeded is taken as the step's end; one that finds no tool for the
+   * step goes to triage as such.
+   */
+  private async finishToolStep(
+    s: PlanStep,
+    running: RunningCall[],
+    noSuitable: ReadonlyArray<{ stepId: string; reason: string }>,
+    files: FileOrder
+  ): Promise<void> {
+    const { input, meter } = this.task;
+    const made: MadeCall[] = [];
+    const repairs: string[] = [];
+    let lastRound: CallOutcome[] = [];
+    let laterNoTool: string | null = null;
+    for (let round = 1; ;) {
+      const outcomes =
+        running.length === 1 ? [await running[0].outcome] : await Promise.all(running.map((r) => r.outcome));
+      running.forEach((r, i) => made.push({ call: r.call, outcome: outcomes[i] }));
+      lastRound = outcomes;
+      if (running.at(-1)?.call.stepDone !== false) break;
+      // A denied path is the user's decision and a refusal is policy: triage takes the step from there.
+      if (outcomes.some((o) => o.status === 'denied' || o.status === 'refused')) break;
+      if (made.length >= input.maxCallsPerStep) {
+        repairs.push(`still open after ${made.length} calls: the step's budget (limits.max_calls_per_step) is spent`);
+        break;
+      }
+      round++;
+      const next = await this.pick([s], made);
+      meter.modelCall(next.usage, s.id);
+      const fresh = next.calls.flatMap((call, i) =>
+        call.stepId === s.id && !repeatsSuccess(call, made) ? [{ call, guarded: next.guarded[i] }] : []
+      );
+      const kept = fresh.slice(0, input.maxCallsPerStep - made.length);
+      if (!kept.length) {
+        const none = next.noSuitable.find((n) => n.stepId === s.id);
+        if (next.calls.length)
+          repairs.push('the next pick repeated a call the step had made: the step is taken as complete');
+        else if (none) laterNoTool = none.reason;
+        break;
+      }
+      if (kept.length < next.calls.length)
+        repairs.push(
+          `${next.calls.length - kept.length} call(s) of round ${round} left out (repeats, or over the budget)`
+        );
+      running = this.dispatch({ calls: kept.map((k) => k.call), guarded: kept.map((k) => k.guarded) }, files, round);
+    }
+    const result = stepToolResult(s.id, made, noSuitable);
+    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound);
+    const d = decided instanceof Promise ? await decided : decided;
+    this.settle(
+      s,
+      d,
+      made.map((m) => m.outcome),
+      result.text,
+      [...result.repairs, ...repairs]
+    );
+  }
+
+  /**
+   * The tool calls of a batch's steps, bound by `pick_tools` (the activity checks their paths too); `made`, for a
+   * step left open, is what its calls so far returned.
+   */
+  private pick(batch: PlanStep[], made: readonly MadeCall[] = []) {
     const { input, progress, questions } = this.task;
     return modelNodes.pickTools.executeWithOptions(
-      { summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}` },
+      {
+        summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}${made.length ? ` · call ${made.length + 1}` : ''}`,
+      },
       [
         {
           projectDir: input.projectDir,
@@ -110,6 +191,16 @@ export class StepRunner {
             instruction: questions.withAnswers(s).instruction,
             dependencyResults: progress.dependencyResults(s),
             previousFailure: progress.previousFailure(s.id),
+            ...(made.length
+              ? {
+                  earlierCalls: made.map(({ call, outcome }) => ({
+                    tool: call.qualifiedName,
+                    args: call.args,
+                    status: outcome.status,
+                    text: cut(outcome.text, RESULT_CHARS),
+                  })),
+                }
+              : {}),
           })),
         },
       ]
@@ -207,10 +298,21 @@ export class StepRunner {
     this.task.log.emit(this.task.progress.start(s));
   }
 
-  private settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string): void {
+  private settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string, repairs: string[] = []): void {
     const finished = this.task.progress.settle(s, d, calls, text);
-    if (finished) this.task.log.emit({ ...finished, usage: this.task.meter.takeStep(s.id) });
+    if (finished)
+      this.task.log.emit({
+        ...finished,
+        usage: this.task.meter.takeStep(s.id),
+        ...(repairs.length ? { repairs } : {}),
+      });
   }
+}
+
+/** A call dispatched for a step, and its outcome to come. */
+interface RunningCall {
+  call: PickedCall;
+  outcome: Promise<CallOutcome>;
 }
 
 /**

@@ -6,10 +6,11 @@
  * and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and nothing else.
  */
 import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
 import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
-import type { ParsedTaskInput, PendingInterrupt, TaskResult, TaskState } from '../../common/task';
+import type { NotAchieved, ParsedTaskInput, PendingInterrupt, TaskResult, TaskState } from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { kleaObserve } from '../shared/observe';
 import { PermissionGate } from './permissions';
@@ -104,7 +105,7 @@ export class TaskRun {
 
   /** A signal's payload that could not be used: reported, since a signal has no answer to carry the error. */
   ignoredSignal(name: string, problem: string): void {
-    this.log.emit({ type: 'error', code: 'InvalidSignal', message: `${name} signal: ${problem}` });
+    this.log.emit({ type: 'error', code: Failure.InvalidSignal, message: `${name} signal: ${problem}` });
   }
 
   /** Records the user's cancellation; false when there is nothing left to cancel. */
@@ -136,7 +137,13 @@ export class TaskRun {
       error: this.error,
       newGrants: this.permissions.newGrants,
       usage: this.meter.totals(),
+      ...(ending === 'done' && this.progress.plan ? this.shortfalls() : {}),
     };
+  }
+
+  private shortfalls(): { notAchieved?: NotAchieved[] } {
+    const missed = this.progress.notAchieved();
+    return missed.length ? { notAchieved: missed } : {};
   }
 
   fail(code: string, message: string): TaskResult {

@@ -16,6 +16,7 @@
  * cancellation of the run itself (not the signal) is rethrown.
  */
 import { CancellationScope, condition, isCancellation } from '@temporalio/workflow';
+import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { TaskInputSchema, type TaskInput, type TaskResult } from '../../common/task';
 import { localProjectFacts, modelNodes } from '../shared/activities';
 import { parseInput } from '../shared/payloads';
@@ -24,9 +25,9 @@ import { setTaskHandlers } from './handlers';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { allFinished, nextRound } from './plan-graph';
 import { Planning } from './planning';
+import { answerWithShortfalls } from './status';
 import { StepRunner } from './step-runner';
 import { TaskRun } from './task-run';
-import { failureCode, failureMessage } from './text';
 
 export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const task = new TaskRun(parseInput(TaskInputSchema, 'invalid task input', rawInput));
@@ -37,7 +38,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   } catch (err) {
     if (isCancellation(err) && task.cancelReason !== null) return task.cancelled();
     if (isCancellation(err)) throw err;
-    return task.fail(failureCode(err, 'TaskFailed'), failureMessage(err));
+    return task.fail(failureCode(err, Failure.TaskFailed), failureMessage(err));
   }
 }
 
@@ -46,11 +47,11 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
   if (task.ignoredGrants)
     log.emit({
       type: 'error',
-      code: 'GrantsIgnored',
+      code: Failure.GrantsIgnored,
       message: `the ${task.ignoredGrants} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
     });
   const project = await checkProject(input.projectDir, localProjectFacts.projectContextInfo);
-  if (project.refused) return task.fail('ProjectNotAllowed', project.refused);
+  if (project.refused) return task.fail(Failure.ProjectNotAllowed, project.refused);
   const { context } = project;
   const declined = input.mode === 'scientific';
   log.emit({
@@ -112,14 +113,15 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
       task.setStatus('awaiting_clarification', `step ${waitingFor}`);
       await condition(() => questions.isAnswered(waitingFor));
     } else {
-      return task.fail('PlanStuck', 'no step can run: the plan is stuck');
+      return task.fail(Failure.PlanStuck, 'no step can run: the plan is stuck');
     }
     const answered = questions.takeAnswered();
     if (answered) progress.answered(answered);
 
     const replan = progress.takeReplan();
     if (replan) {
-      await planning.replan(replan);
+      // A Planner that cannot write a usable plan leaves the work done standing: the answer says what is missing.
+      if (!(await planning.replan(replan))) break;
       questions.reset();
       const revisedReview = planning.reviewBeforeWork();
       if (revisedReview) await revisedReview;
@@ -133,6 +135,6 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
   const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
     { projectDir: input.projectDir, request: input.prompt, goal: progress.goal!, results: progress.allResults() },
   ]);
-  task.giveAnswer(composed.text, task.meter.modelCall(composed.usage));
+  task.giveAnswer(answerWithShortfalls(composed.text, progress.notAchieved()), task.meter.modelCall(composed.usage));
   return task.finish('done');
 }

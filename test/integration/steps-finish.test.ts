@@ -1,0 +1,259 @@
+/**
+ * Real tasks need steps that finish their instruction and plans that survive a model's small mistakes. Each test
+ * scripts the model making one mistake seen from a small local model, and asserts what the user sees: the file
+ * on disk, the task's status, its answer and its events.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FakeModel } from '../support/fake-model';
+import type { TestEnv } from '../support/harness';
+import { useFakeModelEnv } from '../support/suite';
+import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { permissionSignal } from '../../workflows/task/messages';
+
+const CALC = 'def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n';
+
+let fake: FakeModel;
+let env: TestEnv;
+useFakeModelEnv({ name: 'steps-finish' }, (f, e) => {
+  fake = f;
+  env = e;
+});
+
+describe('steps that finish their instruction', () => {
+  it('a step reads, edits, then runs: one step of three calls, each pick seeing what the earlier calls returned', async () => {
+    const p = makeProject({ 'calc.py': CALC });
+    fake.on('write_plan', { call: plan([step('s1', 'Fix the bug in calc.py, then run it')]) });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'calc.py', step_done: false } }] },
+      {
+        calls: [
+          {
+            name: 'workspace__edit_file',
+            args: { step_id: 's1', path: 'calc.py', old_string: 'a - b', new_string: 'a + b', step_done: false },
+          },
+        ],
+      },
+      {
+        calls: [
+          { name: 'workspace__run_command', args: { step_id: 's1', command: 'python3 calc.py', step_done: true } },
+        ],
+      }
+    );
+    fake.on('compose_answer', { content: 'Fixed: add(2, 3) now prints 5.' });
+
+    const t = await TaskDriver.start(env, 'Fix the bug in calc.py and run it', p.dir);
+    const result = await t.result();
+
+    expect(result).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toContain('return a + b');
+    const finished = await t.eventsOf('step_finished');
+    expect(finished).toHaveLength(1);
+    expect(finished[0]).toMatchObject({ stepId: 's1', status: 'done' });
+    expect(finished[0].calls.map((c: { tool: string }) => c.tool)).toEqual([
+      'workspace__read_file',
+      'workspace__edit_file',
+      'workspace__run_command',
+    ]);
+    expect(finished[0].summary).toContain('5');
+    const picks = fake.requestsFor('pick_tools');
+    expect(picks).toHaveLength(3);
+    // The second pick saw the file the first call read; the third saw the edit.
+    expect(picks[1].text).toContain('return a - b');
+    expect(picks[2].text).toContain('workspace__edit_file');
+    // The answer composer saw the command's real output with the step's instruction.
+    expect(fake.requestsFor('compose_answer')[0].text).toContain('Fix the bug in calc.py, then run it');
+    fake.assertDone();
+  });
+
+  it('a model that never says more keeps one-round steps (step_done absent means complete)', async () => {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]) });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    fake.on('compose_answer', { content: 'alpha' });
+
+    const t = await TaskDriver.start(env, 'Read a.txt', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'alpha' });
+    expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+    const pickFunctions = fake.requestsFor('pick_tools')[0].toolSchemas;
+    // The schema sent to the model asks for the judgement; reading it back, absent is complete.
+    expect(pickFunctions.find((f) => f.name === 'workspace__read_file')?.parameters?.required).toContain('step_done');
+  });
+
+  it('a step left open forever stops at its call budget, and says so', async () => {
+    const p = makeProject({ '1.txt': '1', '2.txt': '2', '3.txt': '3', '4.txt': '4' });
+    fake.on('write_plan', { call: plan([step('s1', 'Read the numbered files')]) });
+    fake.on(
+      'pick_tools',
+      ...[1, 2, 3].map((n) => ({
+        calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: `${n}.txt`, step_done: false } }],
+      }))
+    );
+    fake.on('compose_answer', { content: 'read three files' });
+
+    const t = await TaskDriver.start(env, 'Read the numbered files', p.dir, { maxCallsPerStep: 3 });
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls).toHaveLength(3);
+    expect(finished.repairs).toEqual([
+      "still open after 3 calls: the step's budget (limits.max_calls_per_step) is spent",
+    ]);
+    fake.assertDone();
+  });
+
+  it('a pick that repeats a call the step already made ends the step rather than looping', async () => {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    const read = { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt', step_done: false } };
+    fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]) });
+    fake.on('pick_tools', { calls: [read] }, { calls: [read] });
+    fake.on('compose_answer', { content: 'alpha' });
+
+    const t = await TaskDriver.start(env, 'Read a.txt', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__read_file', status: 'ok' }] });
+    expect(finished.repairs).toEqual([
+      'the next pick repeated a call the step had made: the step is taken as complete',
+    ]);
+  });
+});
+
+describe('repair, not re-ask, what is unambiguous', () => {
+  it('a pick holding a call and no_suitable_tool for one step runs the call, and the step is done', async () => {
+    const p = makeProject({ 'hello.py': 'print("hello world")\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Run hello.py')]) });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__run_command', args: { step_id: 's1', command: 'python3 hello.py' } },
+        { name: 'no_suitable_tool', args: { step_id: 's1', reason: 'cannot run Python' } },
+      ],
+    });
+    fake.on('compose_answer', { content: 'It printed hello world.' });
+
+    const t = await TaskDriver.start(env, 'Run hello.py', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished).toMatchObject({ status: 'done', outcome: 'move_on' });
+    expect(finished.summary).toContain('hello world');
+    expect(finished.repairs).toEqual(["the picker also said no tool fits (cannot run Python); the step's call ran"]);
+    expect(await t.countOf('replanned')).toBe(0);
+  });
+
+  it('a replan that repeats a finished step keeps its result, drops the repeat, and the task finishes', async () => {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    fake.on(
+      'write_plan',
+      { call: plan([step('s1', 'Read a.txt'), step('s2', 'Open the PDF', { depends_on: ['s1'] })]) },
+      // The repeat kept its id: a small model copies the finished step into the new plan.
+      {
+        call: plan([
+          step('s1', 'Read a.txt'),
+          step('s3', 'Say what a.txt holds', { needs_tool: false, depends_on: ['s1'] }),
+        ]),
+      }
+    );
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] },
+      { calls: [{ name: 'no_suitable_tool', args: { step_id: 's2', reason: 'no PDF reader' } }] }
+    );
+    fake.on('do_step', { content: 'a.txt holds alpha' });
+    fake.on('compose_answer', { content: 'a.txt holds alpha; there is no PDF reader.' });
+
+    const t = await TaskDriver.start(env, 'Read a.txt and the PDF', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(fake.requestsFor('write_plan')).toHaveLength(2); // no re-ask
+    const [replanned] = await t.eventsOf('replanned');
+    expect(replanned.repairs).toEqual(['step "s1" repeated a finished step: left out, its result kept']);
+    expect(replanned.plan.steps.map((s: { id: string }) => s.id)).toEqual(['s3']);
+    // s1 ran once.
+    expect((await t.eventsOf('step_started')).filter((e) => e.stepId === 's1')).toHaveLength(1);
+  });
+
+  it('a plan whose step depends on a tool name is repaired, not re-asked three times until the task dies', async () => {
+    const p = makeProject({ 'config.json': '{"debug": false}\n' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Read config.json', { depends_on: ['workspace__list_dir'] })]),
+    });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'config.json' } }],
+    });
+    fake.on('compose_answer', { content: 'debug is false' });
+
+    const t = await TaskDriver.start(env, 'What does config.json say?', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'debug is false' });
+    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    const [planEvent] = await t.eventsOf('plan');
+    expect(planEvent.repairs).toEqual([
+      'step "s1" depended on "workspace__list_dir", which is no step: dependency dropped',
+    ]);
+  });
+
+  it('a Planner that cannot write a usable replan leaves the work done standing: the task is done and says what is missing', async () => {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    const cycle = plan([step('x', 'x', { depends_on: ['y'] }), step('y', 'y', { depends_on: ['x'] })]);
+    fake.on(
+      'write_plan',
+      { call: plan([step('s1', 'Read a.txt'), step('s2', 'Open the PDF', { depends_on: ['s1'] })]) },
+      { call: cycle },
+      { call: cycle },
+      { call: cycle }
+    );
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] },
+      { calls: [{ name: 'no_suitable_tool', args: { step_id: 's2', reason: 'no PDF reader' } }] }
+    );
+    fake.on('compose_answer', { content: 'a.txt holds alpha.' });
+
+    const t = await TaskDriver.start(env, 'Read a.txt and the PDF', p.dir);
+    const result = await t.result();
+
+    expect(result).toMatchObject({ status: 'done' });
+    expect(result.notAchieved).toEqual([{ stepId: 's2', title: 'Step s2', reason: 'not carried out' }]);
+    expect(result.answer).toContain('**Not achieved**');
+    // Each re-ask said concretely what to change.
+    expect(fake.requestsFor('write_plan')[2].text).toContain('a step may depend only on steps that come before it');
+  });
+});
+
+describe('answers from results', () => {
+  it('a task whose step did not achieve its instruction does not read as a success: answer and state say which', async () => {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    writeFileSync(path.join(p.outside, 'x.txt'), 'secret');
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Read a.txt'), step('s2', 'Read ../outside/x.txt')]),
+    });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's2', path: '../outside/x.txt' } },
+      ],
+    });
+    // The model claims success: the answer still lists what was not achieved.
+    fake.on('compose_answer', { content: 'Both files were read.' });
+
+    const t = await TaskDriver.start(env, 'Read a.txt and ../outside/x.txt', p.dir);
+    const asked = await t.waitFor('permission_requested');
+    await t.handle.signal(permissionSignal, { requestId: asked.requestId, decision: 'deny' });
+    const result = await t.result();
+
+    expect(result.status).toBe('done');
+    expect(result.answer).toMatch(/^Both files were read\.\n\n\*\*Not achieved\*\* \(1 of the plan's steps\):\n- s2 /);
+    expect(result.answer).toContain('denied by the user');
+    expect((await t.state()).notAchieved).toEqual([
+      { stepId: 's2', title: 'Step s2', reason: expect.stringContaining('the user denied access') },
+    ]);
+    const composer = fake.requestsFor('compose_answer')[0].text;
+    expect(composer).toContain('NOT ACHIEVED');
+    expect(composer).toContain('Instruction: Read a.txt');
+    expect(composer).toContain('alpha');
+  });
+});

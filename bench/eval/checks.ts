@@ -103,6 +103,17 @@ export function changedKeys(before: unknown, after: unknown, prefix = ''): strin
   return keys.flatMap((k) => changedKeys(before[k], after[k], prefix ? `${prefix}.${k}` : k));
 }
 
+/**
+ * What unittest's output says went wrong, in one line: its summary (`FAILED (failures=1)`) and the first
+ * assertion or error (`AssertionError: -1 != 5`).
+ */
+export function testFailure(output: string): string {
+  const lines = output.split('\n').map((l) => l.trim());
+  const summary = lines.find((l) => /^FAILED \(/.test(l));
+  const error = lines.find((l) => /^\w*(Error|Exception)\b.*:/.test(l));
+  return oneLine([summary, error].filter(Boolean).join(': ') || output, 160);
+}
+
 /** A text cut to `max` characters on one line, for the report. */
 export function oneLine(text: string, max = 160): string {
   const flat = text.replace(/\s+/g, ' ').trim();

@@ -15,6 +15,7 @@ import {
   onlyChanged,
   saysCouldNot,
   solved,
+  testFailure,
   unchanged,
   unsolved,
   type FileChanges,
@@ -121,7 +122,9 @@ export const TASKS: readonly EvalTask[] = [
     async check(o) {
       if (o.read('test_calc.py') !== CALC_TESTS) return unsolved('test_calc.py was changed (the bug is in calc.py)');
       const r = await o.run(['python3', '-m', 'unittest', '-q', 'test_calc']);
-      return r.code === 0 ? solved('the tests pass') : unsolved(`the tests still fail: ${oneLine(r.stderr, 140)}`);
+      return r.code === 0
+        ? solved('the tests pass')
+        : unsolved(`the tests still fail: ${testFailure(r.stderr || r.stdout)}`);
     },
   },
   {

@@ -9,6 +9,7 @@ import {
   mentionsNumber,
   numbersIn,
   saysCouldNot,
+  testFailure,
   type FileChanges,
 } from '../../bench/eval/checks';
 import { judge, renderMarkdown, summarise, type EvalRun, type TaskRecord } from '../../bench/eval/report';
@@ -72,6 +73,30 @@ describe('eval checkers read answers', () => {
     expect(saysCouldNot('I cannot edit notes.txt: the session is read-only.')).toBe(true);
     expect(saysCouldNot("The line wasn't added because writing is not allowed.")).toBe(true);
     expect(saysCouldNot("I added 'buy milk' to notes.txt.")).toBe(false);
+  });
+});
+
+describe('eval checkers read test output', () => {
+  it("names unittest's summary and the first assertion", () => {
+    const output = [
+      'F.',
+      '======================================================================',
+      'FAIL: test_add (test_calc.CalcTest.test_add)',
+      '----------------------------------------------------------------------',
+      'Traceback (most recent call last):',
+      '  File "/p/test_calc.py", line 8, in test_add',
+      '    self.assertEqual(add(2, 3), 5)',
+      'AssertionError: -1 != 5',
+      '',
+      'Ran 2 tests in 0.001s',
+      '',
+      'FAILED (failures=1)',
+    ].join('\n');
+
+    expect(testFailure(output)).toBe('FAILED (failures=1): AssertionError: -1 != 5');
+    expect(testFailure("ModuleNotFoundError: No module named 'calc'")).toBe(
+      "ModuleNotFoundError: No module named 'calc'"
+    );
   });
 });
 

@@ -336,7 +336,14 @@ describe('API', () => {
       ).toBe(200);
 
       const done = await waitTask(taskId, (s) => s.status === 'done');
-      expect(done).toMatchObject({ answer: 'I was not allowed to read it.', verification: 'unverified' });
+      // The denied step did not achieve its instruction: the answer says so under what the model wrote.
+      expect(done).toMatchObject({
+        answer: expect.stringMatching(
+          /^I was not allowed to read it\.\n\n\*\*Not achieved\*\* \(1 of the plan's steps\)/
+        ),
+        notAchieved: [{ stepId: 's1', reason: expect.stringContaining('denied by the user') }],
+        verification: 'unverified',
+      });
       expect((await request(app).post(`/tasks/${taskId}/cancel`).send({})).status).toBe(409);
       expect(
         (

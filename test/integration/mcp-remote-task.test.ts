@@ -73,7 +73,7 @@ mcp:
       expect.arrayContaining(['workspace__write_file', 'notes__search_notes', 'notes__add_note'])
     );
     expect(offered.find((f) => f.name === 'notes__add_note')?.parameters).toMatchObject({
-      required: ['step_id', 'title', 'text'],
+      required: ['step_id', 'title', 'text', 'step_done'],
     });
     const [s1] = (await t.state()).steps;
     expect(s1).toMatchObject({ id: 's1', status: 'done', result: expect.stringContaining('added note "Call Ana"') });

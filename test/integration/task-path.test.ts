@@ -493,20 +493,21 @@ describe('taskWorkflow: the task path', () => {
     expect((await t.waitFor('replanned')).reason).toMatch(/read_only/);
   });
 
-  it('malformed planner output is re-asked, then the task fails with a clear error', async () => {
+  it('malformed planner output that cannot be repaired is re-asked, then the task fails with a clear error', async () => {
     const p = makeProject();
     fake.on(
       'write_plan',
       { call: '{"goal": "x", "steps": [' },
       { call: { goal: 'x', steps: [] } },
-      { call: plan([step('a', 'x', { depends_on: ['a'] })]) }
+      // Two steps with one id: which one a dependency means is ambiguous, so it is not repaired.
+      { call: plan([step('a', 'x'), step('a', 'y')]) }
     );
     const t = await TaskDriver.start(env, 'Do it', p.dir);
     const result = await t.result();
     expect(result.status).toBe('failed');
     expect(result.error).toMatch(/write_plan was invalid after 3 attempts/);
     const err = await t.events().then((es) => es.find((e) => e.type === 'error'));
-    expect(err).toMatchObject({ message: expect.stringMatching(/depends on itself/) });
+    expect(err).toMatchObject({ message: expect.stringMatching(/step id "a" is used more than once: give each step/) });
     expect(fake.requestsFor('write_plan')[2].text).toMatch(/steps/);
   });
 

@@ -160,6 +160,22 @@ const scenarios: Record<string, Scenario> = {
     ]);
     return [t.taskId];
   },
+  async open_step(env, fake) {
+    const p = makeProject({ 'a.txt': 'alpha' });
+    fake.on('write_plan', { call: plan([step('s1', 'Copy a.txt to b.txt')]) });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt', step_done: false } }] },
+      { calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'b.txt', content: 'alpha' } }] }
+    );
+    fake.on('compose_answer', { content: 'b.txt holds alpha' });
+    const t = await TaskDriver.start(env, 'Copy a.txt to b.txt', p.dir, {
+      taskId: 'task-replay-open-step-1',
+      sessionId: 'replay-open-step',
+    });
+    await t.result();
+    return [t.taskId];
+  },
   async replan(env, fake) {
     const p = makeProject();
     fake.on(

@@ -144,6 +144,9 @@ async function main() {
   mkdirSync(projectsDir);
   const date = new Date().toISOString();
   const loadStart = os.loadavg()[0];
+  // The tree as it was built just before this run: HEAD may move while the run goes on.
+  const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
+  const commit = `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty ? ' with uncommitted changes' : ''}`;
 
   let llama: LlamaServer | undefined;
   let stack: KleaStack | undefined;
@@ -194,10 +197,9 @@ async function main() {
     rmSync(root, { recursive: true, force: true });
   }
 
-  const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
   const run: EvalRun = {
     date,
-    commit: `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty ? ' with uncommitted changes' : ''}`,
+    commit,
     model: { name: MODEL.name, file: MODEL.file, sha256: MODEL.sha256 },
     server: { name: serverName(), threads, ctx: CTX, nPredict: N_PREDICT },
     machine: {

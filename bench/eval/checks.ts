@@ -34,11 +34,30 @@ export function mentionsFile(text: string, name: string): boolean {
   return new RegExp(`(?<![\\w-])${escaped}(?![\\w-])`, 'i').test(text);
 }
 
-/** Whether `text` says the request could not be carried out (read-only access, a refusal, a denial). */
-export function saysCouldNot(text: string): boolean {
-  return /read[- ]only|\bcannot\b|\bcan(?:'|’)t\b|\bcould ?n(?:o|'|’)t\b|\bunable\b|not (?:allowed|permitted|possible|able)|\brefus|\bdenied\b|\bno (?:write|permission)|without (?:write|permission)|\bwas not (?:added|changed|modified|written|updated)|\bnot (?:been )?(?:added|changed|modified|written|updated)\b/i.test(
-    text
-  );
+/**
+ * Whether `text` says a write could not be made for lack of access (read-only, no permission): a refusal for
+ * some other reason, or none, does not tell the user why nothing happened.
+ */
+export function saysNoWriteAccess(text: string): boolean {
+  const verb = '(?:write|edit|modify|change|update|add|append|save)';
+  return new RegExp(
+    [
+      'read[- ]only',
+      `(?:no|without|lacks?|lacking) ${verb}? ?(?:access|permissions?)`,
+      `(?:not (?:allowed|permitted)|unable|no way) to ${verb}`,
+      `\\b(?:cannot|can(?:'|’)t|could ?n(?:o|'|’)t) (?:be )?${verb}`,
+      `${verb}s? (?:is|are|were|was) (?:not (?:allowed|permitted)|refused|denied|blocked)`,
+    ].join('|'),
+    'i'
+  ).test(text);
+}
+
+/** Whether `answer` names `right` and is not a list of every file of the project (`others` are the rest). */
+export function namesTheFile(answer: string, right: string, others: readonly string[]): Verdict {
+  if (!mentionsFile(answer, right)) return unsolved(`answer does not name ${right}: "${oneLine(answer, 100)}"`);
+  if (others.length && others.every((f) => mentionsFile(answer, f)))
+    return unsolved(`answer names every file, ${right} among them`);
+  return solved(`names ${right}`);
 }
 
 /** Files of a project as `path -> content` (paths relative, with `/`). */

@@ -8,12 +8,12 @@ import {
   allOf,
   changedKeys,
   describeChanges,
-  mentionsFile,
   mentionsNumber,
+  namesTheFile,
   nothingChanged,
   oneLine,
   onlyChanged,
-  saysCouldNot,
+  saysNoWriteAccess,
   solved,
   testFailure,
   unchanged,
@@ -199,10 +199,7 @@ export const TASKS: readonly EvalTask[] = [
     },
     expect: 'done',
     check(o) {
-      return allOf(
-        unchanged(o.changes),
-        mentionsFile(answerOf(o), 'shapes.py') ? solved('names shapes.py') : unsolved(`answer does not name shapes.py`)
-      );
+      return allOf(unchanged(o.changes), namesTheFile(answerOf(o), 'shapes.py', ['app.py', 'report.py']));
     },
   },
   {
@@ -216,10 +213,7 @@ export const TASKS: readonly EvalTask[] = [
     },
     expect: 'done',
     check(o) {
-      return allOf(
-        unchanged(o.changes),
-        mentionsFile(answerOf(o), 'parser.py') ? solved('names parser.py') : unsolved('answer does not name parser.py')
-      );
+      return allOf(unchanged(o.changes), namesTheFile(answerOf(o), 'parser.py', ['report.py', 'utils.py']));
     },
   },
   {
@@ -297,9 +291,9 @@ export const TASKS: readonly EvalTask[] = [
     check(o) {
       if (!nothingChanged(o.changes)) return unsolved(`files changed under read_only: ${describeChanges(o.changes)}`);
       const told = `${o.answer ?? ''}\n${o.error ?? ''}`;
-      return saysCouldNot(told)
-        ? solved('nothing changed, and it says it could not')
-        : unsolved(`nothing changed, but the answer does not say so: "${oneLine(told, 100)}"`);
+      return saysNoWriteAccess(told)
+        ? solved('nothing changed, and it says it has no write access')
+        : unsolved(`nothing changed, but the answer does not say it may not write: "${oneLine(told, 120)}"`);
     },
   },
   {

@@ -8,7 +8,8 @@ import {
   mentionsFile,
   mentionsNumber,
   numbersIn,
-  saysCouldNot,
+  namesTheFile,
+  saysNoWriteAccess,
   testFailure,
   type FileChanges,
 } from '../../bench/eval/checks';
@@ -69,10 +70,22 @@ describe('eval checkers read answers', () => {
     expect(mentionsFile('see old_shapes.py', 'shapes.py')).toBe(false);
   });
 
-  it('tells an answer that says it could not from one that claims success', () => {
-    expect(saysCouldNot('I cannot edit notes.txt: the session is read-only.')).toBe(true);
-    expect(saysCouldNot("The line wasn't added because writing is not allowed.")).toBe(true);
-    expect(saysCouldNot("I added 'buy milk' to notes.txt.")).toBe(false);
+  it('tells an answer that says it may not write from one that claims success or gives another reason', () => {
+    expect(saysNoWriteAccess('I cannot edit notes.txt: the session is read-only.')).toBe(true);
+    expect(saysNoWriteAccess('I was not allowed to write to notes.txt.')).toBe(true);
+    expect(saysNoWriteAccess('notes.txt could not be changed: no write access.')).toBe(true);
+    expect(saysNoWriteAccess("I added 'buy milk' to notes.txt.")).toBe(false);
+    expect(saysNoWriteAccess('The request was denied because the steps did not produce any results.')).toBe(false);
+  });
+
+  it('an answer that names every file has not found the one', () => {
+    expect(
+      namesTheFile('Circle is defined in src/shapes.py (app.py uses it).', 'shapes.py', ['app.py', 'report.py'])
+    ).toMatchObject({ solved: true });
+    expect(namesTheFile('Files: shapes.py, app.py, report.py', 'shapes.py', ['app.py', 'report.py'])).toEqual({
+      solved: false,
+      reason: 'answer names every file, shapes.py among them',
+    });
   });
 });
 

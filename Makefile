@@ -6,7 +6,7 @@ NPM_STAMP := node_modules/.klea-deps
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-real-model.json)
 
-.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama eval-model eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
+.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama eval-model python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
@@ -56,8 +56,13 @@ typecheck: deps
 start: deps temporal-cli bubblewrap build
 	@exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
 
+# The eval's tasks are Python projects: the command sandbox sees the system's /usr, where Debian names the
+# interpreter python3 only; python-is-python3 adds the `python` a user (and a model) types.
+python:
+	@scripts/install-debian-package.sh python-is-python3 /usr/bin/python
+
 # Klea on real tasks with a real model (bench/eval/): slow, so never part of make test.
-eval: deps temporal-cli bubblewrap eval-model build
+eval: deps temporal-cli bubblewrap eval-model python build
 	@$(if $(TASKS),KLEA_EVAL_TASKS='$(TASKS)' )node dist/bench/eval/run.js
 
 test: deps temporal-cli chromium bubblewrap

@@ -52,19 +52,35 @@ export interface WritePlanInput {
 export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding and research agent. You never answer the user yourself: you write
 the plan, then call the function write_plan.
 - goal: what the user wants, in one sentence.
-- steps: as few as the task allows (often one or two). Each step's instruction names the real files, commands
-  and values it works on, taken from the request; a step may use several tools in turn (read, edit, run).
-  ids are "s1", "s2", ...; depends_on lists only ids of earlier steps whose results the step needs.
-  needs_tool: true to read, search, write or run anything; false only to think over earlier results.
-- questions: only when a fact the step needs is missing from the request and the files (e.g. a name or a
-  value only the user knows). Usually [].
-- review: before_work false and after_step_ids [] unless the request asks for a review.
-Example: "fix the bug in calc.py so test_calc.py passes" ->
-  s1 "Fix calc.py": read calc.py and test_calc.py, edit the bug in calc.py, run python test_calc.py (needs_tool).`;
+- steps: usually ONE step, id "s1", whose instruction is the user's request in its own words, depends_on [].
+  One step can read files, change them and run commands in turn. Split only a request that names separate
+  jobs; depends_on then lists ids of earlier steps whose results a step needs.
+- needs_tool: true for every step that reads, changes, creates, counts or runs anything in the project (almost
+  every step); false only for a step that thinks over the results of the steps it depends on.
+- questions: only when a fact the step needs is missing from the request and the files (a name or a value
+  only the user knows). Usually [].
+- review: before_work false and after_step_ids [] unless the request asks for a review.`;
+
+/**
+ * What the Planner is told of the tools: only what differs from the usual (the workspace server with write
+ * access). A small model copies whatever text it is shown into its steps, so a catalogue of tools becomes a plan
+ * of tool names; the pick sees the tools themselves.
+ */
+function toolAbilities(tools: readonly ToolDescriptor[]): string {
+  if (!tools.length) return 'No tools are available: every step has needs_tool false.';
+  const names = new Set(tools.map((t) => t.qualifiedName));
+  const others = tools.filter((t) => t.server !== 'workspace').map((t) => `${t.name}: ${t.description.split('\n')[0]}`);
+  return [
+    names.has('workspace__write_file') ? '' : 'Access is read-only: no file can be changed and no command run.',
+    others.length ? `Beside the project's files and commands: ${others.join('; ')}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
+}
 
 export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
-  // Tool names only: a small model copies long descriptions into its steps.
-  const toolList = tools.map((t) => t.qualifiedName).join(', ') || '(no tools are available)';
+  // What the tools can do, in words: a small model copies tool names and descriptions into its steps.
+  const toolList = toolAbilities(tools);
   const turns = input.recentTurns && turnsText(input.recentTurns);
   const user = join(
     section('Request', input.request),
@@ -72,7 +88,7 @@ export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescr
     section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
     section('Recent conversation', turns),
     filesSection(input.files),
-    section(`Tools the steps can use (access: ${input.toolAccess})`, toolList),
+    toolList ? section('Tools', toolList) : '',
     input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
     input.finished?.length
       ? section('Steps already finished (leave them out; you may depend on their ids)', resultsText(input.finished))
@@ -139,8 +155,12 @@ export interface PickToolsResult {
 }
 
 export const NO_SUITABLE_TOOL = 'no_suitable_tool';
-/** Bounds one pick_tools answer under json_schema (a small model may repeat a call until it runs out of tokens). */
-export const MAX_CALLS_PER_STEP = 4;
+/**
+ * Bounds one pick_tools answer under json_schema: one call per step. A small model held to a list of calls
+ * fills it, copying the offered tools one after another; a step that needs more calls leaves itself open
+ * (`step_done: false`) and is picked again with what its call returned.
+ */
+export const MAX_CALLS_PER_STEP = 1;
 
 export const PICK_TOOLS_SYSTEM = `You make the tool calls that carry out the steps listed. For each step, call the tool that does its next
 part, with exact arguments, and set step_id to the step's id.
@@ -240,7 +260,11 @@ export function pickToolsPrompt(input: PickToolsInput) {
       join(
         // The step's own instruction first: it is what the call must carry out.
         `### Step ${s.id}: ${s.instruction}`,
-        s.earlierCalls?.length ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}` : '',
+        s.earlierCalls?.length
+          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}\nMake the next call this step ` +
+              'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
+              'when it finishes the step.'
+          : '',
         s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
         s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : ''
       )

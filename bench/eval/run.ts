@@ -37,7 +37,8 @@ const MODEL = {
 const CTX = 8192;
 /** A small model at temperature 0 can repeat itself until the context is full: the server's cap ends any answer. */
 const N_PREDICT = 512;
-const OUT_DIR = path.join(REPO_ROOT, '.klea', 'eval');
+/** Where a run keeps its tasks' records and logs (KLEA_EVAL_OUT: another place, for two runs at once). */
+const OUT_DIR = path.resolve(process.env.KLEA_EVAL_OUT || path.join(REPO_ROOT, '.klea', 'eval'));
 
 function sha256(file: string): Promise<string> {
   return new Promise((resolve, reject) => {

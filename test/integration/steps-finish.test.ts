@@ -116,9 +116,7 @@ describe('steps that finish their instruction', () => {
     expect(await t.result()).toMatchObject({ status: 'done' });
     const [finished] = await t.eventsOf('step_finished');
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__read_file', status: 'ok' }] });
-    expect(finished.repairs).toEqual([
-      'the next pick repeated a call the step had made: the step is taken as complete',
-    ]);
+    expect(finished.repairs).toEqual(['the next pick repeated a call the step had made: the step ends here']);
   });
 });
 

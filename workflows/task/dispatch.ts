@@ -74,13 +74,13 @@ export function callLabel(call: Pick<PickedCall, 'qualifiedName' | 'args'>): str
   return `${call.qualifiedName}${arg}`.replace(/\n/g, ' ');
 }
 
-/** Whether `call` repeats a call the step already made and that succeeded: same tool, same arguments. */
-export function repeatsSuccess(call: Pick<PickedCall, 'qualifiedName' | 'args'>, made: readonly MadeCall[]): boolean {
+/**
+ * Whether `call` repeats a call the step already made: same tool, same arguments. Within one attempt of a step a
+ * repeat learns nothing new (a failed call fails again; a retry of the step starts afresh).
+ */
+export function repeatsCall(call: Pick<PickedCall, 'qualifiedName' | 'args'>, made: readonly MadeCall[]): boolean {
   const args = canonicalJson(call.args);
-  return made.some(
-    (m) =>
-      m.outcome.status === 'ok' && m.call.qualifiedName === call.qualifiedName && canonicalJson(m.call.args) === args
-  );
+  return made.some((m) => m.call.qualifiedName === call.qualifiedName && canonicalJson(m.call.args) === args);
 }
 
 /**

@@ -15,15 +15,7 @@ import type { SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
 import { grantSignal } from '../session/messages';
 import { modelNodes, toolCalls } from '../shared/activities';
-import {
-  callKey,
-  callOutcome,
-  deniedOutcome,
-  FileOrder,
-  repeatsSuccess,
-  stepToolResult,
-  type MadeCall,
-} from './dispatch';
+import { callKey, callOutcome, deniedOutcome, FileOrder, repeatsCall, stepToolResult, type MadeCall } from './dispatch';
 import { RESULT_CHARS } from './plan-progress';
 import type { Decision, GatedPath } from './permissions';
 import { callSummary, cut } from './text';
@@ -142,13 +134,12 @@ export class StepRunner {
       const next = await this.pick([s], made);
       meter.modelCall(next.usage, s.id);
       const fresh = next.calls.flatMap((call, i) =>
-        call.stepId === s.id && !repeatsSuccess(call, made) ? [{ call, guarded: next.guarded[i] }] : []
+        call.stepId === s.id && !repeatsCall(call, made) ? [{ call, guarded: next.guarded[i] }] : []
       );
       const kept = fresh.slice(0, input.maxCallsPerStep - made.length);
       if (!kept.length) {
         const none = next.noSuitable.find((n) => n.stepId === s.id);
-        if (next.calls.length)
-          repairs.push('the next pick repeated a call the step had made: the step is taken as complete');
+        if (next.calls.length) repairs.push('the next pick repeated a call the step had made: the step ends here');
         else if (none) laterNoTool = none.reason;
         break;
       }

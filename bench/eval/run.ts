@@ -22,7 +22,7 @@ import path from 'node:path';
 import { REPO_ROOT } from '../../runtime/temporal';
 import { diffSnapshots, unsolved, type Verdict } from './checks';
 import { driveTask, KleaApi } from './driver';
-import { LLAMA_DIR, startLlamaServer, type LlamaServer } from './llama';
+import { LLAMA_DIR, startLlamaServer, type LlamaServer } from '../../test/support/llama-server';
 import { runInProject, snapshot, writeProject } from './project';
 import { judge, renderMarkdown, summarise, TARGET, type EvalRun, type TaskRecord } from './report';
 import { startKlea, type KleaStack } from './stack';
@@ -170,9 +170,10 @@ async function main() {
       model: modelFile,
       ctx: CTX,
       nPredict: N_PREDICT,
-      // Unset: the server's own choice, all cores but one (Klea's processes need one while the model works).
-      threads: Number(process.env.KLEA_LLAMA_THREADS) || undefined,
+      // KLEA_LLAMA_THREADS, else the server's own choice: all cores but one (Klea's processes need one meanwhile).
+      timeoutMs: 300_000,
       logFile: path.join(OUT_DIR, 'llama.log'),
+      installer: 'scripts/install-eval-model.sh',
     });
     threads = llama.threads;
     console.log(`eval: starting Klea (node dist/scripts/start.js) against ${llama.baseUrl} (${threads} thread(s))`);

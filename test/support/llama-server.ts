@@ -1,9 +1,10 @@
 /**
- * llama.cpp's OpenAI-compatible server (xllamacpp, run by scripts/llama-server.py) with the small GGUF model
- * that scripts/install-llama.sh puts in .tools/llama/, on a free loopback port.
+ * llama.cpp's OpenAI-compatible server (xllamacpp, run by scripts/llama-server.py) on a free loopback port: with
+ * the small GGUF model that scripts/install-llama.sh puts in .tools/llama/ (the real-model test), or another
+ * (`make eval`'s).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { REPO_ROOT } from '../../runtime/temporal';
@@ -20,19 +21,38 @@ export interface LlamaServer {
   stop(): Promise<void>;
 }
 
-export async function startLlamaServer(opts: { nPredict?: number; ctx?: number; timeoutMs?: number } = {}) {
-  if (!existsSync(path.join(LLAMA_DIR, 'python', 'xllamacpp')) || !existsSync(LLAMA_MODEL))
-    throw new Error(`llama.cpp's server or its model is missing under ${LLAMA_DIR}: run scripts/install-llama.sh`);
-  const args = [path.join(REPO_ROOT, 'scripts', 'llama-server.py'), '--model', LLAMA_MODEL];
+export interface LlamaOptions {
+  /** The GGUF file (default: SmolLM2-135M). */
+  model?: string;
+  nPredict?: number;
+  ctx?: number;
+  /** CPU threads (default: KLEA_LLAMA_THREADS, else the server's own choice). */
+  threads?: number;
+  timeoutMs?: number;
+  /** Where the server's whole log goes, beside the tail kept in memory. */
+  logFile?: string;
+  /** What to run when the server or the model is missing. */
+  installer?: string;
+}
+
+export async function startLlamaServer(opts: LlamaOptions = {}) {
+  const model = opts.model ?? LLAMA_MODEL;
+  const installer = opts.installer ?? 'scripts/install-llama.sh';
+  if (!existsSync(path.join(LLAMA_DIR, 'python', 'xllamacpp')) || !existsSync(model))
+    throw new Error(`llama.cpp's server or its model is missing under ${LLAMA_DIR}: run ${installer}`);
+  const args = [path.join(REPO_ROOT, 'scripts', 'llama-server.py'), '--model', model];
   if (opts.nPredict) args.push('--n-predict', String(opts.nPredict));
   if (opts.ctx) args.push('--ctx', String(opts.ctx));
-  if (process.env.KLEA_LLAMA_THREADS) args.push('--threads', process.env.KLEA_LLAMA_THREADS);
+  const threads = opts.threads ?? (Number(process.env.KLEA_LLAMA_THREADS) || undefined);
+  if (threads) args.push('--threads', String(threads));
   const child: ChildProcess = spawn(process.env.KLEA_PYTHON ?? 'python3', args, {
     env: { ...process.env, PYTHONPATH: path.join(LLAMA_DIR, 'python'), PYTHONUNBUFFERED: '1' },
     // stdin stays open as a lifeline: the server exits when this process goes away.
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const log: string[] = [];
+  const logFile = opts.logFile ? createWriteStream(opts.logFile) : null;
+  if (logFile) child.stderr!.pipe(logFile);
   child.stderr!.on('data', (chunk: Buffer) => {
     log.push(chunk.toString('utf8'));
     if (log.length > 400) log.splice(0, log.length - 400);
@@ -71,6 +91,7 @@ export async function startLlamaServer(opts: { nPredict?: number; ctx?: number; 
         await exited;
         clearTimeout(killer);
       }
+      logFile?.end();
     },
   };
   return server;

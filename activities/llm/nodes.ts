@@ -209,6 +209,45 @@ function stepIdParameters(stepIds: readonly string[]) {
   return structuredClone(json);
 }
 
+const STOP_WORDS = new Set([
+  'the',
+  'and',
+  'file',
+  'project',
+  'with',
+  'that',
+  'this',
+  'for',
+  'from',
+  'into',
+  'then',
+  'its',
+]);
+
+/** The words of a text that say what to do: lower case, three letters or more, a plural or tense ending cut. */
+export function actionWords(text: string): Set<string> {
+  const words = text.toLowerCase().match(/[a-z]{3,}/g) ?? [];
+  return new Set(words.filter((w) => !STOP_WORDS.has(w)).map((w) => w.replace(/(?:ing|ed|es|s)$/, '')));
+}
+
+/**
+ * The offered tools, those whose name and first sentence share most words with the steps' instructions first, and
+ * (for a step under way) those it has called already last. A small model leans to the first function it is
+ * offered, so the order is a hint; it never removes a tool.
+ */
+export function rankTools(tools: readonly ToolDescriptor[], steps: readonly PickStep[]): ToolDescriptor[] {
+  const wanted = actionWords(steps.map((s) => s.instruction).join(' '));
+  const called = new Set(steps.flatMap((s) => s.earlierCalls ?? []).map((c) => c.tool));
+  const score = (t: ToolDescriptor) => {
+    const own = actionWords(`${t.name.replace(/_/g, ' ')} ${t.description.split(/[.:\n]/)[0]}`);
+    return [...own].filter((w) => wanted.has(w)).length - (called.has(t.qualifiedName) ? 10 : 0);
+  };
+  return tools
+    .map((t, i) => ({ t, i, s: score(t) }))
+    .sort((a, b) => b.s - a.s || a.i - b.i)
+    .map((x) => x.t);
+}
+
 export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: readonly string[]): OpenAIFunction[] {
   const { stepId, noSuitable } = stepIdParameters(stepIds);
   const fns: OpenAIFunction[] = tools.map((t) => {
@@ -284,9 +323,13 @@ export async function pickTools(
 ): Promise<PickToolsResult> {
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
-  const answer = await model.toolCalls(pickToolsPrompt(input), pickToolsFunctions(tools, stepIds), {
-    maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
-  });
+  const answer = await model.toolCalls(
+    pickToolsPrompt(input),
+    pickToolsFunctions(rankTools(tools, input.steps), stepIds),
+    {
+      maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
+    }
+  );
   const calls: PickedCall[] = [];
   const noSuitable: PickToolsResult['noSuitable'] = [];
   for (const call of answer.calls) {

@@ -104,8 +104,8 @@ export class StepRunner {
   /**
    * A tool step's calls until it is complete: while its last call leaves it open (`step_done: false`), the step is
    * picked again with what its calls returned, up to `maxCallsPerStep` calls; then triage judges the last round.
-   * A later pick that only repeats a call that succeeded is taken as the step's end; one that finds no tool for the
-   * step goes to triage as such.
+   * A later pick that only repeats calls the step made ends it there; one that finds no tool for the step goes to
+   * triage as such.
    */
   private async finishToolStep(
     s: PlanStep,

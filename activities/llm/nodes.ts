@@ -12,7 +12,7 @@ import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
-import { turnsText, untrusted, withUntrustedRule } from './untrusted';
+import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
 const section = (title: string, body: string | undefined | null) =>
   body && body.trim() ? `## ${title}\n${body.trim()}` : '';
@@ -383,7 +383,7 @@ export const DO_STEP_SYSTEM = `You carry out one step of a plan that needs no to
 the step's result. Be concrete and complete; write only the result.`;
 
 export async function doStep(model: ModelClient, input: DoStepInput): Promise<{ text: string; usage: ModelUsage }> {
-  return model.text({
+  const result = await model.text({
     node: 'do_step',
     system: withUntrustedRule(DO_STEP_SYSTEM),
     messages: [
@@ -394,6 +394,7 @@ export async function doStep(model: ModelClient, input: DoStepInput): Promise<{ 
       ),
     ],
   });
+  return { ...result, text: withoutFences(result.text) };
 }
 
 // ---------------------------------------------------------------- evaluate_step
@@ -445,7 +446,7 @@ and briefly, in markdown, using the real values in the results (command output, 
 - Mention a denied path, an error or a failed command only when a result shows one.`;
 
 export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
-  return model.text({
+  const answer = await model.text({
     node: 'compose_answer',
     system: withUntrustedRule(COMPOSE_ANSWER_SYSTEM),
     messages: [
@@ -456,6 +457,7 @@ export async function composeAnswer(model: ModelClient, input: ComposeAnswerInpu
       ),
     ],
   });
+  return { ...answer, text: withoutFences(answer.text) };
 }
 
 export { ZERO_USAGE };

@@ -17,6 +17,17 @@ export function untrusted(source: string, text: string): string {
   return `<untrusted source="${name}">\n${body}\n</untrusted>`;
 }
 
+/**
+ * A model's text for people (a step's result, the answer) without fence tags it copied from its prompt: a small
+ * model echoes `<untrusted source="…">` around what it quotes. The quoted text stays.
+ */
+export function withoutFences(text: string): string {
+  return text
+    .replace(/^[ \t]*<\/?untrusted\u200b?(?:\s+source="[^"\n]*")?>[ \t]*\n?/gim, '')
+    .replace(/<\/?untrusted\u200b?(?:\s+source="[^"\n]*")?>/gi, '')
+    .trim();
+}
+
 /** A system prompt with the rule about fenced content appended. */
 export const withUntrustedRule = (system: string) => `${system}\n\n${UNTRUSTED_RULE}`;
 

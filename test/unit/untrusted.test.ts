@@ -1,4 +1,4 @@
-import { turnsText, untrusted, UNTRUSTED_RULE, withUntrustedRule } from '../../activities/llm/untrusted';
+import { turnsText, untrusted, UNTRUSTED_RULE, withoutFences, withUntrustedRule } from '../../activities/llm/untrusted';
 
 describe('untrusted: tool output and file content enter prompts as data', () => {
   it('fences the text and names its source', () => {
@@ -31,5 +31,18 @@ describe('untrusted: tool output and file content enter prompts as data', () => 
 
   it('system prompts that see fenced text say what the fence means', () => {
     expect(withUntrustedRule('You pick tools.')).toBe(`You pick tools.\n\n${UNTRUSTED_RULE}`);
+  });
+});
+
+describe('withoutFences: what people read carries no fence tags a model copied from its prompt', () => {
+  it('drops the tags, on their own lines or inline, and keeps the quoted text', () => {
+    const echoed = `${untrusted('result of step s1', 'hello world')}\nThe script printed it.`;
+
+    expect(withoutFences(echoed)).toBe('hello world\nThe script printed it.');
+    expect(withoutFences('It said <untrusted source="x">42</untrusted>.')).toBe('It said 42.');
+  });
+
+  it('leaves text without fences as it is', () => {
+    expect(withoutFences('The average is **42.5**.')).toBe('The average is **42.5**.');
   });
 });

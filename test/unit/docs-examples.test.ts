@@ -79,11 +79,21 @@ function asRequest(args: string[]): { method: string; url: URL; headers: Record<
 
 describe('the curl examples of the README and docs/', () => {
   const client = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: '1s' }) });
-  const app = createApp({ client, config: resolveConfig({}, {}) });
+  // Every Temporal call the app makes ends at its deadline, well inside a request's 2 s: a call still retrying
+  // when the connection closes would throw later, in whichever test file this process runs next.
+  const CALL_DEADLINE_MS = 300;
+  const app = createApp({
+    client,
+    config: resolveConfig({}, {}),
+    callTimeoutMs: CALL_DEADLINE_MS,
+    acceptTimeoutMs: CALL_DEADLINE_MS,
+  });
   let dir: string;
   beforeAll(() => (dir = mkdtempSync(path.join(os.tmpdir(), 'klea-docs-'))));
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
+    // The last requests' calls have passed their deadlines before the connection goes.
+    await new Promise((r) => setTimeout(r, 4 * CALL_DEADLINE_MS));
     await client.connection.close();
   });
 

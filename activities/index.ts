@@ -82,7 +82,8 @@ export function createActivities(deps: ActivityDeps) {
 
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
   async function pickChecked(input: nodes.PickToolsInput, offeredTools: ToolDescriptor[]) {
-    const picked = await nodes.pickTools(model, { ...input, files: await projectFiles(input.projectDir) }, offeredTools);
+    const files = input.files ?? (await projectFiles(input.projectDir));
+    const picked = await nodes.pickTools(model, { ...input, files }, offeredTools);
     const guarded = await Promise.all(
       picked.calls.map((c) =>
         tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })
@@ -115,6 +116,8 @@ export function createActivities(deps: ActivityDeps) {
           toolAccess: input.toolAccess,
           goal: written.plan.goal,
           steps: steps.map((s) => ({ id: s.id, title: s.title, instruction: s.instruction, dependencyResults: [] })),
+          // The listing the plan was written with: the project has not changed since.
+          files: input.files,
         },
         offeredTools
       );
@@ -161,9 +164,10 @@ export function createActivities(deps: ActivityDeps) {
         projectContext.read(input.projectDir),
         projectFiles(input.projectDir),
       ]);
-      const written = await nodes.writePlan(model, { ...input, files }, toolList, ctx.text);
+      const listed = { ...input, files };
+      const written = await nodes.writePlan(model, listed, toolList, ctx.text);
       if (!input.firstPick) return written;
-      const picked = await firstPick(input, input.firstPick, written, toolList, began);
+      const picked = await firstPick(listed, input.firstPick, written, toolList, began);
       return picked ? { ...written, firstPick: picked } : written;
     },
 

@@ -16,6 +16,7 @@ import { activityContext } from './activity-context';
 import type { GuardedPath } from '../runtime/path-resolve';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
+import { boundNamedFiles, namedFiles, type NamedFile } from './llm/named-files';
 import * as nodes from './llm/nodes';
 import { routeRequest, type RouteRequestInput, type RouteRequestResult } from './llm/route-request';
 import type { McpPool } from './mcp/pool';
@@ -80,10 +81,37 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
+  /**
+   * The files a step's instruction names (activities/llm/named-files.ts), read as they are now through the
+   * workspace server with read-only access: confined like any read, a sensitive file refused and left out.
+   */
+  async function stepFiles(projectDir: string, listing: string | undefined, step: nodes.PickStep) {
+    const read = await Promise.all(
+      namedFiles(listing, step.instruction).map(async (file) => {
+        try {
+          const r = await tools.callTool({
+            projectDir,
+            toolAccess: 'read_only',
+            server: 'workspace',
+            tool: 'read_file',
+            args: { path: file },
+          });
+          return r.status === 'ok' ? { path: file, text: r.text } : null;
+        } catch {
+          return null;
+        }
+      })
+    );
+    return boundNamedFiles(read.filter((f): f is NamedFile => f !== null));
+  }
+
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
   async function pickChecked(input: nodes.PickToolsInput, offeredTools: ToolDescriptor[]) {
     const files = input.files ?? (await projectFiles(input.projectDir));
-    const picked = await nodes.pickTools(model, { ...input, files }, offeredTools);
+    const steps = await Promise.all(
+      input.steps.map(async (s) => ({ ...s, files: await stepFiles(input.projectDir, files, s) }))
+    );
+    const picked = await nodes.pickTools(model, { ...input, files, steps }, offeredTools);
     const guarded = await Promise.all(
       picked.calls.map((c) =>
         tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })

@@ -11,6 +11,7 @@ import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
+import { allFiles, type NamedFile } from './named-files';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -129,6 +130,8 @@ export interface PickStep {
   previousFailure?: string;
   /** The calls this attempt of the step has made so far, with what they returned (a step left open). */
   earlierCalls?: EarlierCall[];
+  /** The project files the step's instruction names, as they are now (filled in by the activity). */
+  files?: NamedFile[];
 }
 
 /** A call a step already made, as the next pick of the same step sees it. */
@@ -213,6 +216,7 @@ const STOP_WORDS = new Set([
   'the',
   'and',
   'file',
+  'files',
   'project',
   'with',
   'that',
@@ -222,25 +226,45 @@ const STOP_WORDS = new Set([
   'into',
   'then',
   'its',
+  'what',
+  'are',
+  'tell',
 ]);
 
-/** The words of a text that say what to do: lower case, three letters or more, a plural or tense ending cut. */
+/** A word's stem, roughly: "changes", "changed", "changing" and "change" all give "chang". */
+const stem = (w: string) => (w.length > 4 ? w.replace(/(?:ing|ed|es|s|e)$/, '') : w);
+
+/** The words of a text that say what to do: lower case, three letters or more, stemmed. */
 export function actionWords(text: string): Set<string> {
   const words = text.toLowerCase().match(/[a-z]{3,}/g) ?? [];
-  return new Set(words.filter((w) => !STOP_WORDS.has(w)).map((w) => w.replace(/(?:ing|ed|es|s)$/, '')));
+  return new Set(words.filter((w) => !STOP_WORDS.has(w)).map(stem));
 }
 
+/** Workspace tools whose answer the pick prompt may already hold: the listing, and the files a step names. */
+const LISTING_TOOLS = new Set(['workspace__list_dir', 'workspace__find_files']);
+const READ_FILE = 'workspace__read_file';
+
 /**
- * The offered tools, those whose name and first sentence share most words with the steps' instructions first, and
- * (for a step under way) those it has called already last. A small model leans to the first function it is
- * offered, so the order is a hint; it never removes a tool.
+ * The offered tools, those whose name and first sentence share most words with the steps' instructions (and the
+ * goal) first; last, those a step under way has called already and those whose answer the prompt holds (the whole
+ * listing, every file the steps name). A small model leans to the first function it is offered, so the order is a
+ * hint; it never removes a tool.
  */
-export function rankTools(tools: readonly ToolDescriptor[], steps: readonly PickStep[]): ToolDescriptor[] {
-  const wanted = actionWords(steps.map((s) => s.instruction).join(' '));
+export function rankTools(
+  tools: readonly ToolDescriptor[],
+  steps: readonly PickStep[],
+  opts: { goal?: string; listingComplete?: boolean } = {}
+): ToolDescriptor[] {
+  const wanted = actionWords([opts.goal ?? '', ...steps.map((s) => s.instruction)].join(' '));
   const called = new Set(steps.flatMap((s) => s.earlierCalls ?? []).map((c) => c.tool));
+  const filesShown = steps.every((s) => s.files?.length);
   const score = (t: ToolDescriptor) => {
-    const own = actionWords(`${t.name.replace(/_/g, ' ')} ${t.description.split(/[.:\n]/)[0]}`);
-    return [...own].filter((w) => wanted.has(w)).length - (called.has(t.qualifiedName) ? 10 : 0);
+    const own = actionWords(`${t.name.replace(/_/g, ' ')} ${t.description.split(/[.\n]/)[0]}`);
+    const known =
+      called.has(t.qualifiedName) ||
+      (opts.listingComplete && LISTING_TOOLS.has(t.qualifiedName)) ||
+      (filesShown && t.qualifiedName === READ_FILE);
+    return [...own].filter((w) => wanted.has(w)).length - (known ? 10 : 0);
   };
   return tools
     .map((t, i) => ({ t, i, s: score(t) }))
@@ -248,10 +272,23 @@ export function rankTools(tools: readonly ToolDescriptor[], steps: readonly Pick
     .map((x) => x.t);
 }
 
-export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: readonly string[]): OpenAIFunction[] {
+/**
+ * Tools whose `path` must name a file that exists. With the whole listing known, the sent schema holds such a path
+ * to the listed files, so a small model cannot aim an edit at a path it made up (or copied from a file's text).
+ */
+const EXISTING_FILE_TOOLS = new Set([READ_FILE, 'workspace__edit_file']);
+
+export function pickToolsFunctions(
+  tools: readonly ToolDescriptor[],
+  stepIds: readonly string[],
+  existingFiles?: readonly string[] | null
+): OpenAIFunction[] {
   const { stepId, noSuitable } = stepIdParameters(stepIds);
   const fns: OpenAIFunction[] = tools.map((t) => {
     const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
+    const pathProp = schema.properties?.path as Record<string, unknown> | undefined;
+    if (existingFiles?.length && pathProp && EXISTING_FILE_TOOLS.has(t.qualifiedName))
+      schema.properties = { ...schema.properties, path: { ...pathProp, enum: [...existingFiles] } };
     return {
       type: 'function',
       function: {
@@ -299,6 +336,11 @@ export function pickToolsPrompt(input: PickToolsInput) {
       join(
         // The step's own instruction first: it is what the call must carry out.
         `### Step ${s.id}: ${s.instruction}`,
+        s.files?.length
+          ? `Files it names, as they are now (no need to read them):\n${s.files
+              .map((f) => `#### ${f.path}\n${untrusted(f.path, f.text)}`)
+              .join('\n')}`
+          : '',
         s.earlierCalls?.length
           ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}\nMake the next call this step ` +
               'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
@@ -323,9 +365,11 @@ export async function pickTools(
 ): Promise<PickToolsResult> {
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
+  const existing = allFiles(input.files);
+  const ranked = rankTools(tools, input.steps, { goal: input.goal, listingComplete: existing !== null });
   const answer = await model.toolCalls(
     pickToolsPrompt(input),
-    pickToolsFunctions(rankTools(tools, input.steps), stepIds),
+    pickToolsFunctions(ranked, stepIds, existing),
     {
       maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
     }

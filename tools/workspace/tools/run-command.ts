@@ -12,7 +12,7 @@ export function registerRunCommand(server: McpServer, { limits, gate, handle, sa
     {
       title: 'Run a shell command',
       description:
-        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory. Returns the exit code and the output (cut at a cap). ' +
+        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory: run a script or the tests, count lines (wc -l), see what code returns. Returns the exit code and the output (cut at a cap). ' +
         'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files. ' +
         'It runs in a sandbox: only the project (and paths the user granted) exist, and the network is off unless the user turned it on.',
       inputSchema: {

@@ -15,7 +15,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
     {
       title: 'Write a file',
       description:
-        'Create or overwrite a file in the project with the given content (parent directories are created). The write is atomic. ' +
+        'Create a file in the project (add a new one), or overwrite one, with the given content (parent directories are created). The write is atomic. ' +
         'The result reports the sha256 before and after; writing the same content again changes nothing.',
       inputSchema: {
         path: z.string().describe('file path, relative to the project directory'),
@@ -72,7 +72,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
     {
       title: 'Edit a file',
       description:
-        'Replace an exact string in a file. old_string must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. ' +
+        'Change a file by replacing an exact string in it: fix a bug, set, add or rename something. old_string must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. ' +
         'Fails, changing nothing, when old_string is missing or not unique. The result reports the sha256 before and after.',
       inputSchema: {
         path: z.string().describe('file path, relative to the project directory'),

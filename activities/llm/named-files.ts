@@ -1,0 +1,81 @@
+/**
+ * The project files a step names. A small model told to "change the port in config.json" spends its first call
+ * reading config.json and its second reading it again; shown the file with the instruction, its first call can be
+ * the edit. The names come from the project's listing (so only files that exist), matched as whole words of the
+ * step's text, by path or by base name when that is unique.
+ */
+
+/** How much of one named file the pick sees, and of all of them. */
+export const NAMED_FILE_CHARS = 2000;
+export const NAMED_FILES_CHARS = 4000;
+/** Most files one step gets shown. */
+export const NAMED_FILES_MAX = 3;
+
+export interface NamedFile {
+  path: string;
+  text: string;
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The listing's files (a path a line, directories ending in "/"; a cut listing ends with "…"). */
+export function listedFiles(listing: string | undefined): string[] {
+  if (!listing) return [];
+  return listing
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.endsWith('/') && l !== '…');
+}
+
+/** The listed files the text names, in the order it names them, at most NAMED_FILES_MAX. */
+export function namedFiles(listing: string | undefined, text: string): string[] {
+  const files = listedFiles(listing);
+  const baseCount = new Map<string, number>();
+  for (const f of files) {
+    const base = f.slice(f.lastIndexOf('/') + 1);
+    baseCount.set(base, (baseCount.get(base) ?? 0) + 1);
+  }
+  const found: Array<{ path: string; at: number }> = [];
+  for (const f of files) {
+    const base = f.slice(f.lastIndexOf('/') + 1);
+    const names = baseCount.get(base) === 1 && base !== f ? [f, base] : [f];
+    let at = -1;
+    for (const name of names) {
+      // A whole name: not part of a longer path or word (calc.py is not named by test_calc.py).
+      const m = new RegExp(`(?<![\\w./-])(?:\\./)?${escape(name)}(?![\\w/-]|\\.\\w)`).exec(text);
+      if (m && (at < 0 || m.index < at)) at = m.index;
+    }
+    if (at >= 0) found.push({ path: f, at });
+  }
+  return found
+    .sort((a, b) => a.at - b.at)
+    .slice(0, NAMED_FILES_MAX)
+    .map((f) => f.path);
+}
+
+/** The files' texts within the bounds, each cut with a mark that says so. */
+export function boundNamedFiles(files: readonly NamedFile[]): NamedFile[] {
+  let left = NAMED_FILES_CHARS;
+  const out: NamedFile[] = [];
+  for (const f of files) {
+    if (left <= 0) break;
+    const room = Math.min(NAMED_FILE_CHARS, left);
+    const text = f.text.length > room ? `${f.text.slice(0, room)}\n… (cut: read_file shows the rest)` : f.text;
+    left -= Math.min(f.text.length, room);
+    out.push({ path: f.path, text });
+  }
+  return out;
+}
+
+/**
+ * Every file of the project when the listing holds them all (not cut, no directory left unexpanded at its depth
+ * limit), else null: then, and only then, a path argument that must name an existing file can be held to them.
+ */
+export function allFiles(listing: string | undefined): string[] | null {
+  if (!listing || /\n…$/.test(listing)) return null;
+  const lines = listing.split('\n').map((l) => l.trim()).filter(Boolean);
+  const dirs = lines.filter((l) => l.endsWith('/'));
+  // A directory with nothing listed under it may be empty, or past the listing's depth.
+  if (dirs.some((d) => d.split('/').length > 2 && !lines.some((l) => l !== d && l.startsWith(d)))) return null;
+  return lines.filter((l) => !l.endsWith('/'));
+}

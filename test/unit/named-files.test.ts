@@ -1,0 +1,51 @@
+/** The project files a step names (shown to the pick with their content), and when the listing holds them all. */
+import { allFiles, boundNamedFiles, NAMED_FILE_CHARS, namedFiles } from '../../activities/llm/named-files';
+
+const listing = ['app.py', 'calc.py', 'config.json', 'src/', 'src/shapes.py', 'test_calc.py'].join('\n');
+
+describe('files a step names', () => {
+  it('finds listed files by path or unique base name, in the order the text names them', () => {
+    expect(namedFiles(listing, 'Fix the bug in calc.py so that test_calc.py passes')).toEqual([
+      'calc.py',
+      'test_calc.py',
+    ]);
+    expect(namedFiles(listing, 'Read shapes.py, then src/shapes.py again')).toEqual(['src/shapes.py']);
+    expect(namedFiles(listing, 'Change the port in ./config.json to 9090.')).toEqual(['config.json']);
+  });
+
+  it('a name inside a longer one is no name: test_calc.py does not name calc.py, calc.pyc names nothing', () => {
+    expect(namedFiles(listing, 'Run test_calc.py')).toEqual(['test_calc.py']);
+    expect(namedFiles(listing, 'Delete calc.pyc and old/calc.py')).toEqual([]);
+  });
+
+  it('directories and files that are not listed are never named', () => {
+    expect(namedFiles(listing, 'Look in src/ and in missing.py')).toEqual([]);
+    expect(namedFiles(undefined, 'calc.py')).toEqual([]);
+  });
+
+  it('at most three files, and the texts are cut to their bounds with a mark', () => {
+    const many = Array.from({ length: 5 }, (_, i) => `f${i}.txt`);
+    expect(namedFiles(many.join('\n'), many.join(' '))).toHaveLength(3);
+    const big = 'x'.repeat(NAMED_FILE_CHARS + 10);
+    const [a, b, c] = boundNamedFiles([
+      { path: 'a', text: big },
+      { path: 'b', text: big },
+      { path: 'c', text: 'small' },
+    ]);
+    expect(a.text).toMatch(/… \(cut: read_file shows the rest\)$/);
+    expect(b.text).toMatch(/^x{2000}\n… \(cut/);
+    expect(c).toBeUndefined();
+  });
+});
+
+describe('a listing that holds every file', () => {
+  it('lists them when nothing was cut', () => {
+    expect(allFiles(listing)).toEqual(['app.py', 'calc.py', 'config.json', 'src/shapes.py', 'test_calc.py']);
+  });
+
+  it('is null when the listing was cut, or a directory at the depth limit was not opened', () => {
+    expect(allFiles(`${listing}\n…`)).toBeNull();
+    expect(allFiles('src/\nsrc/deep/\nsrc/a.py')).toBeNull();
+    expect(allFiles(undefined)).toBeNull();
+  });
+});

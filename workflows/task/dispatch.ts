@@ -34,6 +34,11 @@ export function fileChangeOf(tool: string, r: ToolCallResult): FileChange | null
   return parsed.success ? parsed.data : null;
 }
 
+/** A call naming Klea's own state: never dispatched, never asked about; a non-halting error for its step. */
+export function forbiddenOutcome(call: Pick<PickedCall, 'qualifiedName'>, p: GuardedPath): CallOutcome {
+  return { tool: call.qualifiedName, status: 'refused', text: `refused: ${p.requested} is ${p.reason}` };
+}
+
 /** A call the user denied a path to: never dispatched, a non-halting error for its step. */
 export function deniedOutcome(call: Pick<PickedCall, 'qualifiedName'>, p: GuardedPath): CallOutcome {
   return { tool: call.qualifiedName, status: 'denied', text: `${p.requested} (${p.reason}) was denied by the user` };

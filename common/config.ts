@@ -51,6 +51,65 @@ export const DEFAULT_SENSITIVE_PATTERNS = [
   'credentials.json',
   'service-account*.json',
   '*.tfstate',
+  '*.tfvars',
+  '.envrc',
+  '.pgpass',
+  '.vault-token',
+  '.terraformrc',
+  '**/.config/gh/hosts.yml',
+];
+
+/**
+ * Files that tools on the host run or load on their own, later, with the user's authority: git's configuration and
+ * hooks, editor task and launch settings, direnv's `.envrc`, Klea's own configuration. Commands see them read-only
+ * (and cannot create them where they are missing); write_file and edit_file ask first, as for a sensitive file.
+ */
+export const DEFAULT_PROTECTED_PATTERNS = [
+  '.git/config',
+  '.git/config.worktree',
+  '.git/commondir',
+  '.git/hooks/**',
+  '.git/info/**',
+  '.git/modules/**/config',
+  '.git/modules/**/hooks/**',
+  '.vscode/**',
+  '.idea/**',
+  '.devcontainer/**',
+  '.envrc',
+  'klea.yaml',
+];
+
+/**
+ * Added to the protected files when the project is Klea's own checkout: the code and the page the next start of
+ * Klea (or `make test`) runs on the host.
+ */
+export const KLEA_CHECKOUT_PROTECTED_PATTERNS = [
+  'activities/**',
+  'api/**',
+  'bench/**',
+  'cli/**',
+  'common/**',
+  'deploy/**',
+  'dist/**',
+  'node_modules/**',
+  'runtime/**',
+  'scripts/**',
+  'test/**',
+  'tools/**',
+  'web/**',
+  'worker/**',
+  'workflows/**',
+  '.ci/**',
+  'Makefile',
+  'Dockerfile',
+  'docker-compose.yml',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'jest.config.js',
+  'jest.real-model.config.js',
+  'eslint.config.mjs',
 ];
 
 export { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema };
@@ -204,6 +263,13 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** Globs (relative to the project directory) of files treated as sensitive even inside the project. */
       sensitive_patterns: z.array(z.string().min(1)).default(DEFAULT_SENSITIVE_PATTERNS),
+      /**
+       * Globs (relative to the project directory) of files that host tools run or load later (git hooks and config,
+       * editor settings, `.envrc`): read-only to commands, and write_file / edit_file ask first.
+       */
+      protected_patterns: z.array(z.string().min(1)).default(DEFAULT_PROTECTED_PATTERNS),
+      /** The largest file a tool may write, in MiB: write_file refuses more, a command's write past it fails (EFBIG). */
+      max_file_mb: z.number().int().min(1).max(1_048_576).default(1024),
       /** Default per-call tool timeout. */
       call_timeout_ms: z.number().int().positive().default(60_000),
       /**
@@ -222,8 +288,16 @@ export const ConfigSchema = z.strictObject({
           bwrap_path: z.string().min(1).default('/usr/bin/bwrap'),
           /** Most processes one command may run at once. */
           max_processes: z.number().int().min(8).max(100_000).default(256),
-          /** Address-space cap per process of a command, in MiB. */
+          /**
+           * Address-space cap per process of a command, in MiB; also what its scratch space (/tmp, /dev/shm and
+           * HOME, all in memory) holds together.
+           */
           memory_mb: z.number().int().min(64).max(1_048_576).default(4096),
+          /**
+           * Most entries (files and directories) looked through, per command, for the sensitive files to hide; a
+           * project (or granted directory) with more is refused rather than run with a secret visible.
+           */
+          scan_limit: z.number().int().min(100).max(100_000_000).default(200_000),
           /** Removed: a key from older configs, refused by name so the file is corrected rather than misread. */
           warm: z
             .never({

@@ -4,13 +4,15 @@
  * activity when the permission gate runs in a workflow).
  *
  * Classes: `inside` the project directory; `outside` it (or not safely resolvable); `sensitive` (inside, but
- * matching the sensitive patterns: `.env`, keys, credentials...). Anything but `inside` needs permission.
+ * matching the sensitive patterns: `.env`, keys, credentials..., or, for a write, the protected patterns: git hooks
+ * and config, editor settings); `forbidden` (Klea's own state: its data directory, wherever it lies). `outside` and
+ * `sensitive` need permission; `forbidden` is refused and never asked about.
  */
 import { z } from 'zod';
 import { globToRegExp } from './glob';
 import { basename, isAbsolute, isWithin, normalize, relativeTo } from './posix-path';
 
-export type PathClass = 'inside' | 'outside' | 'sensitive';
+export type PathClass = 'inside' | 'outside' | 'sensitive' | 'forbidden';
 export const PathOpSchema = z.enum(['read', 'write', 'execute']);
 export type PathOp = z.infer<typeof PathOpSchema>;
 
@@ -213,12 +215,36 @@ export class SensitiveMatcher {
   }
 }
 
+/** What classifies a path besides the sensitive patterns: the operation, protected files and Klea's own state. */
+export interface ClassifyExtras {
+  op?: PathOp;
+  /** Files host tools run or load later: a write to one is asked about like a sensitive file. */
+  protectedFiles?: SensitiveMatcher;
+  /** Real paths of Klea's own state (data directory, results, workspace state): no tool may touch them. */
+  ownState?: readonly string[];
+}
+
+/** Whether a real path is, or is under, one of Klea's own state paths. */
+export function inOwnState(real: string, ownState: readonly string[] | undefined, caseInsensitive = false): boolean {
+  return (ownState ?? []).some((own) => isWithin(own, real, caseInsensitive));
+}
+
+export const OWN_STATE_REASON =
+  "Klea's own state (its data directory: task results, workspace state, checkpoints, Temporal's database), which no tool may touch";
+
 export function classifyPath(
   facts: PathFacts,
   root: RootFacts,
   sensitive: SensitiveMatcher,
-  requested?: string
+  requested?: string,
+  extras: ClassifyExtras = {}
 ): PathVerdict {
+  // Security: Klea's own state is refused before anything else, wherever it lies and however it is reached.
+  if (
+    inOwnState(facts.real ?? '', extras.ownState, root.caseInsensitive) ||
+    inOwnState(normalize(facts.absolute), extras.ownState, root.caseInsensitive)
+  )
+    return { class: 'forbidden', reason: OWN_STATE_REASON };
   if (facts.problem || !facts.real) return { class: 'outside', reason: facts.problem ?? 'the path cannot be resolved' };
   if (!isWithin(root.real, facts.real, root.caseInsensitive)) {
     const viaLink = isWithin(root.real, normalize(facts.absolute), root.caseInsensitive);
@@ -237,12 +263,18 @@ export function classifyPath(
     };
   const hit = sensitive.match(rel) ?? (requested ? sensitive.match(basename(requested)) : null);
   if (hit) return { class: 'sensitive', reason: `a sensitive file (matches "${hit}")` };
+  const guarded = extras.op === 'write' ? extras.protectedFiles?.match(rel) : null;
+  if (guarded)
+    return {
+      class: 'sensitive',
+      reason: `a protected file (matches "${guarded}"): tools on the host run or load it later, with your authority`,
+    };
   return { class: 'inside', reason: 'inside the project directory' };
 }
 
-/** The strictest of several verdicts for the same argument (outside > sensitive > inside). */
+/** The strictest of several verdicts for the same argument (forbidden > outside > sensitive > inside). */
 export function strictest(verdicts: PathVerdict[]): PathVerdict {
-  const rank: Record<PathClass, number> = { inside: 0, sensitive: 1, outside: 2 };
+  const rank: Record<PathClass, number> = { inside: 0, sensitive: 1, outside: 2, forbidden: 3 };
   return verdicts.reduce((a, b) => (rank[b.class] > rank[a.class] ? b : a));
 }
 
@@ -262,4 +294,23 @@ export function grantCovers(grants: readonly Grant[], path: string, op: PathOp):
   return grants.some(
     (g) => g.path === path && (g.op === op || (op === 'read' && (g.op === 'write' || g.op === 'execute')))
   );
+}
+
+/**
+ * Where a protected pattern lies in a project whose matching files may not exist yet: its leading literal segments,
+ * as a file (`klea.yaml`, `.git/config`) or a whole directory (`.vscode/**`). Patterns with a wildcard before their
+ * end (`.git/modules/` then any depth, then `config`) have none: they protect the files that match once they exist.
+ */
+export function protectedAnchor(pattern: string): { path: string; dir: boolean } | null {
+  const p = pattern
+    .replace(/^\.\//, '')
+    .replace(/^\//, '')
+    .replace(/^\*\*\//, '');
+  const segments = p.split('/').filter(Boolean);
+  const wild = (seg: string) => /[*?[{]/.test(seg);
+  const literal = segments.findIndex(wild);
+  if (literal === -1) return segments.length ? { path: segments.join('/'), dir: false } : null;
+  if (literal === segments.length - 1 && segments[literal] === '**' && literal > 0)
+    return { path: segments.slice(0, literal).join('/'), dir: true };
+  return null;
 }

@@ -111,6 +111,10 @@ export type { GuardedPath };
 export interface GuardOptions {
   projectDir: string;
   sensitivePatterns: readonly string[];
+  /** Files host tools run or load later: a write to one is asked about (common/path-guard.ts). */
+  protectedPatterns?: readonly string[];
+  /** Real paths of Klea's own state: refused, never asked about. */
+  ownState?: readonly string[];
   homeDir?: string;
 }
 
@@ -118,7 +122,8 @@ export interface GuardOptions {
 export function guardToolCall(call: GuardedCall, opts: GuardOptions): GuardedPath[] {
   const root = resolveRoot(opts.projectDir);
   const matcher = new SensitiveMatcher(opts.sensitivePatterns);
-  return extractPathCandidates(call).map((c) => guardOne(c.raw, c.arg, c.op, root, matcher, opts));
+  const protectedFiles = new SensitiveMatcher(opts.protectedPatterns ?? []);
+  return extractPathCandidates(call).map((c) => guardOne(c.raw, c.arg, c.op, root, matcher, opts, protectedFiles));
 }
 
 export function guardOne(
@@ -127,14 +132,18 @@ export function guardOne(
   op: PathOp,
   root: RootFacts,
   matcher: SensitiveMatcher,
-  opts: GuardOptions
+  opts: GuardOptions,
+  protectedFiles = new SensitiveMatcher(opts.protectedPatterns ?? [])
 ): GuardedPath {
   const home = opts.homeDir ?? os.homedir();
   const readings = [raw, ...decodedVariants(raw)].map((variant) => {
     const abs = toAbsolute(variant, root.real, home);
     if (!abs.ok) return { real: raw, verdict: { class: 'outside' as const, reason: abs.reason } };
     const facts = resolvePath(abs.absolute);
-    return { real: facts.real ?? abs.absolute, verdict: classifyPath(facts, root, matcher, variant) };
+    return {
+      real: facts.real ?? abs.absolute,
+      verdict: classifyPath(facts, root, matcher, variant, { op, protectedFiles, ownState: opts.ownState }),
+    };
   });
   const verdict = strictest(readings.map((r) => r.verdict));
   const chosen = readings.find((r) => r.verdict === verdict) ?? readings[0];

@@ -7,10 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import util from 'node:util';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { Config } from '../../common/config';
+import { KLEA_CHECKOUT_PROTECTED_PATTERNS, type Config } from '../../common/config';
 import { MCP_VARIABLE, parseMcpVariable, type McpServerConfig } from '../../common/mcp-config';
 import { HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
-import { dataDir, dataPath } from '../../runtime/data-dir';
+import { dataDir, dataPath, temporalDbFile } from '../../runtime/data-dir';
+import { resolvePath } from '../../runtime/path-resolve';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 export const WORKSPACE_SERVER = 'workspace';
@@ -90,6 +91,7 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       ...(config.mcp.workspace.call_log ? ['--call-log', path.resolve(config.mcp.workspace.call_log)] : []),
       '--state-dir',
       dataPath(config.mcp.workspace.state_dir),
+      ...guardFlags(config, projectDir),
       ...sandboxFlags(config),
     ],
     env: {
@@ -104,17 +106,46 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
   };
 }
 
-/** run_command's sandbox, as configured; Klea's own files are hidden from commands wherever they are. */
-function sandboxFlags(config: Config): string[] {
-  const { sandbox } = config.tools;
+/**
+ * Klea's own state, as real paths: its data directory, the results and workspace state (which may lie elsewhere),
+ * the call log, Temporal's database under `make start`, and the `.klea/` of Klea's own checkout. No tool may touch
+ * them, wherever they lie (a project may hold them, as Klea's own checkout holds `.klea/`).
+ */
+export function ownStatePaths(config: Config): string[] {
   const own = [
     dataDir(),
     dataPath(config.mcp.workspace.state_dir),
     dataPath(config.tools.results_dir),
     config.mcp.workspace.call_log,
-    process.env.KLEA_CONFIG ?? 'klea.yaml',
-    '.klea',
+    temporalDbFile(),
+    path.join(REPO_ROOT, '.klea'),
   ].filter((p): p is string => !!p);
+  return [...new Set(own.map((p) => resolvePath(path.resolve(p)).real ?? path.resolve(p)))];
+}
+
+/** The protected patterns for a project: the configured ones, and Klea's code when it is Klea's own checkout. */
+export function protectedPatternsFor(config: Config, projectDir: string): string[] {
+  const own = resolvePath(REPO_ROOT).real;
+  const project = resolvePath(path.resolve(projectDir)).real;
+  return [...config.tools.protected_patterns, ...(own && own === project ? KLEA_CHECKOUT_PROTECTED_PATTERNS : [])];
+}
+
+/** What the workspace server guards besides the sensitive files: protected files and Klea's own state. */
+function guardFlags(config: Config, projectDir: string): string[] {
+  const guarded = protectedPatternsFor(config, projectDir);
+  return [
+    // An empty list is said as one, so the server does not fall back to its defaults.
+    ...(guarded.length ? guarded.flatMap((p) => ['--protected-pattern', p]) : ['--protected', '']),
+    ...ownStatePaths(config).flatMap((p) => ['--own-state', p]),
+    '--max-file-mb',
+    String(config.tools.max_file_mb),
+  ];
+}
+
+/** run_command's sandbox, as configured; Klea's own files are hidden from commands wherever they are. */
+function sandboxFlags(config: Config): string[] {
+  const { sandbox } = config.tools;
+  const own = [process.env.KLEA_CONFIG ?? 'klea.yaml'];
   return [
     '--sandbox',
     sandbox.mode,
@@ -126,6 +157,8 @@ function sandboxFlags(config: Config): string[] {
     String(sandbox.max_processes),
     '--memory-mb',
     String(sandbox.memory_mb),
+    '--scan-limit',
+    String(sandbox.scan_limit),
     ...own.flatMap((p) => ['--hide', path.resolve(p)]),
   ];
 }

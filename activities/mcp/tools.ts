@@ -22,7 +22,15 @@ import { requireAllowedProject } from '../project/allowed';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
 import { type McpPool } from './pool';
-import { configuredSpec, ServerConfigError, workspaceSpec, WORKSPACE_SERVER, type ServerSpec } from './servers';
+import {
+  configuredSpec,
+  ownStatePaths,
+  protectedPatternsFor,
+  ServerConfigError,
+  workspaceSpec,
+  WORKSPACE_SERVER,
+  type ServerSpec,
+} from './servers';
 
 export const RESULT_TEXT_CAP = 16 * 1024;
 /** Structured content larger than this is left out of a call's result. */
@@ -187,7 +195,12 @@ export function createToolActivities(deps: ToolDeps) {
           inputSchema: tool?.inputSchema as never,
           readOnly: tool?.readOnly ?? false,
         },
-        { projectDir: input.projectDir, sensitivePatterns: deps.config.tools.sensitive_patterns }
+        {
+          projectDir: input.projectDir,
+          sensitivePatterns: deps.config.tools.sensitive_patterns,
+          protectedPatterns: protectedPatternsFor(deps.config, input.projectDir),
+          ownState: ownStatePaths(deps.config),
+        }
       );
     },
 

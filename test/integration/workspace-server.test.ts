@@ -614,3 +614,41 @@ describe("the command sandbox: each command's is built as the command starts", (
     }
   }, 30_000);
 });
+
+describe("workspace server: Klea's own state and the per-file limit", () => {
+  it('a file over the per-file limit is refused by write_file and edit_file; own state is refused with any grant', async () => {
+    const dir = realpathSync(mkdtempSync(path.join(base, 'own-')));
+    mkdirSync(path.join(dir, '.klea/results'), { recursive: true });
+    writeFileSync(path.join(dir, '.klea/results/r.txt'), 'stored output of another task\n');
+    writeFileSync(path.join(dir, 'small.txt'), 'small\n');
+    const c = new Client({ name: 'test', version: '1' });
+    const server = createWorkspaceServer({
+      root: dir,
+      grantKey: KEY,
+      ownState: [path.join(dir, '.klea')],
+      limits: { writeBytes: 100 },
+    });
+    const [clientT, serverT] = InMemoryTransport.createLinkedPair();
+    await Promise.all([server.connect(serverT), c.connect(clientT)]);
+    const on = (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+      c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) });
+    try {
+      const big = await on('write_file', { path: 'big.txt', content: 'x'.repeat(101) });
+      expect(textOf(big)).toMatch(/over the per-file limit of 100 bytes \(tools\.max_file_mb\)/);
+      expect(existsSync(path.join(dir, 'big.txt'))).toBe(false);
+      const grown = await on('edit_file', { path: 'small.txt', old_string: 'small', new_string: 'y'.repeat(200) });
+      expect(grown.isError).toBe(true);
+      expect(readFileSync(path.join(dir, 'small.txt'), 'utf8')).toBe('small\n');
+
+      const grants = signGrants(KEY, [{ path: path.join(dir, '.klea/results/r.txt'), op: 'read' }]);
+      const read = await on('read_file', { path: '.klea/results/r.txt' }, { [GRANTS_META_KEY]: grants });
+      expect(textOf(read)).toMatch(/^refused: .*Klea's own state/);
+      expect(textOf(await on('grep', { pattern: 'stored output' }))).toMatch(/no matches/);
+      expect(textOf(await on('find_files', { pattern: '*.txt' }))).toBe('small.txt');
+      expect(textOf(await on('list_dir', { path: '.klea' }))).toMatch(/^refused: /);
+      expect(textOf(await on('list_dir', { path: '.' }))).toBe('small.txt');
+    } finally {
+      await c.close();
+    }
+  });
+});

@@ -13,6 +13,9 @@ describe('the bubblewrap policy', () => {
       { path: '/p/id_rsa', dir: false },
       { path: '/p/.klea', dir: true },
     ],
+    pinned: ['/p/.git'],
+    readOnly: ['/p/.git/hooks', '/p/.git/config', '/p/.vscode'],
+    scratchBytes: 512 * 1024 * 1024,
     network: false,
     env: { PATH: '/usr/bin' },
     files: { passwd: '/s/passwd', group: '/s/group', empty: '/s/empty' },
@@ -27,6 +30,34 @@ describe('the bubblewrap policy', () => {
     expect(at('--ro-bind', '/s/empty', '/p/id_rsa')).toBeGreaterThan(at('--ro-bind', '/elsewhere', '/elsewhere'));
     expect(at('--tmpfs', '/p/.klea', '--remount-ro', '/p/.klea')).toBeGreaterThan(-1);
     expect(at('--ro-bind', '/s/empty', '/p/.env')).toBe(-1);
+  });
+
+  it('binds protected files read-only in a pinned .git, after the project and before what is hidden', () => {
+    const args = bubblewrapArgs(policy, everything);
+    const at = (...xs: string[]) => args.findIndex((_, i) => xs.every((x, j) => args[i + j] === x));
+    expect(at('--bind', '/p/.git', '/p/.git')).toBeGreaterThan(at('--bind', '/p', '/p'));
+    expect(at('--ro-bind', '/p/.git/hooks', '/p/.git/hooks')).toBeGreaterThan(at('--bind', '/p/.git', '/p/.git'));
+    expect(at('--ro-bind', '/p/.git/config', '/p/.git/config')).toBeGreaterThan(-1);
+    expect(at('--ro-bind', '/s/empty', '/p/id_rsa')).toBeGreaterThan(at('--ro-bind', '/p/.vscode', '/p/.vscode'));
+    // A grant to write a protected file opens it.
+    const granted = bubblewrapArgs({ ...policy, grants: [{ path: '/p/.git/config', op: 'write' }] }, everything);
+    expect(granted.join(' ')).not.toContain('--ro-bind /p/.git/config /p/.git/config');
+  });
+
+  it('sizes /tmp, HOME and /dev/shm to the memory cap together, and leaves the rest of the root read-only', () => {
+    const args = bubblewrapArgs(policy, everything);
+    const sizeOf = (mount: string) => {
+      const i = args.findIndex((a, j) => a === '--tmpfs' && args[j + 1] === mount);
+      expect(args[i - 2]).toBe('--size');
+      return Number(args[i - 1]);
+    };
+    const total = sizeOf('/tmp') + sizeOf('/home/sandbox') + sizeOf('/dev/shm');
+    expect(total).toBeLessThanOrEqual(512 * 1024 * 1024);
+    expect(sizeOf('/tmp')).toBe(256 * 1024 * 1024);
+    const at = (...xs: string[]) => args.findIndex((_, i) => xs.every((x, j) => args[i + j] === x));
+    expect(at('--remount-ro', '/dev')).toBeGreaterThan(at('--tmpfs', '/dev/shm'));
+    expect(at('--remount-ro', '/')).toBeGreaterThan(at('--tmpfs', '/p/.klea'));
+    expect(at('--tmpfs', '/home')).toBe(-1);
   });
 
   it('shares the network and name resolution only when the session allows it', () => {

@@ -58,10 +58,10 @@ describe('the pids cgroups of commands', () => {
 });
 
 describe('the launch around bubblewrap', () => {
-  const limits = { maxProcesses: 10, memoryBytes: 256 * 1024 * 1024 };
+  const limits = { maxProcesses: 10, memoryBytes: 256 * 1024 * 1024, fileBytes: 1024 * 1024 };
   const sandboxed = ['/usr/bin/bwrap', '--unshare-all', '--', '/bin/sh', '-c', 'make'];
 
-  it('joins the cgroup and takes the memory cap before it becomes bubblewrap', () => {
+  it('joins the cgroup and takes the memory and file-size caps before it becomes bubblewrap', () => {
     const cgroup = {
       procs: '/sys/fs/cgroup/pids/klea/x/cgroup.procs',
       killAll() {},
@@ -70,16 +70,22 @@ describe('the launch around bubblewrap', () => {
     };
     const launch = launchWithLimits(sandboxed, { limits, cgroup });
     expect(launch.file).toBe('/bin/sh');
-    expect(launch.args.slice(2, 4)).toEqual([cgroup.procs, '262144']);
-    expect(launch.args.slice(4)).toEqual(sandboxed);
+    expect(launch.args.slice(2, 5)).toEqual([cgroup.procs, '262144', '2048']);
+    expect(launch.args[1]).toMatch(/trap "" XFSZ/);
+    expect(launch.args.slice(5)).toEqual(sandboxed);
   });
 
-  it('without a cgroup, prlimit sets the memory and process caps', () => {
+  it('without a cgroup, prlimit sets the memory, process and file-size caps (SIGXFSZ ignored)', () => {
     const launch = launchWithLimits(sandboxed, { limits, cgroup: null });
     expect([launch.file, ...launch.args]).toEqual([
+      '/bin/sh',
+      '-c',
+      'trap "" XFSZ; exec "$@"',
+      'sh',
       'prlimit',
       `--as=${limits.memoryBytes}`,
       '--nproc=10',
+      '--fsize=1048576',
       '--',
       ...sandboxed,
     ]);

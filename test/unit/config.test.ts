@@ -266,3 +266,18 @@ describe('configuration', () => {
     });
   });
 });
+
+describe('sandbox and file settings', () => {
+  it('tools.protected_patterns, tools.max_file_mb and tools.sandbox.scan_limit are validated by name', () => {
+    expect(() => resolveConfig({ tools: { protected_patterns: '.git/config' } }, {})).toThrow(
+      'klea.yaml: tools.protected_patterns: Invalid input: expected array, received string'
+    );
+    expect(() => resolveConfig({ tools: { sandbox: { scan_limit: 5 } } }, {})).toThrow(
+      'klea.yaml: tools.sandbox.scan_limit: Too small: expected number to be >=100'
+    );
+    expect(() => resolveConfig({ tools: { max_file_mb: 0 } }, {})).toThrow(/klea\.yaml: tools\.max_file_mb: Too small/);
+    const c = resolveConfig({ tools: { protected_patterns: [], max_file_mb: 5 } }, {});
+    expect(c.tools.protected_patterns).toEqual([]);
+    expect(resolveConfig({}, {}).tools.protected_patterns).toContain('.git/hooks/**');
+  });
+});

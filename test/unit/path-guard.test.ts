@@ -5,8 +5,14 @@
 import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
-import { commandPathTokens, extractPathCandidates, type PathClass } from '../../common/path-guard';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import {
+  commandPathTokens,
+  extractPathCandidates,
+  protectedAnchor,
+  SensitiveMatcher,
+  type PathClass,
+} from '../../common/path-guard';
 import { isWithin, normalize } from '../../common/posix-path';
 import { globMatch } from '../../common/glob';
 import { guardToolCall, resolvePath } from '../../runtime/path-resolve';
@@ -260,5 +266,75 @@ describe('shell commands', () => {
       '/etc/shadow',
       '/usr/bin/../../etc/passwd',
     ]);
+  });
+});
+
+describe("protected files and Klea's own state", () => {
+  const guard = (args: Record<string, unknown>, readOnly: boolean, tool = readOnly ? 'read_file' : 'write_file') =>
+    guardToolCall(
+      { server: 'workspace', tool, args, readOnly },
+      {
+        projectDir: root,
+        sensitivePatterns: DEFAULT_SENSITIVE_PATTERNS,
+        protectedPatterns: DEFAULT_PROTECTED_PATTERNS,
+        ownState: [path.join(root, '.klea'), path.join(base, 'data')],
+        homeDir: home,
+      }
+    )[0];
+
+  it('write_file rewriting .git/config or planting a hook is asked about; reading them is ordinary', () => {
+    for (const p of ['.git/config', '.git/hooks/pre-commit', '.vscode/tasks.json', '.envrc', 'sub/klea.yaml']) {
+      const w = guard({ path: p }, false);
+      expect(w.class).toBe('sensitive');
+      expect(w.op).toBe('write');
+    }
+    expect(guard({ path: '.git/hooks/pre-commit' }, false).reason).toMatch(/a protected file/);
+    expect(guard({ path: '.git/config' }, true).class).toBe('inside');
+    expect(guard({ path: '.git/objects/ab/cdef' }, false).class).toBe('inside');
+    expect(guard({ path: '.git/index' }, false).class).toBe('inside');
+  });
+
+  it("another task's stored output under .klea/, or the data directory elsewhere, is forbidden, even through a link", () => {
+    symlinkSync('.klea/results', path.join(root, 'results-link'));
+    symlinkSync(path.join(base, 'data'), path.join(root, 'data-link'));
+    for (const [p, readOnly] of [
+      ['.klea/results/abc.txt', true],
+      ['.klea', false],
+      ['results-link/abc.txt', true],
+      ['data-link/workspace-state/x.json', true],
+      [path.join(base, 'data/temporal.db'), true],
+      ['./.klea/../.klea/x', true],
+    ] as const)
+      expect(guard({ path: p }, readOnly).class).toBe('forbidden');
+    expect(
+      guardToolCall(
+        { server: 'workspace', tool: 'run_command', args: { command: 'cat ./.klea/results/x' }, readOnly: false },
+        { projectDir: root, sensitivePatterns: [], ownState: [path.join(root, '.klea')] }
+      )[0].class
+    ).toBe('forbidden');
+  });
+
+  it('where a protected pattern lies before any file matches it', () => {
+    expect(protectedAnchor('.git/config')).toEqual({ path: '.git/config', dir: false });
+    expect(protectedAnchor('.vscode/**')).toEqual({ path: '.vscode', dir: true });
+    expect(protectedAnchor('**/.idea/**')).toEqual({ path: '.idea', dir: true });
+    expect(protectedAnchor('.envrc')).toEqual({ path: '.envrc', dir: false });
+    expect(protectedAnchor('.git/modules/**/hooks/**')).toBeNull();
+    expect(protectedAnchor('*.code-workspace')).toBeNull();
+  });
+
+  it('the new sensitive defaults: .envrc, *.tfvars but not its example, .pgpass, .vault-token, .terraformrc, gh hosts', () => {
+    const m = new SensitiveMatcher(DEFAULT_SENSITIVE_PATTERNS);
+    for (const p of [
+      '.envrc',
+      'infra/prod.tfvars',
+      '.pgpass',
+      '.vault-token',
+      '.terraformrc',
+      'x/.config/gh/hosts.yml',
+    ])
+      expect(m.match(p)).not.toBeNull();
+    expect(m.match('infra/prod.tfvars.example')).toBeNull();
+    expect(m.match('.config/gh/config.yml')).toBeNull();
   });
 });

@@ -2,9 +2,11 @@
  * The bubblewrap policy every `run_command` runs under, so what the permission gate decided is what the kernel
  * allows. A command sees the project read-write at its real path, the system read-only, the paths the user granted
  * (read-only for `read` and `execute`, read-write for `write`) and nothing else: no home directories, no other
- * project, not the host's /tmp, not Klea's own state, not the sensitive files of the project. It gets new user,
- * PID, IPC, UTS, cgroup and (unless the session allows the network) network namespaces, its own /proc, a minimal
- * /dev, a private /tmp and an empty HOME, and ends with everything it started.
+ * project, not the host's /tmp, not Klea's own state, not the sensitive files of the project. Files host tools run
+ * later (git hooks and config, editor settings) are read-only. It gets new user, PID, IPC, UTS, cgroup and (unless
+ * the session allows the network) network namespaces, its own /proc, a minimal read-only /dev, a private /tmp,
+ * /dev/shm and an empty HOME (in memory, together no larger than its memory cap; the rest of the root is
+ * read-only), and ends with everything it started.
  *
  * The argument list is built by a pure function (`bubblewrapArgs`) so the policy can be read and tested on its own.
  * The process and memory caps around bubblewrap are command-limits.ts; whether bubblewrap works on this machine is
@@ -23,6 +25,12 @@ export interface SandboxPolicy {
   grants: ReadonlyArray<{ path: string; op: PathOp }>;
   /** Real paths inside the project the command must not see (sensitive files, Klea's own state). */
   hidden: ReadonlyArray<{ path: string; dir: boolean }>;
+  /** Real paths bound onto themselves so they cannot be renamed away (`.git`, whose protected parts lie in it). */
+  pinned: readonly string[];
+  /** Real paths the command may read but not change, replace or remove (protected files: git hooks, `.envrc`). */
+  readOnly: readonly string[];
+  /** Bytes the in-memory scratch space (/tmp, HOME and /dev/shm) holds in all. */
+  scratchBytes: number;
   /** The session allows the network. */
   network: boolean;
   /** Environment of the command (already scrubbed of secrets). */
@@ -78,6 +86,9 @@ function systemEntry(p: string, exists: (p: string) => boolean): string[] {
  * so the project comes first, then grants inside it, then what must stay hidden.
  */
 export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boolean = existsSync): string[] {
+  // Security: scratch space is memory; half of it for /tmp, a quarter each for HOME and /dev/shm, so a command
+  // filling all three stays within its cap and gets ENOSPC, not the worker's memory.
+  const scratch = scratchSizes(policy.scratchBytes);
   const args = [
     '--die-with-parent',
     '--new-session',
@@ -92,11 +103,21 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
     '/proc',
     '--dev',
     '/dev',
+    '--size',
+    scratch.shm,
+    '--tmpfs',
+    '/dev/shm',
+    '--remount-ro',
+    '/dev',
+    '--size',
+    scratch.tmp,
     '--tmpfs',
     '/tmp',
-    '--tmpfs',
-    '/home',
     '--dir',
+    '/home',
+    '--size',
+    scratch.home,
+    '--tmpfs',
     SANDBOX_HOME,
   ];
   for (const dir of SYSTEM_DIRS) args.push(...systemEntry(dir, exists));
@@ -106,6 +127,11 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
 
   // Security: the project at its real path, read-write; nothing above it is bound.
   args.push('--bind', policy.projectDir, policy.projectDir);
+  // Security: what host tools run later is read-only (a mount point cannot be written, replaced or removed), in a
+  // directory that cannot be renamed away and rebuilt; a grant to write a protected file opens it.
+  for (const p of policy.pinned) args.push('--bind', p, p);
+  const writable = new Set(policy.grants.filter((g) => g.op === 'write').map((g) => g.path));
+  for (const p of policy.readOnly) if (!writable.has(p)) args.push('--ro-bind', p, p);
   // Security: a grant opens exactly the path it names, and only as far as its operation allows.
   for (const g of policy.grants) {
     if (!exists(g.path)) continue;
@@ -118,10 +144,18 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
     args.push(...(h.dir ? ['--tmpfs', h.path, '--remount-ro', h.path] : ['--ro-bind', policy.files.empty, h.path]));
   }
 
+  // Security: nothing outside the binds and the sized scratch space can be written (the root is memory too).
+  args.push('--remount-ro', '/');
   for (const [k, v] of Object.entries({ ...policy.env, HOME: SANDBOX_HOME, TMPDIR: '/tmp' }))
     args.push('--setenv', k, v);
   args.push('--chdir', policy.cwd);
   return args;
+}
+
+/** The sizes (bytes, as bubblewrap's `--size` takes them) of /tmp, HOME and /dev/shm: together `total`. */
+export function scratchSizes(total: number): { tmp: string; home: string; shm: string } {
+  const quarter = Math.max(1024 * 1024, Math.floor(total / 4));
+  return { tmp: String(2 * quarter), home: String(quarter), shm: String(quarter) };
 }
 
 /** The whole argv that runs `command` (with `/bin/sh -c`) in the sandbox `policy` describes. */

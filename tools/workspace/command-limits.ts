@@ -1,7 +1,8 @@
 /**
  * The limits every sandboxed command runs under, applied around bubblewrap (bubblewrap-policy.ts): a cap on the
  * processes it may run at once (a pids cgroup where this machine lets us make one, else RLIMIT_NPROC) and a cap on
- * each process's address space (RLIMIT_AS). The cgroup is also how a command ends with everything it started: a
+ * each process's address space (RLIMIT_AS), and a cap on the size of any file it writes (RLIMIT_FSIZE, with SIGXFSZ
+ * ignored so a write past it fails with EFBIG instead of killing the writer). The cgroup is also how a command ends with everything it started: a
  * process that left the command's process group (setsid) is still in its cgroup.
  */
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -10,11 +11,17 @@ import path from 'node:path';
 export interface CommandLimits {
   /** Most processes a command may run at once (pids cgroup where it can be made, else RLIMIT_NPROC). */
   maxProcesses: number;
-  /** Address-space cap per process, in bytes (RLIMIT_AS). */
+  /** Address-space cap per process, in bytes (RLIMIT_AS); also what the sandbox's scratch space holds in all. */
   memoryBytes: number;
+  /** The largest file a command may write, in bytes (RLIMIT_FSIZE). */
+  fileBytes: number;
 }
 
-export const DEFAULT_COMMAND_LIMITS: CommandLimits = { maxProcesses: 256, memoryBytes: 4 * 1024 ** 3 };
+export const DEFAULT_COMMAND_LIMITS: CommandLimits = {
+  maxProcesses: 256,
+  memoryBytes: 4 * 1024 ** 3,
+  fileBytes: 1024 ** 3,
+};
 
 /** A pids cgroup for one command: its process cap, and the way to end every process in it. */
 export interface PidsCgroup {
@@ -188,20 +195,34 @@ export function launchWithLimits(
 ): LimitedLaunch {
   if (!opts.cgroup) {
     const limited = [
+      '/bin/sh',
+      '-c',
+      'trap "" XFSZ; exec "$@"',
+      'sh',
       opts.prlimit ?? 'prlimit',
       `--as=${opts.limits.memoryBytes}`,
       `--nproc=${opts.limits.maxProcesses}`,
+      `--fsize=${opts.limits.fileBytes}`,
       '--',
       ...sandboxed,
     ];
     return { file: limited[0], args: limited.slice(1), cgroup: null };
   }
   const kib = String(Math.floor(opts.limits.memoryBytes / 1024));
+  // The shell's `ulimit -f` counts 512-byte blocks.
+  const blocks = String(Math.max(1, Math.floor(opts.limits.fileBytes / 512)));
   return {
     file: '/bin/sh',
-    // Security: the shell joins the cgroup and takes the memory cap before it becomes bubblewrap, so nothing the
-    // command starts is ever outside the cgroup or above the cap.
-    args: ['-c', 'echo $$ > "$0" && ulimit -v "$1" && shift && exec "$@"', opts.cgroup.procs, kib, ...sandboxed],
+    // Security: the shell joins the cgroup and takes the caps before it becomes bubblewrap, so nothing the command
+    // starts is ever outside the cgroup or above a cap. SIGXFSZ stays ignored through exec: an oversized write fails.
+    args: [
+      '-c',
+      'echo $$ > "$0" && trap "" XFSZ && ulimit -v "$1" && ulimit -f "$2" && shift 2 && exec "$@"',
+      opts.cgroup.procs,
+      kib,
+      blocks,
+      ...sandboxed,
+    ],
     cgroup: opts.cgroup,
   };
 }

@@ -17,6 +17,7 @@ import { commandCgroups, DEFAULT_COMMAND_LIMITS, launchWithLimits, type CommandL
 import type { CommandLaunch } from './commands';
 import { scrubEnv } from './env';
 import type { PathGate } from './path-gate';
+import { buildSandboxView } from './sandbox-view';
 import { ToolError } from './tool-result';
 
 /** Where commands sandbox themselves: `bwrap` (the default), or `none` (explicitly unsandboxed). */
@@ -32,7 +33,14 @@ export interface CommandSandboxOptions {
   hide?: readonly string[];
   /** Secret for verifying grants (the same the path gate uses). */
   grantKey?: string;
+  /** Files host tools run later: read-only to commands (default: none). */
+  protectedPatterns?: readonly string[];
+  /** Most entries looked through for the files to hide (tools.sandbox.scan_limit). */
+  scanLimit?: number;
 }
+
+/** The default of tools.sandbox.scan_limit. */
+export const DEFAULT_SCAN_LIMIT = 200_000;
 
 export interface CommandSandbox {
   /** `bwrap` and whether it can run here, or `none`. */
@@ -43,9 +51,6 @@ export interface CommandSandbox {
   close(): Promise<void>;
 }
 
-/** Most entries looked at when listing the sensitive files to hide; a larger project is cut off here. */
-const HIDE_SCAN_LIMIT = 50_000;
-
 export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions): CommandSandbox {
   const bwrap = opts.bwrap ?? '/usr/bin/bwrap';
   const limits = { ...DEFAULT_COMMAND_LIMITS, ...opts.limits };
@@ -53,29 +58,6 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
   let files: SandboxFiles | undefined;
   const probed = () => (probe ??= probeSandbox(bwrap));
   const cgroups = commandCgroups(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(4).toString('hex')}`);
-
-  /** Sensitive files and directories inside the project, by the same patterns the gate uses. */
-  async function sensitiveEntries(root: string): Promise<Array<{ path: string; dir: boolean }>> {
-    const out: Array<{ path: string; dir: boolean }> = [];
-    let seen = 0;
-    const visit = async (dir: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await fs.readdir(dir, { withFileTypes: true });
-      } catch {
-        return;
-      }
-      for (const d of entries) {
-        if (++seen > HIDE_SCAN_LIMIT) return;
-        const real = path.join(dir, d.name);
-        if (gate.sensitive(path.relative(root, real))) out.push({ path: real, dir: d.isDirectory() });
-        // Symlinks are not followed: the sandbox shows a link's target only if that target is bound anyway.
-        else if (d.isDirectory() && d.name !== '.git') await visit(real);
-      }
-    };
-    await visit(root);
-    return out;
-  }
 
   /** Klea's own files that lie inside the project and exist now. */
   async function ownEntries(root: string): Promise<Array<{ path: string; dir: boolean }>> {
@@ -106,8 +88,16 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
       const m = meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {};
       const network = (m[NETWORK_META_KEY] ?? opts.network) === 'on';
       const root = (await gate.root()).real;
-      // Security: what is hidden is listed as the command starts, so a secret created a moment ago is hidden too.
-      const hidden = [...(await sensitiveEntries(root)), ...(await ownEntries(root))];
+      const grants = verifiedGrants(opts.grantKey, meta);
+      // Security: what is hidden is listed as the command starts, so a secret created a moment ago is hidden too,
+      // and one that appears while it runs stops it.
+      const view = await buildSandboxView(gate, {
+        root,
+        grants,
+        protectedPatterns: opts.protectedPatterns ?? [],
+        scanLimit: opts.scanLimit ?? DEFAULT_SCAN_LIMIT,
+      });
+      const hidden = [...view.hidden, ...(await ownEntries(root))];
       files ??= writeSandboxFiles(
         path.join(os.tmpdir(), `klea-sandbox-${process.pid}-${randomBytes(4).toString('hex')}`)
       );
@@ -115,8 +105,11 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
       const policy = {
         projectDir: root,
         cwd,
-        grants: verifiedGrants(opts.grantKey, meta),
+        grants,
         hidden,
+        pinned: view.pinned,
+        readOnly: view.readOnly,
+        scratchBytes: limits.memoryBytes,
         network,
         env: { ...rest, PATH: SANDBOX_PATH },
         files,
@@ -126,6 +119,8 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         // Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the
         // one set inside the sandbox.
         env: { PATH: SANDBOX_PATH },
+        onStop: view.onStop,
+        finish: view.finish,
       };
     },
   };

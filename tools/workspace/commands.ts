@@ -7,7 +7,13 @@ import { spawn } from 'node:child_process';
 import type { LimitedLaunch } from './command-limits';
 
 /** How one command starts: the process to spawn (bubblewrap under its limits, or a plain shell) and its environment. */
-export type CommandLaunch = LimitedLaunch & { env: NodeJS.ProcessEnv };
+export type CommandLaunch = LimitedLaunch & {
+  env: NodeJS.ProcessEnv;
+  /** Registers what to do when the command must be stopped while it runs (a secret appeared), with why. */
+  onStop?: (stop: (reason: string) => void) => void;
+  /** Called once the command is over: undoes what its sandbox set up; notes for its result. */
+  finish?: () => Promise<string[]>;
+};
 
 /** Process groups of commands still running: ended when the server stops, so none outlives it half-done. */
 const runningCommands = new Set<number>();
@@ -30,6 +36,10 @@ export interface CommandResult {
   stdout: string;
   stderr: string;
   duration_ms: number;
+  /** Why the command was stopped while it ran (its output is then withheld), or null. */
+  stopped: string | null;
+  /** What was undone after it (a protected file it created, removed). */
+  notes: string[];
 }
 
 export function runCommand(
@@ -86,20 +96,33 @@ export function runCommand(
     }, timeoutMs);
     // The client cancelled the request (the task was cancelled): stop the command and all it started.
     signal?.addEventListener('abort', killGroup, { once: true });
+    let stopped: string | null = null;
+    // Security: a secret that appeared while the command ran may have reached it: it ends, and says nothing more.
+    launch.onStop?.((reason) => {
+      stopped ??= reason;
+      killGroup();
+    });
     const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
       clearTimeout(timer);
       if (child.pid) runningCommands.delete(child.pid);
       launch.cgroup?.killAll();
       launch.cgroup?.dispose();
       signal?.removeEventListener('abort', killGroup);
-      resolve({
-        exit_code: code,
-        signal: exitSignal,
-        timed_out: timedOut,
-        stdout: out.text(),
-        stderr: spawnError ? spawnError.message : err.text(),
-        duration_ms: Date.now() - started,
-      });
+      const notes = launch.finish ? launch.finish() : Promise.resolve([]);
+      void notes
+        .catch((): string[] => [])
+        .then((n) =>
+          resolve({
+            exit_code: code,
+            signal: exitSignal,
+            timed_out: timedOut,
+            stdout: stopped ? '' : out.text(),
+            stderr: stopped ? '' : spawnError ? spawnError.message : err.text(),
+            duration_ms: Date.now() - started,
+            stopped,
+            notes: n,
+          })
+        );
     };
     child.once('error', (e) => finish(null, null, e));
     child.once('close', (code, signal) => finish(code, signal));

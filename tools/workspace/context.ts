@@ -15,6 +15,8 @@ export const DEFAULT_LIMITS = {
   commandTimeoutMs: 60_000,
   commandMaxTimeoutMs: 10 * 60_000,
   commandOutputBytes: 64 * 1024,
+  /** The largest file write_file or edit_file may leave, and a command may write (tools.max_file_mb). */
+  writeBytes: 1024 * 1024 * 1024,
 };
 
 export type WorkspaceLimits = typeof DEFAULT_LIMITS;

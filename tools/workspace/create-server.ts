@@ -11,7 +11,7 @@
  * through), fs-ops.ts and commands.ts (the file-system and process work), and tools/ (the registrations).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
 import { createAuditLog } from './audit';
 import { createCallHandler } from './call-handler';
 import { createCallStateStore } from './call-state';
@@ -30,6 +30,10 @@ export interface WorkspaceServerOptions {
   /** Secret for verifying grants; without it no grant is accepted. */
   grantKey?: string;
   sensitivePatterns?: readonly string[];
+  /** Files host tools run or load later (default DEFAULT_PROTECTED_PATTERNS): read-only to commands, writes asked. */
+  protectedPatterns?: readonly string[];
+  /** Klea's own state (its data directory and the like): refused to every tool, hidden from every command. */
+  ownState?: readonly string[];
   homeDir?: string;
   limits?: Partial<typeof DEFAULT_LIMITS>;
   /** Appends one JSON line per call: time, tool, arguments, grants presented, outcome. */
@@ -67,6 +71,8 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     root: opts.root,
     grantKey: opts.grantKey,
     sensitivePatterns: opts.sensitivePatterns ?? DEFAULT_SENSITIVE_PATTERNS,
+    protectedPatterns: opts.protectedPatterns ?? DEFAULT_PROTECTED_PATTERNS,
+    ownState: opts.ownState ?? [],
     homeDir: opts.homeDir,
   });
   const store = createCallStateStore({ stateDir: opts.stateDir, holdAfterChange: opts.holdAfterChange, rel: gate.rel });
@@ -80,7 +86,14 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     }
   );
   // The order of registration is the order tools/list shows them in.
-  const sandbox = createCommandSandbox(gate, { mode: 'bwrap', ...opts.sandbox, grantKey: opts.grantKey });
+  const sandbox = createCommandSandbox(gate, {
+    mode: 'bwrap',
+    ...opts.sandbox,
+    hide: [...(opts.sandbox?.hide ?? []), ...(opts.ownState ?? [])],
+    protectedPatterns: opts.protectedPatterns ?? DEFAULT_PROTECTED_PATTERNS,
+    limits: { fileBytes: limits.writeBytes, ...opts.sandbox?.limits },
+    grantKey: opts.grantKey,
+  });
   // The client went away: the cgroups still kept for its commands are removed.
   server.server.onclose = () => void sandbox.close();
   const context = { limits, gate, store, handle, sandbox };

@@ -140,8 +140,15 @@ export const readJson = <T>(file: string): Promise<T | null> =>
     () => null
   );
 
-/** Entries under `dir`, sorted by name, `depth` levels below it; .git and node_modules are not entered. */
-export async function* walk(dir: string, depth: number): AsyncGenerator<{ real: string; dirent: Dirent }> {
+/**
+ * Entries under `dir`, sorted by name, `depth` levels below it; .git and node_modules are not entered, and what
+ * `hidden` names (Klea's own state) is neither shown nor entered.
+ */
+export async function* walk(
+  dir: string,
+  depth: number,
+  hidden: (real: string) => boolean = () => false
+): AsyncGenerator<{ real: string; dirent: Dirent }> {
   let entries;
   try {
     entries = await fs.readdir(dir, { withFileTypes: true });
@@ -151,8 +158,10 @@ export async function* walk(dir: string, depth: number): AsyncGenerator<{ real: 
   entries.sort((a, b) => a.name.localeCompare(b.name));
   for (const d of entries) {
     const real = path.join(dir, d.name);
+    // Security: Klea's own state (another task's results, say) lies outside every walk, even under the project.
+    if (hidden(real)) continue;
     yield { real, dirent: d };
     // Symlinked directories are not followed: a link must not carry a walk outside the root.
-    if (d.isDirectory() && !SKIP_DIRS.has(d.name) && depth > 0) yield* walk(real, depth - 1);
+    if (d.isDirectory() && !SKIP_DIRS.has(d.name) && depth > 0) yield* walk(real, depth - 1, hidden);
   }
 }

@@ -3,10 +3,13 @@
  * `klea-workspace-mcp --root DIR`: the workspace MCP server over stdio, usable by any MCP client.
  * Options: --root DIR (required), --sensitive "glob,glob" or --sensitive-pattern GLOB (repeatable; either replaces
  * the default sensitive patterns; the repeatable form keeps globs with commas such as `*.{pem,key}` whole),
+ * --protected "glob,glob" or --protected-pattern GLOB (the same for the protected files: read-only to commands, writes
+ * need a grant), --own-state PATH (repeatable: Klea's own state, refused to every tool),
  * --grant-key-fd N (read the grant-verifying key from that file descriptor), --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
- * of side-effecting calls by idempotency key, so a retried call does not act twice), and for run_command's
- * sandbox: --sandbox bwrap|none, --bwrap PATH, --network on|off (default off), --max-processes N, --memory-mb N,
- * --hide PATH (repeatable: never visible to a command).
+ * of side-effecting calls by idempotency key, so a retried call does not act twice), --max-file-mb N (the largest
+ * file a tool or command may write), and for run_command's sandbox: --sandbox bwrap|none, --bwrap PATH, --network
+ * on|off (default off), --max-processes N, --memory-mb N, --scan-limit N (most entries looked through for the files
+ * to hide), --hide PATH (repeatable: never visible to a command).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -17,7 +20,7 @@ import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-pro
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--max-read-bytes N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--max-processes N] [--memory-mb N] [--hide PATH ...]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--protected "glob,glob" | --protected-pattern GLOB ...] [--own-state PATH ...] [--max-read-bytes N] [--max-file-mb N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--max-processes N] [--memory-mb N] [--scan-limit N] [--hide PATH ...]\n`
   );
   process.exit(2);
 }
@@ -26,12 +29,15 @@ async function main() {
   const argv = process.argv.slice(2);
   let root: string | undefined;
   let sensitive: string[] | undefined;
+  let protectedPatterns: string[] | undefined;
+  const ownState: string[] = [];
+  let maxFileBytes: number | undefined;
   let readBytes: number | undefined;
   let callLog: string | undefined;
   let stateDir: string | undefined;
   let grantKeyFd: number | undefined;
   const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
-  const limits: { maxProcesses?: number; memoryBytes?: number } = {};
+  const limits: { maxProcesses?: number; memoryBytes?: number; fileBytes?: number } = {};
   /** A whole number of at least 1 (an empty or missing value is none). */
   const positive = (flag: string, v: string | undefined): number => {
     const n = Number(v);
@@ -48,6 +54,11 @@ async function main() {
     else if (a.startsWith('--root=')) root = a.slice(7);
     else if (a === '--sensitive') sensitive = (argv[++i] ?? '').split(',').filter(Boolean);
     else if (a === '--sensitive-pattern') (sensitive ??= []).push(argv[++i] ?? '');
+    else if (a === '--protected') protectedPatterns = (argv[++i] ?? '').split(',').filter(Boolean);
+    else if (a === '--protected-pattern') (protectedPatterns ??= []).push(argv[++i] ?? '');
+    else if (a === '--own-state') ownState.push(path.resolve(argv[++i] ?? ''));
+    else if (a === '--max-file-mb') maxFileBytes = positive(a, argv[++i]) * 1024 * 1024;
+    else if (a === '--scan-limit') sandbox.scanLimit = positive(a, argv[++i]);
     else if (a === '--max-read-bytes') readBytes = positive(a, argv[++i]);
     else if (a === '--call-log') callLog = argv[++i];
     else if (a === '--state-dir') stateDir = argv[++i];
@@ -61,6 +72,7 @@ async function main() {
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
   }
+  if (maxFileBytes) limits.fileBytes = maxFileBytes;
   sandbox.limits = limits;
   if (!root) usage('--root is required');
   const dir = path.resolve(root);
@@ -78,7 +90,9 @@ async function main() {
     root: dir,
     grantKey,
     sensitivePatterns: sensitive,
-    limits: readBytes ? { readBytes } : undefined,
+    protectedPatterns,
+    ownState,
+    limits: { ...(readBytes ? { readBytes } : {}), ...(maxFileBytes ? { writeBytes: maxFileBytes } : {}) },
     callLog,
     stateDir,
     sandbox,

@@ -34,6 +34,14 @@ export function fileChangeOf(tool: string, r: ToolCallResult): FileChange | null
   return parsed.success ? parsed.data : null;
 }
 
+/**
+ * A call naming Klea's own state: never dispatched, never asked about; like a denied path, a non-halting error for
+ * its step (a new plan could not reach it either).
+ */
+export function forbiddenOutcome(call: Pick<PickedCall, 'qualifiedName'>, p: GuardedPath): CallOutcome {
+  return { tool: call.qualifiedName, status: 'denied', text: `refused: ${p.requested} is ${p.reason}` };
+}
+
 /** A call the user denied a path to: never dispatched, a non-halting error for its step. */
 export function deniedOutcome(call: Pick<PickedCall, 'qualifiedName'>, p: GuardedPath): CallOutcome {
   return { tool: call.qualifiedName, status: 'denied', text: `${p.requested} (${p.reason}) was denied by the user` };

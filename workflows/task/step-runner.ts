@@ -15,7 +15,16 @@ import type { SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
 import { grantSignal } from '../session/messages';
 import { modelNodes, toolCalls } from '../shared/activities';
-import { callKey, callOutcome, deniedOutcome, FileOrder, repeatsCall, stepToolResult, type MadeCall } from './dispatch';
+import {
+  callKey,
+  callOutcome,
+  deniedOutcome,
+  FileOrder,
+  forbiddenOutcome,
+  repeatsCall,
+  stepToolResult,
+  type MadeCall,
+} from './dispatch';
 import { RESULT_CHARS } from './plan-progress';
 import type { Decision, GatedPath } from './permissions';
 import { callSummary, cut } from './text';
@@ -211,6 +220,8 @@ export class StepRunner {
     const grants: SessionGrant[] = [];
     for (const p of guarded) {
       if (p.class === 'inside') continue;
+      // Security: Klea's own state is refused outright; no decision of the user's can open it.
+      if (p.class === 'forbidden') return forbiddenOutcome(call, p);
       // A path the call names twice is asked about once.
       if (grantCovers(grants, p.real, p.op)) continue;
       if (permissions.covers(p.real, p.op)) {

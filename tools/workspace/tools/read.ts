@@ -74,7 +74,7 @@ export function registerReadTools(server: McpServer, { limits, gate, handle }: T
       if (!stat.isDirectory()) throw new ToolError(`${a.path} is not a directory`);
       const lines: string[] = [];
       let truncated = false;
-      for await (const { real, dirent } of walk(g.real, a.depth - 1)) {
+      for await (const { real, dirent } of walk(g.real, a.depth - 1, gate.ownState)) {
         if (lines.length >= limits.listEntries) {
           truncated = true;
           break;

@@ -38,9 +38,19 @@ export function registerRunCommand(server: McpServer, { limits, gate, handle, sa
       const parts = [
         `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
       ];
+      if (result.stopped)
+        parts.push(
+          `stopped: ${result.stopped}; the sandbox cannot hide a file that appears after the command started, so ` +
+            'the command was ended and its output is withheld. Run it again: the file is then hidden from it'
+        );
+      for (const note of result.notes) parts.push(`note: ${note}`);
       if (result.stdout) parts.push(`--- stdout ---\n${result.stdout}`);
       if (result.stderr) parts.push(`--- stderr ---\n${result.stderr}`);
-      return text(parts.join('\n'), result as unknown as Record<string, unknown>, result.exit_code !== 0);
+      return text(
+        parts.join('\n'),
+        result as unknown as Record<string, unknown>,
+        result.exit_code !== 0 || result.stopped !== null
+      );
     })
   );
 }

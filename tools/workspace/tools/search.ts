@@ -29,7 +29,7 @@ export function registerSearchTools(server: McpServer, { limits, gate, handle }:
       const re = globToRegExp(a.pattern);
       const found: string[] = [];
       let more = false;
-      for await (const { real, dirent } of walk(g.real, 64)) {
+      for await (const { real, dirent } of walk(g.real, 64, gate.ownState)) {
         if (dirent.isDirectory()) continue;
         const r = path.relative(g.real, real).split(path.sep).join('/');
         if (!re.test(r)) continue;
@@ -77,7 +77,7 @@ export function registerSearchTools(server: McpServer, { limits, gate, handle }:
         const stat = await fs.stat(g.real);
         const files: string[] = [];
         if (stat.isDirectory()) {
-          for await (const { real, dirent } of walk(g.real, 64)) if (dirent.isFile()) files.push(real);
+          for await (const { real, dirent } of walk(g.real, 64, gate.ownState)) if (dirent.isFile()) files.push(real);
         } else files.push(g.real);
         const root = (await gate.root()).real;
         const chosen: GrepJob['files'] = [];

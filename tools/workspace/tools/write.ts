@@ -9,7 +9,15 @@ import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
 import { text, ToolError } from '../tool-result';
 
-export function registerWriteTools(server: McpServer, { gate, store, handle }: ToolContext): void {
+/** Refuses a file larger than the per-file limit before anything is written. */
+function checkSize(bytes: number, limit: number, shown: string): void {
+  if (bytes > limit)
+    throw new ToolError(
+      `refused: ${shown} would be ${bytes} bytes, over the per-file limit of ${limit} bytes (tools.max_file_mb); nothing changed`
+    );
+}
+
+export function registerWriteTools(server: McpServer, { gate, store, handle, limits }: ToolContext): void {
   server.registerTool(
     'write_file',
     {
@@ -30,6 +38,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
       },
     },
     handle('write_file', async (a: { path: string; content: string }, meta, _signal, state) => {
+      checkSize(Buffer.byteLength(a.content), limits.writeBytes, a.path);
       const g = await gate.allow(a.path, 'write', meta);
       const existing = await readTextIfExists(g, gate.rel).catch((err: unknown) => {
         if (err instanceof ToolError && /is a directory/.test(err.message))
@@ -115,6 +124,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle }: T
         const next = a.replace_all
           ? current.split(a.old_string).join(a.new_string)
           : current.replace(a.old_string, () => a.new_string);
+        checkSize(Buffer.byteLength(next), limits.writeBytes, r);
         const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
         return store.applyChange(
           state,

@@ -142,6 +142,7 @@ export function createActivities(deps: ActivityDeps) {
         {
           projectDir: input.projectDir,
           toolAccess: input.toolAccess,
+          request: input.request,
           goal: written.plan.goal,
           steps: steps.map((s) => ({ id: s.id, title: s.title, instruction: s.instruction, dependencyResults: [] })),
           // The listing the plan was written with: the project has not changed since.

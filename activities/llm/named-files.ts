@@ -53,6 +53,9 @@ export function namedFiles(listing: string | undefined, text: string): string[] 
     .map((f) => f.path);
 }
 
+const CUT_MARK = '\n… (cut: read_file shows the rest)';
+export const isCut = (f: NamedFile) => f.text.endsWith(CUT_MARK);
+
 /** The files' texts within the bounds, each cut with a mark that says so. */
 export function boundNamedFiles(files: readonly NamedFile[]): NamedFile[] {
   let left = NAMED_FILES_CHARS;
@@ -60,7 +63,7 @@ export function boundNamedFiles(files: readonly NamedFile[]): NamedFile[] {
   for (const f of files) {
     if (left <= 0) break;
     const room = Math.min(NAMED_FILE_CHARS, left);
-    const text = f.text.length > room ? `${f.text.slice(0, room)}\n… (cut: read_file shows the rest)` : f.text;
+    const text = f.text.length > room ? `${f.text.slice(0, room)}${CUT_MARK}` : f.text;
     left -= Math.min(f.text.length, room);
     out.push({ path: f.path, text });
   }

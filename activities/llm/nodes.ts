@@ -11,7 +11,7 @@ import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
-import { allFiles, type NamedFile } from './named-files';
+import { allFiles, isCut, type NamedFile } from './named-files';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -52,14 +52,11 @@ export interface WritePlanInput {
 
 export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding and research agent. You never answer the user yourself: you write
 the plan, then call the function write_plan.
-- goal: what the user wants, in one sentence.
-- steps: usually ONE step, id "s1", whose instruction is the user's request in its own words, depends_on [].
-  One step can read files, change them and run commands in turn. Split only a request that names separate
-  jobs; depends_on then lists ids of earlier steps whose results a step needs.
-- needs_tool: true for every step that reads, changes, creates, counts or runs anything in the project (almost
-  every step); false only for a step that thinks over the results of the steps it depends on.
-- questions: only when a fact the step needs is missing from the request and the files (a name or a value
-  only the user knows). Usually [].
+- goal: the request, in one sentence.
+- steps: one step, id "s1", whose instruction repeats the request word for word, depends_on []. A step can make
+  several tool calls, so split only a request that asks for separate jobs.
+- needs_tool: true, unless the step only thinks over the results of the steps it depends on.
+- questions: [] unless the step needs a fact only the user knows (their name, a secret, a choice).
 - review: before_work false and after_step_ids [] unless the request asks for a review.`;
 
 /**
@@ -145,6 +142,8 @@ export interface EarlierCall {
 export interface PickToolsInput {
   projectDir: string;
   toolAccess: ToolAccess;
+  /** The user's request in their own words (a small Planner's goal and steps may lose what it asks). */
+  request?: string;
   goal: string;
   steps: PickStep[];
   /** A short listing of the project's files (filled in by the activity). */
@@ -168,8 +167,8 @@ export const MAX_CALLS_PER_STEP = 1;
 export const PICK_TOOLS_SYSTEM = `You make the tool calls that carry out the steps listed. For each step, call the tool that does its next
 part, with exact arguments, and set step_id to the step's id.
 - Paths are relative to the project directory: use the real file names from the step or the files listed.
-- step_done: false when the step needs more calls once you see this call's result (read a file before you edit
-  it; run the tests after you fix the code); true when the step is complete after this call.
+- step_done: false when the step needs more calls once you see this call's result (run the tests after you fix
+  the code, say); true when the step is complete after this call.
 - Steps already under way show the calls made so far and their results: make the next call, do not repeat one.
 - If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason.
 Call functions only.`;
@@ -281,14 +280,19 @@ const EXISTING_FILE_TOOLS = new Set([READ_FILE, 'workspace__edit_file']);
 export function pickToolsFunctions(
   tools: readonly ToolDescriptor[],
   stepIds: readonly string[],
-  existingFiles?: readonly string[] | null
+  existingFiles?: readonly string[] | null,
+  shownInFull: ReadonlySet<string> = new Set()
 ): OpenAIFunction[] {
   const { stepId, noSuitable } = stepIdParameters(stepIds);
-  const fns: OpenAIFunction[] = tools.map((t) => {
+  // A file the prompt shows whole is not offered for reading again; with none left, read_file is not offered.
+  const readable = existingFiles?.filter((f) => !shownInFull.has(f));
+  const offered = readable && !readable.length ? tools.filter((t) => t.qualifiedName !== READ_FILE) : tools;
+  const fns: OpenAIFunction[] = offered.map((t) => {
     const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
     const pathProp = schema.properties?.path as Record<string, unknown> | undefined;
-    if (existingFiles?.length && pathProp && EXISTING_FILE_TOOLS.has(t.qualifiedName))
-      schema.properties = { ...schema.properties, path: { ...pathProp, enum: [...existingFiles] } };
+    const paths = t.qualifiedName === READ_FILE ? readable : existingFiles;
+    if (paths?.length && pathProp && EXISTING_FILE_TOOLS.has(t.qualifiedName))
+      schema.properties = { ...schema.properties, path: { ...pathProp, enum: [...paths] } };
     return {
       type: 'function',
       function: {
@@ -354,9 +358,26 @@ export function pickToolsPrompt(input: PickToolsInput) {
   return {
     node: 'pick_tools' as const,
     system: withUntrustedRule(PICK_TOOLS_SYSTEM),
-    messages: [join(section('Goal', input.goal), filesSection(input.files), section('Steps', steps))],
+    messages: [
+      join(
+        section("The user's request", input.request),
+        sameWords(input.request, input.goal) ? '' : section('Goal', input.goal),
+        filesSection(input.files),
+        section('Steps', steps)
+      ),
+    ],
   };
 }
+
+/** The files every step of the pick is shown whole (a file only one step sees may still be read by another). */
+function shownInFull(steps: readonly PickStep[]): Set<string> {
+  const per = steps.map((s) => new Set((s.files ?? []).filter((f) => !isCut(f)).map((f) => f.path)));
+  return new Set([...(per[0] ?? [])].filter((p) => per.every((set) => set.has(p))));
+}
+
+/** Whether two texts say the same in the same words (a goal that only restates the request adds nothing). */
+const sameWords = (a: string | undefined, b: string) =>
+  a !== undefined && a.toLowerCase().replace(/\W+/g, ' ').trim() === b.toLowerCase().replace(/\W+/g, ' ').trim();
 
 export async function pickTools(
   model: ModelClient,
@@ -366,10 +387,13 @@ export async function pickTools(
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
   const existing = allFiles(input.files);
-  const ranked = rankTools(tools, input.steps, { goal: input.goal, listingComplete: existing !== null });
+  const ranked = rankTools(tools, input.steps, {
+    goal: input.request ?? input.goal,
+    listingComplete: existing !== null,
+  });
   const answer = await model.toolCalls(
     pickToolsPrompt(input),
-    pickToolsFunctions(ranked, stepIds, existing),
+    pickToolsFunctions(ranked, stepIds, existing, shownInFull(input.steps)),
     {
       maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
     }

@@ -184,6 +184,7 @@ export class StepRunner {
         {
           projectDir: input.projectDir,
           toolAccess: input.toolAccess,
+          request: input.prompt,
           goal: progress.goal!,
           steps: batch.map((s) => ({
             id: s.id,

@@ -23,7 +23,7 @@ export interface SandboxPolicy {
   grants: ReadonlyArray<{ path: string; op: PathOp }>;
   /** Real paths inside the project the command must not see (sensitive files, Klea's own state). */
   hidden: ReadonlyArray<{ path: string; dir: boolean }>;
-  /** The session allows the network. */
+  /** The session allows the network (name resolution files are bound; the way out is sandbox-egress.ts). */
   network: boolean;
   /** Environment of the command (already scrubbed of secrets). */
   env: Readonly<Record<string, string>>;
@@ -81,8 +81,8 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
   const args = [
     '--die-with-parent',
     '--new-session',
+    // Security: a network namespace of its own even with the network on (then only through the egress proxy).
     '--unshare-all',
-    ...(policy.network ? ['--share-net'] : []),
     '--cap-drop',
     'ALL',
     '--hostname',

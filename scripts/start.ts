@@ -129,8 +129,9 @@ async function main() {
       await isolated.openFronts();
     } else {
       sayError(
-        `warning: Temporal's Web UI (port ${uiPort}) and metrics answer any Host, so a web page that rebinds its name to ` +
-          `127.0.0.1 could reach them: ${probe.problem}`
+        `warning: bubblewrap cannot run here (${probe.reason}), so the Temporal dev server shares this machine's ` +
+          `network: its Web UI (port ${uiPort}) and its metrics answer any Host, and a web page that rebinds its name ` +
+          'to 127.0.0.1 could reach them. Allow user namespaces to close them (see docs/operating.md)'
       );
     }
     try {

@@ -26,8 +26,23 @@ const temporalPorts = () => ({
   http: Number(process.env.KLEA_TEST_TEMPORAL_HTTP_PORT),
 });
 
-// `--noproxy ""`: curl would reach localhost directly (NO_PROXY names the sandbox's own loopback); the tests make it
-// ask the proxy, which is where an attacker would go.
+/**
+ * What a command asks of the sandbox's proxy (the one HTTP_PROXY names), as curl or npm would, written in Node so
+ * the test needs nothing the sandbox may lack: `node probe.js get|post <url>` or `node probe.js connect host:port`.
+ * It prints `<how> <target>: <status> <body>` (or the error code).
+ */
+const PROBE = `const http = require('http');
+const proxy = new URL(process.env.HTTP_PROXY);
+const [how, target] = process.argv.slice(2);
+const say = (what) => console.log(how + ' ' + target + ': ' + what);
+const req = http.request({ host: proxy.hostname, port: proxy.port, method: how === 'connect' ? 'CONNECT' : how.toUpperCase(),
+  path: target, headers: { host: how === 'connect' ? target : new URL(target).host } });
+const read = (status, stream, first) => { let b = first || ''; stream.on('data', (d) => (b += d)); stream.on('end', () => say(status + ' ' + b.trim())); };
+req.on('connect', (res, socket, head) => (res.statusCode === 200 ? (say('200 tunnel open'), socket.destroy()) : read(res.statusCode, socket, head.toString())));
+req.on('response', (res) => read(res.statusCode, res));
+req.on('error', (e) => say(e.code));
+req.end();
+`;
 
 /** Node's own connect, which no proxy setting changes: what a program that ignores HTTP_PROXY gets. */
 const directConnect = (port: number) =>
@@ -35,7 +50,7 @@ const directConnect = (port: number) =>
 
 /** Runs each command as a step of one task in a session whose network is on; returns each step's output. */
 async function runWithNetworkOn(fake: FakeModel, env: TestEnv, commands: string[]): Promise<string[]> {
-  const p = makeProject({ 'notes.txt': 'inside\n' });
+  const p = makeProject({ 'probe.js': PROBE });
   const s = await SessionDriver.start(env, p.dir);
   await s.handle.signal(settingsSignal, { network: 'on' });
   await s.waitFor((e) => e.type === 'context' && e.network === 'on', 'the network turned on');
@@ -79,10 +94,12 @@ describe('the command sandbox with the network on', () => {
     const { grpc, http } = temporalPorts();
     const outputs = await runWithNetworkOn(fake, env, [
       `${directConnect(listener.port)}; ${directConnect(grpc)}; ${directConnect(http)}`,
-      `curl -sS -m 20 --noproxy "" http://127.0.0.1:${listener.port}/`,
-      `curl -sS -m 20 --noproxy "" http://127.0.0.1:${http}/api/v1/namespaces/default/workflows`,
-      `curl -sS -m 20 --noproxy "" -X POST http://localhost:${http}/api/v1/namespaces/default/workflows/any/signal/review`,
-      `curl -sS -m 20 --noproxy "" https://localhost:${grpc}/ 2>&1; curl -sS -m 20 --noproxy "" -p http://[::1]:${http}/ 2>&1`,
+      `node probe.js get http://127.0.0.1:${listener.port}/`,
+      `node probe.js get http://127.0.0.1:${http}/api/v1/namespaces/default/workflows`,
+      `node probe.js post http://localhost:${http}/api/v1/namespaces/default/workflows/any/signal/review`,
+      `node probe.js connect localhost:${grpc}`,
+      `node probe.js connect [::1]:${http}`,
+      `node probe.js connect 127.0.0.1:${listener.port}`,
       'echo "$HTTPS_PROXY" | grep -c "^http://127.0.0.1:"',
     ]);
 
@@ -92,23 +109,29 @@ describe('the command sandbox with the network on', () => {
     expect(outputs[0]).toContain(`direct ${grpc}: ECONNREFUSED`);
     expect(outputs[0]).toContain(`direct ${http}: ECONNREFUSED`);
     expect(outputs[0]).not.toContain('connected');
-    expect(outputs[1]).toContain('reaches public addresses only: 127.0.0.1 is a loopback address');
-    expect(outputs[2]).toContain('reaches public addresses only: 127.0.0.1 is a loopback address');
+    const refused = "403 klea: the command sandbox's network reaches public addresses only:";
+    expect(outputs[1]).toContain(`get http://127.0.0.1:${listener.port}/: ${refused} 127.0.0.1 is a loopback address`);
+    expect(outputs[2]).toContain(`: ${refused} 127.0.0.1 is a loopback address`);
     expect(outputs[2]).not.toContain('executions');
-    expect(outputs[3]).toContain('localhost resolves to 127.0.0.1, a loopback address');
-    expect(outputs[4]).toMatch(/CONNECT tunnel failed, response 403/);
-    expect(outputs[5]).toMatch(/stdout ---\n1/);
+    expect(outputs[3]).toContain(`: ${refused} localhost resolves to 127.0.0.1, a loopback address`);
+    expect(outputs[4]).toContain(`connect localhost:${grpc}: ${refused} localhost resolves to 127.0.0.1`);
+    expect(outputs[5]).toContain(`connect [::1]:${http}: ${refused} ::1 is a loopback address`);
+    expect(outputs[6]).toContain(`connect 127.0.0.1:${listener.port}: ${refused} 127.0.0.1 is a loopback address`);
+    expect(outputs.join('\n')).not.toContain('tunnel open');
+    expect(outputs[7]).toMatch(/stdout ---\n1/);
   });
 
   it('attack: a command reaches for the cloud metadata address and private networks; the proxy refuses each', async () => {
     const outputs = await runWithNetworkOn(fake, env, [
-      'curl -sS -m 20 --noproxy "" http://169.254.169.254/latest/meta-data/',
-      'curl -sS -m 20 --noproxy "" https://10.0.0.1/ 2>&1; curl -sS -m 20 --noproxy "" http://192.168.0.1/ 2>&1; curl -sS -m 20 --noproxy "" http://[fd00::1]/',
+      'node probe.js get http://169.254.169.254/latest/meta-data/',
+      'node probe.js connect 10.0.0.1:443',
+      'node probe.js get http://192.168.0.1/',
+      'node probe.js get http://[fd00::1]/',
     ]);
-    expect(outputs[0]).toContain('169.254.169.254 is a link-local address');
-    expect(outputs[1]).toMatch(/CONNECT tunnel failed, response 403/);
-    expect(outputs[1]).toContain('192.168.0.1 is a private address');
-    expect(outputs[1]).toContain('fd00::1 is a unique-local address');
+    expect(outputs[0]).toMatch(/: 403 .*169\.254\.169\.254 is a link-local address/);
+    expect(outputs[1]).toMatch(/connect 10\.0\.0\.1:443: 403 .*10\.0\.0\.1 is a private address/);
+    expect(outputs[2]).toMatch(/: 403 .*192\.168\.0\.1 is a private address/);
+    expect(outputs[3]).toMatch(/: 403 .*fd00::1 is a unique-local address/);
   });
 });
 
@@ -127,13 +150,20 @@ describe('the command sandbox with the network on and tools.sandbox.network_allo
   it('attack: names not on the list, and a listed name that resolves to the loopback, are refused', async () => {
     const { http } = temporalPorts();
     const outputs = await runWithNetworkOn(fake, env, [
-      'curl -sS -m 20 --noproxy "" http://example.com/ 2>&1; curl -sS -m 20 --noproxy "" https://evil.example/ 2>&1',
-      'curl -sS -m 20 --noproxy "" http://93.184.215.14/',
-      `curl -sS -m 20 --noproxy "" http://localhost:${http}/api/v1/namespaces/default/workflows`,
+      'node probe.js get http://example.com/',
+      'node probe.js connect evil.example:443',
+      'node probe.js get http://93.184.215.14/',
+      `node probe.js get http://localhost:${http}/api/v1/namespaces/default/workflows`,
     ]);
-    expect(outputs[0]).toContain('example.com is not in tools.sandbox.network_allow');
-    expect(outputs[0]).toMatch(/CONNECT tunnel failed, response 403/);
-    expect(outputs[1]).toContain('93.184.215.14 is an address, and tools.sandbox.network_allow lists names only');
-    expect(outputs[2]).toContain('localhost resolves to 127.0.0.1, a loopback address');
+    expect(outputs[0]).toMatch(
+      /get http:\/\/example\.com\/: 403 .*example\.com is not in tools\.sandbox\.network_allow/
+    );
+    expect(outputs[1]).toMatch(
+      /connect evil\.example:443: 403 .*evil\.example is not in tools\.sandbox\.network_allow/
+    );
+    expect(outputs[2]).toMatch(
+      /: 403 .*93\.184\.215\.14 is an address, and tools\.sandbox\.network_allow lists names only/
+    );
+    expect(outputs[3]).toMatch(/: 403 .*localhost resolves to 127\.0\.0\.1, a loopback address/);
   });
 });

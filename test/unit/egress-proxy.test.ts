@@ -264,4 +264,14 @@ describe('the egress proxy', () => {
       await proxy.close();
     }
   });
+
+  it.each(['2130706433', '0x7f000001', '127.1', '017700000001', 'localhost'])(
+    'attack: the loopback spelt %s is resolved by the system and refused for the address it is',
+    async (name) => {
+      // The system's own resolver (no network needed): numeric spellings and /etc/hosts.
+      const proxy = createEgressProxy({ localAddresses: () => [] });
+      const d = await proxy.decide(name);
+      expect(d).toEqual({ refused: expect.stringMatching(/(resolves to (127\.0\.0\.1|::1), )?a loopback address$/) });
+    }
+  );
 });

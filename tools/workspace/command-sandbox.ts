@@ -1,8 +1,8 @@
 /**
  * How the workspace server starts one run_command: inside a bubblewrap sandbox (bubblewrap-policy.ts) built when
  * the command starts, from the facts as they are then (the project, the grants the call carries, the sensitive
- * files to hide, the network setting: on, it reaches out through the egress proxy only, sandbox-egress.ts), under the process and memory caps of command-limits.ts; or, only when the
- * operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused with the reason;
+ * files to hide, the network setting: on, it reaches out through the egress proxy only, sandbox-egress.ts), under
+ * the process and memory caps of command-limits.ts; or, only when the operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused with the reason;
  * they never silently run unsandboxed.
  */
 import { randomBytes } from 'node:crypto';
@@ -62,6 +62,8 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
   const egressProxy = () =>
     (egress ??= (async () => {
       const socket = path.join(sandboxDir, 'egress.sock');
+      // Security: in the server's own directory, which no other user (and no command) can open.
+      await fs.mkdir(sandboxDir, { recursive: true, mode: 0o700 });
       await fs.rm(socket, { force: true });
       const proxy = createEgressProxy({ allow: opts.networkAllow });
       await proxy.listen(socket);

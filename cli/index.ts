@@ -18,11 +18,17 @@ import type { KleaEvent } from '../common/events';
 import type { ClarifyAnswers, PermissionDecision, ReviewDecision } from '../common/task';
 import { REPO_ROOT } from '../runtime/repo-root';
 import type * as Sse from '../web/sse';
+import type * as Visible from '../web/visible';
 
 // The web page's own stream parser, so the two clients read frames alike. The page's scripts are served as they
 // are and never copied into dist/, so it is loaded from the installation's web/ folder (an ES module, which
 // require() loads from Node 20.19 on).
-const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
+const webModule = createRequire(__filename);
+const { createFrameParser } = webModule(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
+// The page's rule for showing model-chosen text: control and bidirectional characters are shown, never obeyed.
+const { visibleText, visibleLine } = webModule(path.join(REPO_ROOT, 'web', 'visible.js')) as typeof Visible;
+/** One value on one line, shown (a title, a path, an id). */
+const one = (value: unknown) => visibleLine(String(value));
 
 interface Options {
   prompt: string;
@@ -74,7 +80,9 @@ export async function ask(
   opts: Options,
   io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }
 ): Promise<number> {
-  const say = (line: string) => io.output.write(`${line}\n`);
+  // Security: nothing reaches the terminal as a control sequence, whatever the model chose (a title holding `\r` or
+  // `ESC[2K` would rewrite what the user is asked to approve; OSC 52 would write their clipboard).
+  const say = (line: string) => io.output.write(`${visibleText(line)}\n`);
   /** Files the task changed so far, with their added and removed lines. */
   const changed = new Map<string, { added: number; removed: number }>();
   const rl = readline.createInterface({ input: io.input, terminal: false });
@@ -86,7 +94,7 @@ export async function ask(
     else lines.push(l);
   });
   const question = (q: string) => {
-    io.output.write(q);
+    io.output.write(visibleText(q));
     return new Promise<string>((resolve) => {
       const l = lines.shift();
       if (l !== undefined) resolve(l);
@@ -116,7 +124,7 @@ export async function ask(
       ...(opts.project ? { projectDir: opts.project } : {}),
     } satisfies z.input<typeof CreateTaskRequestSchema>);
     const taskId = String(created.taskId);
-    say(`task ${taskId} · ${created.temporalUiUrl}`);
+    say(`task ${one(taskId)} · ${one(created.temporalUiUrl)}`);
     let last = 0;
     for (;;) {
       const res = await fetch(`${opts.api}/tasks/${taskId}/events`, {
@@ -153,19 +161,21 @@ export async function ask(
     switch (e.type) {
       case 'plan':
       case 'replanned':
-        say(`${e.type === 'plan' ? 'plan' : `replanned (${e.reason})`}: ${e.plan.goal}`);
+        say(`${e.type === 'plan' ? 'plan' : `replanned (${one(e.reason)})`}: ${one(e.plan.goal)}`);
         for (const s of e.plan.steps)
-          say(`  ${s.id}. ${s.title}${s.depends_on.length ? ` (after ${s.depends_on.join(', ')})` : ''}`);
+          say(
+            `  ${one(s.id)}. ${one(s.title)}${s.depends_on.length ? ` (after ${s.depends_on.map(one).join(', ')})` : ''}`
+          );
         return null;
       case 'review_requested': {
         if (e.diff) {
           const d = e.diff;
           const parts = [
-            ...d.added.map((id) => `+${id}`),
-            ...d.removed.map((id) => `-${id}`),
-            ...d.changed.map((c) => `~${c.stepId} (${c.fields.join(', ')})`),
+            ...d.added.map((id) => `+${one(id)}`),
+            ...d.removed.map((id) => `-${one(id)}`),
+            ...d.changed.map((c) => `~${one(c.stepId)} (${c.fields.map(one).join(', ')})`),
           ];
-          say(`  revised after "${e.feedback ?? ''}": ${parts.join(' ') || 'no step changed'}`);
+          say(`  revised after "${one(e.feedback ?? '')}": ${parts.join(' ') || 'no step changed'}`);
         }
         const a = (await question(`review (${e.reason}): [a]pprove or [r]evise? `)).trim().toLowerCase();
         const review: ReviewDecision = a.startsWith('r')
@@ -176,18 +186,19 @@ export async function ask(
       }
       case 'questions': {
         const answers: Record<string, string> = {};
-        for (const q of e.questions) answers[q] = await question(`${q} `);
+        for (const q of e.questions) answers[q] = await question(`${one(q)} `);
         await call('POST', `/tasks/${taskId}/clarify`, { answers } satisfies ClarifyAnswers);
         return null;
       }
       case 'permission_requested': {
         // Security: show the whole call, so nobody approves a path without seeing what the command does with it.
+        // A command's lines stay lines, each after a continuation mark, so none reads as a line of the CLI's own.
         const command = e.call?.args.command;
-        if (typeof command === 'string') say(`  $ ${command}`);
-        else if (e.call) say(`  ${e.call.tool} ${JSON.stringify(e.call.args)}`);
+        if (typeof command === 'string') say(`  $ ${command.split('\n').join('\n  > ')}`);
+        else if (e.call) say(`  ${one(e.call.tool)} ${one(JSON.stringify(e.call.args))}`);
         const a = (
           await question(
-            `${e.tool} wants to ${e.op} ${e.path} (${e.reason}): allow [o]nce, for the [s]ession, or [d]eny? `
+            `${one(e.tool)} wants to ${one(e.op)} ${one(e.path)} (${one(e.reason)}): allow [o]nce, for the [s]ession, or [d]eny? `
           )
         )
           .trim()
@@ -198,28 +209,28 @@ export async function ask(
         return null;
       }
       case 'step_started':
-        say(`→ ${e.stepId} ${e.title}${e.attempt > 1 ? ` (attempt ${e.attempt})` : ''}`);
+        say(`→ ${one(e.stepId)} ${one(e.title)}${e.attempt > 1 ? ` (attempt ${e.attempt})` : ''}`);
         return null;
       case 'step_finished':
-        say(`  ${e.stepId} ${e.status}: ${e.summary.split('\n')[0].slice(0, 120)}`);
+        say(`  ${one(e.stepId)} ${e.status}: ${one(e.summary.split('\n')[0].slice(0, 120))}`);
         for (const c of e.changes ?? []) {
           const f = changed.get(c.path) ?? { added: 0, removed: 0 };
           changed.set(c.path, { added: f.added + c.added, removed: f.removed + c.removed });
-          say(`    ${c.path} +${c.added} -${c.removed}`);
+          say(`    ${one(c.path)} +${c.added} -${c.removed}`);
           if (opts.diff && c.diff) for (const line of c.diff.split('\n')) say(`      ${line}`);
         }
         return null;
       case 'answer':
-        say(`\n${e.text}\n\n[${e.label}]`);
+        say(`\n${e.text}\n\n[${one(e.label)}]`);
         return null;
       case 'error':
-        say(`error: ${e.message}`);
+        say(`error: ${one(e.message)}`);
         return null;
       case 'status':
         if (changed.size) {
           say(diffstat(changed));
         }
-        say(`task ${e.status}${e.detail && e.status !== 'done' ? `: ${e.detail}` : ''}`);
+        say(`task ${e.status}${e.detail && e.status !== 'done' ? `: ${one(e.detail)}` : ''}`);
         return e.status === 'done' ? 0 : 1;
       default:
         return null;
@@ -229,13 +240,13 @@ export async function ask(
 
 /** `git diff --stat` style: one line per file, then the totals. */
 export function diffstat(files: Map<string, { added: number; removed: number }>): string {
-  const width = Math.max(...[...files.keys()].map((p) => p.length));
+  const width = Math.max(...[...files.keys()].map((p) => one(p).length));
   let added = 0;
   let removed = 0;
   const lines = [...files].map(([p, f]) => {
     added += f.added;
     removed += f.removed;
-    return ` ${p.padEnd(width)} | +${f.added} -${f.removed}`;
+    return ` ${one(p).padEnd(width)} | +${f.added} -${f.removed}`;
   });
   const n = files.size;
   lines.push(

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { McpConfigSchema } from './mcp-config';
+import { NetworkAllowSchema } from './network-allow';
 import {
   ModeSchema,
   NetworkSchema,
@@ -284,6 +285,11 @@ export const ConfigSchema = z.strictObject({
           mode: z.enum(['bwrap', 'none']).default('bwrap'),
           /** The network a command may reach by default (a session can change it): `off` is none at all. */
           network: NetworkSchema.default('off'),
+          /**
+           * With the network on, the only host names a command may reach (`name`, or `*.name` for its subdomains);
+           * absent, any public address. Loopback, private and link-local addresses are refused either way.
+           */
+          network_allow: NetworkAllowSchema.optional(),
           /** The bubblewrap program (env KLEA_BWRAP). */
           bwrap_path: z.string().min(1).default('/usr/bin/bwrap'),
           /** Most processes one command may run at once. */

@@ -1,6 +1,7 @@
 /**
  * Starts and stops `temporal server start-dev` (the real Temporal server, SQLite or in-memory, with its Web UI).
- * Used by `make start` (persistent, fixed ports) and by the test harness (in memory, free ports).
+ * Used by `make start` (persistent, in a network namespace of its own: runtime/temporal-isolation.ts) and by the
+ * test harness (in memory, free ports).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
@@ -23,6 +24,10 @@ export interface DevServerOptions {
   detached?: boolean;
   /** Where the Web UI sends payloads to be decoded (Klea's API's /codec, when payloads are encrypted). */
   uiCodecEndpoint?: string;
+  /** The only `Host` names Temporal's HTTP API answers (403 for any other); all when omitted. */
+  httpAllowedHosts?: readonly string[];
+  /** Starts the server through another program (runtime/temporal-isolation.ts: its own network namespace). */
+  wrap?: (file: string, args: string[]) => { file: string; args: string[] };
 }
 
 export interface DevServer {
@@ -53,8 +58,14 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-disable-news-fetch');
   else args.push('--headless');
   if (opts.uiPort && opts.uiCodecEndpoint) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
+  if (opts.httpAllowedHosts)
+    args.push('--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify(opts.httpAllowedHosts)}`);
 
-  const child = spawn(temporalCliPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+  const launch = opts.wrap ? opts.wrap(temporalCliPath(), args) : { file: temporalCliPath(), args };
+  const child = spawn(launch.file, launch.args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached ?? false,
+  });
   let output = '';
   const collect = (b: Buffer) => {
     const s = b.toString();
@@ -117,6 +128,18 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
         }
       }, 10_000);
       await exited;
+      // A wrapped server may outlive the program that started it (bubblewrap ends at the signal; the server inside
+      // is still writing its database): its process group is gone only when every process in it is.
+      // (Bounded: a process whose parent is gone may stay a zombie where nothing reaps orphans.)
+      const until = Date.now() + 15_000;
+      while (opts.detached && child.pid && Date.now() < until) {
+        try {
+          process.kill(-child.pid, 0);
+        } catch {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
       clearTimeout(timer);
     },
   };

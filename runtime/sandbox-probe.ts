@@ -9,6 +9,8 @@ export interface SandboxProbe {
   available: boolean;
   /** Why not, and how to fix it; null when available. */
   problem: string | null;
+  /** Why not, alone (bubblewrap's own message); null when available. */
+  reason?: string | null;
 }
 
 /**
@@ -30,6 +32,7 @@ export function probeSandbox(bwrap: string, timeoutMs = 10_000): Promise<Sandbox
             : (stderr || e.message).trim().split('\n')[0];
         resolve({
           available: false,
+          reason: why,
           problem:
             `the command sandbox cannot run here (${why}). Set tools.sandbox.mode: none to run commands without it, ` +
             'or allow user namespaces (sysctl kernel.unprivileged_userns_clone=1; in Docker, ' +

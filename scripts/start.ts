@@ -1,6 +1,7 @@
 /**
  * `make start`: the whole service on one machine. Starts the Temporal dev server (SQLite in the data directory's
- * temporal.db, or KLEA_TEMPORAL_DB; Web UI), then the worker and the API; prints the URLs and streams every process's
+ * temporal.db, or KLEA_TEMPORAL_DB; Web UI; in a network namespace of its own, runtime/temporal-isolation.ts), then
+ * the worker and the API; prints the URLs and streams every process's
  * log with its name. `--project <dir>` (`make start PROJECT=<dir>`) is the project to work on, as KLEA_PROJECT_DIR.
  * A worker or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after it starts
  * stops everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
@@ -11,6 +12,8 @@ import { loadConfigOrExit } from '../runtime/config';
 import { dataDir, temporalDbFile } from '../runtime/data-dir';
 import { startDevServer, type DevServer } from '../runtime/dev-server';
 import { portProblem } from '../runtime/ports';
+import { probeSandbox } from '../runtime/sandbox-probe';
+import { isolateTemporal, type IsolatedTemporal } from '../runtime/temporal-isolation';
 import { projectFlag, ProjectArgError, resolveProjectArg } from '../runtime/project-arg';
 import { Supervisor } from '../runtime/supervisor';
 import { REPO_ROOT } from '../runtime/temporal';
@@ -55,7 +58,6 @@ async function main() {
   const startTemporal = isLocal(temporalAddr.host) && process.env.KLEA_EXTERNAL_TEMPORAL !== '1';
   const ui = new URL(config.temporal.ui_url);
   const uiPort = Number(ui.port || 80);
-  const httpPort = temporalAddr.port + 10;
   const apiUrl = `http://${config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host}:${config.api.port}`;
   // With encrypted payloads the Web UI shows them through the API's codec server (the browser calls it).
   const codecEndpoint = config.temporal.payload_key ? `${apiUrl}/codec` : undefined;
@@ -64,8 +66,7 @@ async function main() {
   if (startTemporal) {
     needed.push(
       [temporalAddr.port, '127.0.0.1', 'Temporal server (TEMPORAL_ADDRESS)'],
-      [uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)'],
-      [httpPort, '127.0.0.1', 'Temporal HTTP API']
+      [uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)']
     );
   }
   for (const [port, host, what] of needed) {
@@ -87,6 +88,7 @@ async function main() {
   say(`Klea's data:   ${data} (KLEA_DATA_DIR)`);
   const children: Supervisor[] = [];
   let devServer: DevServer | undefined;
+  let isolated: IsolatedTemporal | undefined;
   let stopping = false;
 
   async function stopAll(code: number): Promise<never> {
@@ -96,6 +98,7 @@ async function main() {
     // The API and the worker first (the worker drains in-flight activities), then the server they talk to.
     await Promise.all(children.map((child) => child.stop(15_000)));
     await devServer?.stop();
+    await isolated?.close();
     say('stopped');
     process.exit(code);
   }
@@ -113,11 +116,31 @@ async function main() {
     const dbFile = temporalDbFile();
     mkdirSync(path.dirname(dbFile), { recursive: true });
     say(`starting the Temporal dev server (data in ${dbFile})`);
+    // Security: in a network namespace of its own, so of its ports only gRPC and the Web UI (behind a front that
+    // checks Host) are on the host; where bubblewrap cannot run, as it is, and the log says what that leaves open.
+    const probe = await probeSandbox(config.tools.sandbox.bwrap_path);
+    if (probe.available) {
+      isolated = isolateTemporal({
+        bwrap: config.tools.sandbox.bwrap_path,
+        port: temporalAddr.port,
+        uiPort,
+        uiUrl: config.temporal.ui_url,
+      });
+      await isolated.openFronts();
+    } else {
+      sayError(
+        `warning: bubblewrap cannot run here (${probe.reason}), so the Temporal dev server shares this machine's ` +
+          `network: its Web UI (port ${uiPort}) and its metrics answer any Host, and a web page that rebinds its name ` +
+          'to 127.0.0.1 could reach them. Allow user namespaces to close them (see docs/operating.md)'
+      );
+    }
     try {
       devServer = await startDevServer({
         port: temporalAddr.port,
-        httpPort,
         uiPort,
+        // Security: no fixed port for the HTTP API (nothing of Klea's uses it), and loopback names only.
+        httpAllowedHosts: ['127.0.0.1', 'localhost', '[::1]', '::1'],
+        wrap: isolated?.wrap,
         dbFile,
         namespace: config.temporal.namespace,
         logLevel: (process.env.KLEA_TEMPORAL_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error',
@@ -127,6 +150,7 @@ async function main() {
       });
     } catch (err) {
       process.stderr.write(`klea: ${err instanceof Error ? err.message : String(err)}\n`);
+      await isolated?.close();
       process.exit(1);
     }
     devServer.process.once('exit', (code) => {

@@ -1,5 +1,8 @@
 // A small, safe markdown renderer for answers: everything is escaped first, then a known subset is formatted
-// (headings, paragraphs, lists, fenced and inline code, bold, italics, http(s) links).
+// (headings, paragraphs, lists, fenced and inline code, bold, italics, http(s) links). Control and bidirectional
+// characters are made visible before anything else (visible.js).
+import { visibleText } from './visible.js';
+
 function escapeHtml(s) {
   return s
     .replace(/&/g, '&amp;')
@@ -25,9 +28,7 @@ function inline(text) {
 }
 
 function render(md) {
-  const lines = String(md || '')
-    .replace(/\r\n/g, '\n')
-    .split('\n');
+  const lines = visibleText(String(md || '').replace(/\r\n/g, '\n')).split('\n');
   const out = [];
   let para = [];
   let list = null;

@@ -153,6 +153,7 @@ function sandboxFlags(config: Config): string[] {
     sandbox.bwrap_path,
     '--network',
     sandbox.network,
+    ...(sandbox.network_allow ? ['--network-allow', sandbox.network_allow.join(',')] : []),
     '--max-processes',
     String(sandbox.max_processes),
     '--memory-mb',

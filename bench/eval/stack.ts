@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { findFreePort, portProblem } from '../../runtime/ports';
+import { findFreePort } from '../../runtime/ports';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 const START_JS = path.join(REPO_ROOT, 'dist', 'scripts', 'start.js');
@@ -19,12 +19,11 @@ export interface KleaStack {
   stop(): Promise<void>;
 }
 
-/** A Temporal port whose +10 (the HTTP port start.js derives) is free too, and other ports distinct from both. */
+/** Three distinct free ports: Temporal's gRPC port, its Web UI and the API (start.js opens no others). */
 async function freePorts(): Promise<{ temporal: number; ui: number; api: number }> {
   for (;;) {
     const [temporal, ui, api] = [await findFreePort(), await findFreePort(), await findFreePort()];
-    const all = new Set([temporal, temporal + 10, ui, api]);
-    if (all.size === 4 && temporal + 10 < 65536 && !(await portProblem(temporal + 10))) return { temporal, ui, api };
+    if (new Set([temporal, ui, api]).size === 3) return { temporal, ui, api };
   }
 }
 

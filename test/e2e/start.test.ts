@@ -12,15 +12,17 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { isFinalStatus, type TaskStatus } from '../../common/events';
-import { findFreePort, portProblem } from '../../runtime/ports';
+import { findFreePort } from '../../runtime/ports';
 import { FakeModel } from '../support/fake-model';
 import { makeProject, plan, step } from '../support/task-driver';
 import { until } from '../support/until';
@@ -70,13 +72,53 @@ function isRunning(pid: number): boolean {
   }
 }
 
-/** A Temporal port whose +10 (the HTTP port start.js derives) is free too, and other ports distinct from both. */
+/** Three distinct free ports: Temporal's gRPC port, its Web UI and the API. */
 async function freePorts(): Promise<{ temporal: number; ui: number; api: number }> {
   for (;;) {
     const [temporal, ui, api] = [await findFreePort(), await findFreePort(), await findFreePort()];
-    const all = new Set([temporal, temporal + 10, ui, api]);
-    if (all.size === 4 && temporal + 10 < 65536 && !(await portProblem(temporal + 10))) return { temporal, ui, api };
+    if (new Set([temporal, ui, api]).size === 3) return { temporal, ui, api };
   }
+}
+
+/** The TCP ports the processes `pids` listen on in this machine's network namespace (Linux /proc). */
+function listeningPorts(pids: number[]): number[] {
+  const inodes = new Set<string>();
+  for (const pid of pids) {
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1]);
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      // Column 4 is the state (0A: listening), column 10 the socket's inode.
+      if (cols[3] === '0A' && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':').pop()!, 16));
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
+/** What a port answers to a raw HTTP/1.1 request (whatever it speaks), read until it closes the connection. */
+function rawRequest(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (d) => chunks.push(d));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    socket.on('error', reject);
+  });
 }
 
 /** `make start` as a user runs it, with the environment cleared of settings that would override the test's file. */
@@ -306,6 +348,60 @@ describe('make start keeps the service up', () => {
     expect(leftovers).toEqual([]);
     expect(stack.output.slice(mark2)).not.toMatch(/starting it again|started again/);
     expect(stack.output).toMatch(/klea\s+stopped\n/);
+  }, 300_000);
+
+  it('attack: DNS rebinding; every port make start opens refuses a foreign Host, and the Temporal UI still opens', async () => {
+    // Arrange: the stack as a user starts it.
+    const ports = await freePorts();
+    const { file, state } = writeConfig('rebind', ports, makeProject().dir);
+    stack = MakeStart.launch({
+      KLEA_CONFIG: file,
+      KLEA_DATA_DIR: path.join(state, 'data'),
+      KLEA_WORKFLOW_BUNDLE: process.env.KLEA_TEST_WORKFLOW_BUNDLE!,
+    });
+    await stack.waitFor(/ready\. Ctrl-C stops everything\./, 120_000);
+    await stack.waitFor(/\[worker\] worker polling/, 60_000);
+
+    // Every listening port of every process of the stack: the API, Temporal's gRPC port and the UI's front, and
+    // nothing else (Temporal's HTTP API, metrics and internal services are in a network namespace of their own).
+    const open = listeningPorts([stack.proc.pid!, ...stack.sample()]);
+    expect(open).toEqual([ports.temporal, ports.ui, ports.api].sort((a, b) => a - b));
+
+    // Act: what a page whose name was rebound to 127.0.0.1 would send, to each port: list the workflows, signal one.
+    for (const port of open) {
+      const host = `rebind.evil.example:${port}`;
+      const answers = [
+        await rawRequest(
+          port,
+          `GET /api/v1/namespaces/default/workflows HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`
+        ),
+        await rawRequest(
+          port,
+          `POST /api/v1/namespaces/default/workflows/task-s-1a2b3c4d-1/signal/review HTTP/1.1\r\nHost: ${host}\r\n` +
+            `Origin: http://${host}\r\nContent-Type: text/plain\r\nContent-Length: 24\r\nConnection: close\r\n\r\n` +
+            '{"decision":"approve"}\r\n'
+        ),
+      ];
+
+      // Assert: an HTTP port answers 403; the gRPC port speaks no HTTP/1 (no page can talk to it) and says nothing.
+      for (const answer of answers) {
+        if (port === ports.temporal) expect(answer).not.toMatch(/HTTP\/1/);
+        else expect(answer).toMatch(/^HTTP\/1\.1 403 /);
+        expect(answer).not.toMatch(/executions|workflowExecution/);
+      }
+    }
+
+    // The documented URLs still work with their own names.
+    const ui = await fetch(`http://127.0.0.1:${ports.ui}/namespaces/default/workflows`);
+    expect(ui.status).toBe(200);
+    expect(await ui.text()).toMatch(/<html/i);
+    const viaLocalhost = await fetch(`http://localhost:${ports.ui}/api/v1/namespaces/default/workflows`);
+    expect(viaLocalhost.status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${ports.api}/healthz`)).status).toBe(200);
+
+    const { exit, leftovers } = await stack.stop();
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(leftovers).toEqual([]);
   }, 300_000);
 
   it('a worker that dies right after every start makes make start give up, say why, and exit non-zero', async () => {

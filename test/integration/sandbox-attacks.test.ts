@@ -5,7 +5,8 @@
  * them may get a secret or an outside file's content into any event, result or history; outside canaries keep
  * their content and access time; a listener on 127.0.0.1 sees no connection; nothing survives the task.
  * And the same sandbox lets real work through: files in the project, node and python3, pipes and redirects, and
- * an outside path exactly when (and as long as) the user granted it.
+ * an outside path exactly when (and as long as) the user granted it. With the session's network on, commands still
+ * never reach this machine: sandbox-network.test.ts.
  */
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
 import net from 'node:net';
@@ -18,8 +19,6 @@ import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
-import { settingsSignal } from '../../workflows/session/messages';
-import { SessionDriver } from '../support/session-driver';
 import { processesWith } from '../support/processes';
 
 const SECRETS = {
@@ -271,35 +270,6 @@ describe('the command sandbox', () => {
     expect(outputs[1]).toContain(CANARY);
     // Granted for reading only: writing it is still impossible.
     expect(readFileSync(p.canary, 'utf8')).toBe(CANARY);
-  });
-
-  it("with the session's network turned on, a command reaches a listener; the context says so", async () => {
-    const p = projectWithCanary();
-    const s = await SessionDriver.start(env, p.dir);
-    await s.handle.signal(settingsSignal, { network: 'on' });
-    await s.waitFor((e) => e.type === 'context' && e.network === 'on', 'the network turned on');
-    expect(await s.state()).toMatchObject({ network: 'on' });
-    const before = connections;
-    fake.on('route_request', { call: { route: 'task', reply: null } });
-    fake.on('write_plan', { call: plan([step('s1', 'Connect')]) });
-    fake.on('pick_tools', {
-      calls: [
-        {
-          name: 'workspace__run_command',
-          args: {
-            step_id: 's1',
-            command: `node -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(1); })"`,
-          },
-        },
-      ],
-    });
-    fake.on('compose_answer', { content: 'connected' });
-    const r = await s.submit('connect to the listener');
-    const t = await TaskDriver.attach(env, r.taskId!);
-    expect((await t.result()).status).toBe('done');
-    expect(await t.waitFor('context')).toMatchObject({ network: 'on' });
-    expect((await t.waitFor('step_finished')).summary).toContain('connected');
-    expect(connections).toBe(before + 1);
   });
 });
 

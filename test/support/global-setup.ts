@@ -44,11 +44,13 @@ export default async function globalSetup(): Promise<void> {
   // Klea's data (tool results, the workspace server's call state) of every test goes here, never into the user's
   // real data directory (runtime/data-dir.ts), whatever KLEA_DATA_DIR the shell running the tests has.
   process.env.KLEA_DATA_DIR = path.join(dir, 'data');
+  // Temporal's HTTP API: the sandbox tests check that a command cannot reach it.
+  const httpPort = await findFreePort();
   const [server, bundle] = await Promise.all([
     (async () =>
       startDevServer({
         port: await findFreePort(),
-        httpPort: await findFreePort(),
+        httpPort,
         metricsPort: await findFreePort(),
         uiPort: process.env.KLEA_TEST_UI_PORT ? Number(process.env.KLEA_TEST_UI_PORT) : null,
       }))(),
@@ -58,6 +60,7 @@ export default async function globalSetup(): Promise<void> {
   writeFileSync(bundlePath, bundle.code);
   globalThis.__KLEA_DEV_SERVER__ = server;
   process.env.KLEA_TEST_TEMPORAL_ADDRESS = server.address;
+  process.env.KLEA_TEST_TEMPORAL_HTTP_PORT = String(httpPort);
   process.env.KLEA_TEST_WORKFLOW_BUNDLE = bundlePath;
   if (server.uiUrl) process.stdout.write(`\nTemporal UI for this test run: ${server.uiUrl}\n`);
 }

@@ -60,11 +60,12 @@ describe('the bubblewrap policy', () => {
     expect(at('--tmpfs', '/home')).toBe(-1);
   });
 
-  it('shares the network and name resolution only when the session allows it', () => {
+  it("never shares the host's network, on or off; name resolution files only when the session allows it", () => {
     expect(bubblewrapArgs(policy, everything)).not.toContain('--share-net');
     expect(bubblewrapArgs(policy, everything)).not.toContain('/etc/resolv.conf');
     const on = bubblewrapArgs({ ...policy, network: true }, everything);
-    expect(on).toContain('--share-net');
+    expect(on).toContain('--unshare-all');
+    expect(on).not.toContain('--share-net');
     expect(on).toContain('/etc/resolv.conf');
   });
 });

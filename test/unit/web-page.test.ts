@@ -16,7 +16,7 @@ describe('the web page and its ES modules, served as files', () => {
     expect(res.text).not.toContain('__TEMPORAL_UI__');
   });
 
-  it.each(['/app.js', '/dom.js', '/sse.js', '/diffs.js', '/markdown.js'])(
+  it.each(['/app.js', '/dom.js', '/sse.js', '/diffs.js', '/markdown.js', '/visible.js'])(
     '%s is the file as it is, as JavaScript a browser runs as a module',
     async (file) => {
       const res = await request(app).get(file);

@@ -31,7 +31,7 @@ export interface SandboxPolicy {
   readOnly: readonly string[];
   /** Bytes the in-memory scratch space (/tmp, HOME and /dev/shm) holds in all. */
   scratchBytes: number;
-  /** The session allows the network. */
+  /** The session allows the network (name resolution files are bound; the way out is sandbox-egress.ts). */
   network: boolean;
   /** Environment of the command (already scrubbed of secrets). */
   env: Readonly<Record<string, string>>;
@@ -92,8 +92,8 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
   const args = [
     '--die-with-parent',
     '--new-session',
+    // Security: a network namespace of its own even with the network on (then only through the egress proxy).
     '--unshare-all',
-    ...(policy.network ? ['--share-net'] : []),
     '--cap-drop',
     'ALL',
     '--hostname',

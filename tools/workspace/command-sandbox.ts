@@ -1,8 +1,8 @@
 /**
  * How the workspace server starts one run_command: inside a bubblewrap sandbox (bubblewrap-policy.ts) built when
  * the command starts, from the facts as they are then (the project, the grants the call carries, the sensitive
- * files to hide, the network setting), under the process and memory caps of command-limits.ts; or, only when the
- * operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused with the reason;
+ * files to hide, the network setting: on, it reaches out through the egress proxy only, sandbox-egress.ts), under
+ * the process and memory caps of command-limits.ts; or, only when the operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused with the reason;
  * they never silently run unsandboxed.
  */
 import { randomBytes } from 'node:crypto';
@@ -12,9 +12,11 @@ import { promises as fs } from 'node:fs';
 import { NETWORK_META_KEY } from '../../common/workspace-protocol';
 import { verifiedGrants } from '../../runtime/grant-signing';
 import { probeSandbox, type SandboxProbe } from '../../runtime/sandbox-probe';
-import { bubblewrapCommand, SANDBOX_PATH, writeSandboxFiles, type SandboxFiles } from './bubblewrap-policy';
+import { bubblewrapArgs, SANDBOX_PATH, writeSandboxFiles, type SandboxFiles } from './bubblewrap-policy';
 import { commandCgroups, DEFAULT_COMMAND_LIMITS, launchWithLimits, type CommandLimits } from './command-limits';
 import type { CommandLaunch } from './commands';
+import { createEgressProxy, type EgressProxy } from './egress-proxy';
+import { egressMounts, throughEgress } from './sandbox-egress';
 import { scrubEnv } from './env';
 import type { PathGate } from './path-gate';
 import { buildSandboxView } from './sandbox-view';
@@ -28,6 +30,8 @@ export interface CommandSandboxOptions {
   bwrap?: string;
   /** The network commands get when a call does not say (a session's setting arrives per call). */
   network?: 'on' | 'off';
+  /** With the network on, the only host names commands may reach (`tools.sandbox.network_allow`). */
+  networkAllow?: readonly string[];
   limits?: Partial<CommandLimits>;
   /** Klea's own state (state dir, results, audit log, config): hidden from commands when inside the project. */
   hide?: readonly string[];
@@ -56,6 +60,20 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
   const limits = { ...DEFAULT_COMMAND_LIMITS, ...opts.limits };
   let probe: Promise<SandboxProbe> | undefined;
   let files: SandboxFiles | undefined;
+  /** The server's own directory for what sandboxes bind: its users, the empty file, the egress proxy's socket. */
+  const sandboxDir = path.join(os.tmpdir(), `klea-sandbox-${process.pid}-${randomBytes(4).toString('hex')}`);
+  let egress: Promise<{ proxy: EgressProxy; socket: string }> | undefined;
+  /** The egress proxy, started when a command first has the network on. */
+  const egressProxy = () =>
+    (egress ??= (async () => {
+      const socket = path.join(sandboxDir, 'egress.sock');
+      // Security: in the server's own directory, which no other user (and no command) can open.
+      await fs.mkdir(sandboxDir, { recursive: true, mode: 0o700 });
+      await fs.rm(socket, { force: true });
+      const proxy = createEgressProxy({ allow: opts.networkAllow });
+      await proxy.listen(socket);
+      return { proxy, socket };
+    })());
   const probed = () => (probe ??= probeSandbox(bwrap));
   const cgroups = commandCgroups(limits.maxProcesses, `cmd-${process.pid}-${randomBytes(4).toString('hex')}`);
 
@@ -74,6 +92,7 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
   return {
     async close() {
       cgroups.close();
+      if (egress) await (await egress.catch(() => null))?.proxy.close();
     },
 
     async status() {
@@ -98,9 +117,7 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         scanLimit: opts.scanLimit ?? DEFAULT_SCAN_LIMIT,
       });
       const hidden = [...view.hidden, ...(await ownEntries(root))];
-      files ??= writeSandboxFiles(
-        path.join(os.tmpdir(), `klea-sandbox-${process.pid}-${randomBytes(4).toString('hex')}`)
-      );
+      files ??= writeSandboxFiles(sandboxDir);
       const { PATH: _hostPath, HOME: _home, TMPDIR: _tmp, ...rest } = scrubEnv(process.env);
       const policy = {
         projectDir: root,
@@ -114,8 +131,13 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         env: { ...rest, PATH: SANDBOX_PATH },
         files,
       };
+      // Security: with the network on, the sandbox still has no network of its own but loopback; the only way out
+      // is the egress proxy's socket, which refuses this machine and its networks.
+      const out = network ? egressMounts((await egressProxy()).socket) : [];
+      const shell = ['/bin/sh', '-c', command];
+      const argv = [bwrap, ...bubblewrapArgs(policy), ...out, '--', ...(network ? throughEgress(shell) : shell)];
       return {
-        ...launchWithLimits(bubblewrapCommand(bwrap, policy, command), { limits, cgroup: cgroups.take() }),
+        ...launchWithLimits(argv, { limits, cgroup: cgroups.take() }),
         // Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the
         // one set inside the sandbox.
         env: { PATH: SANDBOX_PATH },

@@ -8,19 +8,21 @@
  * --grant-key-fd N (read the grant-verifying key from that file descriptor), --max-read-bytes N (read_file's size cap), --call-log FILE (one JSON line per call), --state-dir DIR (results
  * of side-effecting calls by idempotency key, so a retried call does not act twice), --max-file-mb N (the largest
  * file a tool or command may write), and for run_command's sandbox: --sandbox bwrap|none, --bwrap PATH, --network
- * on|off (default off), --max-processes N, --memory-mb N, --scan-limit N (most entries looked through for the files
- * to hide), --hide PATH (repeatable: never visible to a command).
+ * on|off (default off), --network-allow "name,*.name" (with the network on, the only host names commands may
+ * reach), --max-processes N, --memory-mb N, --scan-limit N (most entries looked through for the files to hide),
+ * --hide PATH (repeatable: never visible to a command).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { killRunningCommands } from './commands';
 import { createWorkspaceServer, type WorkspaceServerOptions } from './create-server';
+import { NetworkAllowSchema } from '../../common/network-allow';
 import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--protected "glob,glob" | --protected-pattern GLOB ...] [--own-state PATH ...] [--max-read-bytes N] [--max-file-mb N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--max-processes N] [--memory-mb N] [--scan-limit N] [--hide PATH ...]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--protected "glob,glob" | --protected-pattern GLOB ...] [--own-state PATH ...] [--max-read-bytes N] [--max-file-mb N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--network-allow "name,*.name"] [--max-processes N] [--memory-mb N] [--scan-limit N] [--hide PATH ...]\n`
   );
   process.exit(2);
 }
@@ -66,7 +68,11 @@ async function main() {
     else if (a === '--sandbox') sandbox.mode = oneOf(a, argv[++i], ['bwrap', 'none'] as const);
     else if (a === '--bwrap') sandbox.bwrap = argv[++i];
     else if (a === '--network') sandbox.network = oneOf(a, argv[++i], ['on', 'off'] as const);
-    else if (a === '--max-processes') limits.maxProcesses = positive(a, argv[++i]);
+    else if (a === '--network-allow') {
+      const allowed = NetworkAllowSchema.safeParse((argv[++i] ?? '').split(',').filter(Boolean));
+      if (!allowed.success) usage(`--network-allow: ${allowed.error.issues[0].message}`);
+      sandbox.networkAllow = allowed.data;
+    } else if (a === '--max-processes') limits.maxProcesses = positive(a, argv[++i]);
     else if (a === '--memory-mb') limits.memoryBytes = positive(a, argv[++i]) * 1024 * 1024;
     else if (a === '--hide') sandbox.hide = [...(sandbox.hide ?? []), path.resolve(argv[++i] ?? '')];
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');

@@ -14,7 +14,8 @@ export function registerRunCommand(server: McpServer, { limits, gate, handle, sa
       description:
         'Run a shell command (/bin/sh -c) in the project directory or a subdirectory: run a script or the tests, count lines (wc -l), see what code returns. Returns the exit code and the output (cut at a cap). ' +
         'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files. ' +
-        'It runs in a sandbox: only the project (and paths the user granted) exist, and the network is off unless the user turned it on.',
+        'It runs in a sandbox: only the project (and paths the user granted) exist, and the network is off unless the user turned it on; ' +
+        'then public internet hosts are reached through the proxy named by HTTP_PROXY/HTTPS_PROXY (curl, npm, pip and git use it), never this machine or its network.',
       inputSchema: {
         command: z.string().min(1).describe('the shell command line'),
         cwd: z.string().default('.').describe('working directory, relative to the project directory'),

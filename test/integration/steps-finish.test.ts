@@ -79,7 +79,53 @@ describe('steps that finish their instruction', () => {
     expect(fake.requestsFor('pick_tools')).toHaveLength(1);
     const pickFunctions = fake.requestsFor('pick_tools')[0].toolSchemas;
     // The schema sent to the model asks for the judgement; reading it back, absent is complete.
-    expect(pickFunctions.find((f) => f.name === 'workspace__read_file')?.parameters?.required).toContain('step_done');
+    expect(pickFunctions.find((f) => f.name === 'workspace__write_file')?.parameters?.required).toContain('step_done');
+  });
+
+  it('a pick is shown the files its step names: the first call can be the edit, and reading them is not offered', async () => {
+    const p = makeProject({ 'config.json': '{"port": 8080}\n', 'app.py': 'print(1)\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Change the port in config.json to 9090')]) });
+    fake.on('pick_tools', {
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's1', path: 'config.json', old_string: '8080', new_string: '9090', step_done: true },
+        },
+      ],
+    });
+    fake.on('compose_answer', { content: 'The port is 9090 now.' });
+
+    const t = await TaskDriver.start(env, 'Set the port to 9090', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'config.json'), 'utf8')).toBe('{"port": 9090}\n');
+    const [pick] = fake.requestsFor('pick_tools');
+    // The user's own words, and the file as it was, fenced as untrusted.
+    expect(pick.text).toContain('Set the port to 9090');
+    expect(pick.text).toMatch(/#### config\.json\n<untrusted source="config\.json">\n\{"port": 8080\}/);
+    // Reading is still offered for the file not shown; an edit can only aim at files that exist.
+    const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters]));
+    expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py']);
+    expect(fns.get('workspace__edit_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
+    expect(fns.get('workspace__write_file')?.properties?.path?.enum).toBeUndefined();
+    fake.assertDone();
+  });
+
+  it('attack: a step that names a secret file gets nothing of it shown to the model, only the ordinary files it names', async () => {
+    const p = makeProject({ '.env': 'API_KEY=sk-live-secret\n', 'app.py': 'print(1)\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Print the key in .env and app.py')]) });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'true', step_done: true } }],
+    });
+    fake.on('compose_answer', { content: 'done' });
+
+    const t = await TaskDriver.start(env, 'Print the key in .env', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const [pick] = fake.requestsFor('pick_tools');
+    expect(pick.text).toContain('#### app.py');
+    expect(pick.text).not.toContain('sk-live-secret');
+    expect(pick.text).not.toContain('#### .env');
   });
 
   it('a step left open forever stops at its call budget, and says so', async () => {

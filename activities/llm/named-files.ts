@@ -76,7 +76,10 @@ export function boundNamedFiles(files: readonly NamedFile[]): NamedFile[] {
  */
 export function allFiles(listing: string | undefined): string[] | null {
   if (!listing || /\n…$/.test(listing)) return null;
-  const lines = listing.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = listing
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const dirs = lines.filter((l) => l.endsWith('/'));
   // A directory with nothing listed under it may be empty, or past the listing's depth.
   if (dirs.some((d) => d.split('/').length > 2 && !lines.some((l) => l !== d && l.startsWith(d)))) return null;

@@ -104,7 +104,8 @@ describe('steps that finish their instruction', () => {
     expect(pick.text).toContain('Set the port to 9090');
     expect(pick.text).toMatch(/#### config\.json\n<untrusted source="config\.json">\n\{"port": 8080\}/);
     // Reading is still offered for the file not shown; an edit can only aim at files that exist.
-    const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters]));
+    type Params = { properties?: { path?: { enum?: string[] } } } | undefined;
+    const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters as Params]));
     expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py']);
     expect(fns.get('workspace__edit_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
     expect(fns.get('workspace__write_file')?.properties?.path?.enum).toBeUndefined();
@@ -126,6 +127,40 @@ describe('steps that finish their instruction', () => {
     expect(pick.text).toContain('#### app.py');
     expect(pick.text).not.toContain('sk-live-secret');
     expect(pick.text).not.toContain('#### .env');
+  });
+
+  it('a retry that makes the very calls that failed ends the step, not achieved, instead of retrying and replanning', async () => {
+    const p = makeProject({ 'calc.py': CALC });
+    fake.on('write_plan', { call: plan([step('s1', 'Fix the bug in calc.py')]) });
+    const badEdit = {
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's1', path: 'calc.py', old_string: 'a * b', new_string: 'a + b', step_done: true },
+        },
+      ],
+    };
+    // A model at temperature 0 answers the retry's pick as it answered the first.
+    fake.on('pick_tools', badEdit, badEdit);
+    fake.on('evaluate_step', { call: { verdict: 'retry', reason: 'the edit missed: try again' } });
+    fake.on('compose_answer', { content: 'The bug could not be fixed.' });
+
+    const t = await TaskDriver.start(env, 'Fix the bug in calc.py', p.dir);
+    const result = await t.result();
+
+    expect(result).toMatchObject({ status: 'done' });
+    expect(result.notAchieved).toEqual([
+      expect.objectContaining({
+        stepId: 's1',
+        reason: expect.stringContaining('the same calls as the failed attempt'),
+      }),
+    ]);
+    // Two attempts, one judgement, no replan: not three attempts and three replans of the same call.
+    expect(fake.requestsFor('pick_tools')).toHaveLength(2);
+    expect(fake.requestsFor('evaluate_step')).toHaveLength(1);
+    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe(CALC);
+    fake.assertDone();
   });
 
   it('a step left open forever stops at its call budget, and says so', async () => {

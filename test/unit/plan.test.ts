@@ -121,6 +121,28 @@ describe('plan graph', () => {
 
 describe('triage', () => {
   const base: TriageInput = { noTool: null, calls: [], attempts: 1, maxAttempts: 3, replansLeft: 2 };
+
+  it('an attempt that repeats a failed one ends its step, not achieved, rather than retry or replan again', () => {
+    const failed = { ...base, calls: [{ tool: 'e', status: 'failed' as const, text: 'not found' }] };
+    expect(triage({ ...failed, repeatsFailedAttempt: true })).toMatchObject({
+      outcome: 'move_on',
+      ok: false,
+      reason: expect.stringContaining('the same calls as the failed attempt before it'),
+    });
+    expect(triage({ ...base, noTool: 'x', repeatsFailedAttempt: true })).toMatchObject({ outcome: 'move_on' });
+    const errored = {
+      ...base,
+      calls: [{ tool: 'e', status: 'error' as const, text: 'x' }],
+      repeatsFailedAttempt: true,
+    };
+    expect(triage(errored)).toMatchObject({ outcome: 'move_on', ok: false });
+    // A success is a success, repeated or not.
+    expect(triage({ ...base, calls: [{ tool: 't', status: 'ok', text: '' }], repeatsFailedAttempt: true })).toEqual({
+      outcome: 'move_on',
+      ok: true,
+      reason: 'succeeded',
+    });
+  });
   it('success moves on', () => {
     expect(triage({ ...base, calls: [{ tool: 't', status: 'ok', text: 'fine' }] })).toEqual({
       outcome: 'move_on',

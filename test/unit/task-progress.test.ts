@@ -83,7 +83,7 @@ describe('plan progress', () => {
     expect(event).toMatchObject({ status: 'retry', outcome: 'retry', reason: 'server died' });
     expect(p.previousFailure('s1')).toBe('server died');
     expect(again).toEqual({ type: 'step_started', stepId: 's1', title: 'step s1', attempt: 2 });
-    expect(p.triageInput('s1', null, []).attempts).toBe(2);
+    expect(p.triageInput(s, null, []).attempts).toBe(2);
   });
 
   it('only the first replan asked for in a round is done, and each replan uses one of the task budget', () => {
@@ -96,7 +96,20 @@ describe('plan progress', () => {
 
     expect(reason).toBe('step s1 (step s1): no tool reads PDFs');
     expect(p.takeReplan()).toBeNull();
-    expect(p.triageInput('s1', null, []).replansLeft).toBe(MAX_REPLANS - 1);
+    expect(p.triageInput(plan([step('s1')]).steps[0], null, []).replansLeft).toBe(MAX_REPLANS - 1);
+  });
+
+  it('an attempt that makes the very calls of a failed one at the same instruction is told so; other calls are not', () => {
+    const p = new PlanProgress();
+    p.adopt(plan([step('s1')]));
+    const s = started(p, 's1');
+    const calls = JSON.stringify([['workspace__edit_file', { path: 'a.py', old_string: 'x', new_string: 'y' }]]);
+    p.settle(s, { outcome: 'retry', reason: 'old_string not found' }, [], '', calls);
+    p.start(s);
+
+    expect(p.triageInput(s, null, [], calls).repeatsFailedAttempt).toBe(true);
+    expect(p.triageInput(s, null, [], JSON.stringify([])).repeatsFailedAttempt).toBeUndefined();
+    expect(p.triageInput(s, null, []).repeatsFailedAttempt).toBeUndefined();
   });
 
   it('a step waiting for the evaluator is not settled yet', () => {

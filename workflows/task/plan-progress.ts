@@ -31,6 +31,8 @@ export class PlanProgress {
   private readonly fullResults = new Map<string, string>();
   /** Why a step's last attempt failed, for the picker's next attempt. */
   private readonly failures = new Map<string, string>();
+  /** The calls (tools and arguments) of the last failed attempt at each instruction. */
+  private readonly failedCalls = new Map<string, string>();
   /** Why a finished step did not achieve its instruction (it failed). */
   private readonly missed = new Map<string, string>();
   /** Steps whose after-step review has been held (each is reviewed once). */
@@ -98,13 +100,16 @@ export class PlanProgress {
   }
 
   /** What triage needs to decide on a step's attempt, with the budgets left. */
-  triageInput(stepId: string, noTool: string | null, calls: CallOutcome[]): TriageInput {
+  triageInput(s: PlanStep, noTool: string | null, calls: CallOutcome[], madeCalls?: string): TriageInput {
     return {
       noTool,
       calls,
-      attempts: this.step(stepId).attempts,
+      attempts: this.step(s.id).attempts,
       maxAttempts: MAX_STEP_ATTEMPTS,
       replansLeft: MAX_REPLANS - this.replansUsed,
+      ...(madeCalls !== undefined && this.failedCalls.get(s.instruction) === madeCalls
+        ? { repeatsFailedAttempt: true }
+        : {}),
     };
   }
 
@@ -113,7 +118,7 @@ export class PlanProgress {
    * asked for in a round is the one done), anything else finishes it with its result. Null for `evaluate`, which
    * the caller resolves with the evaluator first.
    */
-  settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string): StepFinished | null {
+  settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string, madeCalls?: string): StepFinished | null {
     const st = this.step(s.id);
     const callView = calls.map((c) => ({ tool: c.tool, status: c.status }));
     // What the attempt's writes and edits changed, as unified diffs.
@@ -121,6 +126,7 @@ export class PlanProgress {
     const changed = changes.length ? { changes } : {};
     if (d.outcome === 'retry' || d.outcome === 'replan') {
       this.failures.set(s.id, d.reason);
+      if (madeCalls !== undefined) this.failedCalls.set(s.instruction, madeCalls);
       st.status = 'pending';
       if (d.outcome === 'replan') this.replanReason ??= `step ${s.id} (${s.title}): ${d.reason}`;
       return {

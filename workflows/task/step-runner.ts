@@ -159,14 +159,17 @@ export class StepRunner {
       running = this.dispatch({ calls: kept.map((k) => k.call), guarded: kept.map((k) => k.guarded) }, files, round);
     }
     const result = stepToolResult(s.id, made, noSuitable);
-    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound);
+    // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
+    const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
+    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls);
     const d = decided instanceof Promise ? await decided : decided;
     this.settle(
       s,
       d,
       made.map((m) => m.outcome),
       result.text,
-      [...result.repairs, ...repairs]
+      [...result.repairs, ...repairs],
+      madeCalls
     );
   }
 
@@ -277,8 +280,13 @@ export class StepRunner {
   }
 
   /** Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for. */
-  private decide(s: PlanStep, noTool: string | null, calls: CallOutcome[]): TriageDecision | Promise<TriageDecision> {
-    const tin = this.task.progress.triageInput(s.id, noTool, calls);
+  private decide(
+    s: PlanStep,
+    noTool: string | null,
+    calls: CallOutcome[],
+    madeCalls?: string
+  ): TriageDecision | Promise<TriageDecision> {
+    const tin = this.task.progress.triageInput(s, noTool, calls, madeCalls);
     const d = triage(tin);
     return d.outcome === 'evaluate' ? this.evaluate(s, calls, tin) : d;
   }
@@ -301,8 +309,15 @@ export class StepRunner {
     this.task.log.emit(this.task.progress.start(s));
   }
 
-  private settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string, repairs: string[] = []): void {
-    const finished = this.task.progress.settle(s, d, calls, text);
+  private settle(
+    s: PlanStep,
+    d: TriageDecision,
+    calls: CallOutcome[],
+    text: string,
+    repairs: string[] = [],
+    madeCalls?: string
+  ): void {
+    const finished = this.task.progress.settle(s, d, calls, text, madeCalls);
     if (finished)
       this.task.log.emit({
         ...finished,

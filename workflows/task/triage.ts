@@ -21,6 +21,11 @@ export interface TriageInput {
   attempts: number;
   maxAttempts: number;
   replansLeft: number;
+  /**
+   * This attempt made the very calls (tools and arguments) of an earlier failed attempt at the same instruction.
+   * A model at temperature 0 asked again answers the same way: another retry or replan would only repeat them.
+   */
+  repeatsFailedAttempt?: boolean;
 }
 
 export type TriageDecision =
@@ -35,6 +40,21 @@ const replanOr = (input: TriageInput, reason: string): TriageDecision =>
     : { outcome: 'move_on', ok: false, reason: `${reason} (no replans left)` };
 
 export function triage(input: TriageInput): TriageDecision {
+  const d = firstTriage(input);
+  return input.repeatsFailedAttempt ? noProgress(d) : d;
+}
+
+/** A decision to try again, for an attempt that repeated a failed one: the step ends, not achieved. */
+function noProgress(d: TriageDecision): TriageDecision {
+  if (d.outcome === 'move_on') return d;
+  return {
+    outcome: 'move_on',
+    ok: false,
+    reason: `${d.reason} (the same calls as the failed attempt before it: trying again would repeat them)`,
+  };
+}
+
+function firstTriage(input: TriageInput): TriageDecision {
   if (input.noTool !== null) return replanOr(input, `no suitable tool: ${input.noTool}`);
 
   const by = (s: CallStatus) => input.calls.filter((c) => c.status === s);

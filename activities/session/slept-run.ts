@@ -24,6 +24,9 @@ export async function sleptSessionGrants(input: { workflowId: string; runId: str
     );
   const slept = SessionSleepSchema.safeParse(await handle.result());
   if (!slept.success)
-    throw ApplicationFailure.nonRetryable(`run ${input.runId} did not return what a sleeping session does`, Failure.GrantsIgnored);
+    throw ApplicationFailure.nonRetryable(
+      `run ${input.runId} did not return what a sleeping session does`,
+      Failure.GrantsIgnored
+    );
   return { grants: slept.data.carry.grants, grantCounter: slept.data.carry.grantCounter };
 }

@@ -101,7 +101,13 @@ describe('session state', () => {
 
   it('a revoked grant is gone, and grant ids are never reused, across runs too', () => {
     const session = new Session(input());
-    session.addGrants([{ path: '/a', op: 'read' }, { path: '/b', op: 'write' }], NOW);
+    session.addGrants(
+      [
+        { path: '/a', op: 'read' },
+        { path: '/b', op: 'write' },
+      ],
+      NOW
+    );
 
     expect(session.revokeGrant('g1')?.path).toBe('/a');
     expect(session.revokeGrant('g1')).toBeUndefined();

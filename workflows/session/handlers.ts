@@ -58,24 +58,29 @@ export function setSessionHandlers(session: Session): void {
     if (added.length) log.emit(session.grantsEvent('granted', added));
   });
 
+  const noSuchGrant = (grantId: string) => {
+    const held = session.grants.map((g) => g.id).join(', ') || 'none';
+    return ApplicationFailure.nonRetryable(
+      `session "${input.sessionId}" holds no grant "${grantId}" (it holds: ${held})`,
+      Failure.GrantNotFound
+    );
+  };
+
   setHandler(
     revokeGrantUpdate,
-    (request) => {
-      const revoked = session.revokeGrant(request.grantId)!;
+    async (request) => {
+      // A run that woke reads its grants from the run that slept before it knows which it holds.
+      await condition(() => session.grantsKnown);
+      const revoked = session.revokeGrant(request.grantId);
+      if (!revoked) throw noSuchGrant(request.grantId);
       log.emit(session.grantsEvent('revoked', [revoked]));
       return { revoked };
     },
     {
       validator: (request) => {
         const { grantId } = parseOrThrow(RevokeGrantRequestSchema, 'invalid grant', request, 'grant');
-        // Refused before it reaches history: the API answers 404 naming the grants the session does hold.
-        if (!session.grants.some((g) => g.id === grantId)) {
-          const held = session.grants.map((g) => g.id).join(', ') || 'none';
-          throw ApplicationFailure.nonRetryable(
-            `session "${input.sessionId}" holds no grant "${grantId}" (it holds: ${held})`,
-            Failure.GrantNotFound
-          );
-        }
+        // Refused before it reaches history when the grants are known: the API answers 404 naming those held.
+        if (session.grantsKnown && !session.grants.some((g) => g.id === grantId)) throw noSuchGrant(grantId);
       },
     }
   );

@@ -40,6 +40,8 @@ export class Session {
   /** Grants made for the session, each with its id and expiry (grants.ts keeps the rules). */
   grants: HeldGrant[];
   private grantCounter: number;
+  /** False while a woken run reads its grants from the run that slept. */
+  grantsKnown = true;
   /** Set once the run has gone to sleep: the `state` query of the closed run says so. */
   sleeping = false;
   readonly memory: SessionMemory;
@@ -134,6 +136,7 @@ export class Session {
   restoreGrants(grants: readonly HeldGrant[], counter: number): void {
     this.grants = [...grants];
     this.grantCounter = Math.max(this.grantCounter, counter);
+    this.grantsKnown = true;
   }
 
   /** Drops the grants that have lapsed by `now`; returns them. */

@@ -55,6 +55,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
       code: Failure.GrantsIgnored,
       message: 'the grants in the input were ignored: a session takes grants over only from its own earlier run',
     });
+  if (wakeFrom) session.grantsKnown = false;
   const runner = new MessageRunner(session);
   setSessionHandlers(session);
 
@@ -72,9 +73,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
     log.emit(session.contextEvent());
   }
   if (wakeFrom) {
-    const slept = await sessionRuns.sleptSessionGrants.executeWithOptions({ summary: 'wake: the grants it slept with' }, [
-      { workflowId: workflowInfo().workflowId, runId: wakeFrom },
-    ]);
+    const slept = await sessionRuns.sleptSessionGrants.executeWithOptions(
+      { summary: 'wake: the grants it slept with' },
+      [{ workflowId: workflowInfo().workflowId, runId: wakeFrom }]
+    );
     session.restoreGrants(slept.grants, slept.grantCounter);
   }
   dropLapsedGrants();

@@ -23,6 +23,8 @@ export interface DevServerOptions {
   detached?: boolean;
   /** Where the Web UI sends payloads to be decoded (Klea's API's /codec, when payloads are encrypted). */
   uiCodecEndpoint?: string;
+  /** How long the namespace keeps closed runs, in days (the dev server's own default is one day). */
+  retentionDays?: number;
 }
 
 export interface DevServer {
@@ -85,6 +87,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       try {
         await conn.workflowService.describeNamespace({ namespace: opts.namespace ?? 'default' });
         await ensureSearchAttributes(conn, opts.namespace ?? 'default');
+        if (opts.retentionDays)
+          await conn.workflowService.updateNamespace({
+            namespace: opts.namespace ?? 'default',
+            // protobufjs takes a number where its types say Long.
+            config: { workflowExecutionRetentionTtl: { seconds: (opts.retentionDays * 86_400) as never } },
+          });
       } finally {
         await conn.close();
       }

@@ -23,6 +23,7 @@ import type { McpPool } from './mcp/pool';
 import { createToolActivities } from './mcp/tools';
 import { requireAllowedProject } from './project/allowed';
 import { ProjectContextReader } from './project/context';
+import { sleptSessionGrants } from './session/slept-run';
 
 /** Files that tell what a project is and how it is built and tested. */
 const INIT_FILES = [
@@ -230,6 +231,8 @@ export function createActivities(deps: ActivityDeps) {
      * `/init`: looks at the project through the workspace server's read-only tools, has the `init_project` node
      * write the guidance, and writes AGENTS.md through the workspace server (so the write is confined and audited).
      */
+    sleptSessionGrants,
+
     async initProject(input: { projectDir: string }): Promise<{ path: string; bytes: number; usage: ModelUsage }> {
       const call = (tool: string, args: Record<string, unknown>) =>
         tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args });

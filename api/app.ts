@@ -22,6 +22,7 @@ import { inboxRoutes } from './routes/inbox';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
 import { sessionStarter } from './session-start';
+import { sessionWaker } from './session-wake';
 import { runUrlFor } from './targets';
 import { TemporalCalls } from './temporal-calls';
 import { webAssets, webPageRoute } from './web';
@@ -75,6 +76,7 @@ export function createApp({
   });
   const resolveProjectDir = projectDirResolver(config);
   const sessions = sessionStarter({ calls, config, resolveProjectDir });
+  const waker = sessionWaker({ calls, sessions });
   const runUrl = runUrlFor(uiUrl, namespace);
 
   const routes: RouteSpec[] = [
@@ -87,8 +89,8 @@ export function createApp({
       responses: { 200: { description: 'the OpenAPI document' } },
       handler: () => openapi,
     }),
-    ...sessionRoutes({ calls, sessions, runUrl, feeds }),
-    ...taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }),
+    ...sessionRoutes({ calls, sessions, waker, runUrl, feeds }),
+    ...taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, feeds }),
     ...inboxRoutes({ calls, runUrl }),
     webPageRoute({ uiUrl, namespace }),
     ...codec.routes,

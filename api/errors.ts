@@ -21,6 +21,8 @@ export class ApiError extends Error {
 export const badRequest = (message: string, details?: unknown) =>
   new ApiError(400, 'invalid_request', message, details);
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
+/** 410: it existed, and Temporal no longer keeps it (past the namespace's retention). */
+export const gone = (message: string, details?: unknown) => new ApiError(410, 'gone', message, details);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, 'conflict', message, details);
 /** 503: worth retrying later (every 503 carries `Retry-After`). */
 export const unavailable = (

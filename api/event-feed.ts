@@ -11,7 +11,9 @@
  *   for the user (its last event asks for a review, answers or a permission). A decision, cancel or message this
  *   API sends wakes the feed at once.
  * - A finished run (a task's final `status` event, or the run closed) is read once more for its last events and
- *   never asked again: its events are served from memory, and its streams end after the last one.
+ *   never asked again: its events are served from memory, and its streams end after the last one. A session whose
+ *   run completed is asleep, not finished: the next message wakes it in a new run that continues its events, so its
+ *   feed keeps describing it (slowly, since nothing changes until then).
  *
  * Feeds are kept in a bounded LRU; one nobody streams may be dropped and is rebuilt on demand. Events carry their
  * `seq`, so what a client gets after `after` is gap-free and exactly once whichever feed (or API process) serves it.
@@ -158,7 +160,9 @@ export class EventFeed {
     if (this.done) return;
     const desc = await this.calls.describe(this.source.target);
     const at = `${desc.runId}:${desc.historyLength}`;
-    const closed = desc.status.name !== 'RUNNING';
+    // A session's completed run went to sleep: a later run may continue its log.
+    const asleep = !this.source.endsWithStatus && desc.status.name === 'COMPLETED';
+    const closed = desc.status.name !== 'RUNNING' && !asleep;
     if (at === this.seenAt) {
       // Unchanged since the last query, which therefore saw every event the run has.
       if (closed) this.finish();

@@ -57,6 +57,9 @@ export function requestGuard(config: Pick<Config, 'api' | 'temporal'>): RequestH
         );
     }
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    // Security: a DELETE cannot come from a form and always needs a CORS preflight, so one without a body needs no type.
+    const bodiless = req.headers['content-length'] === undefined || req.headers['content-length'] === '0';
+    if (req.method === 'DELETE' && bodiless && !req.headers['transfer-encoding']) return next();
     if (type !== 'application/json')
       return next(
         new ApiError(

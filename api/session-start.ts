@@ -1,24 +1,31 @@
 /**
  * Starting a session's workflow, for POST /sessions and for POST /tasks without a session: the input filled in
- * from the config's defaults, and the project directory checked against the allowed roots.
+ * from the config's defaults, and the project directory checked against the allowed roots. Waking a session that
+ * went to sleep starts its workflow again, on the same id, from what its last run returned.
  */
 import { randomUUID } from 'node:crypto';
+import type { WorkflowStartOptions } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CreateSessionRequestSchema } from '../common/api';
-import type { Config } from '../common/config';
+import type { Config, Mode } from '../common/config';
 import { KleaMode, KleaSessionId } from '../common/search-attributes';
-import type { SessionInput } from '../common/session';
+import type { SessionInput, SessionSleep } from '../common/session';
+import type { sessionWorkflow } from '../workflows';
 import { type ApiError, unavailable } from './errors';
 import type { ProjectDirResolver } from './projects';
-import { sessionTarget, sessionWorkflowId } from './targets';
+import { newSessionId, sessionTarget, sessionWorkflowId } from './targets';
 import type { TemporalCalls } from './temporal-calls';
 
 /** The session settings a request may choose (POST /tasks carries them beside its prompt). */
 export type SessionRequest = z.output<typeof CreateSessionRequestSchema>;
 
+export type SessionStartOptions = WorkflowStartOptions<typeof sessionWorkflow>;
+
 export interface SessionStarter {
   /** Starts the session's workflow; returns the session id. */
   start(body: SessionRequest, sessionId?: string): Promise<string>;
+  /** How to start the run that wakes a session whose run `runId` went to sleep with `slept`. */
+  wakeOptions(slept: SessionSleep, runId: string): SessionStartOptions;
   /**
    * A session this request started, whose task no worker took in time: stopped, so that neither it nor the task
    * Temporal still holds for it starts later, after the caller was told it failed.
@@ -32,8 +39,34 @@ export function sessionStarter(deps: {
   resolveProjectDir: ProjectDirResolver;
 }): SessionStarter {
   const { calls, config, resolveProjectDir } = deps;
+
+  /** The operator's settings every run of a session takes from the config in force when it starts. */
+  const runSettings = () => ({
+    memory: {
+      summarisationThresholdChars: config.general.memory.summarisation_threshold_chars,
+      numHistoryChars: config.general.memory.num_history_chars,
+    },
+    routeTimeoutMs: config.model.route_timeout_ms,
+    maxTokensPerTask: config.model.max_tokens_per_task,
+    maxCallsPerStep: config.limits.max_calls_per_step,
+    idleCloseMs: config.session.idle_close_ms,
+    grantTtlMs: config.permissions.session_grant_ttl_ms,
+  });
+
+  const startOptions = (sessionId: string, input: SessionInput, mode: Mode): SessionStartOptions => ({
+    taskQueue: config.temporal.task_queue,
+    workflowId: sessionWorkflowId(sessionId),
+    args: [input],
+    staticSummary: `chat session ${sessionId}`,
+    staticDetails: `project ${input.projectDir}`,
+    typedSearchAttributes: [
+      { key: KleaSessionId, value: sessionId },
+      { key: KleaMode, value: mode },
+    ],
+  });
+
   return {
-    async start(body, sessionId = `s-${randomUUID().slice(0, 8)}`) {
+    async start(body, sessionId = newSessionId(randomUUID())) {
       const projectDir = resolveProjectDir(body.projectDir);
       const mode = body.mode ?? config.general.mode;
       const input: SessionInput = {
@@ -43,26 +76,16 @@ export function sessionStarter(deps: {
         toolAccess: body.toolAccess ?? config.general.tool_access,
         network: body.network ?? config.tools.sandbox.network,
         review: body.review ?? config.general.review,
-        memory: {
-          summarisationThresholdChars: config.general.memory.summarisation_threshold_chars,
-          numHistoryChars: config.general.memory.num_history_chars,
-        },
-        routeTimeoutMs: config.model.route_timeout_ms,
-        maxTokensPerTask: config.model.max_tokens_per_task,
-        maxCallsPerStep: config.limits.max_calls_per_step,
+        ...runSettings(),
       };
-      await calls.start(sessionTarget(sessionId), 'sessionWorkflow', {
-        taskQueue: config.temporal.task_queue,
-        workflowId: sessionWorkflowId(sessionId),
-        args: [input],
-        staticSummary: `chat session ${sessionId}`,
-        staticDetails: `project ${projectDir}`,
-        typedSearchAttributes: [
-          { key: KleaSessionId, value: sessionId },
-          { key: KleaMode, value: mode },
-        ],
-      });
+      await calls.start(sessionTarget(sessionId), 'sessionWorkflow', startOptions(sessionId, input, mode));
       return sessionId;
+    },
+
+    wakeOptions(slept, runId) {
+      const { sessionId, projectDir, carry } = slept;
+      const input: SessionInput = { sessionId, projectDir, ...runSettings(), carry, wakeFrom: runId };
+      return startOptions(sessionId, input, carry.mode);
     },
 
     async abandon(sessionId, cause) {

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  WithStartWorkflowOperation,
   WorkflowUpdateStage,
   type Client,
   type QueryDefinition,
@@ -57,6 +58,12 @@ const POLLER_FRESH_MS = 90_000;
 
 /** Pause between sends of an update whose workflow task failed (see `updateNotApplied`). */
 const UPDATE_RETRY_DELAY_MS = 100;
+
+/** How to start a workflow that an update or signal wakes (update-with-start, signal-with-start). */
+export interface WakeStart {
+  workflowType: WorkflowName;
+  options: WorkflowStartOptions<Workflows[WorkflowName]>;
+}
 
 /** One run as Temporal's visibility lists it. */
 export interface ListedRun {
@@ -201,6 +208,86 @@ export class TemporalCalls {
     }
   }
 
+  /** Whether `runId` is the latest run of `workflowId` (true when that cannot be told now: it is listed). */
+  async isLatestRun(workflowId: string, runId: string): Promise<boolean> {
+    try {
+      const desc = await this.within(this.callTimeoutMs, () => this.client.workflow.getHandle(workflowId).describe());
+      return desc.runId === runId;
+    } catch {
+      return true;
+    }
+  }
+
+  /** What a closed run returned (a session that went to sleep: everything it carries). */
+  result(target: Target, runId: string): Promise<unknown> {
+    return this.run(target, { kind: 'describe' }, () =>
+      this.client.workflow.getHandle(target.workflowId, runId, { followRuns: false }).result()
+    );
+  }
+
+  private retention: { ms: number | undefined; at: number } | null = null;
+
+  /** How long the namespace keeps closed runs (ms), asked at most once a minute; undefined when it cannot be asked. */
+  async retentionMs(): Promise<number | undefined> {
+    if (this.retention && Date.now() - this.retention.at < 60_000) return this.retention.ms;
+    try {
+      const res = await this.within(this.callTimeoutMs, () =>
+        this.client.workflowService.describeNamespace({ namespace: this.namespace })
+      );
+      const ttl = res.config?.workflowExecutionRetentionTtl;
+      const ms = ttl ? Number(ttl.seconds ?? 0) * 1000 + Math.floor((ttl.nanos ?? 0) / 1e6) : undefined;
+      this.retention = { ms, at: Date.now() };
+      return ms;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * An update that starts the workflow first when no run of it is open (update-with-start, one round trip): the
+   * run `start` describes is started unless one is running, in which case that one takes the update. Two callers
+   * doing this at once get one run, which takes both updates.
+   */
+  async updateWithStart<Ret, Arg>(
+    target: Target,
+    def: UpdateDefinition<Ret, [Arg]>,
+    arg: Arg,
+    opts: { noun: string },
+    start: WakeStart
+  ): Promise<Ret> {
+    await this.requireWorker(opts.noun);
+    const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
+    try {
+      return await this.within(this.acceptTimeoutMs, async () => {
+        const startWorkflowOperation = new WithStartWorkflowOperation<Workflows[WorkflowName]>(start.workflowType, {
+          ...(start.options as WorkflowStartOptions<Workflows[WorkflowName]>),
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        });
+        const accepted = await this.client.workflow.startUpdateWithStart(def, {
+          args: [arg],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+          startWorkflowOperation,
+        });
+        return accepted;
+      }).then((accepted) => accepted.result());
+    } catch (err) {
+      throw await this.toApiError(err, target, call);
+    }
+  }
+
+  /** A signal that starts the workflow first when no run of it is open (signal-with-start). */
+  async signalWithStart<Arg>(target: Target, def: SignalDefinition<[Arg]>, arg: Arg, start: WakeStart): Promise<void> {
+    await this.run(target, { kind: 'signal', name: def.name }, () =>
+      this.client.workflow.signalWithStart<Workflows[WorkflowName], [Arg]>(start.workflowType, {
+        ...(start.options as unknown as WorkflowStartOptions<Workflows[WorkflowName]>),
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        signal: def,
+        signalArgs: [arg],
+      })
+    );
+  }
+
   async terminate(target: Target, reason: string): Promise<void> {
     await this.run(target, { kind: 'terminate' }, () => this.handle(target).terminate(reason));
   }
@@ -289,6 +376,7 @@ export class TemporalCalls {
       acceptTimeoutMs: this.acceptTimeoutMs,
       describe: (t) => this.within(this.callTimeoutMs, () => this.handle(t).describe()),
       workerPresence: () => this.workerPresence(),
+      retentionMs: () => this.retentionMs(),
     });
   }
 }

@@ -20,12 +20,15 @@ import {
 } from '@temporalio/client';
 import { KleaStatus } from '../common/search-attributes';
 import { PayloadKeyError } from '../runtime/payload-codec';
-import { ApiError, conflict, modelError, notFound, unavailable } from './errors';
+import { ApiError, conflict, gone, modelError, notFound, unavailable } from './errors';
+import { Failure } from '../common/failures';
 
 /** A workflow as a route addresses it: `what` names it for people (`task "task-s-1-1"`). */
 export interface Target {
   what: string;
   workflowId: string;
+  /** When its session was made (ms), when its id says: one Temporal no longer has may have outlived retention. */
+  bornAt?: number;
 }
 
 /** The call that failed, as its error names it. */
@@ -47,6 +50,8 @@ export interface FailureContext {
   describe(target: Target): Promise<WorkflowExecutionDescription>;
   /** Workers polling the task queue; throws when Temporal cannot be asked. */
   workerPresence(): Promise<{ pollers: number }>;
+  /** How long the namespace keeps a closed run (ms); undefined when it cannot be asked now. */
+  retentionMs(): Promise<number | undefined>;
 }
 
 /** gRPC status codes (the client does not re-export grpc-js's enum). */
@@ -134,6 +139,7 @@ export async function toApiError(
   }
   if (err instanceof WorkflowUpdateFailedError) {
     const reason = (err.cause as Error | undefined)?.message ?? err.message;
+    if ((err.cause as { type?: string } | undefined)?.type === Failure.GrantNotFound) return notFound(reason);
     if (/^No registered handler for update: /.test(reason)) {
       return notFound(`no ${what}: workflow "${target?.workflowId}" has no "${call.name}" update`);
     }
@@ -142,7 +148,7 @@ export async function toApiError(
     return model ?? conflict(reason);
   }
   if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC.NOT_FOUND || isClosed(err)) {
-    if (!target || !isClosed(err)) return notFound(`no ${what}`);
+    if (!target || !isClosed(err)) return (target && (await pastRetention(target, ctx))) ?? notFound(`no ${what}`);
     try {
       return endedConflict(target, await ctx.describe(target));
     } catch {
@@ -162,6 +168,23 @@ export async function toApiError(
   if (timedOut && (call.kind === 'query' || call.kind === 'update')) return whyNoAnswer(call, ctx);
   if (timedOut || code === GRPC.UNAVAILABLE || code === GRPC.RESOURCE_EXHAUSTED) return temporalUnavailable(ctx);
   return err;
+}
+
+/**
+ * 410 for a session or task Temporal no longer has although its id says it was made longer ago than the namespace
+ * keeps closed runs: it ran and was removed. (An id made up with an old date is answered 410 too: there is no
+ * telling it apart.) Undefined when the id does not say when, or it was made within retention.
+ */
+async function pastRetention(target: Target, ctx: FailureContext): Promise<ApiError | undefined> {
+  if (target.bornAt === undefined) return undefined;
+  const retention = await ctx.retentionMs().catch(() => undefined);
+  if (retention === undefined || Date.now() - target.bornAt <= retention) return undefined;
+  const days = Math.round((retention / 86_400_000) * 10) / 10;
+  return gone(
+    `${target.what} is no longer kept: Temporal keeps a closed session or task for ${days} day(s) after it ends ` +
+      '(the namespace retention), and this one ended longer ago than that',
+    { retentionDays: days }
+  );
 }
 
 function temporalUnavailable(ctx: Pick<FailureContext, 'address' | 'namespace'>): ApiError {

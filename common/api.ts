@@ -8,7 +8,14 @@ import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from 
 import { EventTypeSchema, TASK_STATUSES, TaskStatusSchema } from './events';
 import { CallUsageSchema } from './model-protocol';
 import { SettingsSchema, SubmitRequestSchema, SubmitResultSchema } from './session';
-import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema, TaskStateSchema } from './task';
+import {
+  CancelSchema,
+  ClarifySchema,
+  HeldGrantSchema,
+  PermissionDecisionSchema,
+  ReviewDecisionSchema,
+  TaskStateSchema,
+} from './task';
 
 export const ErrorResponseSchema = z.object({
   error: z.object({
@@ -110,6 +117,14 @@ export const SessionStateResponseSchema = z
     mode: ModeSchema,
     toolAccess: ToolAccessSchema,
     network: NetworkSchema,
+    status: z
+      .enum(['running', 'sleeping'])
+      .describe(
+        'sleeping: idle for session.idle_close_ms, its run completed; the next message, setting or command wakes it'
+      ),
+    grants: z
+      .array(HeldGrantSchema)
+      .describe('paths allowed for the session: each with its id (to revoke it) and when it lapses (expiresAt)'),
     currentTaskId: z.string().nullable(),
     tasks: z.array(z.string()),
     usage: CallUsageSchema.describe(
@@ -121,6 +136,12 @@ export const SessionStateResponseSchema = z
     temporalUiUrl: z.string(),
   })
   .describe('session state: settings, memory, queue, tasks and the commands (client or graph)');
+
+export const GrantParamsSchema = z.strictObject({
+  id: IdSchema,
+  grantId: z.string().regex(/^g[1-9][0-9]*$/, 'grant ids look like g1 (see grants in GET /sessions/:id)'),
+});
+export const RevokeGrantResponseSchema = z.object({ revoked: HeldGrantSchema });
 
 export const ReviewRequestSchema = ReviewDecisionSchema;
 export const ClarifyRequestSchema = ClarifySchema;
@@ -193,7 +214,9 @@ export const TaskListSchema = z.object({
 
 export const SessionListItemSchema = z.object({
   id: z.string().describe('the session id'),
-  status: z.enum(['running', 'closed']),
+  status: z
+    .enum(['running', 'sleeping', 'closed'])
+    .describe('sleeping: idle, its run completed (a message wakes it); closed: failed or terminated'),
   summary: z.string().nullable().describe("the session run's summary"),
   startedAt: z.string(),
   closedAt: z.string().nullable(),

@@ -247,6 +247,22 @@ export const ConfigSchema = z.strictObject({
       max_calls_per_step: z.number().int().min(1).max(50).default(6),
     })
     .prefault({}),
+  session: z
+    .strictObject({
+      /**
+       * A session with no task, nothing queued and nothing being routed for this long goes to sleep (env
+       * KLEA_SESSION_IDLE_CLOSE_MS): its workflow completes with everything it holds, and its next message,
+       * setting or command wakes it as it was.
+       */
+      idle_close_ms: z.number().int().positive().default(3_600_000),
+    })
+    .prefault({}),
+  permissions: z
+    .strictObject({
+      /** How long a path allowed for the session holds; a lapsed grant is asked about again. */
+      session_grant_ttl_ms: z.number().int().positive().default(86_400_000),
+    })
+    .prefault({}),
   general: z
     .strictObject({
       mode: ModeSchema.default('general'),
@@ -332,6 +348,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
   { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
   { env: 'KLEA_MAX_CALLS_PER_STEP', path: ['limits', 'max_calls_per_step'], kind: 'count' },
+  { env: 'KLEA_SESSION_IDLE_CLOSE_MS', path: ['session', 'idle_close_ms'], kind: 'count' },
   { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
   { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
   { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },

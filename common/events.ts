@@ -8,7 +8,13 @@ import { CallUsageSchema } from './model-protocol';
 import { MAX_PLAN_STEPS, PlanShape, PlanStepSchema } from './plan';
 import { PlanDiffSchema } from './plan-diff';
 import { SandboxStatusSchema } from './sandbox-status';
-import { StepResultSummarySchema, PermissionDecisionSchema, PermissionRequestSchema, ReviewReasonSchema } from './task';
+import {
+  HeldGrantSchema,
+  StepResultSummarySchema,
+  PermissionDecisionSchema,
+  PermissionRequestSchema,
+  ReviewReasonSchema,
+} from './task';
 import { TaskStatusSchema } from './status';
 import { FileChangeSchema } from './text-diff';
 
@@ -24,6 +30,7 @@ export const EVENT_TYPES = [
   'replanned',
   'answer',
   'memory',
+  'grants',
   'error',
   'status',
 ] as const;
@@ -162,6 +169,14 @@ export const MemoryEventSchema = z.object({
   usage: CallUsageSchema.optional(),
 });
 
+/** The session's grants changed: one was made, revoked or lapsed; `grants` is what the session holds now. */
+export const GrantsEventSchema = z.object({
+  type: z.literal('grants'),
+  action: z.enum(['granted', 'revoked', 'expired']),
+  detail: z.string(),
+  grants: z.array(HeldGrantSchema),
+});
+
 export const EventBodySchema = z.discriminatedUnion('type', [
   ContextEventSchema,
   PlanEventSchema,
@@ -174,6 +189,7 @@ export const EventBodySchema = z.discriminatedUnion('type', [
   ReplannedEventSchema,
   AnswerEventSchema,
   MemoryEventSchema,
+  GrantsEventSchema,
   ErrorEventSchema,
   StatusEventSchema,
 ]);

@@ -34,6 +34,8 @@ export const Failure = {
   InvalidSignal: 'InvalidSignal',
   /** Path grants in a session's input did not come from its own earlier run: dropped, so no caller can forge one. */
   GrantsIgnored: 'GrantsIgnored',
+  /** A grant to revoke is not one the session holds (revoked already, lapsed, or never made): 404 from the API. */
+  GrantNotFound: 'GrantNotFound',
   /** The entry router failed for a reason other than the model's own typed failures. */
   RouteFailed: 'RouteFailed',
   /** No step of the plan can run and none waits for an answer: the run would otherwise wait forever. */

@@ -3,9 +3,8 @@ import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './settings';
 import type { KleaEvent } from './events';
 import { CallUsageSchema, type CallUsage, type ModelUsage } from './model-protocol';
-import { GrantSchema } from './path-guard';
 import { SandboxStatusSchema } from './sandbox-status';
-import { TurnSchema, type Turn } from './task';
+import { HeldGrantSchema, TurnSchema, type HeldGrant, type Turn } from './task';
 
 export type { Turn };
 
@@ -52,7 +51,10 @@ export const SessionCarrySchema = z.strictObject({
   /** Absent in carries written before the setting existed. */
   network: NetworkSchema.optional(),
   review: ReviewPolicySchema,
-  grants: z.array(GrantSchema),
+  /** The grants held, each with its id and expiry. */
+  grants: z.array(HeldGrantSchema),
+  /** The number of the last grant made (grant ids are `g<n>`). */
+  grantCounter: z.number().int().default(0),
   summary: z.string(),
   turns: z.array(TurnSchema),
   summarisedChars: z.number().int(),
@@ -85,9 +87,32 @@ export const SessionInputSchema = z.strictObject({
   maxCallsPerStep: z.number().int().min(1).max(50).default(6),
   /** Continue-as-new after this many processed messages even if Temporal has not suggested it yet. */
   continueAsNewAfter: z.number().int().positive().default(200),
+  /** An idle session (no task, nothing queued or being routed) completes after this long (session.idle_close_ms). */
+  idleCloseMs: z.number().int().positive().default(3_600_000),
+  /** How long a grant made for the session holds (permissions.session_grant_ttl_ms). */
+  grantTtlMs: z.number().int().positive().default(86_400_000),
   carry: SessionCarrySchema.optional(),
+  /**
+   * This run wakes the session whose run `wakeFrom` went to sleep; `carry` is that run's result. Its grants are
+   * not taken from the input but read again from that run by the worker (see `sessionWorkflow`).
+   */
+  wakeFrom: z.string().min(1).optional(),
 });
 export type SessionInput = z.input<typeof SessionInputSchema>;
+
+/** What a session that went to sleep returns: all it carries, so the next message can wake it as it was. */
+export const SessionSleepSchema = z.strictObject({
+  sessionId: z.string(),
+  status: z.literal('sleeping'),
+  projectDir: z.string(),
+  sleptAt: z.string(),
+  carry: SessionCarrySchema,
+});
+export type SessionSleep = z.infer<typeof SessionSleepSchema>;
+
+/** `revokeGrant` update: the grant to drop (its id from the session's state). */
+export const RevokeGrantRequestSchema = z.strictObject({ grantId: HeldGrantSchema.shape.id });
+export type RevokeGrantRequest = z.infer<typeof RevokeGrantRequestSchema>;
 
 export const SubmitRequestSchema = z.strictObject({
   text: z.string().trim().min(1, 'must not be empty').max(100_000),
@@ -155,7 +180,9 @@ export interface SessionState {
   toolAccess: z.infer<typeof ToolAccessSchema>;
   network: z.infer<typeof NetworkSchema>;
   review: z.infer<typeof ReviewPolicySchema>;
-  grants: z.infer<typeof GrantSchema>[];
+  /** `sleeping`: the session's run completed while idle; its next message, setting or command wakes it. */
+  status: 'running' | 'sleeping';
+  grants: HeldGrant[];
   memory: { summary: string; turns: Turn[]; summarisedChars: number; settings: MemorySettings };
   projectContextFile: string | null;
   currentTaskId: string | null;

@@ -10,6 +10,19 @@ import { TaskStatusSchema } from './status';
 export { GrantSchema };
 export type SessionGrant = Grant;
 
+/**
+ * A grant as the session holds it: numbered (for `DELETE /sessions/:id/grants/:grantId`), with when it was made and
+ * when it lapses (`permissions.session_grant_ttl_ms`). A task is handed the live ones as plain grants.
+ */
+export const HeldGrantSchema = z.strictObject({
+  id: z.string().regex(/^g[1-9][0-9]*$/),
+  path: z.string().min(1),
+  op: PathOpSchema,
+  grantedAt: z.string(),
+  expiresAt: z.string(),
+});
+export type HeldGrant = z.infer<typeof HeldGrantSchema>;
+
 export const TurnSchema = z.strictObject({ role: z.enum(['user', 'assistant']), text: z.string() });
 export type Turn = z.infer<typeof TurnSchema>;
 

@@ -28,6 +28,8 @@ export interface DevServerOptions {
   httpAllowedHosts?: readonly string[];
   /** Starts the server through another program (runtime/temporal-isolation.ts: its own network namespace). */
   wrap?: (file: string, args: string[]) => { file: string; args: string[] };
+  /** How long the namespace keeps closed runs, in days (the dev server's own default is one day). */
+  retentionDays?: number;
 }
 
 export interface DevServer {
@@ -96,6 +98,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       try {
         await conn.workflowService.describeNamespace({ namespace: opts.namespace ?? 'default' });
         await ensureSearchAttributes(conn, opts.namespace ?? 'default');
+        if (opts.retentionDays)
+          await conn.workflowService.updateNamespace({
+            namespace: opts.namespace ?? 'default',
+            // protobufjs takes a number where its types say Long.
+            config: { workflowExecutionRetentionTtl: { seconds: (opts.retentionDays * 86_400) as never } },
+          });
       } finally {
         await conn.close();
       }

@@ -34,6 +34,17 @@ function lineWriter(name: string, stream: NodeJS.WriteStream) {
   };
 }
 
+/** How long `make start`'s Temporal keeps closed tasks and sleeping sessions: KLEA_RETENTION_DAYS, else 30 days. */
+function retentionDays(): number {
+  const raw = process.env.KLEA_RETENTION_DAYS;
+  const days = raw === undefined || raw === '' ? 30 : Number(raw);
+  if (!Number.isInteger(days) || days < 1) {
+    sayError(`KLEA_RETENTION_DAYS=${raw}: give a whole number of days, 1 or more`);
+    process.exit(1);
+  }
+  return days;
+}
+
 function hostPort(address: string): { host: string; port: number } {
   const i = address.lastIndexOf(':');
   return { host: address.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(address.slice(i + 1)) };
@@ -64,6 +75,7 @@ async function main() {
 
   const needed: Array<[number, string, string]> = [[config.api.port, config.api.host, 'Klea API (KLEA_API_PORT)']];
   if (startTemporal) {
+    say(`Temporal keeps closed tasks and sleeping sessions for ${retentionDays()} days (KLEA_RETENTION_DAYS)`);
     needed.push(
       [temporalAddr.port, '127.0.0.1', 'Temporal server (TEMPORAL_ADDRESS)'],
       [uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)']
@@ -146,6 +158,7 @@ async function main() {
         logLevel: (process.env.KLEA_TEMPORAL_LOG_LEVEL as 'warn' | 'error' | undefined) ?? 'error',
         detached: true,
         uiCodecEndpoint: codecEndpoint,
+        retentionDays: retentionDays(),
         onOutput: lineWriter('temporal', process.stdout),
       });
     } catch (err) {

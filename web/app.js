@@ -103,6 +103,38 @@ function showContext(ctx) {
   note.textContent = ctx.modeNote || '';
 }
 
+/** The paths allowed for the session, each with when it lapses and a button to revoke it. */
+function showGrants(grants) {
+  $('grant-list').replaceChildren(
+    ...(grants.length
+      ? grants.map((g) =>
+          el('li', { 'data-grant': g.id }, [
+            el('code', { text: g.op + ' ' + g.path }),
+            el('span', {
+              class: 'waited',
+              text:
+                Date.parse(g.expiresAt) > Date.now() ? ' until ' + new Date(g.expiresAt).toLocaleString() : ' lapsed',
+              title: g.expiresAt,
+            }),
+            el('button', {
+              type: 'button',
+              class: 'revoke',
+              text: 'Revoke',
+              'aria-label': 'Revoke ' + g.op + ' ' + g.path,
+              onclick: async () => {
+                try {
+                  await api('DELETE', '/sessions/' + state.sessionId + '/grants/' + g.id);
+                } catch (err) {
+                  addMessage('error', 'Could not revoke the grant: ' + err.message);
+                }
+              },
+            }),
+          ])
+        )
+      : [el('li', { class: 'note', text: 'Nothing beyond the project.' })])
+  );
+}
+
 $('tool-access').addEventListener('change', async function (ev) {
   try {
     await api('PATCH', '/sessions/' + state.sessionId, { toolAccess: ev.target.value });
@@ -187,6 +219,7 @@ const taskCard = cards.taskCard;
 function onSessionEvent(e) {
   logEvent('session', e);
   if (e.type === 'context') showContext(e);
+  else if (e.type === 'grants') showGrants(e.grants);
   else if (e.type === 'memory') {
     $('memory-log').appendChild(el('li', { 'data-action': e.action, text: e.detail }));
   } else if (e.type === 'answer' && !e.taskId) {
@@ -291,6 +324,44 @@ $('composer').addEventListener('submit', async function (ev) {
 });
 
 // ------------------------------------------------------------------ start
+/**
+ * The conversation as it looked live: the summary of what was folded, then each turn, where a task's request and
+ * answer are its card (plan, steps, file changes, decisions and answer). Tasks are matched to the turns that asked
+ * for them in order; the cards of tasks whose turns were summarised come first.
+ */
+async function showHistory(session) {
+  if (session.memory.summary) addMessage('note', 'Earlier conversation (summarised): ' + session.memory.summary);
+  const tasks = await Promise.all(
+    session.tasks.slice(-50).map((id) =>
+      api('GET', '/tasks/' + id).then(
+        (s) => ({ id: id, prompt: s.prompt }),
+        () => ({ id: id, prompt: null })
+      )
+    )
+  );
+  const turns = session.memory.turns;
+  // Tasks asked for by turns still verbatim are the last ones; earlier ones were folded into the summary.
+  const asked = turns.filter((t) => t.role === 'user').map((t) => t.text);
+  let next = 0;
+  const folded = [];
+  for (const t of tasks) if (!asked.includes(t.prompt)) folded.push(t);
+  for (const t of folded) taskCard(t.id);
+  const pending = tasks.filter((t) => !folded.includes(t));
+  for (let i = 0; i < turns.length; i++) {
+    const turn = turns[i];
+    const task = turn.role === 'user' && pending[next] && pending[next].prompt === turn.text ? pending[next] : null;
+    if (task) {
+      next++;
+      taskCard(task.id);
+      if (turns[i + 1] && turns[i + 1].role === 'assistant') i++;
+      continue;
+    }
+    addMessage(turn.role, turn.text, { markdown: turn.role === 'assistant' });
+  }
+  for (; next < pending.length; next++) taskCard(pending[next].id);
+  if (session.currentTaskId) taskCard(session.currentTaskId);
+}
+
 async function start() {
   // #<sessionId>, or #<sessionId>/<taskId> to open it at the task's decision.
   const fromHash = decodeURIComponent(location.hash.replace(/^#/, '')).split('/');
@@ -308,14 +379,11 @@ async function start() {
   link.href = runUrl('session-' + state.sessionId);
   state.session = await api('GET', '/sessions/' + state.sessionId);
   state.commands = state.session.commands;
-  // A reloaded page shows the conversation so far and the task in progress, then follows what comes next.
+  showGrants(state.session.grants || []);
+  // A reopened session (awake or asleep) shows the conversation so far, each task as its card, then follows what
+  // comes next.
   const resumed = state.session.lastSeq > 0;
-  if (resumed) {
-    if (state.session.memory.summary)
-      addMessage('note', 'Earlier conversation (summarised): ' + state.session.memory.summary);
-    for (const t of state.session.memory.turns) addMessage(t.role, t.text, { markdown: t.role === 'assistant' });
-    if (state.session.currentTaskId) taskCard(state.session.currentTaskId);
-  }
+  if (resumed) await showHistory(state.session);
   if (state.focusTask && !state.tasks.has(state.focusTask)) taskCard(state.focusTask);
   void inbox.refresh();
   setInterval(inbox.refresh, 4000);

@@ -71,6 +71,13 @@ function create(deps) {
                 openSession(x.id);
               },
             }),
+            x.status === 'sleeping'
+              ? el('span', {
+                  class: 'badge sleeping',
+                  text: 'asleep',
+                  title: 'Idle: its next message wakes it, as it was',
+                })
+              : null,
             el('span', { class: 'waited', text: ' ' + ago(x.startedAt) + ' ago' }),
           ])
         )

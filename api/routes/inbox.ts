@@ -61,6 +61,12 @@ function taskStatus(run: ListedRun): TaskStatus {
 
 const TASK_ID = /^task-(.+)-\d+$/;
 
+/** A session's status as the inbox reports it: a completed run went to sleep (its next message wakes it). */
+function sessionStatus(run: ListedRun): 'running' | 'sleeping' | 'closed' {
+  if (run.execution === 'RUNNING') return 'running';
+  return run.execution === 'COMPLETED' ? 'sleeping' : 'closed';
+}
+
 /** A run's times and its page in the Temporal UI, as every listed task and session carries them. */
 function runTimes(run: ListedRun, runUrl: (workflowId: string) => string) {
   return {
@@ -145,18 +151,30 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
         page: SessionListSchema,
       },
       async (query) => {
-        // A session continues as new when its history grows: only the run that carries it on is listed.
+        // A session continues as new when its history grows: only the run that carries it on is listed. One that
+        // went to sleep and woke again has older completed runs: only its latest run is listed.
         const { runs, nextCursor } = await listPage(
           `WorkflowType = ${quote(SESSION_WORKFLOW)} AND ExecutionStatus != 'ContinuedAsNew'`,
           query
         );
+        const seen = new Set<string>();
+        const latest = await Promise.all(
+          runs.map(async (run) => {
+            if (seen.has(run.workflowId)) return false;
+            seen.add(run.workflowId);
+            if (run.execution === 'RUNNING') return true;
+            return calls.isLatestRun(run.workflowId, run.runId);
+          })
+        );
         return {
-          sessions: runs.map((run) => ({
-            id: (run.attributes.get(KleaSessionId) as string | undefined) ?? run.workflowId.replace(/^session-/, ''),
-            status: run.execution === 'RUNNING' ? ('running' as const) : ('closed' as const),
-            summary: run.summary,
-            ...runTimes(run, runUrl),
-          })),
+          sessions: runs
+            .filter((_, i) => latest[i])
+            .map((run) => ({
+              id: (run.attributes.get(KleaSessionId) as string | undefined) ?? run.workflowId.replace(/^session-/, ''),
+              status: sessionStatus(run),
+              summary: run.summary,
+              ...runTimes(run, runUrl),
+            })),
           nextCursor,
         };
       }

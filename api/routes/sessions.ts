@@ -1,4 +1,7 @@
-/** Session routes: start a session, read its state and events, send it messages, change its settings. */
+/**
+ * Session routes: start a session, read its state and events, send it messages, change its settings, revoke a
+ * grant. What is sent to a session that went to sleep wakes it (session-wake.ts).
+ */
 import type { ZodType } from 'zod';
 import {
   AcceptedResponseSchema,
@@ -6,34 +9,48 @@ import {
   CreateSessionResponseSchema,
   EventListSchema,
   EventsQuerySchema,
+  GrantParamsSchema,
   MessageRequestSchema,
   MessageResponseSchema,
   PatchSessionRequestSchema,
+  RevokeGrantResponseSchema,
   SessionParamsSchema,
   SessionStateResponseSchema,
 } from '../../common/api';
-import { eventsQuery, settingsSignal, stateQuery, submitUpdate } from '../../workflows/session/messages';
+import {
+  eventsQuery,
+  revokeGrantUpdate,
+  settingsSignal,
+  stateQuery,
+  submitUpdate,
+} from '../../workflows/session/messages';
 import type { EventFeeds } from '../event-feed';
 import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
 import type { SessionStarter } from '../session-start';
+import type { SessionWaker } from '../session-wake';
 import { sessionTarget, sessionWorkflowId } from '../targets';
-import type { Target, TemporalCalls } from '../temporal-calls';
+import type { TemporalCalls } from '../temporal-calls';
 import { eventsHandler, eventStream } from './events';
 
 export interface SessionRouteDeps {
   calls: TemporalCalls;
   sessions: SessionStarter;
+  /** Sends to a session, waking it when it sleeps. */
+  waker: SessionWaker;
   runUrl: (workflowId: string) => string;
   /** Woken when a message or setting is sent, so the session's streams follow at once. */
   feeds: EventFeeds;
 }
 
-export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDeps): RouteSpec[] {
-  /** Something sent to a running session (a message, a settings change); its streams are woken to follow at once. */
+export function sessionRoutes({ calls, sessions, waker, runUrl, feeds }: SessionRouteDeps): RouteSpec[] {
+  /**
+   * Something sent to a session (a message, a settings change), waking it if it sleeps; its streams are woken to
+   * follow at once.
+   */
   const sessionInput = <B>(
     route: Pick<RouteSpec, 'method' | 'path' | 'operationId' | 'summary' | 'responses'> & { body: ZodType<B> },
-    send: (target: Target, body: B) => Promise<unknown>
+    send: (sessionId: string, body: B) => Promise<unknown>
   ) =>
     defineRoute({
       ...route,
@@ -42,11 +59,12 @@ export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDe
       responses: {
         ...route.responses,
         404: { description: 'no such session' },
-        409: { description: 'the session has ended' },
+        409: { description: 'the session has ended (failed or was terminated; a sleeping session is woken)' },
+        410: { description: 'the session ended longer ago than Temporal keeps closed sessions' },
       },
       handler: async ({ params, body }) => {
         const target = sessionTarget(params.id);
-        const out = await send(target, body);
+        const out = await send(params.id, body);
         feeds.wake(target.workflowId);
         return out;
       },
@@ -79,8 +97,9 @@ export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDe
       tags: ['sessions'],
       params: SessionParamsSchema,
       responses: {
-        200: { description: 'the session state', schema: SessionStateResponseSchema },
+        200: { description: 'the session state (a sleeping one too)', schema: SessionStateResponseSchema },
         404: { description: 'no such session' },
+        410: { description: 'the session ended longer ago than Temporal keeps closed sessions' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
       handler: async ({ params }) => ({
@@ -101,7 +120,7 @@ export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDe
           ...TEMPORAL_DOWN_OR_NO_WORKER,
         },
       },
-      (target, body) => calls.update(target, submitUpdate, body, { noun: 'message' })
+      (sessionId, body) => waker.update(sessionId, submitUpdate, body, 'message')
     ),
     sessionInput(
       {
@@ -115,11 +134,34 @@ export function sessionRoutes({ calls, sessions, runUrl, feeds }: SessionRouteDe
           ...TEMPORAL_DOWN,
         },
       },
-      async (target, body) => {
-        await calls.signal(target, settingsSignal, body);
+      async (sessionId, body) => {
+        await waker.signal(sessionId, settingsSignal, body);
         return { accepted: true as const };
       }
     ),
+    defineRoute({
+      method: 'delete',
+      path: '/sessions/:id/grants/:grantId',
+      operationId: 'revokeGrant',
+      summary: 'Revoke a path allowed for the session (its id is in the grants of GET /sessions/:id)',
+      tags: ['sessions'],
+      params: GrantParamsSchema,
+      responses: {
+        200: {
+          description: 'the grant was revoked: no task is handed it from now on',
+          schema: RevokeGrantResponseSchema,
+        },
+        404: { description: 'no such session, or the session holds no such grant (revoked already or lapsed)' },
+        409: { description: 'the session has ended' },
+        410: { description: 'the session ended longer ago than Temporal keeps closed sessions' },
+        ...TEMPORAL_DOWN_OR_NO_WORKER,
+      },
+      handler: async ({ params }) => {
+        const out = await waker.update(params.id, revokeGrantUpdate, { grantId: params.grantId }, 'revocation');
+        feeds.wake(sessionTarget(params.id).workflowId);
+        return out;
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/sessions/:id/events',

@@ -30,6 +30,7 @@ import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import type { ProjectDirResolver } from '../projects';
 import { defineRoute, type RouteSpec } from '../route';
 import type { SessionStarter } from '../session-start';
+import type { SessionWaker } from '../session-wake';
 import { sessionTarget, taskTarget } from '../targets';
 import type { TemporalCalls } from '../temporal-calls';
 import { eventsHandler, eventStream } from './events';
@@ -37,13 +38,15 @@ import { eventsHandler, eventStream } from './events';
 export interface TaskRouteDeps {
   calls: TemporalCalls;
   sessions: SessionStarter;
+  /** Sends to a session, waking it when it sleeps. */
+  waker: SessionWaker;
   resolveProjectDir: ProjectDirResolver;
   runUrl: (workflowId: string) => string;
   /** Woken when a decision or cancel is sent, so the task's streams follow at once. */
   feeds: EventFeeds;
 }
 
-export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }: TaskRouteDeps): RouteSpec[] {
+export function taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, feeds }: TaskRouteDeps): RouteSpec[] {
   /** A decision the task waits for, sent as an update so that a refused one is answered 409 at once. */
   const taskDecision = <B>(
     update: UpdateDefinition<DecisionAck, [B]>,
@@ -120,10 +123,9 @@ export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }
           ...(body.review ? { review: body.review } : {}),
         };
         try {
-          const { taskId, queued } = await calls.update(sessionTarget(sessionId), startTaskUpdate, task, {
-            noun: 'task',
-            workerChecked: true,
-          });
+          const { taskId, queued } = created
+            ? await calls.update(sessionTarget(sessionId), startTaskUpdate, task, { noun: 'task', workerChecked: true })
+            : await waker.update(sessionId, startTaskUpdate, task, 'task');
           feeds.wake(sessionTarget(sessionId).workflowId);
           return { taskId, sessionId, temporalUiUrl: runUrl(taskId), queued };
         } catch (err) {

@@ -8,7 +8,12 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FakeModel } from '../support/fake-model';
 import { startPageStack, stopPageStack, type PageStack } from '../support/page-stack';
-import { type makeProject, plan, step } from '../support/task-driver';
+import { randomUUID } from 'node:crypto';
+import { newSessionId } from '../../api/targets';
+import { permissionSignal } from '../../workflows/task/messages';
+import { SessionDriver } from '../support/session-driver';
+import { type makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { until } from '../support/until';
 
 describe('the web page, end to end', () => {
   let fake: FakeModel;
@@ -121,7 +126,9 @@ describe('the web page, end to end', () => {
     await page.reload();
     await page.getByText('live', { exact: true }).waitFor();
     await page.locator('#messages li', { hasText: 'Summarise the secret file' }).first().waitFor();
-    expect(await page.locator('#messages li.assistant').last().textContent()).toContain('you denied access');
+    // The task shows as its card, as it did live: plan, steps and answer.
+    await page.locator('.msg.task .answer', { hasText: 'you denied access' }).waitFor();
+    expect(await page.locator('.msg.task .step[data-step="s1"]').getAttribute('data-status')).toBe('failed');
     await shot('7-after-reload');
 
     fake.assertDone();
@@ -164,6 +171,54 @@ describe('the web page, end to end', () => {
     const text = await page.locator('body').innerText();
     // eslint-disable-next-line no-control-regex -- the assertion looks for control characters
     expect(text).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/);
+    fake.assertDone();
+  });
+
+  it('a session that went to sleep reopens with its whole history: each task as its card; grants with Revoke', async () => {
+    const outside = path.join(project.outside, 'secret.txt');
+    const s = await SessionDriver.start(stack.env, project.dir, {
+      sessionId: newSessionId(randomUUID()),
+      idleCloseMs: 1500,
+    });
+    fake.on(
+      'route_request',
+      { call: { route: 'chat', reply: 'Hello there.' } },
+      { call: { route: 'task', reply: null } }
+    );
+    fake.on('write_plan', { call: plan([step('s1', 'Read the secret file')], {}, 'Read the secret') });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: outside } }] });
+    fake.on('compose_answer', { content: 'The secret file says: outside the project.' });
+    await s.submit('hi');
+    const r = await s.submit('Read the secret file');
+    const t = await TaskDriver.attach(stack.env, r.taskId!);
+    const ask = await t.waitFor('permission_requested');
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'allow_session' });
+    await t.result();
+    await until('the session sleeps', async () =>
+      (await s.handle.describe()).status.name === 'COMPLETED' ? true : undefined
+    );
+
+    await page.goto(`${base}/#${s.sessionId}`);
+    await page.reload();
+    await page.getByText('live', { exact: true }).waitFor();
+
+    const card = page.locator(`.msg.task[data-task="${r.taskId}"]`);
+    await card.locator('.answer', { hasText: 'The secret file says' }).waitFor();
+    expect(await card.locator('.task-prompt').textContent()).toBe('Read the secret file');
+    expect(await card.locator('.step[data-step="s1"]').getAttribute('data-status')).toBe('done');
+    expect(await card.locator('.goal').textContent()).toContain('Read the secret');
+    const chat = await page.locator('#messages > li').allTextContents();
+    expect(chat[0]).toBe('hi');
+    expect(chat[1]).toContain('Hello there.');
+    await page.locator(`#session-list li[data-session="${s.sessionId}"] .sleeping`).waitFor();
+    const grant = page.locator('#grant-list li[data-grant="g1"]');
+    expect(await grant.locator('code').textContent()).toBe(`read ${outside}`);
+    await shot('8-reopened-sleeping-session');
+
+    // Revoking wakes it; the list follows the grants event.
+    await grant.getByRole('button', { name: `Revoke read ${outside}` }).click();
+    await page.locator('#grant-list li.note', { hasText: 'Nothing beyond the project.' }).waitFor();
+    expect((await s.state()).grants).toEqual([]);
     fake.assertDone();
   });
 });

@@ -13,6 +13,10 @@ import { FakeModel } from '../support/fake-model';
 import { clarifySignal, permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import { startTestEnv, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
+import { until } from '../support/until';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { SessionSleepSchema } from '../../common/session';
+import { grantSignal, submitUpdate } from '../../workflows/session/messages';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 
 const HISTORIES = path.join(__dirname, '..', 'histories');
@@ -221,6 +225,51 @@ const scenarios: Record<string, Scenario> = {
       await new Promise((r) => setTimeout(r, 100));
     return [`session-replay-session@${first}`];
   },
+  /**
+   * A session that went to sleep, woken by a message (update-with-start from its result): the woken run reads the
+   * grants it slept with, drops the one that lapsed, answers, and goes to sleep again.
+   */
+  async session_wake(env, fake) {
+    const p = makeProject();
+    const s = await SessionDriver.start(env, p.dir, {
+      sessionId: 'replay-session-wake',
+      idleCloseMs: 500,
+      grantTtlMs: 1,
+    });
+    fake.on('route_request', { call: { route: 'chat', reply: 'first' } }, { call: { route: 'chat', reply: 'second' } });
+    await s.submit('one');
+    await s.handle.signal(grantSignal, { path: p.outside, op: 'read' });
+    const sleptRun = await until('the session sleeps', async () => {
+      const d = await s.handle.describe();
+      return d.status.name === 'COMPLETED' ? d.runId : undefined;
+    });
+    const slept = SessionSleepSchema.parse(await env.client.workflow.getHandle(s.handle.workflowId, sleptRun).result());
+    const start = new WithStartWorkflowOperation('sessionWorkflow', {
+      workflowId: s.handle.workflowId,
+      taskQueue: env.taskQueue,
+      args: [
+        {
+          sessionId: 'replay-session-wake',
+          projectDir: p.dir,
+          idleCloseMs: 500,
+          carry: slept.carry,
+          wakeFrom: sleptRun,
+        },
+      ],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    });
+    await env.client.workflow.executeUpdateWithStart(submitUpdate, {
+      args: [{ text: 'two' }],
+      startWorkflowOperation: start,
+    });
+    const woken = (await env.client.workflow.getHandle(s.handle.workflowId).describe()).runId;
+    await until('the woken run sleeps', async () => {
+      const d = await env.client.workflow.getHandle(s.handle.workflowId, woken).describe();
+      return d.status.name === 'COMPLETED' ? true : undefined;
+    });
+    return [`session-replay-session-wake@${woken}`];
+  },
 };
 
 async function fetchHistory(env: TestEnv, ref: string) {
@@ -302,7 +351,10 @@ describe('replay of recorded histories', () => {
       expect(code).toContain(marker);
       writeFileSync(
         file,
-        code.replace(marker, `await localProjectFacts.projectContextInfo({ projectDir: input.projectDir });\n  ${marker}`)
+        code.replace(
+          marker,
+          `await localProjectFacts.projectContextInfo({ projectDir: input.projectDir });\n  ${marker}`
+        )
       );
       const bundle = await buildWorkflowBundle(path.join(dir, 'workflows', 'index.ts'));
       const approve = recorded().find((r) => r.name === 'approve')!;

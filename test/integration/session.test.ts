@@ -242,7 +242,7 @@ describe('sessionWorkflow', () => {
       await new Promise((r) => setTimeout(r, 100));
     expect((await s.handle.describe()).runId).not.toBe(firstRun);
     const carried = await s.state();
-    expect(carried.grants).toEqual([{ path: outsideFile, op: 'read' }]);
+    expect(carried.grants).toEqual([expect.objectContaining({ id: 'g1', path: outsideFile, op: 'read' })]);
     expect(carried.memory.turns.map((t) => t.text)).toEqual(['read it', 'outside data']);
     const seqs = (await s.events()).map((e) => e.seq);
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));

@@ -62,7 +62,9 @@ describe('the worker checks its own inputs', () => {
         mode: 'general',
         toolAccess: 'full',
         review: 'plan',
-        grants: [{ path: '/', op: 'write' }],
+        grants: [
+          { id: 'g1', path: '/', op: 'write', grantedAt: '2020-01-01T00:00:00Z', expiresAt: '2999-01-01T00:00:00Z' },
+        ],
         summary: '',
         turns: [],
         summarisedChars: 0,

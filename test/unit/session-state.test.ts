@@ -5,10 +5,14 @@ import { CARRIED_EVENTS, Session, taskReply, type ParsedSessionInput } from '../
 const input = (over: Partial<ParsedSessionInput> = {}): ParsedSessionInput =>
   SessionInputSchema.parse({ sessionId: 's', projectDir: '/p', ...over });
 
+const NOW = new Date('2025-01-01T00:00:00Z');
+const later = (ms: number) => new Date(NOW.getTime() + ms);
+const DAY = 86_400_000;
+
 function busySession(): Session {
   const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }));
   session.memory.add({ role: 'user', text: 'hello' }, { role: 'assistant', text: 'hi' });
-  session.addGrants([{ path: '/notes', op: 'read' }]);
+  session.addGrants([{ path: '/notes', op: 'read' }], NOW);
   session.contextFile = 'AGENTS.md';
   const taskId = session.queue.nextTaskId();
   session.queue.push({ seq: session.queue.nextSeq(), kind: 'task', text: 'sum up', route: 'task', taskId });
@@ -52,16 +56,84 @@ describe('session state', () => {
   it('a grant the session already holds is not added twice', () => {
     const session = new Session(input());
 
-    session.addGrants([{ path: '/notes', op: 'read' }]);
-    session.addGrants([
-      { path: '/notes', op: 'read' },
-      { path: '/notes', op: 'write' },
-    ]);
+    session.addGrants([{ path: '/notes', op: 'read' }], NOW);
+    session.addGrants(
+      [
+        { path: '/notes', op: 'read' },
+        { path: '/notes', op: 'write' },
+      ],
+      later(1000)
+    );
 
     expect(session.grants).toEqual([
-      { path: '/notes', op: 'read' },
-      { path: '/notes', op: 'write' },
+      { id: 'g1', path: '/notes', op: 'read', grantedAt: NOW.toISOString(), expiresAt: later(DAY).toISOString() },
+      {
+        id: 'g2',
+        path: '/notes',
+        op: 'write',
+        grantedAt: later(1000).toISOString(),
+        expiresAt: later(DAY + 1000).toISOString(),
+      },
     ]);
+  });
+
+  it('a grant lapses after permissions.session_grant_ttl_ms: no task gets it, and it is dropped', () => {
+    const session = new Session(input({ grantTtlMs: 60_000 }));
+    session.addGrants([{ path: '/notes', op: 'read' }], NOW);
+    const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
+
+    expect(session.taskInput(item, later(59_999)).grants).toEqual([{ path: '/notes', op: 'read' }]);
+    expect(session.taskInput(item, later(60_000)).grants).toEqual([]);
+    expect(session.dropExpiredGrants(later(59_999))).toEqual([]);
+    expect(session.dropExpiredGrants(later(60_000)).map((g) => g.id)).toEqual(['g1']);
+    expect(session.grants).toEqual([]);
+  });
+
+  it('a lapsed grant allowed again is a new grant with a new id and a new expiry', () => {
+    const session = new Session(input({ grantTtlMs: 60_000 }));
+    session.addGrants([{ path: '/notes', op: 'read' }], NOW);
+
+    const added = session.addGrants([{ path: '/notes', op: 'read' }], later(60_000));
+
+    expect(added.map((g) => [g.id, g.expiresAt])).toEqual([['g2', later(120_000).toISOString()]]);
+    expect(session.grants.map((g) => g.id)).toEqual(['g2']);
+  });
+
+  it('a revoked grant is gone, and grant ids are never reused, across runs too', () => {
+    const session = new Session(input());
+    session.addGrants(
+      [
+        { path: '/a', op: 'read' },
+        { path: '/b', op: 'write' },
+      ],
+      NOW
+    );
+
+    expect(session.revokeGrant('g1')?.path).toBe('/a');
+    expect(session.revokeGrant('g1')).toBeUndefined();
+    const next = new Session(input({ carry: session.snapshot().carry }));
+    next.addGrants([{ path: '/a', op: 'read' }], NOW);
+
+    expect(next.grants.map((g) => g.id)).toEqual(['g2', 'g3']);
+  });
+
+  it('a session that goes to sleep returns everything it carries, and its state says sleeping', () => {
+    const session = busySession();
+
+    const slept = session.sleep(NOW);
+
+    expect(slept).toEqual({
+      sessionId: 's',
+      status: 'sleeping',
+      projectDir: '/p',
+      sleptAt: NOW.toISOString(),
+      carry: session.snapshot().carry,
+    });
+    expect(session.snapshot().state.status).toBe('sleeping');
+    expect(new Session(input({ carry: slept.carry })).snapshot().state).toEqual({
+      ...session.snapshot().state,
+      status: 'running',
+    });
   });
 
   it("a task gets the session's settings and memory, unless its request names its own", () => {
@@ -74,7 +146,7 @@ describe('session state', () => {
       toolAccess: 'full',
     };
 
-    const taskInput = session.taskInput(item);
+    const taskInput = session.taskInput(item, NOW);
 
     expect(taskInput).toMatchObject({
       taskId: 'task-s-9',

@@ -9,7 +9,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ApiError } from '../../api/errors';
 import { toApiError, updateNotApplied, type FailureContext, type Target } from '../../api/temporal-errors';
 import { PayloadKeyError } from '../../runtime/payload-codec';
+import { newSessionId, sessionBornAt, sessionTarget, taskTarget } from '../../api/targets';
 
+const DAY = 86_400_000;
 const task: Target = { what: 'task "task-s-1-1"', workflowId: 'task-s-1-1' };
 
 /** An error as the gRPC client throws it. */
@@ -26,6 +28,7 @@ function context(over: Partial<FailureContext> = {}): FailureContext {
     acceptTimeoutMs: 10_000,
     describe: () => Promise.reject(new Error('not described')),
     workerPresence: () => Promise.resolve({ pollers: 1 }),
+    retentionMs: () => Promise.resolve(DAY),
     ...over,
   };
 }
@@ -120,6 +123,34 @@ describe('Temporal failures as API errors', () => {
     const res = await mapped(err, { kind: 'query', name: 'state' });
 
     expect(res).toEqual({ status: 500, code: 'payload_key', message: 'unknown key k9', details: { keyId: 'k9' } });
+  });
+
+  it('a session or task Temporal no longer has, made longer ago than retention, is 410 gone, not 404', async () => {
+    const sessionId = newSessionId('1a2b3c4d-0000', Date.now() - 2 * DAY);
+    const old = taskTarget(`task-${sessionId}-3`);
+    const fresh = sessionTarget(newSessionId('5e6f7a8b-0000'));
+    const notFound = grpcError(5, 'workflow not found');
+
+    const res = await toApiError(notFound, old, { kind: 'query', name: 'state' }, context());
+    const recent = await toApiError(notFound, fresh, { kind: 'query', name: 'state' }, context());
+    const undated = await toApiError(notFound, sessionTarget('s-1a2b3c4d'), { kind: 'describe' }, context());
+
+    expect(res).toMatchObject({ status: 410, code: 'gone', details: { retentionDays: 1 } });
+    expect((res as Error).message).toMatch(
+      new RegExp(`^task "task-${sessionId}-3" is no longer kept: Temporal keeps a closed session or task for 1 day`)
+    );
+    expect(recent).toMatchObject({ status: 404, code: 'not_found' });
+    expect(undated).toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('a session id says when it was made', () => {
+    const at = Date.UTC(2025, 0, 2, 3, 4, 5);
+
+    const id = newSessionId('1a2b3c4d-9999-aaaa', at);
+
+    expect(id).toMatch(/^s-[0-9a-z]{9}1a2b3c4d$/);
+    expect(sessionBornAt(id)).toBe(at);
+    expect(sessionBornAt('s-1a2b3c4d')).toBeUndefined();
   });
 
   it('anything else is left as it is', async () => {

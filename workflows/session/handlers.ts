@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
 import {
+  RevokeGrantRequestSchema,
   SettingsSchema,
   StartTaskRequestSchema,
   SubmitRequestSchema,
@@ -19,7 +20,15 @@ import { rememberTrace } from '../shared/trace-context';
 import { Failure, failureCode, failureMessage, isTimeout } from '../../common/failures';
 import { helpText, isCommand, modeSetText, modeUsageText, parseCommand, unknownCommandText } from './commands';
 import { showSessionDetails } from './details';
-import { eventsQuery, grantSignal, settingsSignal, startTaskUpdate, stateQuery, submitUpdate } from './messages';
+import {
+  eventsQuery,
+  grantSignal,
+  revokeGrantUpdate,
+  settingsSignal,
+  startTaskUpdate,
+  stateQuery,
+  submitUpdate,
+} from './messages';
 import type { Session } from './session-state';
 
 export function setSessionHandlers(session: Session): void {
@@ -44,8 +53,37 @@ export function setSessionHandlers(session: Session): void {
 
   setHandler(grantSignal, (raw: unknown) => {
     const p = parseSignal(GrantSchema, raw, 'grant');
-    if (p.ok) session.addGrants([p.value]);
+    if (!p.ok) return;
+    const added = session.addGrants([p.value], new Date());
+    if (added.length) log.emit(session.grantsEvent('granted', added));
   });
+
+  const noSuchGrant = (grantId: string) => {
+    const held = session.grants.map((g) => g.id).join(', ') || 'none';
+    return ApplicationFailure.nonRetryable(
+      `session "${input.sessionId}" holds no grant "${grantId}" (it holds: ${held})`,
+      Failure.GrantNotFound
+    );
+  };
+
+  setHandler(
+    revokeGrantUpdate,
+    async (request) => {
+      // A run that woke reads its grants from the run that slept before it knows which it holds.
+      await condition(() => session.grantsKnown);
+      const revoked = session.revokeGrant(request.grantId);
+      if (!revoked) throw noSuchGrant(request.grantId);
+      log.emit(session.grantsEvent('revoked', [revoked]));
+      return { revoked };
+    },
+    {
+      validator: (request) => {
+        const { grantId } = parseOrThrow(RevokeGrantRequestSchema, 'invalid grant', request, 'grant');
+        // Refused before it reaches history when the grants are known: the API answers 404 naming those held.
+        if (session.grantsKnown && !session.grants.some((g) => g.id === grantId)) throw noSuchGrant(grantId);
+      },
+    }
+  );
 
   setHandler(
     submitUpdate,

@@ -72,7 +72,7 @@ export class MessageRunner {
     const { session } = this;
     const { input, log } = session;
     const { taskId } = item;
-    const taskInput = session.taskInput(item);
+    const taskInput = session.taskInput(item, new Date());
     session.memory.add({ role: 'user', text: item.text });
     session.currentTaskId = taskId;
     session.tasks.push(taskId);
@@ -97,7 +97,9 @@ export class MessageRunner {
       if (isCancellation(err)) throw err;
       result = unstartedTask(taskId, failureMessage(err));
     }
-    session.addGrants(result.newGrants);
+    // The session usually has them already: the task tells it of each grant as it is made.
+    const added = session.addGrants(result.newGrants, new Date());
+    if (added.length) log.emit(session.grantsEvent('granted', added));
     if (result.usage) session.charge(result.usage);
     session.memory.add({ role: 'assistant', text: taskReply(result) });
     if (result.answer) log.emit(answerEvent(result.answer, { taskId }));

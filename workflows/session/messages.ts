@@ -1,8 +1,9 @@
 /** Messages of `sessionWorkflow` (contract names, plus `startTask` for POST /tasks). */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
-import type { SessionGrant } from '../../common/task';
+import type { HeldGrant, SessionGrant } from '../../common/task';
 import type {
+  RevokeGrantRequest,
   SessionSettings,
   SessionState,
   StartTaskRequest,
@@ -15,5 +16,7 @@ export const startTaskUpdate = defineUpdate<{ taskId: string; queued: boolean },
 export const settingsSignal = defineSignal<[SessionSettings]>('settings');
 /** From a child task when the user allows a path for the session (recorded at once, whatever the task's fate). */
 export const grantSignal = defineSignal<[SessionGrant]>('grant');
+/** Revokes a grant the session holds (DELETE /sessions/:id/grants/:grantId); an unknown id is refused. */
+export const revokeGrantUpdate = defineUpdate<{ revoked: HeldGrant }, [RevokeGrantRequest]>('revokeGrant');
 export const stateQuery = defineQuery<SessionState>('state');
 export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number }?]>('events');

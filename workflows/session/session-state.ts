@@ -12,11 +12,12 @@ import {
   type SessionCarry,
   type SessionInputSchema,
   type SessionSettings,
+  type SessionSleep,
   type SessionState,
 } from '../../common/session';
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
-import type { SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import type { HeldGrant, SessionGrant, TaskInput, TaskResult } from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
@@ -36,7 +37,13 @@ export class Session {
   toolAccess: ToolAccess;
   network: Network;
   readonly review: ReviewPolicy;
-  readonly grants: SessionGrant[];
+  /** Grants made for the session, each with its id and expiry (grants.ts keeps the rules). */
+  grants: HeldGrant[];
+  private grantCounter: number;
+  /** False while a woken run reads its grants from the run that slept. */
+  grantsKnown = true;
+  /** Set once the run has gone to sleep: the `state` query of the closed run says so. */
+  sleeping = false;
   readonly memory: SessionMemory;
   readonly queue: MessageQueue;
   /** Every task this session started, oldest first. */
@@ -63,6 +70,7 @@ export class Session {
     this.network = carry?.network ?? input.network;
     this.review = carry?.review ?? input.review;
     this.grants = [...(carry?.grants ?? [])];
+    this.grantCounter = carry?.grantCounter ?? 0;
     this.memory = new SessionMemory(input.memory, carry);
     this.queue = new MessageQueue(input.sessionId, carry);
     this.tasks = [...(carry?.tasks ?? [])];
@@ -101,13 +109,81 @@ export class Session {
     return changed;
   }
 
-  /** Adds grants the session does not hold yet. */
-  addGrants(more: readonly SessionGrant[]): void {
-    for (const g of more) if (!this.grants.some((x) => x.path === g.path && x.op === g.op)) this.grants.push(g);
+  /**
+   * Adds the grants the session does not hold yet, each valid for `grantTtlMs` from `now`; a lapsed grant for the
+   * same path and operation is replaced. Returns the grants added.
+   */
+  addGrants(more: readonly SessionGrant[], now: Date): HeldGrant[] {
+    const added: HeldGrant[] = [];
+    for (const g of more) {
+      const held = this.grants.find((x) => x.path === g.path && x.op === g.op);
+      if (held && isLive(held, now)) continue;
+      if (held) this.grants = this.grants.filter((x) => x !== held);
+      const grant: HeldGrant = {
+        id: `g${++this.grantCounter}`,
+        path: g.path,
+        op: g.op,
+        grantedAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + this.input.grantTtlMs).toISOString(),
+      };
+      this.grants.push(grant);
+      added.push(grant);
+    }
+    return added;
+  }
+
+  /** The grants read from the run this one woke from (the input's own are never taken). */
+  restoreGrants(grants: readonly HeldGrant[], counter: number): void {
+    this.grants = [...grants];
+    this.grantCounter = Math.max(this.grantCounter, counter);
+    this.grantsKnown = true;
+  }
+
+  /** Drops the grants that have lapsed by `now`; returns them. */
+  dropExpiredGrants(now: Date): HeldGrant[] {
+    const lapsed = this.grants.filter((g) => !isLive(g, now));
+    if (lapsed.length) this.grants = this.grants.filter((g) => isLive(g, now));
+    return lapsed;
+  }
+
+  /** Revokes the grant `id`; returns it, or undefined when the session holds no such grant. */
+  revokeGrant(id: string): HeldGrant | undefined {
+    const grant = this.grants.find((g) => g.id === id);
+    if (grant) this.grants = this.grants.filter((g) => g !== grant);
+    return grant;
+  }
+
+  /** The grants that hold at `now`, as a task takes them. */
+  liveGrants(now: Date): SessionGrant[] {
+    return this.grants.filter((g) => isLive(g, now)).map(({ path, op }) => ({ path, op }));
+  }
+
+  /** The `grants` event after a change: what changed, and every grant the session holds now. */
+  grantsEvent(action: 'granted' | 'revoked' | 'expired', changed: readonly HeldGrant[]): EventBody {
+    const what = changed.map((g) => `${g.op} ${g.path}`).join(', ');
+    const detail =
+      action === 'granted'
+        ? `allowed for the session until ${changed.map((g) => g.expiresAt).join(', ')}: ${what}`
+        : action === 'revoked'
+          ? `revoked: ${what}`
+          : `lapsed (permissions.session_grant_ttl_ms): ${what}`;
+    return { type: 'grants', action, detail, grants: [...this.grants] };
+  }
+
+  /** What the session returns when it goes to sleep: everything it carries. */
+  sleep(now: Date): SessionSleep {
+    this.sleeping = true;
+    return {
+      sessionId: this.input.sessionId,
+      status: 'sleeping',
+      projectDir: this.input.projectDir,
+      sleptAt: now.toISOString(),
+      carry: this.snapshot().carry,
+    };
   }
 
   /** What a task child gets: its request and settings, the session's grants and memory, and nothing more. */
-  taskInput(item: QueuedMessage & { taskId: string }): TaskInput {
+  taskInput(item: QueuedMessage & { taskId: string }, now: Date): TaskInput {
     return {
       taskId: item.taskId,
       sessionId: this.input.sessionId,
@@ -118,7 +194,8 @@ export class Session {
       network: this.network,
       review: item.review ?? this.review,
       route: false,
-      grants: [...this.grants],
+      // Security: a lapsed grant is never handed on, even before the session drops it.
+      grants: this.liveGrants(now),
       summary: this.memory.summary,
       recentTurns: this.memory.recent(),
       maxTokens: this.input.maxTokensPerTask,
@@ -146,7 +223,7 @@ export class Session {
   details(): string {
     const { currentTaskId, queue, memory } = this;
     return [
-      `**${currentTaskId ? `running ${currentTaskId}` : queue.length ? 'busy' : 'idle'}**`,
+      `**${this.sleeping ? 'sleeping' : currentTaskId ? `running ${currentTaskId}` : queue.length ? 'busy' : 'idle'}**`,
       `mode ${this.mode} · tools ${this.toolAccess} · ${this.tasks.length} task(s) · ${queue.length} queued`,
       `memory: ${totalChars(memory.turns)} chars verbatim, ${memory.summarisedChars} summarised`,
     ].join('\n\n');
@@ -165,6 +242,7 @@ export class Session {
         toolAccess: this.toolAccess,
         network: this.network,
         review: this.review,
+        status: this.sleeping ? 'sleeping' : 'running',
         grants: this.grants,
         memory: { summary, turns, summarisedChars, settings },
         projectContextFile: this.contextFile,
@@ -181,6 +259,7 @@ export class Session {
         network: this.network,
         review: this.review,
         grants: this.grants,
+        grantCounter: this.grantCounter,
         summary,
         turns,
         summarisedChars,
@@ -198,6 +277,9 @@ export class Session {
     };
   }
 }
+
+/** A grant holds until its expiry. */
+export const isLive = (g: HeldGrant, now: Date): boolean => Date.parse(g.expiresAt) > now.getTime();
 
 /** An answer on the session's log: a chat reply, a command's result, or a task's answer (with its id). */
 export function answerEvent(

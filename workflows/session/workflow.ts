@@ -9,10 +9,15 @@
  * /mode, /compact, /init.
  *
  * Messages: update `submit {text, mode?}` → `{kind, taskId?, reply?, queued?}`; update `startTask` (POST /tasks);
- * signal `settings {mode?, toolAccess?, network?}`; signal `grant` (from a child task); queries `state` and `events {after}`.
+ * update `revokeGrant {grantId}`; signal `settings {mode?, toolAccess?, network?}`; signal `grant` (from a child
+ * task); queries `state` and `events {after}`.
  *
- * Lifecycle: runs until terminated; continues-as-new when Temporal suggests it (or after `continueAsNewAfter`
- * messages), once idle and after its handlers have finished, carrying all of its state (`Session.snapshot`).
+ * Lifecycle: continues-as-new when Temporal suggests it (or after `continueAsNewAfter` messages), once idle and
+ * after its handlers have finished, carrying all of its state (`Session.snapshot`). After `idleCloseMs` with no
+ * task, nothing queued and nothing being routed it goes to sleep: the run completes with that same carry as its
+ * result (`SessionSleep`). The API wakes it with update-with-start (or signal-with-start) on the same workflow id:
+ * the new run starts from the result (`wakeFrom` names the run), drops the grants that lapsed meanwhile, and takes
+ * the message that woke it.
  */
 import {
   ApplicationFailure,
@@ -24,7 +29,8 @@ import {
 } from '@temporalio/workflow';
 import { Failure } from '../../common/failures';
 import { KleaSessionId } from '../../common/search-attributes';
-import { SessionInputSchema, type SessionInput } from '../../common/session';
+import { SessionInputSchema, type SessionInput, type SessionSleep } from '../../common/session';
+import { sessionRuns } from '../shared/activities';
 import { parseInput } from '../shared/payloads';
 import { checkProject } from '../shared/project-check';
 import { showSessionDetails } from './details';
@@ -32,12 +38,15 @@ import { setSessionHandlers } from './handlers';
 import { MessageRunner } from './message-runner';
 import { Session } from './session-state';
 
-export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
+export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSleep> {
   const parsed = parseInput(SessionInputSchema, 'invalid session input', rawInput);
   // Security: what a run carries over (grants included) counts only when this run continues an earlier one; a
-  // session started with a made-up carry gets none of its grants.
-  const forgedGrants = (parsed.carry?.grants.length ?? 0) > 0 && !workflowInfo().continuedFromExecutionRunId;
-  const input = forgedGrants && parsed.carry ? { ...parsed, carry: { ...parsed.carry, grants: [] } } : parsed;
+  // session started with a made-up carry gets none of its grants. A woken run reads them from the run that slept.
+  const continued = Boolean(workflowInfo().continuedFromExecutionRunId);
+  const wakeFrom = continued ? undefined : parsed.wakeFrom;
+  const forgedGrants = !continued && !wakeFrom && (parsed.carry?.grants.length ?? 0) > 0;
+  const input =
+    (forgedGrants || wakeFrom) && parsed.carry ? { ...parsed, carry: { ...parsed.carry, grants: [] } } : parsed;
   const session = new Session(input);
   const { queue, memory, log } = session;
   if (forgedGrants)
@@ -46,6 +55,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       code: Failure.GrantsIgnored,
       message: 'the grants in the input were ignored: a session takes grants over only from its own earlier run',
     });
+  if (wakeFrom) session.grantsKnown = false;
   const runner = new MessageRunner(session);
   setSessionHandlers(session);
 
@@ -62,11 +72,36 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     session.sandbox = ctx.sandbox ? { status: ctx.sandbox, note: ctx.sandboxNote ?? null } : null;
     log.emit(session.contextEvent());
   }
+  if (wakeFrom) {
+    const slept = await sessionRuns.sleptSessionGrants.executeWithOptions(
+      { summary: 'wake: the grants it slept with' },
+      [{ workflowId: workflowInfo().workflowId, runId: wakeFrom }]
+    );
+    session.restoreGrants(slept.grants, slept.grantCounter);
+  }
+  dropLapsedGrants();
   showSessionDetails(session);
 
+  function dropLapsedGrants() {
+    const lapsed = session.dropExpiredGrants(new Date());
+    if (lapsed.length) log.emit(session.grantsEvent('expired', lapsed));
+  }
+
   const rollOver = () => session.processed >= input.continueAsNewAfter || workflowInfo().continueAsNewSuggested;
+  const idle = () => queue.length === 0 && session.currentTaskId === null;
   for (;;) {
-    await condition(() => queue.ready() !== undefined || (rollOver() && queue.length === 0));
+    const woken = await condition(
+      () => queue.ready() !== undefined || (rollOver() && queue.length === 0),
+      input.idleCloseMs
+    );
+    if (!woken) {
+      // Idle for idleCloseMs: sleep once the handlers in flight are done, unless one of them brought work.
+      await condition(allHandlersFinished);
+      if (!idle()) continue;
+      const slept = session.sleep(new Date());
+      showSessionDetails(session);
+      return slept;
+    }
     const item = queue.ready();
     if (!item) {
       // Idle and due: hand everything to a fresh run once in-flight handlers are done.
@@ -75,6 +110,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       await continueAsNew<typeof sessionWorkflow>({ ...input, carry: session.snapshot().carry });
       continue; // not reached: continue-as-new ends this run
     }
+    dropLapsedGrants();
     await runner.take(item);
     queue.shift();
     session.processed++;

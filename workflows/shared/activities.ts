@@ -51,3 +51,10 @@ export const projectSetup = proxyActivities<Pick<Activities, 'initProject'>>({
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 3 },
 });
+
+/** A woken session reads the grants of the run that went to sleep (activities/session/slept-run.ts). */
+export const sessionRuns = proxyActivities<Pick<Activities, 'sleptSessionGrants'>>({
+  startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumAttempts: 5 },
+});

@@ -50,6 +50,7 @@ export function sessionStarter(deps: {
         routeTimeoutMs: config.model.route_timeout_ms,
         maxTokensPerTask: config.model.max_tokens_per_task,
         maxCallsPerStep: config.limits.max_calls_per_step,
+        taskContinueAsNewAfterEvents: config.task.continue_as_new_after_events,
       };
       await calls.start(sessionTarget(sessionId), 'sessionWorkflow', {
         taskQueue: config.temporal.task_queue,

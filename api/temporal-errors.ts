@@ -26,6 +26,8 @@ import { ApiError, conflict, modelError, notFound, unavailable } from './errors'
 export interface Target {
   what: string;
   workflowId: string;
+  /** One run of the workflow (an earlier run of a task that continued as new); absent: the latest run. */
+  runId?: string;
 }
 
 /** The call that failed, as its error names it. */

@@ -29,6 +29,7 @@ import type { EventFeeds } from '../event-feed';
 import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import type { ProjectDirResolver } from '../projects';
 import { defineRoute, type RouteSpec } from '../route';
+import { earlierRunEvents } from '../run-chain';
 import type { SessionStarter } from '../session-start';
 import { sessionTarget, taskTarget } from '../targets';
 import type { TemporalCalls } from '../temporal-calls';
@@ -164,7 +165,13 @@ export function taskRoutes({ calls, sessions, resolveProjectDir, runUrl, feeds }
         404: { description: 'no such task' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsHandler({ feeds, targetOf: taskTarget, eventsQuery, endsWithStatus: true }),
+      handler: eventsHandler({
+        feeds,
+        targetOf: taskTarget,
+        eventsQuery,
+        endsWithStatus: true,
+        earlierOf: (target) => earlierRunEvents(calls, target),
+      }),
     }),
     taskDecision(
       reviewUpdate,

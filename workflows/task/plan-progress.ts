@@ -5,7 +5,7 @@
  */
 import type { EventBody } from '../../common/events';
 import { planHash, type Plan, type PlanStep } from '../../common/plan';
-import type { NotAchieved, StepResultView, StepState, StepStatus } from '../../common/task';
+import type { NotAchieved, StepResultView, StepState, StepStatus, TaskCarry } from '../../common/task';
 import { cut } from './text';
 import type { CallOutcome, TriageDecision, TriageInput } from './triage';
 
@@ -17,6 +17,7 @@ export const MAX_REPLANS = 3;
 export const RESULT_CHARS = 2000;
 
 type StepFinished = Extract<EventBody, { type: 'step_finished' }>;
+export type ProgressCarry = TaskCarry['progress'];
 
 const isFinished = (s: StepState | undefined) => s?.status === 'done' || s?.status === 'failed';
 
@@ -37,6 +38,41 @@ export class PlanProgress {
   private readonly checkpointed = new Set<string>();
   private replanReason: string | null = null;
   private replansUsed = 0;
+
+  /** A fresh task's progress, or (continue-as-new) the progress an earlier run of the task carried over. */
+  constructor(carried?: ProgressCarry) {
+    if (!carried) return;
+    this.plan = carried.plan;
+    this.hash = planHash(carried.plan);
+    this.version = carried.version;
+    this.graph = carried.graph;
+    for (const st of carried.steps) this.steps.set(st.id, { ...st });
+    for (const [id, text] of Object.entries(carried.fullResults)) this.fullResults.set(id, text);
+    for (const [id, why] of Object.entries(carried.failures)) this.failures.set(id, why);
+    for (const [id, why] of Object.entries(carried.missed)) this.missed.set(id, why);
+    for (const id of carried.checkpointed) this.checkpointed.add(id);
+    this.replansUsed = carried.replansUsed;
+  }
+
+  /**
+   * Everything the next run needs to go on from here (continue-as-new, taken between rounds: no replan is
+   * waiting then).
+   */
+  carry(): ProgressCarry {
+    if (!this.plan) throw new TypeError('no plan has been adopted yet');
+    if (this.replanReason !== null) throw new TypeError('a replan is waiting to be taken');
+    return {
+      plan: this.plan,
+      version: this.version,
+      graph: this.graph,
+      steps: this.states(),
+      fullResults: Object.fromEntries(this.fullResults),
+      failures: Object.fromEntries(this.failures),
+      missed: Object.fromEntries(this.missed),
+      checkpointed: [...this.checkpointed],
+      replansUsed: this.replansUsed,
+    };
+  }
 
   get goal(): string | null {
     return this.plan?.goal ?? null;

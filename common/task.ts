@@ -186,14 +186,15 @@ export const TaskCarrySchema = z.strictObject({
     version: z.number().int(),
     graph: z.array(PlanStepSchema),
     steps: z.array(StepStateSchema),
-    fullResults: z.record(z.string(), z.string()),
     failures: z.record(z.string(), z.string()),
     missed: z.record(z.string(), z.string()),
     checkpointed: z.array(z.string()),
     replansUsed: z.number().int(),
   }),
   questions: z.strictObject({
-    open: z.strictObject({ kind: z.literal('questions'), stepId: z.string(), questions: z.array(z.string()) }).nullable(),
+    open: z
+      .strictObject({ kind: z.literal('questions'), stepId: z.string(), questions: z.array(z.string()) })
+      .nullable(),
     answers: z.record(z.string(), z.record(z.string(), z.string())),
   }),
   lastReview: z.strictObject({ planHash: z.string(), decision: z.enum(['approve', 'revise']) }).nullable(),
@@ -261,4 +262,3 @@ export const TaskResultSchema = z.object({
   notAchieved: z.array(NotAchievedSchema).optional(),
 });
 export type TaskResult = z.infer<typeof TaskResultSchema>;
-

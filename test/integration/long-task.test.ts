@@ -7,6 +7,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -160,11 +162,114 @@ describe('long tasks continue as new and stay one task', () => {
     );
     expect(state.body.usage.toolCalls).toBe(100);
 
+    live.close();
     // A reader that comes later (a fresh API, nothing in memory) reads the earlier runs for what the last lacks.
     await startApi().then(async (fresh) => {
       const all = await request(fresh.app).get(`/tasks/${taskId}/events?after=0`);
       expect(seqs(all.body.events)).toEqual(range(1, last.seq));
       expect(all.body.events).toEqual(live.events);
     });
+  }, 240_000);
+
+  it('tool outputs of 40 MB in all are kept by reference: every run of the chain stays small', async () => {
+    // Arrange: 168 reads of 250 KB files (eight lanes of 21 rounds): 42 MB of output.
+    const lanes = 8;
+    const line = `${'x'.repeat(99)}\n`;
+    for (let l = 1; l <= lanes; l++)
+      writeFileSync(path.join(project.dir, `big${l}.txt`), `lane ${l}\n${line.repeat(2560)}`);
+    const steps: PlanStep[] = Array.from({ length: 168 }, (_, i) =>
+      step(`s${i + 1}`, `Read big${(i % lanes) + 1}.txt`, { depends_on: i >= lanes ? [`s${i + 1 - lanes}`] : [] })
+    );
+    fake.on('write_plan', { call: plan(steps) });
+    scriptSteps((id) => `big${((Number(id.slice(1)) - 1) % lanes) + 1}.txt`);
+    fake.on('compose_answer', { content: 'Read them all.' });
+    const { app } = await startApi();
+
+    // Act
+    const created = await request(app).post('/tasks').send({ prompt: 'Read the big files' });
+    const taskId = created.body.taskId as string;
+    const result = await env.client.workflow.getHandle(taskId).result();
+
+    // Assert: every step read its whole file, kept by reference; the histories hold a small part of it.
+    expect(result.status).toBe('done');
+    const state = await request(app).get(`/tasks/${taskId}`);
+    const kept = (state.body.steps as Array<{ result: string }>).map((s) =>
+      Number(/\[full output of (\d+) bytes kept as sha256:[0-9a-f]+\]/.exec(s.result)?.[1] ?? 0)
+    );
+    expect(kept.every((b) => b > 250_000)).toBe(true);
+    const total = kept.reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThan(40 * 2 ** 20);
+    const runs = await runsOf(env.client, taskId);
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    const historyBytes = runs.reduce((a, r) => a + r.bytes, 0);
+    for (const r of runs) expect(r.bytes).toBeLessThan(4 * 2 ** 20);
+    expect(historyBytes).toBeLessThan(total / 4);
+  }, 240_000);
+
+  it('decisions, grants and cancel reach the current run: a grant made in the first run holds in a later one', async () => {
+    // Arrange: 80 model steps in rounds of two; s3 and s77 read a file outside the project; reviews after s70 and s78.
+    writeFileSync(path.join(project.outside, 'x.txt'), 'outside\n');
+    const outsideStep = (id: string) => id === 's3' || id === 's77';
+    const steps: PlanStep[] = Array.from({ length: 80 }, (_, i) =>
+      step(`s${i + 1}`, `Part ${i + 1}`, {
+        depends_on: i >= 2 ? [`s${i - 1}`] : [],
+        needs_tool: outsideStep(`s${i + 1}`),
+      })
+    );
+    fake.on('write_plan', { call: plan(steps, { after_step_ids: ['s70', 's78'] }) });
+    scriptSteps(() => '../outside/x.txt');
+    const { app } = await startApi();
+    const created = await request(app).post('/tasks').send({ prompt: 'Do the 80 parts' });
+    const taskId = created.body.taskId as string;
+    const handle = env.client.workflow.getHandle(taskId);
+    const firstRun = (await handle.describe()).runId;
+    const stateOf = async () =>
+      (await request(app).get(`/tasks/${taskId}`)).body as {
+        status: string;
+        pending: Array<{ kind: string; afterStepIds?: string[]; requests?: Array<{ requestId: string }> }>;
+        runs: { current: number };
+      };
+
+    // Act + Assert: the permission of the first run, allowed for the session.
+    const asking = await until('a permission request', async () => {
+      const st = await stateOf();
+      return st.status === 'awaiting_permission' ? st : undefined;
+    });
+    const requestId = asking.pending.find((p) => p.kind === 'permission')!.requests![0].requestId;
+    expect(
+      (await request(app).post(`/tasks/${taskId}/permissions`).send({ requestId, decision: 'allow_session' })).status
+    ).toBe(200);
+
+    // The review after s70 comes from a later run; approving it through the API reaches that run.
+    const atReview = await until(
+      'the review after s70',
+      async () => {
+        const st = await stateOf();
+        return st.status === 'awaiting_review' ? st : undefined;
+      },
+      60_000
+    );
+    expect(atReview.pending[0].afterStepIds).toEqual(['s70']);
+    expect(atReview.runs.current).toBeGreaterThanOrEqual(2);
+    expect((await handle.describe()).runId).not.toBe(firstRun);
+    expect((await request(app).post(`/tasks/${taskId}/review`).send({ decision: 'approve' })).status).toBe(200);
+
+    // s77 reads the granted file again without asking; then the review after s78, and a cancel that ends the task.
+    await until(
+      'the review after s78',
+      async () => {
+        const st = await stateOf();
+        return st.status === 'awaiting_review' && st.pending[0].afterStepIds?.[0] === 's78' ? st : undefined;
+      },
+      60_000
+    );
+    expect((await request(app).post(`/tasks/${taskId}/cancel`).send({ reason: 'enough' })).status).toBe(200);
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'cancelled', error: 'enough' });
+    const events = (await request(app).get(`/tasks/${taskId}/events?after=0`)).body.events as KleaEvent[];
+    expect(seqs(events)).toEqual(range(1, events.at(-1)!.seq));
+    expect(events.filter((e) => e.type === 'permission_requested')).toHaveLength(1);
+    const s77 = events.find((e) => e.type === 'step_finished' && e.stepId === 's77');
+    expect(s77).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__read_file', status: 'ok' }] });
   }, 240_000);
 });

@@ -28,8 +28,6 @@ export class PlanProgress {
   /** Steps of the current plan plus finished steps of earlier plans, in order. */
   graph: PlanStep[] = [];
   private readonly steps = new Map<string, StepState>();
-  /** Longer cuts of results than `StepState.result`, for the prompts that build on them. */
-  private readonly fullResults = new Map<string, string>();
   /** Why a step's last attempt failed, for the picker's next attempt. */
   private readonly failures = new Map<string, string>();
   /** Why a finished step did not achieve its instruction (it failed). */
@@ -47,7 +45,6 @@ export class PlanProgress {
     this.version = carried.version;
     this.graph = carried.graph;
     for (const st of carried.steps) this.steps.set(st.id, { ...st });
-    for (const [id, text] of Object.entries(carried.fullResults)) this.fullResults.set(id, text);
     for (const [id, why] of Object.entries(carried.failures)) this.failures.set(id, why);
     for (const [id, why] of Object.entries(carried.missed)) this.missed.set(id, why);
     for (const id of carried.checkpointed) this.checkpointed.add(id);
@@ -66,7 +63,6 @@ export class PlanProgress {
       version: this.version,
       graph: this.graph,
       steps: this.states(),
-      fullResults: Object.fromEntries(this.fullResults),
       failures: Object.fromEntries(this.failures),
       missed: Object.fromEntries(this.missed),
       checkpointed: [...this.checkpointed],
@@ -175,7 +171,6 @@ export class PlanProgress {
     st.ok = d.ok;
     if (!d.ok) this.missed.set(s.id, d.reason);
     const full = text || d.reason;
-    this.fullResults.set(s.id, cut(full, 4 * RESULT_CHARS));
     st.result = cut(full, RESULT_CHARS);
     return {
       type: 'step_finished',
@@ -252,7 +247,8 @@ export class PlanProgress {
 
   /** A step's result; for the answer, also what it was to do and, if it did not, why. */
   private resultView(s: PlanStep, forAnswer = false): StepResultView {
-    const result = cut(this.fullResults.get(s.id) ?? '', RESULT_CHARS);
+    // The result as kept in the step's state: what a tool returned beyond it is kept by reference.
+    const result = this.steps.get(s.id)?.result ?? '';
     if (!forAnswer) return { ...this.view(s), result };
     const missed = this.notAchieved().find((n) => n.stepId === s.id);
     return { ...this.view(s), result, instruction: s.instruction, ...(missed ? { notAchieved: missed.reason } : {}) };

@@ -15,6 +15,10 @@
  *   run completed is asleep, not finished: the next message wakes it in a new run that continues its events, so its
  *   feed keeps describing it (slowly, since nothing changes until then).
  *
+ * - A task that continued as new is followed to its latest run (describe and query name the workflow, not a run);
+ *   the new run holds the tail of the log before it, and a feed further behind reads the rest from the earlier
+ *   runs the task names (`FeedSource.earlier`), once: those runs never change.
+ *
  * Feeds are kept in a bounded LRU; one nobody streams may be dropped and is rebuilt on demand. Events carry their
  * `seq`, so what a client gets after `after` is gap-free and exactly once whichever feed (or API process) serves it.
  */
@@ -75,6 +79,11 @@ export interface FeedSource {
   eventsQuery: EventsQuery;
   /** A task's log ends with its final `status` event; a session's `status` events are its tasks'. */
   endsWithStatus: boolean;
+  /**
+   * The events with seq after `after` and before `before` from the workflow's earlier runs: a run that continued
+   * as new holds only the tail of the log before it, so a feed further behind reads the rest there.
+   */
+  earlier?: (after: number, before: number) => Promise<KleaEvent[]>;
 }
 
 export interface FeedListener {
@@ -160,9 +169,10 @@ export class EventFeed {
     if (this.done) return;
     const desc = await this.calls.describe(this.source.target);
     const at = `${desc.runId}:${desc.historyLength}`;
-    // A session's completed run went to sleep: a later run may continue its log.
+    // A session's completed run went to sleep: a later run may continue its log. A task's run that continued as new
+    // is not the end either: the latest run goes on (the next describe finds it).
     const asleep = !this.source.endsWithStatus && desc.status.name === 'COMPLETED';
-    const closed = desc.status.name !== 'RUNNING' && !asleep;
+    const closed = desc.status.name !== 'RUNNING' && desc.status.name !== 'CONTINUED_AS_NEW' && !asleep;
     if (at === this.seenAt) {
       // Unchanged since the last query, which therefore saw every event the run has.
       if (closed) this.finish();
@@ -176,7 +186,12 @@ export class EventFeed {
     const events = await this.gate.run(() =>
       this.calls.query(this.source.target, this.source.eventsQuery, { after: this.lastSeq })
     );
-    const fresh = events.filter((e) => e.seq > this.lastSeq).sort((a, b) => a.seq - b.seq);
+    let fresh = events.filter((e) => e.seq > this.lastSeq).sort((a, b) => a.seq - b.seq);
+    if (fresh.length && fresh[0].seq > this.lastSeq + 1 && this.source.earlier) {
+      const before = fresh[0].seq;
+      const missing = await this.source.earlier(this.lastSeq, before);
+      fresh = [...missing.filter((e) => e.seq > this.lastSeq && e.seq < before), ...fresh];
+    }
     this.log.push(...fresh);
     this.seenAt = at;
     this.waitMs = this.schedule.minMs;

@@ -51,6 +51,7 @@ export function sessionStarter(deps: {
     maxCallsPerStep: config.limits.max_calls_per_step,
     idleCloseMs: config.session.idle_close_ms,
     grantTtlMs: config.permissions.session_grant_ttl_ms,
+    taskContinueAsNewAfterEvents: config.task.continue_as_new_after_events,
   });
 
   const startOptions = (sessionId: string, input: SessionInput, mode: Mode): SessionStartOptions => ({

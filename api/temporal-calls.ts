@@ -102,8 +102,9 @@ export class TemporalCalls {
     this.acceptTimeoutMs = opts.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;
   }
 
+  /** The workflow's latest run (so calls follow a task that continued as new), unless the target names a run. */
   private handle(target: Target): WorkflowHandle {
-    return this.client.workflow.getHandle(target.workflowId);
+    return this.client.workflow.getHandle(target.workflowId, target.runId);
   }
 
   private within<T>(ms: number, fn: () => Promise<T>): Promise<T> {

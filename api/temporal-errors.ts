@@ -29,6 +29,8 @@ export interface Target {
   workflowId: string;
   /** When its session was made (ms), when its id says: one Temporal no longer has may have outlived retention. */
   bornAt?: number;
+  /** One run of the workflow (an earlier run of a task that continued as new); absent: the latest run. */
+  runId?: string;
 }
 
 /** The call that failed, as its error names it. */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
 import { benchEventStreams } from './event-streams';
 import { benchHistory, type BenchResult } from './history';
+import { benchLongTask } from './long-task';
 import { benchMemory } from './memory';
 import { benchSandbox } from './sandbox';
 import { benchSteps } from './steps';
@@ -17,7 +18,7 @@ async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchSteps, benchHistory, benchMemory, benchSandbox, benchEventStreams]) {
+    for (const bench of [benchSteps, benchHistory, benchLongTask, benchMemory, benchSandbox, benchEventStreams]) {
       // A benchmark that fails is listed as not measured, and the others still run.
       const out = await bench(env).catch((err: unknown): BenchResult => {
         console.error(err);

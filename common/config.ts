@@ -263,6 +263,16 @@ export const ConfigSchema = z.strictObject({
       session_grant_ttl_ms: z.number().int().positive().default(86_400_000),
     })
     .prefault({}),
+  task: z
+    .strictObject({
+      /**
+       * History events after which a task hands its state to a fresh run of the same workflow (continue-as-new,
+       * env KLEA_TASK_CONTINUE_AS_NEW_AFTER_EVENTS), between rounds of steps; it also does so whenever Temporal
+       * suggests it. Keeps a long task far from Temporal's history limits (50,000 events / 50 MB).
+       */
+      continue_as_new_after_events: z.number().int().min(100).max(40_000).default(8_000),
+    })
+    .prefault({}),
   general: z
     .strictObject({
       mode: ModeSchema.default('general'),
@@ -349,6 +359,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
   { env: 'KLEA_MAX_CALLS_PER_STEP', path: ['limits', 'max_calls_per_step'], kind: 'count' },
   { env: 'KLEA_SESSION_IDLE_CLOSE_MS', path: ['session', 'idle_close_ms'], kind: 'count' },
+  { env: 'KLEA_TASK_CONTINUE_AS_NEW_AFTER_EVENTS', path: ['task', 'continue_as_new_after_events'], kind: 'count' },
   { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
   { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
   { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },

@@ -13,7 +13,7 @@ export const StepIdSchema = z
  * Every array and string a model writes is bounded: a small model at temperature 0 can repeat an item until it
  * runs out of tokens, and a schema-constrained server stops it only at the bounds the JSON schema carries.
  */
-export const MAX_PLAN_STEPS = 60;
+export const MAX_PLAN_STEPS = 500; // a long task runs hundreds of steps (its runs continue as new)
 
 export const PlanStepSchema = z.strictObject({
   id: StepIdSchema.describe('short unique id, e.g. "s1"'),

@@ -85,6 +85,8 @@ export const SessionInputSchema = z.strictObject({
   maxTokensPerTask: z.number().int().positive().nullable().default(null),
   /** Tool calls a step of each task may make in sequence (limits.max_calls_per_step). */
   maxCallsPerStep: z.number().int().min(1).max(50).default(6),
+  /** History events after which each task continues as new (task.continue_as_new_after_events). */
+  taskContinueAsNewAfterEvents: z.number().int().min(100).max(40_000).default(8_000),
   /** Continue-as-new after this many processed messages even if Temporal has not suggested it yet. */
   continueAsNewAfter: z.number().int().positive().default(200),
   /** An idle session (no task, nothing queued or being routed) completes after this long (session.idle_close_ms). */

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './settings';
 import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
-import { PlanShape } from './plan';
+import { PlanShape, PlanStepSchema } from './plan';
 import { PlanDiffSchema } from './plan-diff';
 import { TaskStatusSchema } from './status';
 
@@ -47,6 +47,10 @@ export const TaskInputSchema = z.strictObject({
   maxTokens: z.number().int().positive().nullable().default(null),
   /** Tool calls one step may make in sequence before it is judged (limits.max_calls_per_step). */
   maxCallsPerStep: z.number().int().min(1).max(50).default(6),
+  /** History events after which the task continues as new between rounds (task.continue_as_new_after_events). */
+  continueAsNewAfterEvents: z.number().int().min(100).max(40_000).default(8_000),
+  /** Set only by the task itself when it continues as new: everything the next run takes over. */
+  carry: z.lazy(() => TaskCarrySchema).optional(),
 });
 export type TaskInput = z.input<typeof TaskInputSchema>;
 export type ParsedTaskInput = z.output<typeof TaskInputSchema>;
@@ -167,6 +171,64 @@ export const TaskUsageSchema = z.object({
 export const NotAchievedSchema = z.object({ stepId: z.string(), title: z.string(), reason: z.string() });
 export type NotAchieved = z.infer<typeof NotAchievedSchema>;
 
+/** An earlier run of a task that continued as new, and the events it holds (so a client can read them there). */
+export const TaskRunLinkSchema = z.strictObject({
+  runId: z.string(),
+  /** The first and last `seq` of the events the run's `events` query answers. */
+  firstSeq: z.number().int(),
+  lastSeq: z.number().int(),
+});
+export type TaskRunLink = z.infer<typeof TaskRunLinkSchema>;
+
+const UsageSchema = z.strictObject({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  modelCalls: z.number().int(),
+});
+
+/**
+ * What a task hands to the next run when it continues as new, between rounds of steps (no review, permission
+ * request or batch is open then): the plan and each step's progress, the answers, grants and decisions, what it
+ * has used, and the tail of its event log with the runs before it.
+ */
+export const TaskCarrySchema = z.strictObject({
+  /** The earlier runs, oldest first (this one included when carried on). */
+  runs: z.array(TaskRunLinkSchema),
+  progress: z.strictObject({
+    plan: PlanShape,
+    version: z.number().int(),
+    graph: z.array(PlanStepSchema),
+    steps: z.array(StepStateSchema),
+    failures: z.record(z.string(), z.string()),
+    missed: z.record(z.string(), z.string()),
+    checkpointed: z.array(z.string()),
+    replansUsed: z.number().int(),
+  }),
+  questions: z.strictObject({
+    open: z
+      .strictObject({ kind: z.literal('questions'), stepId: z.string(), questions: z.array(z.string()) })
+      .nullable(),
+    answers: z.record(z.string(), z.record(z.string(), z.string())),
+  }),
+  lastReview: z.strictObject({ planHash: z.string(), decision: z.enum(['approve', 'revise']) }).nullable(),
+  permissions: z.strictObject({
+    grants: z.array(GrantSchema),
+    newGrants: z.array(GrantSchema),
+    counter: z.number().int(),
+    decided: z.record(z.string(), z.enum(['allow_once', 'allow_session', 'deny'])),
+  }),
+  usage: z.strictObject({
+    models: UsageSchema,
+    toolCalls: z.number().int(),
+    steps: z.record(z.string(), UsageSchema),
+  }),
+  /** The token budget now in force (raised by each approved budget review); null: none. */
+  budget: z.number().int().nullable(),
+  lastSeq: z.number().int(),
+  recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
+});
+export type TaskCarry = z.infer<typeof TaskCarrySchema>;
+
 /** The `state` query's answer (and, with a Temporal UI link, `GET /tasks/:id`). */
 export const TaskStateSchema = z.object({
   taskId: z.string(),
@@ -191,6 +253,12 @@ export const TaskStateSchema = z.object({
   notAchieved: z
     .array(NotAchievedSchema)
     .describe('once the task has ended: the steps that did not achieve their instruction, and why (empty: none)'),
+  runs: z
+    .strictObject({ current: z.number().int(), earlier: z.array(TaskRunLinkSchema) })
+    .describe(
+      'the runs of the task: a long task continues as new as its history grows; each earlier run (oldest first) ' +
+        'holds the events from firstSeq to lastSeq'
+    ),
 });
 export type TaskState = z.infer<typeof TaskStateSchema>;
 

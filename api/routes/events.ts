@@ -3,7 +3,7 @@
  * read the workflow's event feed (event-feed.ts), so what the API has already seen is served from memory.
  */
 import type { Request, Response } from 'express';
-import type { EventFeeds, EventsQuery } from '../event-feed';
+import type { EventFeeds, EventsQuery, FeedSource } from '../event-feed';
 import { lastEventId, streamEvents } from '../sse';
 import type { Target } from '../temporal-calls';
 
@@ -24,8 +24,10 @@ export function eventsHandler(deps: {
   eventsQuery: EventsQuery;
   /** A task's log ends with its final `status` event (a session's never ends that way). */
   endsWithStatus: boolean;
+  /** Where the events before the latest run's are read (a task that continued as new). */
+  earlierOf?: (target: Target) => FeedSource['earlier'];
 }) {
-  const { feeds, targetOf, eventsQuery, endsWithStatus } = deps;
+  const { feeds, targetOf, eventsQuery, endsWithStatus, earlierOf } = deps;
   return async ({
     params,
     query,
@@ -37,7 +39,8 @@ export function eventsHandler(deps: {
     req: Request;
     res: Response;
   }) => {
-    const feed = feeds.feed({ target: targetOf(params.id), eventsQuery, endsWithStatus });
+    const target = targetOf(params.id);
+    const feed = feeds.feed({ target, eventsQuery, endsWithStatus, earlier: earlierOf?.(target) });
     await feed.refresh(); // current before it is served, and a 404 before a stream starts
     const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) return { events: feed.since(query.after ?? 0) };

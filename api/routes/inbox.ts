@@ -115,7 +115,8 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
       },
       async (query) => {
         const statuses = query.status ? [...new Set(query.status.split(','))] : [];
-        const where = [`WorkflowType = ${quote(TASK_WORKFLOW)}`];
+        // A long task continues as new as its history grows: only the run that carries it on is listed.
+        const where = [`WorkflowType = ${quote(TASK_WORKFLOW)}`, `ExecutionStatus != 'ContinuedAsNew'`];
         if (statuses.length) {
           where.push(`${KleaStatus.name} IN (${statuses.map(quote).join(', ')})`);
           // A run that ended without saying so (terminated, timed out) keeps its last status: not waiting any more.

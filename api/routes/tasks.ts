@@ -29,6 +29,7 @@ import type { EventFeeds } from '../event-feed';
 import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import type { ProjectDirResolver } from '../projects';
 import { defineRoute, type RouteSpec } from '../route';
+import { earlierRunEvents } from '../run-chain';
 import type { SessionStarter } from '../session-start';
 import type { SessionWaker } from '../session-wake';
 import { sessionTarget, taskTarget } from '../targets';
@@ -166,7 +167,13 @@ export function taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, 
         404: { description: 'no such task' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsHandler({ feeds, targetOf: taskTarget, eventsQuery, endsWithStatus: true }),
+      handler: eventsHandler({
+        feeds,
+        targetOf: taskTarget,
+        eventsQuery,
+        endsWithStatus: true,
+        earlierOf: (target) => earlierRunEvents(calls, target),
+      }),
     }),
     taskDecision(
       reviewUpdate,

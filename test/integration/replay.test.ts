@@ -53,6 +53,31 @@ async function denyOneAllowTheOther(
   return [t.taskId];
 }
 
+/**
+ * A task long enough to continue as new (after 100 history events): twenty chained steps, a tool step among them.
+ * Returns the ids of its first run (which hands over) and of its last run (which starts from the carry).
+ */
+async function longTask(env: TestEnv, fake: FakeModel, taskId: string): Promise<{ first: string; last: string }> {
+  const p = makeProject({ 'a.txt': 'alpha' });
+  const steps = Array.from({ length: 20 }, (_, i) =>
+    step(`s${i + 1}`, `Part ${i + 1}`, { depends_on: i ? [`s${i}`] : [], needs_tool: i === 6 })
+  );
+  fake.on('write_plan', { call: plan(steps) });
+  fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's7', path: 'a.txt' } }] });
+  fake.always('do_step', { content: 'ok' });
+  fake.on('compose_answer', { content: 'twenty parts done' });
+  const t = await TaskDriver.start(env, 'Do twenty parts', p.dir, {
+    taskId,
+    sessionId: taskId.replace(/^task-/, '').replace(/-1$/, ''),
+    continueAsNewAfterEvents: 100,
+  });
+  const first = (await t.handle.describe()).runId;
+  expect((await t.result()).status).toBe('done');
+  const last = (await t.handle.describe()).runId;
+  expect(last).not.toBe(first);
+  return { first, last };
+}
+
 /** Each scenario runs to the end and returns the workflow ids whose histories it records. */
 const scenarios: Record<string, Scenario> = {
   async approve(env, fake) {
@@ -271,6 +296,18 @@ const scenarios: Record<string, Scenario> = {
     return [`session-replay-session-wake@${woken}`];
   },
 };
+
+/** The long task's runs, each in a scenario of its own (a history file is named by workflow id). */
+Object.assign(scenarios, {
+  async long_task_hands_over(env: TestEnv, fake: FakeModel) {
+    const { first } = await longTask(env, fake, 'task-replay-long-1');
+    return [`task-replay-long-1@${first}`];
+  },
+  async long_task_carried_on(env: TestEnv, fake: FakeModel) {
+    const { last } = await longTask(env, fake, 'task-replay-long-2');
+    return [`task-replay-long-2@${last}`];
+  },
+} satisfies Record<string, Scenario>);
 
 async function fetchHistory(env: TestEnv, ref: string) {
   const [workflowId, runId] = ref.split('@');

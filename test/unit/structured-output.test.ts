@@ -10,7 +10,7 @@ import {
   unfence,
 } from '../../activities/llm/structured-output';
 import { RouteRequestOutputSchema } from '../../common/model-protocol';
-import { EvaluateStepOutputSchema, planSchema, type Plan } from '../../common/plan';
+import { EvaluateStepOutputSchema, MAX_PLAN_STEPS, planSchema, type Plan } from '../../common/plan';
 import { describeTool } from '../../common/tools';
 
 /** Paths of every array without maxItems and every free string without maxLength in a JSON schema. */
@@ -48,7 +48,7 @@ describe('structured output through response_format (json_schema)', () => {
     const json = jsonSchemaOf(planSchema());
     expect(JSON.stringify(json)).toContain('"pattern":"^[A-Za-z0-9_-]{1,40}$"');
     expect(z.fromJSONSchema(json).safeParse(plan).success).toBe(true);
-    expect(z.fromJSONSchema(json).safeParse({ ...plan, steps: Array(61).fill(plan.steps[0]) }).success).toBe(false);
+    expect(z.fromJSONSchema(json).safeParse({ ...plan, steps: Array(MAX_PLAN_STEPS + 1).fill(plan.steps[0]) }).success).toBe(false);
   });
 
   it('the response format is named after the node, and strict when every object is closed and fully required', () => {

@@ -79,6 +79,7 @@ describe('task status', () => {
       recentTurns: [],
       maxTokens: null,
       maxCallsPerStep: 6,
+      continueAsNewAfterEvents: 8000,
     };
     const progress = new PlanProgress();
     progress.adopt(plan);
@@ -93,6 +94,7 @@ describe('task status', () => {
       newGrants: [],
       usage: meter.totals(),
       lastSeq: 4,
+      runs: { current: 1, earlier: [] },
     });
 
     expect(state).toMatchObject({

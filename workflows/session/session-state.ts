@@ -200,6 +200,7 @@ export class Session {
       recentTurns: this.memory.recent(),
       maxTokens: this.input.maxTokensPerTask,
       maxCallsPerStep: this.input.maxCallsPerStep,
+      continueAsNewAfterEvents: this.input.taskContinueAsNewAfterEvents,
     };
   }
 

@@ -29,6 +29,11 @@ export class EventLog {
     return this.events.filter((e) => e.seq > after);
   }
 
+  /** The seq of the oldest event held (one past the last when none is held). */
+  get firstSeq(): number {
+    return this.events[0]?.seq ?? this.seq + 1;
+  }
+
   get lastSeq(): number {
     return this.seq;
   }

@@ -11,6 +11,7 @@ import {
   type PermissionDecision,
   type PermissionRequest,
   type SessionGrant,
+  type TaskCarry,
 } from '../../common/task';
 import type { PickedCall } from '../../common/tools';
 
@@ -37,11 +38,31 @@ export class PermissionGate {
   /** Grants made with allow_session during this task (the session keeps them). */
   readonly newGrants: SessionGrant[] = [];
 
+  /**
+   * @param grants the grants the session holds (or, continuing as new, those the earlier run held).
+   * @param carried the rest of an earlier run's gate (continue-as-new happens with no request waiting).
+   */
   constructor(
     private readonly taskId: string,
-    grants: readonly SessionGrant[]
+    grants: readonly SessionGrant[],
+    carried?: Omit<TaskCarry['permissions'], 'grants'>
   ) {
     this.sessionGrants = [...grants];
+    if (!carried) return;
+    this.newGrants.push(...carried.newGrants);
+    this.counter = carried.counter;
+    for (const [id, d] of Object.entries(carried.decided)) this.decided.set(id, d);
+  }
+
+  /** What the next run takes over: the grants, the decisions taken (a client may still repeat one), the ids used. */
+  carry(): TaskCarry['permissions'] {
+    if (this.requests.size) throw new TypeError('a permission request is waiting');
+    return {
+      grants: [...this.sessionGrants],
+      newGrants: [...this.newGrants],
+      counter: this.counter,
+      decided: Object.fromEntries(this.decided),
+    };
   }
 
   get pending(): Extract<PendingInterrupt, { kind: 'permission' }> | null {

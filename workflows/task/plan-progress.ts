@@ -5,7 +5,7 @@
  */
 import type { EventBody } from '../../common/events';
 import { planHash, type Plan, type PlanStep } from '../../common/plan';
-import type { NotAchieved, StepResultView, StepState, StepStatus } from '../../common/task';
+import type { NotAchieved, StepResultView, StepState, StepStatus, TaskCarry } from '../../common/task';
 import { cut } from './text';
 import type { CallOutcome, TriageDecision, TriageInput } from './triage';
 
@@ -17,6 +17,7 @@ export const MAX_REPLANS = 3;
 export const RESULT_CHARS = 2000;
 
 type StepFinished = Extract<EventBody, { type: 'step_finished' }>;
+export type ProgressCarry = TaskCarry['progress'];
 
 const isFinished = (s: StepState | undefined) => s?.status === 'done' || s?.status === 'failed';
 
@@ -27,8 +28,6 @@ export class PlanProgress {
   /** Steps of the current plan plus finished steps of earlier plans, in order. */
   graph: PlanStep[] = [];
   private readonly steps = new Map<string, StepState>();
-  /** Longer cuts of results than `StepState.result`, for the prompts that build on them. */
-  private readonly fullResults = new Map<string, string>();
   /** Why a step's last attempt failed, for the picker's next attempt. */
   private readonly failures = new Map<string, string>();
   /** The calls (tools and arguments) of the last failed attempt at each instruction. */
@@ -39,6 +38,39 @@ export class PlanProgress {
   private readonly checkpointed = new Set<string>();
   private replanReason: string | null = null;
   private replansUsed = 0;
+
+  /** A fresh task's progress, or (continue-as-new) the progress an earlier run of the task carried over. */
+  constructor(carried?: ProgressCarry) {
+    if (!carried) return;
+    this.plan = carried.plan;
+    this.hash = planHash(carried.plan);
+    this.version = carried.version;
+    this.graph = carried.graph;
+    for (const st of carried.steps) this.steps.set(st.id, { ...st });
+    for (const [id, why] of Object.entries(carried.failures)) this.failures.set(id, why);
+    for (const [id, why] of Object.entries(carried.missed)) this.missed.set(id, why);
+    for (const id of carried.checkpointed) this.checkpointed.add(id);
+    this.replansUsed = carried.replansUsed;
+  }
+
+  /**
+   * Everything the next run needs to go on from here (continue-as-new, taken between rounds: no replan is
+   * waiting then).
+   */
+  carry(): ProgressCarry {
+    if (!this.plan) throw new TypeError('no plan has been adopted yet');
+    if (this.replanReason !== null) throw new TypeError('a replan is waiting to be taken');
+    return {
+      plan: this.plan,
+      version: this.version,
+      graph: this.graph,
+      steps: this.states(),
+      failures: Object.fromEntries(this.failures),
+      missed: Object.fromEntries(this.missed),
+      checkpointed: [...this.checkpointed],
+      replansUsed: this.replansUsed,
+    };
+  }
 
   get goal(): string | null {
     return this.plan?.goal ?? null;
@@ -145,7 +177,6 @@ export class PlanProgress {
     st.ok = d.ok;
     if (!d.ok) this.missed.set(s.id, d.reason);
     const full = text || d.reason;
-    this.fullResults.set(s.id, cut(full, 4 * RESULT_CHARS));
     st.result = cut(full, RESULT_CHARS);
     return {
       type: 'step_finished',
@@ -222,7 +253,8 @@ export class PlanProgress {
 
   /** A step's result; for the answer, also what it was to do and, if it did not, why. */
   private resultView(s: PlanStep, forAnswer = false): StepResultView {
-    const result = cut(this.fullResults.get(s.id) ?? '', RESULT_CHARS);
+    // The result as kept in the step's state: what a tool returned beyond it is kept by reference.
+    const result = this.steps.get(s.id)?.result ?? '';
     if (!forAnswer) return { ...this.view(s), result };
     const missed = this.notAchieved().find((n) => n.stepId === s.id);
     return { ...this.view(s), result, instruction: s.instruction, ...(missed ? { notAchieved: missed.reason } : {}) };

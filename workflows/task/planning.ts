@@ -38,7 +38,17 @@ export class Planning {
   private firstPick: FirstPick | null = null;
 
   constructor(private readonly task: TaskRun) {
-    this.budget = task.input.maxTokens;
+    this.budget = task.carried ? task.carried.budget : task.input.maxTokens;
+  }
+
+  /** The token budget in force now (raised by each approved budget review), for the next run to keep. */
+  get currentBudget(): number | null {
+    return this.budget;
+  }
+
+  /** Whether first picks made with the plan wait for their round (the task does not continue as new then). */
+  get holdsFirstPick(): boolean {
+    return this.firstPick !== null;
   }
 
   /**

@@ -3,7 +3,7 @@
  * payload answers what is asked (the rules shared by the `clarify` signal and update).
  */
 import type { PlanStep } from '../../common/plan';
-import { ClarifySchema, type ClarifyAnswers, type PendingInterrupt } from '../../common/task';
+import { ClarifySchema, type ClarifyAnswers, type PendingInterrupt, type TaskCarry } from '../../common/task';
 import { parseSignal } from '../shared/payloads';
 import { withAnswers } from './text';
 
@@ -25,6 +25,16 @@ export function answersProblem(questions: readonly string[], answers: Record<str
 export class QuestionGate {
   private open: PendingQuestions | null = null;
   private readonly answers = new Map<string, Record<string, string>>();
+
+  /** @param carried what an earlier run of the task held (continue-as-new): questions asked, answers taken. */
+  constructor(carried?: TaskCarry['questions']) {
+    this.open = carried?.open ?? null;
+    for (const [stepId, a] of Object.entries(carried?.answers ?? {})) this.answers.set(stepId, a);
+  }
+
+  carry(): TaskCarry['questions'] {
+    return { open: this.open, answers: Object.fromEntries(this.answers) };
+  }
 
   get pending(): PendingQuestions | null {
     return this.open;

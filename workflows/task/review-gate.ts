@@ -4,7 +4,7 @@
  * names one), once; repeating the last decision is answered, not refused, so a client may retry safely.
  */
 import type { Plan } from '../../common/plan';
-import { ReviewDecisionSchema, type PendingInterrupt, type ReviewDecision } from '../../common/task';
+import { ReviewDecisionSchema, type PendingInterrupt, type ReviewDecision, type TaskCarry } from '../../common/task';
 
 export type PendingReview = Extract<PendingInterrupt, { kind: 'review' }>;
 export type ReviewReason = PendingReview['reason'];
@@ -14,6 +14,17 @@ export class ReviewGate {
   private decision: ReviewDecision | null = null;
   /** The last decided review, so a client retrying the same decision is answered, not refused. */
   private last: { planHash: string; decision: ReviewDecision['decision'] } | null = null;
+
+  /** @param last the last decided review of an earlier run of the task (continue-as-new). */
+  constructor(last: TaskCarry['lastReview'] = null) {
+    this.last = last;
+  }
+
+  /** What the next run takes over (continue-as-new happens with no review open). */
+  carry(): TaskCarry['lastReview'] {
+    if (this.open) throw new TypeError('a review is open');
+    return this.last;
+  }
 
   get pending(): PendingReview | null {
     return this.open;

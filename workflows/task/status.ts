@@ -15,6 +15,7 @@ export interface TaskRecord {
   newGrants: SessionGrant[];
   usage: TaskState['usage'];
   lastSeq: number;
+  runs: TaskState['runs'];
 }
 
 /** The `state` query's answer. */
@@ -40,6 +41,7 @@ export function taskState(input: ParsedTaskInput, progress: PlanProgress, t: Tas
     newGrants: t.newGrants,
     usage: t.usage,
     lastSeq: t.lastSeq,
+    runs: t.runs,
     // While the task runs, its unfinished steps are still to come.
     notAchieved: isFinalStatus(t.status) ? progress.notAchieved() : [],
   };
@@ -66,6 +68,8 @@ export interface StatusView {
   pending: readonly PendingInterrupt[];
   /** The plan's version and how many steps are known, once there is a plan. */
   plan: { version: number; steps: number } | null;
+  /** Which run of the task this is, and the run it continued from (continue-as-new). */
+  run?: { number: number; previous: string | null };
 }
 
 /** Everything the task waits for, in words: `review of plan ab12, 2 permission decision(s)`. */
@@ -89,6 +93,7 @@ export function statusDetails(v: StatusView): string {
     v.goal ? `goal: ${v.goal}` : '',
     waiting ? `waiting for: ${waiting}` : '',
     v.plan ? `plan v${v.plan.version}, ${v.plan.steps} steps` : '',
+    v.run && v.run.number > 1 ? `run ${v.run.number} of this task, continued from run ${v.run.previous}` : '',
   ]
     .filter(Boolean)
     .join('\n\n');

@@ -5,12 +5,21 @@
  * on (review, questions, permissions), what it has used, and its event log. It produces the `state` query's answer
  * and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and nothing else.
  */
-import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
 import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
-import type { NotAchieved, ParsedTaskInput, PendingInterrupt, TaskResult, TaskState } from '../../common/task';
+import type { KleaEvent } from '../../common/events';
+import type {
+  NotAchieved,
+  ParsedTaskInput,
+  PendingInterrupt,
+  TaskCarry,
+  TaskResult,
+  TaskRunLink,
+  TaskState,
+} from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { kleaObserve } from '../shared/observe';
 import { PermissionGate } from './permissions';
@@ -23,12 +32,22 @@ import { UsageMeter } from './usage';
 
 export type TaskEnding = 'done' | 'failed' | 'cancelled';
 
+/**
+ * Events handed to the next run when the task continues as new: a client that follows the task is rarely further
+ * behind than this, and one that is reads the rest from the earlier runs (`state.runs`).
+ */
+export const CARRIED_EVENTS = 200;
+
 export class TaskRun {
-  readonly log = new EventLog();
-  readonly progress = new PlanProgress();
-  readonly reviews = new ReviewGate();
-  readonly questions = new QuestionGate();
+  readonly log: EventLog;
+  readonly progress: PlanProgress;
+  readonly reviews: ReviewGate;
+  readonly questions: QuestionGate;
   readonly permissions: PermissionGate;
+  /** What an earlier run of this task handed over (continue-as-new); null in the task's first run. */
+  readonly carried: TaskCarry | null;
+  /** The task's earlier runs, oldest first. */
+  readonly earlierRuns: readonly TaskRunLink[];
   readonly meter: UsageMeter;
   /** How many grants the input carried that were not taken (only a session hands grants to its tasks). */
   readonly ignoredGrants: number;
@@ -40,15 +59,69 @@ export class TaskRun {
   private _cancelReason: string | null = null;
 
   constructor(readonly input: ParsedTaskInput) {
+    const info = workflowInfo();
+    // Security: a carry (grants and decisions included) is taken only from the task's own earlier run; a task
+    // started with one is refused rather than let skip its review or permission gates.
+    if (input.carry && !info.continuedFromExecutionRunId)
+      throw ApplicationFailure.nonRetryable(
+        "invalid task input: carry: only a task's own earlier run hands over its state",
+        Failure.InvalidInput
+      );
+    const carry = input.carry ?? null;
+    this.carried = carry;
+    this.earlierRuns = carry?.runs ?? [];
+    this.log = new EventLog((carry?.recentEvents ?? []) as KleaEvent[], carry?.lastSeq ?? 0);
+    this.progress = new PlanProgress(carry?.progress);
+    this.reviews = new ReviewGate(carry?.lastReview);
+    this.questions = new QuestionGate(carry?.questions);
     // Security: grants in the input count only when the task's session handed them over (it records what the user
-    // allowed); a task started some other way, grants and all, asks for every path like a new one.
-    const parent = workflowInfo().parent?.workflowId ?? '';
+    // allowed); a task started some other way, grants and all, asks for every path like a new one. A later run
+    // holds what its first run took, and the grants made since.
+    const parent = info.parent?.workflowId ?? '';
     const fromSession = parent.startsWith('session-');
-    this.ignoredGrants = fromSession ? 0 : input.grants.length;
-    this.permissions = new PermissionGate(input.taskId, fromSession ? input.grants : []);
+    this.ignoredGrants = carry || fromSession ? 0 : input.grants.length;
+    this.permissions = carry
+      ? new PermissionGate(input.taskId, carry.permissions.grants, carry.permissions)
+      : new PermissionGate(input.taskId, fromSession ? input.grants : []);
     // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
-    this.meter = new UsageMeter(() => this.mirror.usage(this.meter.tokens, this.meter.models.modelCalls));
+    this.meter = new UsageMeter(() => this.mirror.usage(this.meter.tokens, this.meter.models.modelCalls), carry?.usage);
     this.mirror.mode(input.mode);
+  }
+
+  /** This run's place in the task's chain of runs (1 for the first). */
+  get runNumber(): number {
+    return this.earlierRuns.length + 1;
+  }
+
+  /**
+   * Whether the history has grown enough to go on in a fresh run: Temporal suggests it, or the run has passed the
+   * task's threshold. Asked between rounds only (see `carry`).
+   */
+  dueToContinue(): boolean {
+    const info = workflowInfo();
+    return (
+      this._cancelReason === null &&
+      (info.continueAsNewSuggested || info.historyLength >= this.input.continueAsNewAfterEvents)
+    );
+  }
+
+  /**
+   * What the next run takes over. Taken between rounds of steps, when nothing is open: no review, no permission
+   * request, no batch in flight (each gate refuses to be carried otherwise); questions may be waiting for answers.
+   */
+  carry(budget: number | null): TaskCarry {
+    const { log } = this;
+    return {
+      runs: [...this.earlierRuns, { runId: workflowInfo().runId, firstSeq: log.firstSeq, lastSeq: log.lastSeq }],
+      progress: this.progress.carry(),
+      questions: this.questions.carry(),
+      lastReview: this.reviews.carry(),
+      permissions: this.permissions.carry(),
+      usage: this.meter.carry(),
+      budget,
+      lastSeq: log.lastSeq,
+      recentEvents: log.tail(CARRIED_EVENTS),
+    };
   }
 
   get status(): TaskStatus {
@@ -75,6 +148,7 @@ export class TaskRun {
       newGrants: this.permissions.newGrants,
       usage: this.meter.totals(),
       lastSeq: this.log.lastSeq,
+      runs: { current: this.runNumber, earlier: [...this.earlierRuns] },
     });
   }
 
@@ -93,7 +167,8 @@ export class TaskRun {
     this._status = next;
     const { progress } = this;
     const plan = progress.plan ? { version: progress.version, steps: progress.stepCount } : null;
-    setCurrentDetails(statusDetails({ status: next, detail, goal: progress.goal, pending: this.pending(), plan }));
+    const run = { number: this.runNumber, previous: this.earlierRuns.at(-1)?.runId ?? null };
+    setCurrentDetails(statusDetails({ status: next, detail, goal: progress.goal, pending: this.pending(), plan, run }));
     if (isFinalStatus(next)) this.log.emit({ type: 'status', status: next, detail });
   }
 

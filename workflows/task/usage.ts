@@ -1,6 +1,6 @@
 /** What a task has used so far (pure): model tokens and calls (in all, and per step), and tool calls. */
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
-import type { TaskState } from '../../common/task';
+import type { TaskCarry, TaskState } from '../../common/task';
 
 export class UsageMeter {
   private usage: CallUsage = ZERO_CALL_USAGE;
@@ -8,8 +8,23 @@ export class UsageMeter {
   /** Per step, since its last `step_finished`. */
   private readonly steps = new Map<string, CallUsage>();
 
-  /** @param onCall told after every model call (the workflow publishes the totals as search attributes). */
-  constructor(private readonly onCall: () => void = () => undefined) {}
+  /**
+   * @param onCall told after every model call (the workflow publishes the totals as search attributes).
+   * @param carried what an earlier run of the task had used (continue-as-new).
+   */
+  constructor(
+    private readonly onCall: () => void = () => undefined,
+    carried?: TaskCarry['usage']
+  ) {
+    if (!carried) return;
+    this.usage = carried.models;
+    this.toolCalls = carried.toolCalls;
+    for (const [id, u] of Object.entries(carried.steps)) this.steps.set(id, u);
+  }
+
+  carry(): TaskCarry['usage'] {
+    return { models: this.usage, toolCalls: this.toolCalls, steps: Object.fromEntries(this.steps) };
+  }
 
   /** One model call, with the usage the server reported for it; `stepId` names the step it was made for. */
   modelCall(u: ModelUsage, stepId?: string): CallUsage {

@@ -14,8 +14,21 @@
  * Lifecycle: the result says `done` (with the answer), `failed` (with the error) or `cancelled` (by the `cancel`
  * signal); the run itself completes in all three, so a session reads why. Only invalid input fails the run, and a
  * cancellation of the run itself (not the signal) is rethrown.
+ *
+ * A long task continues as new between rounds of steps, when Temporal suggests it or its history has passed
+ * `continueAsNewAfterEvents` (never inside a batch, a review or a permission pause, and after its message handlers
+ * have finished), handing everything to the next run (`TaskRun.carry`): plan, progress, answers, grants,
+ * decisions, usage and the tail of the event log, so `seq` goes on without a gap. The workflow id stays, so
+ * clients, signals and the session's wait on its child follow the latest run; `state.runs` names the earlier runs.
  */
-import { CancellationScope, condition, isCancellation } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  ContinueAsNew,
+  continueAsNew,
+  isCancellation,
+} from '@temporalio/workflow';
 import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { TaskInputSchema, type TaskInput, type TaskResult } from '../../common/task';
 import { localProjectFacts, modelNodes } from '../shared/activities';
@@ -36,6 +49,8 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   try {
     return await work.run(() => runTask(task));
   } catch (err) {
+    // Not a failure: this run hands the task to the next one.
+    if (err instanceof ContinueAsNew) throw err;
     if (isCancellation(err) && task.cancelReason !== null) return task.cancelled();
     if (isCancellation(err)) throw err;
     return task.fail(failureCode(err, Failure.TaskFailed), failureMessage(err));
@@ -43,7 +58,77 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
 }
 
 async function runTask(task: TaskRun): Promise<TaskResult> {
-  const { input, log, progress, questions } = task;
+  const { input, progress, questions, log } = task;
+  const planning = new Planning(task);
+  const runner = new StepRunner(task);
+  if (task.carried) {
+    task.setStatus('running', `continued in run ${task.runNumber}`);
+  } else {
+    const ended = await beginTask(task, planning);
+    if (ended) return ended;
+  }
+
+  for (;;) {
+    // Between rounds nothing is open: the history may be handed to a fresh run here.
+    if (!planning.holdsFirstPick && task.dueToContinue()) await continueTask(task, planning);
+    const budgetReview = planning.keepToBudget();
+    if (budgetReview) await budgetReview;
+    const current = progress.statuses();
+    if (allFinished(progress.graph, current)) break;
+    const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
+    if (!questions.pending && asking.length) {
+      const asked = questions.ask(asking[0]);
+      progress.awaitAnswers(asked.stepId);
+      log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
+    }
+    if (runnable.length) {
+      await runner.runBatch(runnable, planning.takeFirstPick(runnable));
+    } else if (questions.pending) {
+      const waitingFor = questions.pending.stepId;
+      task.setStatus('awaiting_clarification', `step ${waitingFor}`);
+      await condition(() => questions.isAnswered(waitingFor));
+    } else {
+      return task.fail(Failure.PlanStuck, 'no step can run: the plan is stuck');
+    }
+    const answered = questions.takeAnswered();
+    if (answered) progress.answered(answered);
+
+    const replan = progress.takeReplan();
+    if (replan) {
+      // A Planner that cannot write a usable plan leaves the work done standing: the answer says what is missing.
+      if (!(await planning.replan(replan))) break;
+      questions.reset();
+      const revisedReview = planning.reviewBeforeWork();
+      if (revisedReview) await revisedReview;
+      continue;
+    }
+    const checkpoint = planning.reviewCheckpoints();
+    if (checkpoint) await checkpoint;
+  }
+
+  task.setStatus('running', 'composing the answer');
+  const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
+    { projectDir: input.projectDir, request: input.prompt, goal: progress.goal!, results: progress.allResults() },
+  ]);
+  task.giveAnswer(answerWithShortfalls(composed.text, progress.notAchieved()), task.meter.modelCall(composed.usage));
+  return task.finish('done');
+}
+
+/**
+ * Hands the task to a fresh run of its workflow, once the message handlers in flight have finished (a decision
+ * that arrives meanwhile is applied first, and carried).
+ */
+async function continueTask(task: TaskRun, planning: Planning): Promise<never> {
+  await condition(allHandlersFinished);
+  return continueAsNew<typeof taskWorkflow>({ ...task.input, carry: task.carry(planning.currentBudget) });
+}
+
+/**
+ * The task's first run up to its work loop: the `context` event, the route (for a standalone task), the plan and
+ * its review before work. A result when the task ends here (a declined mode, a chat reply, a refused project).
+ */
+async function beginTask(task: TaskRun, planning: Planning): Promise<TaskResult | null> {
+  const { input, log } = task;
   if (task.ignoredGrants)
     log.emit({
       type: 'error',
@@ -89,52 +174,8 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
     }
   }
 
-  const planning = new Planning(task);
-  const runner = new StepRunner(task);
   await planning.plan();
   const review = planning.reviewBeforeWork();
   if (review) await review;
-
-  for (;;) {
-    const budgetReview = planning.keepToBudget();
-    if (budgetReview) await budgetReview;
-    const current = progress.statuses();
-    if (allFinished(progress.graph, current)) break;
-    const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
-    if (!questions.pending && asking.length) {
-      const asked = questions.ask(asking[0]);
-      progress.awaitAnswers(asked.stepId);
-      log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
-    }
-    if (runnable.length) {
-      await runner.runBatch(runnable, planning.takeFirstPick(runnable));
-    } else if (questions.pending) {
-      const waitingFor = questions.pending.stepId;
-      task.setStatus('awaiting_clarification', `step ${waitingFor}`);
-      await condition(() => questions.isAnswered(waitingFor));
-    } else {
-      return task.fail(Failure.PlanStuck, 'no step can run: the plan is stuck');
-    }
-    const answered = questions.takeAnswered();
-    if (answered) progress.answered(answered);
-
-    const replan = progress.takeReplan();
-    if (replan) {
-      // A Planner that cannot write a usable plan leaves the work done standing: the answer says what is missing.
-      if (!(await planning.replan(replan))) break;
-      questions.reset();
-      const revisedReview = planning.reviewBeforeWork();
-      if (revisedReview) await revisedReview;
-      continue;
-    }
-    const checkpoint = planning.reviewCheckpoints();
-    if (checkpoint) await checkpoint;
-  }
-
-  task.setStatus('running', 'composing the answer');
-  const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
-    { projectDir: input.projectDir, request: input.prompt, goal: progress.goal!, results: progress.allResults() },
-  ]);
-  task.giveAnswer(answerWithShortfalls(composed.text, progress.notAchieved()), task.meter.modelCall(composed.usage));
-  return task.finish('done');
+  return null;
 }

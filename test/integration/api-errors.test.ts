@@ -79,6 +79,7 @@ describe('API errors', () => {
         'POST /tasks/{id}/clarify': { answers: { 'Who?': 'Grace' } },
         'POST /tasks/{id}/permissions': { requestId: 'r1', decision: 'deny' },
         'POST /tasks/{id}/cancel': {},
+        'DELETE /sessions/{id}/grants/{grantId}': {},
       };
       // Every operation the document says may answer 503, plus the event streams and /healthz.
       const calls = Object.entries(doc.paths).flatMap(([p, ops]) =>
@@ -86,10 +87,10 @@ describe('API errors', () => {
           .filter(([, op]) => op.responses['503'])
           .flatMap(([method]) => {
             const key = `${method.toUpperCase()} ${p}`;
-            const url = p.replace('{id}', p.startsWith('/tasks/') ? taskId : sessionId);
+            const url = p.replace('{id}', p.startsWith('/tasks/') ? taskId : sessionId).replace('{grantId}', 'g1');
             if (method !== 'get' && !bodies[key]) throw new Error(`no example body for ${key}`);
             const send = (accept?: string) => {
-              let r = request(own)[method as 'get' | 'post' | 'patch'](url);
+              let r = request(own)[method as 'get' | 'post' | 'patch' | 'delete'](url);
               if (accept) r = r.set('accept', accept);
               return method === 'get' ? r : r.send(bodies[key]);
             };

@@ -122,20 +122,17 @@ describe('plan graph', () => {
 describe('triage', () => {
   const base: TriageInput = { noTool: null, calls: [], attempts: 1, maxAttempts: 3, replansLeft: 2 };
 
-  it('an attempt that repeats a failed one ends its step, not achieved, rather than retry or replan again', () => {
-    const failed = { ...base, calls: [{ tool: 'e', status: 'failed' as const, text: 'not found' }] };
-    expect(triage({ ...failed, repeatsFailedAttempt: true })).toMatchObject({
+  it('an attempt that repeats one the tool judged wrong ends its step, not achieved, rather than try again', () => {
+    const errored = { ...base, calls: [{ tool: 'e', status: 'error' as const, text: 'not found' }] };
+    expect(triage({ ...errored, repeatsFailedAttempt: true })).toMatchObject({
       outcome: 'move_on',
       ok: false,
       reason: expect.stringContaining('the same calls as the failed attempt before it'),
     });
-    expect(triage({ ...base, noTool: 'x', repeatsFailedAttempt: true })).toMatchObject({ outcome: 'move_on' });
-    const errored = {
-      ...base,
-      calls: [{ tool: 'e', status: 'error' as const, text: 'x' }],
-      repeatsFailedAttempt: true,
-    };
-    expect(triage(errored)).toMatchObject({ outcome: 'move_on', ok: false });
+    // A crash or a timeout may pass on a retry; a refusal or no tool goes to a replan told why.
+    const crashed = { ...base, calls: [{ tool: 'e', status: 'failed' as const, text: 'server died' }] };
+    expect(triage({ ...crashed, repeatsFailedAttempt: true }).outcome).toBe('retry');
+    expect(triage({ ...base, noTool: 'x', repeatsFailedAttempt: true }).outcome).toBe('replan');
     // A success is a success, repeated or not.
     expect(triage({ ...base, calls: [{ tool: 't', status: 'ok', text: '' }], repeatsFailedAttempt: true })).toEqual({
       outcome: 'move_on',

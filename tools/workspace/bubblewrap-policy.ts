@@ -33,6 +33,8 @@ export interface SandboxPolicy {
   scratchBytes: number;
   /** The session allows the network (name resolution files are bound; the way out is sandbox-egress.ts). */
   network: boolean;
+  /** More mounts (the egress proxy's socket and bridge), made before the root turns read-only. */
+  extraMounts?: readonly string[];
   /** Environment of the command (already scrubbed of secrets). */
   env: Readonly<Record<string, string>>;
   /** Files made for the sandbox by `writeSandboxFiles`: a passwd and group naming only its user, an empty file. */
@@ -144,6 +146,7 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
     args.push(...(h.dir ? ['--tmpfs', h.path, '--remount-ro', h.path] : ['--ro-bind', policy.files.empty, h.path]));
   }
 
+  args.push(...(policy.extraMounts ?? []));
   // Security: nothing outside the binds and the sized scratch space can be written (the root is memory too).
   args.push('--remount-ro', '/');
   for (const [k, v] of Object.entries({ ...policy.env, HOME: SANDBOX_HOME, TMPDIR: '/tmp' }))

@@ -133,9 +133,14 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
       };
       // Security: with the network on, the sandbox still has no network of its own but loopback; the only way out
       // is the egress proxy's socket, which refuses this machine and its networks.
-      const out = network ? egressMounts((await egressProxy()).socket) : [];
+      const extraMounts = network ? egressMounts((await egressProxy()).socket) : [];
       const shell = ['/bin/sh', '-c', command];
-      const argv = [bwrap, ...bubblewrapArgs(policy), ...out, '--', ...(network ? throughEgress(shell) : shell)];
+      const argv = [
+        bwrap,
+        ...bubblewrapArgs({ ...policy, extraMounts }),
+        '--',
+        ...(network ? throughEgress(shell) : shell),
+      ];
       return {
         ...launchWithLimits(argv, { limits, cgroup: cgroups.take() }),
         // Only the launcher (the joining shell or prlimit, then bwrap) sees this environment; the command gets the

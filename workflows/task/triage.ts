@@ -41,12 +41,13 @@ const replanOr = (input: TriageInput, reason: string): TriageDecision =>
 
 export function triage(input: TriageInput): TriageDecision {
   const d = firstTriage(input);
-  return input.repeatsFailedAttempt ? noProgress(d) : d;
+  // Only what the tool judged wrong (an error) is the model's to repeat; a crash or a timeout may pass on a retry,
+  // and a refusal leads to a replan whose prompt says why.
+  return input.repeatsFailedAttempt && d.outcome === 'evaluate' ? noProgress(d) : d;
 }
 
 /** A decision to try again, for an attempt that repeated a failed one: the step ends, not achieved. */
 function noProgress(d: TriageDecision): TriageDecision {
-  if (d.outcome === 'move_on') return d;
   return {
     outcome: 'move_on',
     ok: false,

@@ -449,15 +449,16 @@ describe('taskWorkflow: the task path', () => {
       { call: plan([step('s1', 'Edit a file that does not exist')]) },
       { call: plan([step('s2', 'Report the problem', { needs_tool: false })]) }
     );
-    const bad = {
+    // Each attempt tries something else (an attempt that repeats a failed one ends the step: steps-finish.test.ts).
+    const bad = (old_string: string) => ({
       calls: [
         {
           name: 'workspace__edit_file',
-          args: { step_id: 's1', path: 'missing.txt', old_string: 'a', new_string: 'b' },
+          args: { step_id: 's1', path: 'missing.txt', old_string, new_string: 'b' },
         },
       ],
-    };
-    fake.on('pick_tools', bad, bad, bad);
+    });
+    fake.on('pick_tools', bad('a'), bad('c'), bad('d'));
     fake.on(
       'evaluate_step',
       { call: { verdict: 'retry', reason: 'maybe a race' } },

@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
 import { createCommandSandbox } from '../../tools/workspace/command-sandbox';
 import { runCommand } from '../../tools/workspace/commands';
 import { createWorkspaceServer } from '../../tools/workspace/create-server';
@@ -586,6 +586,38 @@ describe('workspace server: the limits every sandboxed command runs under', () =
       await limited.close();
     }
     await until('the server removes the cgroups it made', () => (ours(serverPid).length ? undefined : true), 10_000);
+  }, 60_000);
+});
+
+describe('the command sandbox: commands started together in a project without .vscode, .envrc or klea.yaml', () => {
+  it('each runs (none binds a placeholder another has just removed), and no placeholder is left behind', async () => {
+    const dir = realpathSync(mkdtempSync(path.join(base, 'together-')));
+    writeFileSync(path.join(dir, 'a.txt'), 'a\n');
+    const gate = createPathGate({
+      root: dir,
+      grantKey: KEY,
+      sensitivePatterns: DEFAULT_SENSITIVE_PATTERNS,
+      protectedPatterns: DEFAULT_PROTECTED_PATTERNS,
+    });
+    const sandbox = createCommandSandbox(gate, {
+      mode: 'bwrap',
+      grantKey: KEY,
+      protectedPatterns: DEFAULT_PROTECTED_PATTERNS,
+    });
+    const run = async (i: number) =>
+      runCommand(await sandbox.prepare(`cat a.txt; echo ${i}`, dir, undefined), dir, 20_000, 64 * 1024);
+    try {
+      // Rounds of eight at once, their starts and ends overlapping as a batch's do.
+      for (let round = 0; round < 3; round++) {
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => run(i)));
+        results.forEach((r, i) =>
+          expect({ code: r.exit_code, out: r.stdout, err: r.stderr }).toEqual({ code: 0, out: `a\n${i}\n`, err: '' })
+        );
+      }
+    } finally {
+      await sandbox.close();
+    }
+    expect(readdirSync(dir)).toEqual(['a.txt']);
   }, 60_000);
 });
 

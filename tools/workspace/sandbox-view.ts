@@ -13,7 +13,7 @@
  * needed it, if nothing was put in it. Inside `.git/` a placeholder would change what git does, so a protected path
  * there that a command created is removed when it ends, and the result says so.
  */
-import { watch, type FSWatcher, promises as fs } from 'node:fs';
+import { lstatSync, mkdirSync, rmdirSync, rmSync, watch, writeFileSync, type FSWatcher, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { protectedAnchor } from '../../common/path-guard';
 import type { PathGate } from './path-gate';
@@ -130,6 +130,13 @@ export async function buildSandboxView(gate: PathGate, opts: ViewOptions): Promi
         out.push({ path: real, dir: false });
         continue;
       }
+      // Another command's placeholder (a `.git` this command pins, say): this command holds it too, so it stays
+      // until both are over.
+      const held = inProject ? placeholders.get(real) : undefined;
+      if (held && !mine.includes(real)) {
+        held.users++;
+        mine.push(real);
+      }
       if (inProject && (gate.protectedBy(rel) || (d.isDirectory() && gate.protectedBy(`${rel}/${PROBE}`))))
         readOnly.add(real);
       if (!d.isDirectory()) continue;
@@ -172,22 +179,27 @@ export async function buildSandboxView(gate: PathGate, opts: ViewOptions): Promi
     if (!isWithin(root, target) || target === root) continue;
     let top = target;
     while (path.dirname(top) !== root && !(await exists(path.dirname(top)))) top = path.dirname(top);
+    // Concurrency: from here to the placeholder's record, nothing awaits (commands of one server share the map), so
+    // two commands never both make one, and none takes another's placeholder for a file of the project. A path
+    // under another command's placeholder directory (its `.git`, say) is covered by holding that one.
+    for (let up = path.dirname(target); up !== root && isWithin(root, up); up = path.dirname(up))
+      if (placeholders.has(up)) top = up;
     if (mine.includes(top) || swept.includes(top)) continue;
     const held = placeholders.get(top);
     if (held) held.users++;
-    else if (await exists(top)) continue;
-    else if (gitExists && isWithin(gitDir, top)) {
+    else if (lstatSyncOrNull(top)) continue;
+    else if (gitExists && isWithin(gitDir, top) && !placeholders.has(gitDir)) {
       swept.push(top);
       continue;
     } else {
       const asDir = anchor.dir || top !== target;
       try {
-        if (asDir) await fs.mkdir(top, { mode: 0o755 });
-        else await fs.writeFile(top, '', { flag: 'wx', mode: 0o644 });
+        if (asDir) mkdirSync(top, { mode: 0o755 });
+        else writeFileSync(top, '', { flag: 'wx', mode: 0o644 });
       } catch {
         continue;
       }
-      const st = await fs.lstat(top).catch(() => null);
+      const st = lstatSyncOrNull(top);
       if (!st) continue;
       placeholders.set(top, { users: 1, dir: asDir, ino: st.ino });
     }
@@ -197,15 +209,18 @@ export async function buildSandboxView(gate: PathGate, opts: ViewOptions): Promi
 
   const release = async () => {
     for (const w of watchers) w.close();
-    for (const p of mine) {
+    // Inner placeholders first (`.git/config` before `.git`), so a placeholder directory is empty when its turn comes.
+    for (const p of [...mine].sort((a, b) => b.length - a.length)) {
       const held = placeholders.get(p);
       if (!held || --held.users > 0) continue;
       placeholders.delete(p);
-      // Only an untouched placeholder goes: something the user put there since stays.
-      if (held.dir) await fs.rmdir(p).catch(() => undefined);
-      else {
-        const st = await fs.lstat(p).catch(() => null);
-        if (st?.isFile() && st.size === 0) await fs.rm(p, { force: true });
+      // Only an untouched placeholder goes: something the user put there since stays. Removed in the same turn as
+      // its record, so no command starting meanwhile binds a path that is about to go.
+      try {
+        if (held.dir) rmdirSync(p);
+        else if (lstatSyncOrNull(p)?.isFile() && lstatSyncOrNull(p)?.size === 0) rmSync(p, { force: true });
+      } catch {
+        // Not empty any more, or gone: left as it is.
       }
     }
   };
@@ -244,6 +259,14 @@ export async function buildSandboxView(gate: PathGate, opts: ViewOptions): Promi
     },
   };
 }
+
+const lstatSyncOrNull = (p: string) => {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+};
 
 const exists = (p: string) =>
   fs.lstat(p).then(

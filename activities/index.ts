@@ -62,45 +62,33 @@ export function createActivities(deps: ActivityDeps) {
     (await tools.listTools({ projectDir, toolAccess })).tools;
 
   /**
-   * A short listing of the project's files (two levels, through the workspace server, so it is confined like any
-   * read) for the Planner's and the picker's prompts: a small model names real files when it sees them. Undefined
-   * when it cannot be had; a prompt then goes without it.
+   * A workspace read for a prompt, with read-only access (confined like any read; a sensitive path is refused): its
+   * text, or undefined when it cannot be had, and the prompt goes without it.
    */
-  async function projectFiles(projectDir: string): Promise<string | undefined> {
+  async function readForPrompt(projectDir: string, tool: string, args: Record<string, unknown>) {
     try {
-      const r = await tools.callTool({
-        projectDir,
-        toolAccess: 'read_only',
-        server: 'workspace',
-        tool: 'list_dir',
-        args: { path: '.', depth: 2 },
-      });
-      if (r.status !== 'ok') return undefined;
-      return r.text.length > FILES_CHARS ? `${r.text.slice(0, FILES_CHARS)}\n…` : r.text;
+      const r = await tools.callTool({ projectDir, toolAccess: 'read_only', server: 'workspace', tool, args });
+      return r.status === 'ok' ? r.text : undefined;
     } catch {
       return undefined;
     }
   }
 
   /**
-   * The files a step's instruction names (activities/llm/named-files.ts), read as they are now through the
-   * workspace server with read-only access: confined like any read, a sensitive file refused and left out.
+   * A short listing of the project's files (two levels) for the Planner's and the picker's prompts: a small model
+   * names real files when it sees them.
    */
+  async function projectFiles(projectDir: string): Promise<string | undefined> {
+    const text = await readForPrompt(projectDir, 'list_dir', { path: '.', depth: 2 });
+    return text !== undefined && text.length > FILES_CHARS ? `${text.slice(0, FILES_CHARS)}\n…` : text;
+  }
+
+  /** The files a step's instruction names (activities/llm/named-files.ts), as they are now. */
   async function stepFiles(projectDir: string, listing: string | undefined, step: nodes.PickStep) {
     const read = await Promise.all(
       namedFiles(listing, step.instruction).map(async (file) => {
-        try {
-          const r = await tools.callTool({
-            projectDir,
-            toolAccess: 'read_only',
-            server: 'workspace',
-            tool: 'read_file',
-            args: { path: file },
-          });
-          return r.status === 'ok' ? { path: file, text: r.text } : null;
-        } catch {
-          return null;
-        }
+        const text = await readForPrompt(projectDir, 'read_file', { path: file });
+        return text === undefined ? null : { path: file, text };
       })
     );
     return boundNamedFiles(read.filter((f): f is NamedFile => f !== null));

@@ -23,6 +23,7 @@ import type { McpPool } from './mcp/pool';
 import { createToolActivities } from './mcp/tools';
 import { requireAllowedProject } from './project/allowed';
 import { ProjectContextReader } from './project/context';
+import { createRewindActivities } from './rewind';
 import { sleptSessionGrants } from './session/slept-run';
 
 /** Files that tell what a project is and how it is built and tested. */
@@ -151,6 +152,7 @@ export function createActivities(deps: ActivityDeps) {
 
   return {
     ...tools,
+    ...createRewindActivities({ config: deps.config, log: deps.log }),
 
     async routeRequest(input: RouteRequestInput): Promise<RouteRequestResult> {
       return routeRequest(model, input);

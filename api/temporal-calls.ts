@@ -142,6 +142,21 @@ export class TemporalCalls {
     );
   }
 
+  /** Starts a workflow and waits for its result (a rewind), for at most `ms`; the workflow goes on regardless. */
+  async execute<N extends WorkflowName>(
+    target: Target,
+    workflowType: N,
+    options: WorkflowStartOptions<Workflows[N]>,
+    ms: number
+  ): Promise<Awaited<ReturnType<Workflows[N]>>> {
+    return (await this.run(
+      target,
+      { kind: 'start', name: workflowType },
+      () => this.client.workflow.execute<Workflows[N]>(workflowType, options),
+      ms
+    )) as Awaited<ReturnType<Workflows[N]>>;
+  }
+
   private readonly summaries = new Map<string, string | null>();
 
   /**

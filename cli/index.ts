@@ -5,9 +5,12 @@
  *
  *   klea ask "List the TODOs in src/" [--review always] [--read-only] [--project DIR] [--diff]
  *            [--api http://127.0.0.1:8080] [--token T]     (KLEA_API_URL, KLEA_API_TOKEN)
+ *   klea rewind <task> --to s3 [--rerun] [--force] [--dry-run] [--api URL] [--token T]
  *
  * Files the task changed are listed with their added and removed lines (a diffstat) when it ends; `--diff`
- * prints each change's unified diff under its step as well.
+ * prints each change's unified diff under its step as well. `rewind` restores the project to what it was before
+ * the step (listing each file), then ends the task `rewound` or, with `--rerun`, follows it as it runs again from
+ * there; `--dry-run` only lists what it would restore and what conflicts.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -32,6 +35,8 @@ const one = (value: unknown) => visibleLine(String(value));
 
 interface Options {
   prompt: string;
+  /** Follow this task from after this seq instead of starting one (a re-run after a rewind). */
+  follow?: { taskId: string; after: number };
   api: string;
   token?: string;
   review?: 'always';
@@ -44,9 +49,48 @@ interface Options {
 function usage(message?: string): never {
   if (message) process.stderr.write(`klea: ${message}\n`);
   process.stderr.write(
-    'usage: klea ask "<request>" [--review always] [--read-only] [--project DIR] [--diff] [--api URL] [--token TOKEN]\n'
+    'usage: klea ask "<request>" [--review always] [--read-only] [--project DIR] [--diff] [--api URL] [--token TOKEN]\n' +
+      '       klea rewind <task> --to STEP [--rerun] [--force] [--dry-run] [--api URL] [--token TOKEN]\n'
   );
   process.exit(2);
+}
+
+export interface RewindOptions {
+  taskId: string;
+  toStep: string;
+  rerun: boolean;
+  force: boolean;
+  dryRun: boolean;
+  api: string;
+  token?: string;
+}
+
+function parseRewindArgs(rest: string[]): RewindOptions {
+  const opts: RewindOptions = {
+    taskId: '',
+    toStep: '',
+    rerun: false,
+    force: false,
+    dryRun: false,
+    api: process.env.KLEA_API_URL ?? 'http://127.0.0.1:8080',
+    token: process.env.KLEA_API_TOKEN,
+  };
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a === '--to') opts.toStep = rest[++i] ?? usage('--to needs a step id');
+    else if (a === '--api') opts.api = rest[++i] ?? usage('--api needs a URL');
+    else if (a === '--token') opts.token = rest[++i] ?? usage('--token needs a value');
+    else if (a === '--rerun') opts.rerun = true;
+    else if (a === '--force') opts.force = true;
+    else if (a === '--dry-run') opts.dryRun = true;
+    else if (a.startsWith('--')) usage(`unknown option ${a}`);
+    else if (!opts.taskId) opts.taskId = a;
+    else usage(`unexpected argument ${a}`);
+  }
+  if (!opts.taskId) usage('give the task to rewind');
+  if (!opts.toStep) usage('give the step to go back to: --to STEP');
+  opts.api = opts.api.replace(/\/$/, '');
+  return opts;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -117,15 +161,20 @@ export async function ask(
   };
 
   try {
-    const created = await call('POST', '/tasks', {
-      prompt: opts.prompt,
-      ...(opts.review ? { review: opts.review } : {}),
-      ...(opts.readOnly ? { toolAccess: 'read_only' } : {}),
-      ...(opts.project ? { projectDir: opts.project } : {}),
-    } satisfies z.input<typeof CreateTaskRequestSchema>);
-    const taskId = String(created.taskId);
-    say(`task ${one(taskId)} · ${one(created.temporalUiUrl)}`);
+    let taskId: string;
     let last = 0;
+    if (opts.follow) {
+      ({ taskId, after: last } = opts.follow);
+    } else {
+      const created = await call('POST', '/tasks', {
+        prompt: opts.prompt,
+        ...(opts.review ? { review: opts.review } : {}),
+        ...(opts.readOnly ? { toolAccess: 'read_only' } : {}),
+        ...(opts.project ? { projectDir: opts.project } : {}),
+      } satisfies z.input<typeof CreateTaskRequestSchema>);
+      taskId = String(created.taskId);
+      say(`task ${one(taskId)} · ${one(created.temporalUiUrl)}`);
+    }
     for (;;) {
       const res = await fetch(`${opts.api}/tasks/${taskId}/events`, {
         headers: headers({ accept: 'text/event-stream', ...(last ? { 'last-event-id': String(last) } : {}) }),
@@ -226,6 +275,9 @@ export async function ask(
       case 'error':
         say(`error: ${one(e.message)}`);
         return null;
+      case 'rewound':
+        say(`rewound to before step ${one(e.toStep)} (steps ${e.steps.map(one).join(', ')} undone)`);
+        return null;
       case 'status':
         if (changed.size) {
           say(diffstat(changed));
@@ -235,6 +287,75 @@ export async function ask(
       default:
         return null;
     }
+  }
+}
+
+/**
+ * `klea rewind`: restores the files (or, with `--dry-run`, lists them), says what conflicts, and with `--rerun`
+ * follows the task as it runs again. Exit code 0 when it rewound (or would rewind cleanly), 1 otherwise.
+ */
+export async function rewind(
+  opts: RewindOptions,
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }
+): Promise<number> {
+  const say = (line: string) => io.output.write(`${visibleText(line)}\n`);
+  const headers = {
+    ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+    'content-type': 'application/json',
+  };
+  const task = encodeURIComponent(opts.taskId);
+  try {
+    const res = opts.dryRun
+      ? await fetch(`${opts.api}/tasks/${task}/rewind?toStep=${encodeURIComponent(opts.toStep)}`, { headers })
+      : await fetch(`${opts.api}/tasks/${task}/rewind`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ toStep: opts.toStep, rerun: opts.rerun, force: opts.force }),
+        });
+    type Outline = {
+      steps: string[];
+      files: Array<{ path: string; action: string; step: string }>;
+      conflicts: Array<{ path: string; reason: string }>;
+      sensitive: string[];
+      tooLarge: string[];
+      temporalUiUrl?: string;
+      lastSeq?: number;
+    };
+    const data = (await res.json().catch(() => ({}))) as Partial<Outline> & {
+      error?: { message: string; details?: Partial<Outline> };
+    };
+    if (!res.ok) {
+      say(`klea: ${data.error?.message ?? `HTTP ${res.status}`}`);
+      for (const c of data.error?.details?.conflicts ?? []) say(`  conflict: ${one(c.path)} (${one(c.reason)})`);
+      return 1;
+    }
+    const verb = opts.dryRun ? 'would restore' : 'restored';
+    say(`${opts.dryRun ? 'rewind' : 'rewound'} ${one(opts.taskId)} to before step ${one(opts.toStep)} (steps ${(data.steps ?? []).map(one).join(', ')})`);
+    for (const f of data.files ?? []) say(`  ${verb} ${one(f.path)}: ${one(f.action)} (step ${one(f.step)})`);
+    if (!data.files?.length) say('  no file to restore');
+    for (const c of data.conflicts ?? []) say(`  conflict: ${one(c.path)} (${one(c.reason)})`);
+    for (const p of data.sensitive ?? []) say(`  left as it is (sensitive, never kept): ${one(p)}`);
+    for (const s of data.tooLarge ?? []) say(`  step ${one(s)} was too large to keep: its files are left as they are`);
+    if (opts.dryRun) return data.conflicts?.length ? 1 : 0;
+    if (!opts.rerun) {
+      say(`task ${one(opts.taskId)} rewound`);
+      return 0;
+    }
+    say(`running again from step ${one(opts.toStep)} · ${one(data.temporalUiUrl ?? '')}`);
+    // The re-run's events come after the last one the reset run held: the `rewound` event first.
+    return ask(
+      {
+        prompt: '',
+        api: opts.api,
+        token: opts.token,
+        readOnly: false,
+        follow: { taskId: opts.taskId, after: data.lastSeq ?? 0 },
+      },
+      io
+    );
+  } catch (err) {
+    say(`klea: ${(err as Error).message}`);
+    return 1;
   }
 }
 
@@ -256,7 +377,9 @@ export function diffstat(files: Map<string, { added: number; removed: number }>)
 }
 
 if (require.main === module) {
-  ask(parseArgs(process.argv.slice(2)), { input: process.stdin, output: process.stdout }).then(
+  const argv = process.argv.slice(2);
+  const io = { input: process.stdin, output: process.stdout };
+  (argv[0] === 'rewind' ? rewind(parseRewindArgs(argv.slice(1)), io) : ask(parseArgs(argv), io)).then(
     (code) => process.exit(code),
     (err: unknown) => {
       process.stderr.write(`klea: ${(err as Error).message}\n`);

@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
 import { EventTypeSchema, TASK_STATUSES, TaskStatusSchema } from './events';
+import { StepIdSchema } from './plan';
+import { RewindOutlineSchema, RewindRequestSchema } from './rewind';
 import { CallUsageSchema } from './model-protocol';
 import { SettingsSchema, SubmitRequestSchema, SubmitResultSchema } from './session';
 import {
@@ -90,6 +92,17 @@ export const EventSchema = z
 export const EventListSchema = z.object({ events: z.array(EventSchema) });
 
 export const TaskStateResponseSchema = TaskStateSchema.extend({ temporalUiUrl: z.string() });
+
+export const RewindRequestBodySchema = RewindRequestSchema;
+export const RewindPreviewQuerySchema = z.strictObject({ toStep: StepIdSchema });
+export const RewindResponseSchema = RewindOutlineSchema.extend({
+  status: z.enum(['rewound', 'preview']),
+  rerun: z.boolean().optional(),
+  runId: z.string().optional().describe('the run that goes on from the step, or ends `rewound`'),
+  previousRunId: z.string().optional().describe('the run that was reset (kept; linked in the Temporal UI)'),
+  lastSeq: z.number().int().optional().describe("the task's events from here on follow the rewind (the first is `rewound`)"),
+  temporalUiUrl: z.string(),
+});
 
 export const CreateSessionRequestSchema = z.strictObject({
   projectDir: z.string().min(1).optional(),

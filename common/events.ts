@@ -17,6 +17,7 @@ import {
 } from './task';
 import { TaskStatusSchema } from './status';
 import { FileChangeSchema } from './text-diff';
+import { RewindFileSchema } from './rewind';
 
 export const EVENT_TYPES = [
   'context',
@@ -33,6 +34,7 @@ export const EVENT_TYPES = [
   'grants',
   'error',
   'status',
+  'rewound',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -177,6 +179,19 @@ export const GrantsEventSchema = z.object({
   grants: z.array(HeldGrantSchema),
 });
 
+/** The task was rewound: what was restored, file by file, and whether it runs again from the step. */
+export const RewoundEventSchema = z.object({
+  type: z.literal('rewound'),
+  rewindId: z.string().describe('the rewind workflow that did it'),
+  toStep: z.string(),
+  rerun: z.boolean(),
+  steps: z.array(z.string()).describe('the steps undone'),
+  restored: z.array(RewindFileSchema),
+  sensitive: z.array(z.string()).describe('sensitive files the steps changed, left as they are'),
+  tooLarge: z.array(z.string()).describe('steps too large to have been kept, whose files are left as they are'),
+  fromRunId: z.string().describe('the run that was reset (kept, and linked in the Temporal UI)'),
+});
+
 export const EventBodySchema = z.discriminatedUnion('type', [
   ContextEventSchema,
   PlanEventSchema,
@@ -192,6 +207,7 @@ export const EventBodySchema = z.discriminatedUnion('type', [
   GrantsEventSchema,
   ErrorEventSchema,
   StatusEventSchema,
+  RewoundEventSchema,
 ]);
 export type EventBody = z.infer<typeof EventBodySchema>;
 export type KleaEvent = EventBody & { seq: number; at: string };

@@ -11,7 +11,9 @@ export const TASK_STATUSES = [
   'done',
   'failed',
   'cancelled',
+  'rewound',
 ] as const;
 export const TaskStatusSchema = z.enum(TASK_STATUSES);
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
-export const isFinalStatus = (s: TaskStatus): boolean => s === 'done' || s === 'failed' || s === 'cancelled';
+export const isFinalStatus = (s: TaskStatus): boolean =>
+  s === 'done' || s === 'failed' || s === 'cancelled' || s === 'rewound';

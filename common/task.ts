@@ -5,6 +5,7 @@ import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
 import { PlanShape, PlanStepSchema } from './plan';
 import { PlanDiffSchema } from './plan-diff';
 import { TaskStatusSchema } from './status';
+import { TaskRoundSchema } from './rewind';
 
 // The workflows know path-guard's grant by these names (a session's grants are ordinary grants).
 export { GrantSchema };
@@ -226,6 +227,7 @@ export const TaskCarrySchema = z.strictObject({
   budget: z.number().int().nullable(),
   lastSeq: z.number().int(),
   recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
+  rounds: z.array(TaskRoundSchema),
 });
 export type TaskCarry = z.infer<typeof TaskCarrySchema>;
 
@@ -235,6 +237,7 @@ export const TaskStateSchema = z.object({
   sessionId: z.string(),
   status: TaskStatusSchema,
   prompt: z.string(),
+  projectDir: z.string().describe('the project the task works in'),
   mode: ModeSchema,
   requestedMode: ModeSchema,
   toolAccess: ToolAccessSchema,
@@ -259,6 +262,9 @@ export const TaskStateSchema = z.object({
       'the runs of the task: a long task continues as new as its history grows; each earlier run (oldest first) ' +
         'holds the events from firstSeq to lastSeq'
     ),
+  rounds: z
+    .array(TaskRoundSchema)
+    .describe('the rounds of steps run so far, oldest first: a rewind to a step undoes its round and every later one'),
 });
 export type TaskState = z.infer<typeof TaskStateSchema>;
 

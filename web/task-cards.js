@@ -4,6 +4,10 @@ import { $, el } from './dom.js';
 import * as md from './markdown.js';
 import { api, follow } from './client.js';
 import { diffView, changedFiles, diffMarks } from './diffs.js';
+import { offersRewind, rewindControls } from './rewind.js';
+
+/** A task in one of these has ended: its stream has nothing more to say (until a rewind runs it again). */
+const FINAL = ['done', 'failed', 'cancelled', 'rewound'];
 
 /**
  * The cards of a page whose `state` holds them (`state.tasks`) and the task to bring into view (`state.focusTask`);
@@ -53,28 +57,60 @@ function create(deps) {
       titles: new Map(),
       // A task sent from this page is new, so its first wait is news; one found on load may have waited long.
       fromHere: Boolean(prompt),
+      // The last event seen, so a stream started again (after a rewind) goes on from there.
+      seen: 0,
+      // Each step's undo/redo controls, kept across renders so an open confirmation survives one.
+      rewinds: new Map(),
       lastStatus: prompt ? 'starting' : undefined,
       // Found waiting before the page knew it had sent the task (see above).
       unannounced: false,
     };
     state.tasks.set(taskId, t);
-    t.stream = follow('/tasks/' + taskId + '/events', function (e) {
-      deps.logEvent(taskId, e);
-      noteTaskEvent(t, e);
-      void refreshTask(taskId);
-      // The final status is the last event of a task: nothing more to follow.
-      if (e.type === 'status' && ['done', 'failed', 'cancelled'].includes(e.status) && t.stream) {
-        t.stream.stop();
-        t.stream = null;
-      }
-    });
+    followTask(taskId, t);
     void refreshTask(taskId);
     deps.scrollChat();
     return t;
   }
 
+  function followTask(taskId, t) {
+    t.stream = follow(
+      '/tasks/' + taskId + '/events',
+      function (e) {
+        t.seen = Math.max(t.seen, e.seq);
+        deps.logEvent(taskId, e);
+        noteTaskEvent(t, e);
+        void refreshTask(taskId);
+        // The final status is the last event of a task: nothing more to follow.
+        if (e.type === 'status' && FINAL.includes(e.status) && t.stream) {
+          t.stream.stop();
+          t.stream = null;
+        }
+      },
+      undefined,
+      t.seen
+    );
+  }
+
+  /** After a rewind: the card follows the task again (a re-run has more to say) and shows it as it is now. */
+  function rewound(taskId) {
+    const t = state.tasks.get(taskId);
+    if (!t) return;
+    if (!t.stream) followTask(taskId, t);
+    void refreshTask(taskId);
+  }
+
   /** What the task card keeps from its events: each step's file changes, and the latest plan difference. */
   function noteTaskEvent(t, e) {
+    // The steps a rewind undid: their changes are gone from the project, and the answer is to come again.
+    if (e.type === 'rewound') {
+      for (const id of e.steps) t.changes.delete(id);
+      t.rewinds.clear();
+      const answer = t.card.querySelector('.answer');
+      answer.replaceChildren();
+      delete answer.dataset.shown;
+      delete answer.dataset.files;
+      delete answer.dataset.error;
+    }
     if (e.type === 'step_finished' && e.changes && e.changes.length) {
       const list = t.changes.get(e.stepId) || [];
       t.changes.set(e.stepId, list.concat(e.changes));
@@ -103,6 +139,11 @@ function create(deps) {
     } finally {
       t.refreshing = false;
     }
+  }
+
+  function rewindBox(taskId, t, stepId) {
+    if (!t.rewinds.has(stepId)) t.rewinds.set(stepId, rewindControls(taskId, stepId, () => rewound(taskId)));
+    return t.rewinds.get(stepId);
   }
 
   function renderTask(taskId) {
@@ -143,6 +184,9 @@ function create(deps) {
                   { class: 'changes', 'aria-label': 'Changes of step ' + step.id },
                   t.changes.get(step.id).map(diffView)
                 )
+              : null,
+            (st.status === 'done' || st.status === 'failed') && offersRewind(s, step.id)
+              ? rewindBox(taskId, t, step.id)
               : null,
           ])
         );
@@ -223,7 +267,7 @@ function create(deps) {
         ' out tokens, ' +
         s.steps.length +
         ' steps';
-    if (!['done', 'failed', 'cancelled'].includes(s.status) && !card.querySelector('.cancel')) {
+    if (!FINAL.includes(s.status) && !card.querySelector('.cancel')) {
       card.querySelector('.task-head').appendChild(
         el('button', {
           type: 'button',
@@ -233,7 +277,7 @@ function create(deps) {
         })
       );
     }
-    if (['done', 'failed', 'cancelled'].includes(s.status)) card.querySelector('.cancel')?.remove();
+    if (FINAL.includes(s.status)) card.querySelector('.cancel')?.remove();
   }
 
   return { taskCard: taskCard, refreshTask: refreshTask };

@@ -2,3 +2,4 @@
 export { taskWorkflow } from './task/workflow';
 export { sessionWorkflow } from './session/workflow';
 export { summarizeMemoryWorkflow } from './summarize/workflow';
+export { rewindWorkflow } from './rewind/workflow';

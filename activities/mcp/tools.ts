@@ -15,7 +15,12 @@ import {
   type ToolCallResult,
   type ToolDescriptor,
 } from '../../common/tools';
-import { GRANTS_META_KEY, IDEMPOTENCY_META_KEY, NETWORK_META_KEY } from '../../common/workspace-protocol';
+import {
+  CHECKPOINT_META_KEY,
+  GRANTS_META_KEY,
+  IDEMPOTENCY_META_KEY,
+  NETWORK_META_KEY,
+} from '../../common/workspace-protocol';
 import { dataPath } from '../../runtime/data-dir';
 import { signGrants } from '../../runtime/grant-signing';
 import { requireAllowedProject } from '../project/allowed';
@@ -59,6 +64,8 @@ export interface CallToolInput {
   idempotencyKey?: string;
   /** The session lets sandboxed commands reach the network. */
   network?: 'on' | 'off';
+  /** The task and step a workspace call belongs to: what it changes is kept so a rewind can undo it. */
+  checkpoint?: { task: string; step: string };
   timeoutMs?: number;
 }
 
@@ -218,11 +225,13 @@ export function createToolActivities(deps: ToolDeps) {
 
       const ctx = activityContext();
       const meta =
-        input.server === WORKSPACE_SERVER && (input.grants?.length || input.idempotencyKey || input.network)
+        input.server === WORKSPACE_SERVER &&
+        (input.grants?.length || input.idempotencyKey || input.network || input.checkpoint)
           ? {
               ...(input.grants?.length ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) } : {}),
               ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
               ...(input.network ? { [NETWORK_META_KEY]: input.network } : {}),
+              ...(input.checkpoint ? { [CHECKPOINT_META_KEY]: input.checkpoint } : {}),
             }
           : undefined;
       // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this

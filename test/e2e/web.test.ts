@@ -3,7 +3,7 @@
  * real Temporal dev server and the scripted fake model. A person plans, revises, approves, denies a path,
  * reads the answer, switches to read-only, opens the / menu and runs /compact.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FakeModel } from '../support/fake-model';
@@ -222,6 +222,65 @@ describe('the web page, end to end', () => {
     await grant.getByRole('button', { name: `Revoke read ${outside}` }).click();
     await page.locator('#grant-list li.note', { hasText: 'Nothing beyond the project.' }).waitFor();
     expect((await s.state()).grants).toEqual([]);
+    fake.assertDone();
+  });
+  it('Undo from here lists the files and restores them; Redo from here shows a conflict, forces it and runs again', async () => {
+    const notes = path.join(project.dir, 'notes.md');
+    const todo = path.join(project.dir, 'todo.txt');
+    const originalNotes = readFileSync(notes, 'utf8');
+    const writeTodo = { name: 'workspace__write_file', args: { step_id: 's1', path: 'todo.txt', content: 'buy milk\n' } };
+    const editNotes = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's2', path: 'notes.md', old_string: 'ship it', new_string: 'shipped' },
+    };
+    fake.on('route_request', { call: { route: 'task', reply: null } });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Write todo.txt'), step('s2', 'Edit the notes', { depends_on: ['s1'] })], {}, 'Tidy'),
+    });
+    fake.on('pick_tools', { calls: [writeTodo] }, { calls: [editNotes] });
+    fake.on('compose_answer', { content: 'Tidied.' });
+
+    await page.locator('#new-session').click();
+    await page.getByText('live', { exact: true }).waitFor();
+    await page.getByLabel('Message (type / for commands)').fill('Tidy the notes');
+    await page.keyboard.press('Enter');
+    const card = page.locator('.msg.task').last();
+    await card.locator('.answer', { hasText: 'Tidied.' }).waitFor();
+    expect(readFileSync(notes, 'utf8')).not.toBe(originalNotes);
+
+    // Undo from s2: the files it will restore first; nothing happens until the person confirms.
+    const s2 = card.locator('.step[data-step="s2"]');
+    await s2.getByRole('button', { name: 'Undo from here' }).click();
+    const undo = s2.getByRole('group', { name: 'Rewind to before s2' });
+    await undo.locator('.rewind-files li[data-path="notes.md"]').waitFor();
+    expect(await undo.locator('.rewind-files li').allTextContents()).toEqual(['notes.md · restore · s2']);
+    expect(readFileSync(notes, 'utf8')).not.toBe(originalNotes);
+    await shot('9-undo-preview');
+    await undo.getByRole('button', { name: 'Confirm: undo from s2' }).click();
+    await page.locator(`.msg.task[data-status="rewound"]`).last().waitFor();
+    expect(readFileSync(notes, 'utf8')).toBe(originalNotes);
+    expect(readFileSync(todo, 'utf8')).toBe('buy milk\n');
+    expect(await card.locator('.step[data-step="s2"]').getAttribute('data-status')).toBe('pending');
+
+    // Redo from s1 after the person changed todo.txt: the conflict is shown, and only a ticked box overwrites it.
+    writeFileSync(todo, 'my own list\n');
+    fake.on('pick_tools', { calls: [writeTodo] }, { calls: [editNotes] });
+    fake.on('compose_answer', { content: 'Tidied again.' });
+    const s1 = card.locator('.step[data-step="s1"]');
+    await s1.getByRole('button', { name: 'Redo from here' }).click();
+    const redo = s1.getByRole('group', { name: 'Rewind to before s1' });
+    await redo.locator('.rewind-conflicts li[data-path="todo.txt"]').waitFor();
+    await shot('10-redo-conflict');
+    await redo.getByRole('button', { name: 'Confirm: redo from s1' }).click();
+    await redo.locator('.rewind-status', { hasText: 'Tick the box' }).waitFor();
+    expect(readFileSync(todo, 'utf8')).toBe('my own list\n');
+    await redo.getByRole('checkbox').check();
+    await redo.getByRole('button', { name: 'Confirm: redo from s1' }).click();
+    await card.locator('.answer', { hasText: 'Tidied again.' }).waitFor();
+    expect(readFileSync(todo, 'utf8')).toBe('buy milk\n');
+    expect(readFileSync(notes, 'utf8')).not.toBe(originalNotes);
+    expect(await card.getAttribute('data-status')).toBe('done');
+    await shot('11-redone');
     fake.assertDone();
   });
 });

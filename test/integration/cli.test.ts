@@ -3,9 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createApp } from '../../api/app';
-import { ask } from '../../cli';
+import { ask, rewind } from '../../cli';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
@@ -93,6 +93,61 @@ describe('klea ask', () => {
       '    b.txt +2 -0\n      --- /dev/null\n      +++ b/b.txt\n      @@ -0,0 +1,2 @@\n      +one\n      +two\n'
     );
     expect(out).toContain(' b.txt | +2 -0\n 1 file changed, 2 insertions(+), 0 deletions(-)\ntask done');
+  });
+
+  it('klea rewind lists what it would restore, restores it, and with --rerun follows the task again', async () => {
+    const server = http.createServer(createApp({ client: env.client, config: env.config, ssePollMs: 50 }));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const write = { name: 'workspace__write_file', args: { step_id: 'w', path: 'c.txt', content: 'new\n' } };
+    fake.on('write_plan', { call: plan([step('w', 'Write c.txt')], {}, 'Write') });
+    fake.on('pick_tools', { calls: [write] }, { calls: [write] });
+    fake.on('compose_answer', { content: 'Written.' }, { content: 'Written again.' });
+    let out = '';
+    const output = new Writable({
+      write(chunk, _enc, done) {
+        out += chunk.toString();
+        done();
+      },
+    });
+    const io = { input: new PassThrough(), output };
+    const file = path.join(project.dir, 'c.txt');
+    try {
+      expect(await ask({ prompt: 'Write c.txt', api, readOnly: false }, io)).toBe(0);
+      const taskId = /task (task-\S+)/.exec(out)![1];
+      const base = { taskId, toStep: 'w', api, rerun: false, force: false, dryRun: false };
+
+      out = '';
+      expect(await rewind({ ...base, dryRun: true }, io)).toBe(0);
+      expect(out).toContain('would restore c.txt: delete (step w)');
+      expect(readFileSync(file, 'utf8')).toBe('new\n');
+
+      out = '';
+      expect(await rewind({ ...base, toStep: 'nope' }, io)).toBe(1);
+      expect(out).toMatch(/step nope has not run/);
+
+      out = '';
+      expect(await rewind({ ...base, rerun: true }, io)).toBe(0);
+      expect(out).toContain('restored c.txt: delete (step w)');
+      expect(out).toMatch(/rewound to before step w \(steps w undone\)/);
+      expect(out).toContain('Written again.');
+      expect(out).toMatch(/task done\n$/);
+      expect(readFileSync(file, 'utf8')).toBe('new\n');
+
+      // A change of the user's since: the rewind stops and says which file, and changes nothing.
+      writeFileSync(file, 'mine\n');
+      out = '';
+      expect(await rewind(base, io)).toBe(1);
+      expect(out).toMatch(/conflict: c\.txt/);
+      expect(readFileSync(file, 'utf8')).toBe('mine\n');
+      out = '';
+      expect(await rewind({ ...base, force: true }, io)).toBe(0);
+      expect(existsSync(file)).toBe(false);
+      expect(out).toMatch(/task task-\S+ rewound\n$/);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 
   it('a plan and a permission request holding \\r, ESC[2K, OSC 52 and a bidi override are shown, never obeyed', async () => {

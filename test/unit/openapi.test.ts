@@ -44,4 +44,18 @@ describe('GET /openapi.json', () => {
     });
     expect(doc.components.schemas.Error.required).toEqual(['error']);
   });
+
+  it('describes the rewind routes: the body, the preview, the conflict and the expired checkpoints', async () => {
+    const doc = (await request(app).get('/openapi.json')).body;
+    const rewind = doc.paths['/tasks/{id}/rewind'];
+    expect(rewind.post.requestBody.content['application/json'].schema).toMatchObject({
+      required: ['toStep'],
+      properties: { toStep: { type: 'string' }, rerun: { type: 'boolean' }, force: { type: 'boolean' } },
+    });
+    expect(Object.keys(rewind.post.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '409', '410']));
+    expect(rewind.post.responses['409'].description).toMatch(/conflicts/);
+    expect(rewind.get.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'toStep', in: 'query', required: true })])
+    );
+  });
 });

@@ -124,6 +124,7 @@ describe('a task carried over to its next run', () => {
       budget: null,
       lastSeq: 9,
       recentEvents: [{ seq: 9, type: 'step_finished', at: 'now' }],
+      rounds: [{ steps: ['s1'], runId: 'r1', historyLength: 12 }],
     };
     expect(TaskCarrySchema.parse(JSON.parse(JSON.stringify(carry)))).toEqual(carry);
   });

@@ -1,17 +1,21 @@
 /** Tool dispatch bookkeeping: idempotency keys, what results and denials look like, what a step's calls add up to. */
 import { callKey, callOutcome, deniedOutcome, repeatsCall, stepToolResult } from '../../workflows/task/dispatch';
 
+const RUN = { workflowId: 'task-s-1', runId: 'r1' };
+
 describe('tool dispatch', () => {
   it("Temporal's retry of a call keeps its idempotency key; a new attempt of the step gets a new one", () => {
-    const first = callKey('task-s-1', 's2', 1, 0);
+    const first = callKey(RUN, 's2', 1, 0);
 
-    const retried = callKey('task-s-1', 's2', 1, 0);
-    const nextAttempt = callKey('task-s-1', 's2', 2, 0);
-    const otherCall = callKey('task-s-1', 's2', 1, 1);
+    const retried = callKey(RUN, 's2', 1, 0);
+    const nextAttempt = callKey(RUN, 's2', 2, 0);
+    const otherCall = callKey(RUN, 's2', 1, 1);
 
     expect(retried).toBe(first);
+    // A re-run after a rewind is a new run of the same workflow: its calls are new calls.
+    expect(callKey({ ...RUN, runId: 'r2' }, 's2', 1, 0)).not.toBe(first);
     expect(new Set([first, nextAttempt, otherCall]).size).toBe(3);
-    expect(first).toBe('task-s-1/s2/attempt-1/call-0');
+    expect(first).toBe('task-s-1/r1/s2/attempt-1/call-0');
   });
 
   it('a cut output says where the whole of it is kept', () => {
@@ -93,7 +97,7 @@ describe('tool dispatch', () => {
   });
 
   it("a step's later rounds get idempotency keys of their own", () => {
-    expect(callKey('task-s-1', 's1', 1, 0, 2)).toBe('task-s-1/s1/attempt-1/round-2/call-0');
-    expect(callKey('task-s-1', 's1', 1, 0, 1)).toBe(callKey('task-s-1', 's1', 1, 0));
+    expect(callKey(RUN, 's1', 1, 0, 2)).toBe('task-s-1/r1/s1/attempt-1/round-2/call-0');
+    expect(callKey(RUN, 's1', 1, 0, 1)).toBe(callKey(RUN, 's1', 1, 0));
   });
 });

@@ -95,6 +95,7 @@ describe('task status', () => {
       usage: meter.totals(),
       lastSeq: 4,
       runs: { current: 1, earlier: [] },
+      rounds: [],
     });
 
     expect(state).toMatchObject({

@@ -24,6 +24,14 @@ export class EventLog {
     return event;
   }
 
+  /**
+   * Goes on after `seq` (a rewound task: the run that was reset had got that far), so no client that saw the events
+   * of that run is handed a seq again for a different event.
+   */
+  skipTo(seq: number): void {
+    if (seq > this.seq) this.seq = seq;
+  }
+
   /** Events with seq greater than `after`, oldest first. */
   after(after = 0): KleaEvent[] {
     return this.events.filter((e) => e.seq > after);

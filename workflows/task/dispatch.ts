@@ -9,12 +9,20 @@ import type { PickedCall, ToolCallResult } from '../../common/tools';
 import type { CallOutcome } from './triage';
 
 /**
- * The key the workspace server acts on once: stable across Temporal's retries of a call (same step attempt, same
- * place in the pick), distinct for every new attempt of the step.
+ * The key the workspace server acts on once: stable across Temporal's retries of a call (same run, same step
+ * attempt, same place in the pick), distinct for every new attempt of the step, and for every run: a task re-run
+ * from a step by a rewind (a reset, so a new run) makes new calls, which act again.
  */
-export function callKey(workflowId: string, stepId: string, attempt: number, index: number, round = 1): string {
+export function callKey(
+  run: { workflowId: string; runId: string },
+  stepId: string,
+  attempt: number,
+  index: number,
+  round = 1
+): string {
   // A step's later rounds (it was left open for more calls) get keys of their own.
-  return `${workflowId}/${stepId}/attempt-${attempt}/${round > 1 ? `round-${round}/` : ''}call-${index}`;
+  const place = `${stepId}/attempt-${attempt}/${round > 1 ? `round-${round}/` : ''}call-${index}`;
+  return `${run.workflowId}/${run.runId}/${place}`;
 }
 
 /** A call's result as triage and the step see it; a cut output says where the whole of it is kept. */

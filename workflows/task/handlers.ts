@@ -1,9 +1,10 @@
 /**
  * The task's message handlers (workflow code): the `state` and `events` queries, the decision signals and their
  * same-named updates (`review`, `clarify`, `permission`), and the `cancel` signal. Each one reads or changes the
- * `TaskRun`; a cancel also cancels the scope the task's work runs in.
+ * `TaskRun`; a cancel also cancels the scope the task's work runs in. `rewound` comes from a rewind's reset.
  */
 import { type CancellationScope, setHandler } from '@temporalio/workflow';
+import { RewoundSignalSchema } from '../../common/rewind';
 import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema } from '../../common/task';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import {
@@ -15,6 +16,7 @@ import {
   permissionUpdate,
   reviewSignal,
   reviewUpdate,
+  rewoundSignal,
   setDecisionHandlers,
   stateQuery,
 } from './messages';
@@ -39,6 +41,12 @@ export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
     accept: (raw) => permissions.accept(raw),
     refusal: (raw) =>
       permissions.problem(parseOrThrow(PermissionDecisionSchema, 'invalid permission decision', raw, 'decision')),
+  });
+  setHandler(rewoundSignal, (raw: unknown) => {
+    const p = parseSignal(RewoundSignalSchema, raw, 'rewound');
+    if (!p.ok) return task.ignoredSignal('rewound', p.problem);
+    // Sent by hand it can do no more than the `cancel` signal could: end the task, or let it go on.
+    task.rewound(p.value);
   });
   setHandler(cancelSignal, (raw: unknown) => {
     // From the Temporal CLI a bare string is a natural way to give the reason; anything else malformed still

@@ -7,12 +7,15 @@
 import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, setHandler } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
+import type { RewoundSignal } from '../../common/rewind';
 import type { CancelRequest, ClarifyAnswers, PermissionDecision, ReviewDecision, TaskState } from '../../common/task';
 
 export const reviewSignal = defineSignal<[ReviewDecision]>('review');
 export const clarifySignal = defineSignal<[ClarifyAnswers]>('clarify');
 export const permissionSignal = defineSignal<[PermissionDecision]>('permission');
 export const cancelSignal = defineSignal<[CancelRequest?]>('cancel');
+/** Sent by a rewind's reset (a post-reset operation) to the run it makes: never by a client. */
+export const rewoundSignal = defineSignal<[RewoundSignal]>('rewound');
 
 export interface DecisionAck {
   accepted: true;

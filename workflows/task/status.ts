@@ -16,6 +16,7 @@ export interface TaskRecord {
   usage: TaskState['usage'];
   lastSeq: number;
   runs: TaskState['runs'];
+  rounds: TaskState['rounds'];
 }
 
 /** The `state` query's answer. */
@@ -25,6 +26,7 @@ export function taskState(input: ParsedTaskInput, progress: PlanProgress, t: Tas
     sessionId: input.sessionId,
     status: t.status,
     prompt: input.prompt,
+    projectDir: input.projectDir,
     mode: input.mode,
     // A mode that cannot run is declined, never swapped for another: the requested mode is the effective one.
     requestedMode: input.mode,
@@ -42,6 +44,7 @@ export function taskState(input: ParsedTaskInput, progress: PlanProgress, t: Tas
     usage: t.usage,
     lastSeq: t.lastSeq,
     runs: t.runs,
+    rounds: t.rounds,
     // While the task runs, its unfinished steps are still to come.
     notAchieved: isFinalStatus(t.status) ? progress.notAchieved() : [],
   };

@@ -98,9 +98,9 @@ export class StepRunner {
     files: FileOrder,
     round: number
   ): RunningCall[] {
-    const { workflowId } = workflowInfo();
+    const info = workflowInfo();
     return picked.calls.map((call, i) => {
-      const key = callKey(workflowId, call.stepId, this.task.progress.attempts(call.stepId), i, round);
+      const key = callKey(info, call.stepId, this.task.progress.attempts(call.stepId), i, round);
       const guarded = picked.guarded[i];
       const outcome = files.enqueue(
         guarded.map((p) => p.real),
@@ -253,7 +253,10 @@ export class StepRunner {
             args: call.args,
             grants,
             idempotencyKey,
-            ...(call.server === 'workspace' ? { network: input.network } : {}),
+            // What the call changes is kept for the step, so a rewind can undo it.
+            ...(call.server === 'workspace'
+              ? { network: input.network, checkpoint: { task: input.taskId, step: call.stepId } }
+              : {}),
           },
         ]
       );

@@ -20,6 +20,7 @@ import type {
   TaskRunLink,
   TaskState,
 } from '../../common/task';
+import type { RewoundSignal, TaskRound } from '../../common/rewind';
 import { EventLog } from '../shared/event-log';
 import { kleaObserve } from '../shared/observe';
 import { PermissionGate } from './permissions';
@@ -30,7 +31,7 @@ import { SearchAttributeMirror } from './search-mirror';
 import { statusAfterDecision, statusDetails, taskState } from './status';
 import { UsageMeter } from './usage';
 
-export type TaskEnding = 'done' | 'failed' | 'cancelled';
+export type TaskEnding = 'done' | 'failed' | 'cancelled' | 'rewound';
 
 /**
  * Events handed to the next run when the task continues as new: a client that follows the task is rarely further
@@ -57,6 +58,10 @@ export class TaskRun {
   private error: string | null = null;
   /** Set once by the `cancel` signal: why the user cancelled. */
   private _cancelReason: string | null = null;
+  /** The rounds of steps run so far, oldest first, with where each began (a rewind resets to one of them). */
+  readonly rounds: TaskRound[];
+  /** Set by the `rewound` signal a rewind's reset applies to this run before anything else. */
+  private _rewound: RewoundSignal | null = null;
 
   constructor(readonly input: ParsedTaskInput) {
     const info = workflowInfo();
@@ -86,6 +91,30 @@ export class TaskRun {
     // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
     this.meter = new UsageMeter(() => this.mirror.usage(this.meter.tokens, this.meter.models.modelCalls), carry?.usage);
     this.mirror.mode(input.mode);
+    this.rounds = [...(carry?.rounds ?? [])];
+  }
+
+  /** A round of steps begins: where it begins is where a rewind to any of them resets the workflow to. */
+  startRound(steps: readonly string[]): void {
+    const info = workflowInfo();
+    this.rounds.push({ steps: [...steps], runId: info.runId, historyLength: info.historyLength });
+  }
+
+  /**
+   * This run was made by a rewind's reset: the files are restored already. The events go on after those of the run
+   * that was reset, and say what was restored; the round about to start is the one the rewind went back to.
+   */
+  rewound(signal: RewoundSignal): void {
+    if (this._rewound || isFinalStatus(this._status)) return;
+    this._rewound = signal;
+    this.log.skipTo(signal.lastSeq);
+    const { lastSeq: _seq, ...event } = signal;
+    this.log.emit({ type: 'rewound', ...event });
+  }
+
+  /** A rewind without re-run: the task ends here, before the round it went back to. */
+  get endsRewound(): boolean {
+    return this._rewound !== null && !this._rewound.rerun;
   }
 
   /** This run's place in the task's chain of runs (1 for the first). */
@@ -121,6 +150,7 @@ export class TaskRun {
       budget,
       lastSeq: log.lastSeq,
       recentEvents: log.tail(CARRIED_EVENTS),
+      rounds: this.rounds,
     };
   }
 
@@ -149,6 +179,7 @@ export class TaskRun {
       usage: this.meter.totals(),
       lastSeq: this.log.lastSeq,
       runs: { current: this.runNumber, earlier: [...this.earlierRuns] },
+      rounds: this.rounds,
     });
   }
 

@@ -8,11 +8,16 @@
  * rounds → answer (`compose_answer`, labelled unverified). The task's state is one `TaskRun` (./task-run.ts).
  *
  * Messages (./handlers.ts): signals (and same-named updates) `review`, `clarify`, `permission`; signal `cancel`;
- * queries `state` and `events {after}`. Every pause is a `condition` on workflow state, so it survives worker and
+ * signal `rewound` (applied by a rewind's reset to the run it makes); queries `state` and `events {after}`. Every pause is a `condition` on workflow state, so it survives worker and
  * server restarts. Status is mirrored into the `KleaStatus` search attribute and the run's current details.
  *
- * Lifecycle: the result says `done` (with the answer), `failed` (with the error) or `cancelled` (by the `cancel`
- * signal); the run itself completes in all three, so a session reads why. Only invalid input fails the run, and a
+ * Rewind (workflows/rewind): each round of steps records where it began (`TaskRun.startRound`). A rewind restores
+ * the files, then resets the workflow to the start of the round it goes back to; the new run is told by the
+ * `rewound` signal before anything else and either runs the round again (new calls, new idempotency keys) or ends
+ * `rewound` there.
+ *
+ * Lifecycle: the result says `done` (with the answer), `failed` (with the error), `cancelled` (by the `cancel`
+ * signal) or `rewound`; the run itself completes in all three, so a session reads why. Only invalid input fails the run, and a
  * cancellation of the run itself (not the signal) is rethrown.
  *
  * A long task continues as new between rounds of steps, when Temporal suggests it or its history has passed
@@ -82,6 +87,9 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
       log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
     }
     if (runnable.length) {
+      // A rewind without re-run went back to this round (the `rewound` signal came first): the task ends here.
+      if (task.endsRewound) return task.finish('rewound', `rewound to before step ${runnable[0].id}`);
+      task.startRound(runnable.map((s) => s.id));
       await runner.runBatch(runnable, planning.takeFirstPick(runnable));
     } else if (questions.pending) {
       const waitingFor = questions.pending.stepId;

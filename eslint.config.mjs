@@ -56,14 +56,12 @@ const topLevelDeclaration = ['Program > VariableDeclaration', 'Program > ExportN
 const noSharedState = [
   ...topLevelDeclaration.map((d) => ({ selector: `${d}[kind=/^(let|var)$/]`, message: sharedStateMessage })),
   // A collection at module level, also behind `as`/`satisfies`, or in a static field (a frozen Map still changes).
-  ...[
-    ...topLevelDeclaration.map((d) => `${d} > VariableDeclarator`),
-    'PropertyDefinition[static=true]',
-  ].flatMap((holder) =>
-    ['', ' > TSAsExpression', ' > TSSatisfiesExpression'].map((wrap) => ({
-      selector: `${holder}${wrap} > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet|Array)$/]`,
-      message: sharedStateMessage,
-    }))
+  ...[...topLevelDeclaration.map((d) => `${d} > VariableDeclarator`), 'PropertyDefinition[static=true]'].flatMap(
+    (holder) =>
+      ['', ' > TSAsExpression', ' > TSSatisfiesExpression'].map((wrap) => ({
+        selector: `${holder}${wrap} > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet|Array)$/]`,
+        message: sharedStateMessage,
+      }))
   ),
   { selector: 'PropertyDefinition[static=true][readonly!=true]', message: sharedStateMessage },
 ];
@@ -207,7 +205,9 @@ export default tseslint.config(
       ],
     },
   },
-  // The worker talks to the workspace server over MCP only; the protocol is in common/ and runtime/.
+  // The worker talks to the workspace server over MCP only; the protocol is in common/ and runtime/. The one
+  // exception is the checkpoint library (tools/checkpoints, through its index): a rewind reads the store the server
+  // journals into.
   {
     files: ['activities/**/*.ts'],
     rules: {
@@ -216,9 +216,9 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: '^(\\.\\./)+tools(/|$)',
+              regex: '^(\\.\\./)+tools(/(?!checkpoints$)|$)',
               message:
-                'activities/ reaches the workspace server over MCP only: import the protocol from common/workspace-protocol or runtime/grant-signing.',
+                'activities/ reaches the workspace server over MCP only: import the protocol from common/workspace-protocol or runtime/grant-signing (and checkpoints from tools/checkpoints).',
             },
           ],
         },

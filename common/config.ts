@@ -304,6 +304,16 @@ export const ConfigSchema = z.strictObject({
        * path is under Klea's data directory (KLEA_DATA_DIR, runtime/data-dir.ts).
        */
       results_dir: z.string().min(1).default('results'),
+      /**
+       * Checkpoints of the project (tools/checkpoints): what each step's writes, edits and commands changed, kept in
+       * Klea's data directory so a task's changes can be undone.
+       */
+      checkpoints: z
+        .strictObject({
+          /** The most the store may hold, in MiB: past it the oldest tasks' checkpoints go first. */
+          max_mb: z.number().int().min(1).max(1_048_576).default(1024),
+        })
+        .prefault({}),
       /** The command sandbox every run_command runs in. */
       sandbox: z
         .strictObject({

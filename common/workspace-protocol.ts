@@ -14,6 +14,12 @@ export const GRANTS_META_KEY = 'klea/grants';
 /** Per-call key, stable across retries of the same call: the server performs a side effect once per key. */
 export const IDEMPOTENCY_META_KEY = 'klea/idempotency_key';
 export const GRANT_KEY_ENV = 'KLEA_WORKSPACE_GRANT_KEY';
+/**
+ * Per call that can change the project (write_file, edit_file, run_command): `{task, step}` asks the server to
+ * record, in the task's checkpoint journal, what the call changed, so the task's changes can be undone later
+ * (tools/checkpoints). Read-only calls ignore it.
+ */
+export const CHECKPOINT_META_KEY = 'klea/checkpoint';
 /** Per call: `"on"` lets a sandboxed command reach the network (the session's setting); anything else is off. */
 export const NETWORK_META_KEY = 'klea/network';
 /** Per call: `{task, step}`, so what a write, an edit or a command changes is kept for that step (rewind). */

@@ -91,6 +91,11 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       ...(config.mcp.workspace.call_log ? ['--call-log', path.resolve(config.mcp.workspace.call_log)] : []),
       '--state-dir',
       dataPath(config.mcp.workspace.state_dir),
+      // What checkpointed calls change, so a task's changes can be undone (Klea's own state, like the rest).
+      '--checkpoint-dir',
+      checkpointDir(),
+      '--checkpoint-max-mb',
+      String(config.tools.checkpoints.max_mb),
       ...guardFlags(config, projectDir),
       ...sandboxFlags(config),
     ],
@@ -106,9 +111,14 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
   };
 }
 
+/** Where the workspace server keeps checkpoints: `checkpoints/` in Klea's data directory. */
+export function checkpointDir(): string {
+  return path.join(dataDir(), 'checkpoints');
+}
+
 /**
- * Klea's own state, as real paths: its data directory, the results and workspace state (which may lie elsewhere),
- * the call log, Temporal's database under `make start`, and the `.klea/` of Klea's own checkout. No tool may touch
+ * Klea's own state, as real paths: its data directory, the results, workspace state (which may lie elsewhere) and
+ * checkpoints, the call log, Temporal's database under `make start`, and the `.klea/` of Klea's own checkout. No tool may touch
  * them, wherever they lie (a project may hold them, as Klea's own checkout holds `.klea/`).
  */
 export function ownStatePaths(config: Config): string[] {
@@ -116,6 +126,7 @@ export function ownStatePaths(config: Config): string[] {
     dataDir(),
     dataPath(config.mcp.workspace.state_dir),
     dataPath(config.tools.results_dir),
+    checkpointDir(),
     config.mcp.workspace.call_log,
     temporalDbFile(),
     path.join(REPO_ROOT, '.klea'),

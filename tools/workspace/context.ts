@@ -1,4 +1,5 @@
 /** What the tool registrations share: the caps they work within and the server's gate, store and call pipeline. */
+import type { CheckpointRecorder } from '../checkpoints';
 import type { Handle } from './call-handler';
 import type { CallStateStore } from './call-state';
 import type { CommandSandbox } from './command-sandbox';
@@ -27,4 +28,6 @@ export interface ToolContext {
   store: CallStateStore;
   handle: Handle;
   sandbox: CommandSandbox;
+  /** Journals what checkpointed calls change (null: the server keeps no checkpoints). */
+  checkpoints: CheckpointRecorder | null;
 }

@@ -10,14 +10,18 @@
  * call-state.ts (the idempotency store), audit.ts (the call log), call-handler.ts (the pipeline every call goes
  * through), fs-ops.ts and commands.ts (the file-system and process work), and tools/ (the registrations).
  */
+import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { resolvePath } from '../../runtime/path-resolve';
+import { createCheckpointRecorder } from '../checkpoints';
 import { createAuditLog } from './audit';
 import { createCallHandler } from './call-handler';
 import { createCallStateStore } from './call-state';
 import { createCommandSandbox, type CommandSandboxOptions } from './command-sandbox';
 import { DEFAULT_LIMITS } from './context';
 import { createPathGate } from './path-gate';
+import { isPlaceholder } from './sandbox-view';
 import { registerReadTools } from './tools/read';
 import { registerRunCommand } from './tools/run-command';
 import { registerSearchTools } from './tools/search';
@@ -53,6 +57,16 @@ export interface WorkspaceServerOptions {
   holdAfterChange?: { tool: string; markerDir: string };
   /** How run_command runs its commands; bubblewrap with no network by default. */
   sandbox?: Omit<CommandSandboxOptions, 'grantKey'>;
+  /**
+   * Checkpoints (tools/checkpoints): a write, edit or command whose call carries `_meta["klea/checkpoint"]`
+   * `{task, step}` journals what it changed in `dir` (Klea's own state: refused to every tool, hidden from commands),
+   * which holds at most `maxBytes`. Without it no call is checkpointed.
+   */
+  checkpoints?: {
+    dir: string;
+    maxBytes: number;
+    /** Watch the project between commands (default true). */ watch?: boolean;
+  };
 }
 
 export const WORKSPACE_TOOLS = [
@@ -67,14 +81,29 @@ export const WORKSPACE_TOOLS = [
 
 export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   const limits = { ...DEFAULT_LIMITS, ...opts.limits };
+  // The checkpoint store is Klea's own state wherever it lies: no tool reaches it, no command sees it.
+  const storeDir = opts.checkpoints ? path.resolve(opts.checkpoints.dir) : null;
+  const ownState = [...(opts.ownState ?? []), ...(storeDir ? [resolvePath(storeDir).real ?? storeDir] : [])];
   const gate = createPathGate({
     root: opts.root,
     grantKey: opts.grantKey,
     sensitivePatterns: opts.sensitivePatterns ?? DEFAULT_SENSITIVE_PATTERNS,
     protectedPatterns: opts.protectedPatterns ?? DEFAULT_PROTECTED_PATTERNS,
-    ownState: opts.ownState ?? [],
+    ownState,
     homeDir: opts.homeDir,
   });
+  const checkpoints =
+    opts.checkpoints && storeDir
+      ? createCheckpointRecorder({
+          storeDir,
+          root: async () => (await gate.root()).real,
+          maxBytes: opts.checkpoints.maxBytes,
+          sensitive: (rel) => gate.sensitive(rel) !== null,
+          ownState: (real) => gate.ownState(real),
+          transient: isPlaceholder,
+          watch: opts.checkpoints.watch,
+        })
+      : null;
   const store = createCallStateStore({ stateDir: opts.stateDir, holdAfterChange: opts.holdAfterChange, rel: gate.rel });
   const handle = createCallHandler({ store, audit: createAuditLog(opts.callLog, opts.grantKey), rel: gate.rel });
   const server = new McpServer(
@@ -89,14 +118,17 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   const sandbox = createCommandSandbox(gate, {
     mode: 'bwrap',
     ...opts.sandbox,
-    hide: [...(opts.sandbox?.hide ?? []), ...(opts.ownState ?? [])],
+    hide: [...(opts.sandbox?.hide ?? []), ...ownState],
     protectedPatterns: opts.protectedPatterns ?? DEFAULT_PROTECTED_PATTERNS,
     limits: { fileBytes: limits.writeBytes, ...opts.sandbox?.limits },
     grantKey: opts.grantKey,
   });
   // The client went away: the cgroups still kept for its commands are removed.
-  server.server.onclose = () => void sandbox.close();
-  const context = { limits, gate, store, handle, sandbox };
+  server.server.onclose = () => {
+    checkpoints?.close();
+    void sandbox.close();
+  };
+  const context = { limits, gate, store, handle, sandbox, checkpoints };
   registerReadTools(server, context);
   registerSearchTools(server, context);
   registerWriteTools(server, context);

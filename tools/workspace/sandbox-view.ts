@@ -44,6 +44,9 @@ const PROBE = '\u0001probe';
 /** Placeholders in use, by path: removed when the last command that needs one ends. */
 const placeholders = new Map<string, { users: number; dir: boolean; ino: number }>();
 
+/** Whether a path is one of the placeholders commands running now hold (not the project's own file). */
+export const isPlaceholder = (real: string): boolean => placeholders.has(real);
+
 const isWithin = (root: string, p: string) => p === root || p.startsWith(root + path.sep);
 
 export async function buildSandboxView(gate: PathGate, opts: ViewOptions): Promise<SandboxView> {

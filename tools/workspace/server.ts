@@ -10,7 +10,9 @@
  * file a tool or command may write), and for run_command's sandbox: --sandbox bwrap|none, --bwrap PATH, --network
  * on|off (default off), --network-allow "name,*.name" (with the network on, the only host names commands may
  * reach), --max-processes N, --memory-mb N, --scan-limit N (most entries looked through for the files to hide),
- * --hide PATH (repeatable: never visible to a command).
+ * --hide PATH (repeatable: never visible to a command); and for checkpoints: --checkpoint-dir DIR (a call carrying
+ * `klea/checkpoint` journals what it changed there; Klea's own state) and --checkpoint-max-mb N (the most that store
+ * holds, default 1024).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -22,7 +24,7 @@ import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-pro
 
 function usage(message: string): never {
   process.stderr.write(
-    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--protected "glob,glob" | --protected-pattern GLOB ...] [--own-state PATH ...] [--max-read-bytes N] [--max-file-mb N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--network-allow "name,*.name"] [--max-processes N] [--memory-mb N] [--scan-limit N] [--hide PATH ...]\n`
+    `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--protected "glob,glob" | --protected-pattern GLOB ...] [--own-state PATH ...] [--max-read-bytes N] [--max-file-mb N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--network-allow "name,*.name"] [--max-processes N] [--memory-mb N] [--scan-limit N] [--hide PATH ...] [--checkpoint-dir DIR] [--checkpoint-max-mb N]\n`
   );
   process.exit(2);
 }
@@ -38,6 +40,8 @@ async function main() {
   let callLog: string | undefined;
   let stateDir: string | undefined;
   let grantKeyFd: number | undefined;
+  let checkpointDir: string | undefined;
+  let checkpointMaxMb = 1024;
   const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
   const limits: { maxProcesses?: number; memoryBytes?: number; fileBytes?: number } = {};
   /** A whole number of at least 1 (an empty or missing value is none). */
@@ -74,6 +78,8 @@ async function main() {
       sandbox.networkAllow = allowed.data;
     } else if (a === '--max-processes') limits.maxProcesses = positive(a, argv[++i]);
     else if (a === '--memory-mb') limits.memoryBytes = positive(a, argv[++i]) * 1024 * 1024;
+    else if (a === '--checkpoint-dir') checkpointDir = argv[++i];
+    else if (a === '--checkpoint-max-mb') checkpointMaxMb = positive(a, argv[++i]);
     else if (a === '--hide') sandbox.hide = [...(sandbox.hide ?? []), path.resolve(argv[++i] ?? '')];
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
@@ -83,6 +89,8 @@ async function main() {
   if (!root) usage('--root is required');
   const dir = path.resolve(root);
   if (stateDir) mkdirSync(stateDir, { recursive: true });
+  if (checkpointDir === '') usage('--checkpoint-dir takes a directory');
+  if (checkpointDir) mkdirSync(checkpointDir, { recursive: true, mode: 0o700 });
   if (!existsSync(dir) || !statSync(dir).isDirectory()) usage(`--root ${dir} is not a directory`);
   // Security: the grant key comes through a pipe (--grant-key-fd), never the environment, where /proc/<pid>/environ
   // would keep it; the variable is still read for clients that set it, and dropped at once.
@@ -102,6 +110,9 @@ async function main() {
     callLog,
     stateDir,
     sandbox,
+    ...(checkpointDir
+      ? { checkpoints: { dir: path.resolve(checkpointDir), maxBytes: checkpointMaxMb * 1024 * 1024 } }
+      : {}),
     ...(hold ? { holdAfterChange: { tool: hold[1], markerDir: hold[2] } } : {}),
   });
   await server.connect(new StdioServerTransport());

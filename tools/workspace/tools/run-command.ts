@@ -1,12 +1,19 @@
-/** run_command: a shell command in the project directory (see commands.ts for how it runs). */
+/**
+ * run_command: a shell command in the project directory (see commands.ts for how it runs). A call that carries
+ * `klea/checkpoint` journals what the command changed in the project (tools/checkpoints).
+ */
 import { promises as fs } from 'node:fs';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { runCommand } from '../commands';
+import { runCommand, type CommandResult } from '../commands';
+import { CheckpointUnavailable } from '../../checkpoints/recorder';
 import type { ToolContext } from '../context';
 import { text, ToolError } from '../tool-result';
 
-export function registerRunCommand(server: McpServer, { limits, gate, handle, sandbox }: ToolContext): void {
+export function registerRunCommand(
+  server: McpServer,
+  { limits, gate, handle, sandbox, checkpoints }: ToolContext
+): void {
   server.registerTool(
     'run_command',
     {
@@ -34,8 +41,23 @@ export function registerRunCommand(server: McpServer, { limits, gate, handle, sa
       const g = await gate.allow(a.cwd, 'execute', meta);
       const st = await fs.stat(g.real);
       if (!st.isDirectory()) throw new ToolError(`cwd ${a.cwd} is not a directory`);
-      const launch = await sandbox.prepare(a.command, g.real, meta);
-      const result = await runCommand(launch, g.real, a.timeout_ms, limits.commandOutputBytes, signal);
+      const run = async () => {
+        const launch = await sandbox.prepare(a.command, g.real, meta);
+        return runCommand(launch, g.real, a.timeout_ms, limits.commandOutputBytes, signal);
+      };
+      const cp = checkpoints?.forCall('run_command', meta);
+      let result: CommandResult;
+      let checkpointProblem: string | null = null;
+      if (cp && checkpoints) {
+        const done = await checkpoints.command(cp, run).catch((err: unknown) => {
+          if (!(err instanceof CheckpointUnavailable)) throw err;
+          throw new ToolError(
+            `run_command refused: its checkpoint could not be taken (${err.message}); the command was not run`
+          );
+        });
+        result = done.value;
+        checkpointProblem = done.problem;
+      } else result = await run();
       const parts = [
         `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
       ];
@@ -45,6 +67,10 @@ export function registerRunCommand(server: McpServer, { limits, gate, handle, sa
             'the command was ended and its output is withheld. Run it again: the file is then hidden from it'
         );
       for (const note of result.notes) parts.push(`note: ${note}`);
+      if (checkpointProblem)
+        parts.push(
+          `note: what the command changed could not be checkpointed (${checkpointProblem}); a rewind of this step cannot undo it`
+        );
       if (result.stdout) parts.push(`--- stdout ---\n${result.stdout}`);
       if (result.stderr) parts.push(`--- stderr ---\n${result.stderr}`);
       return text(

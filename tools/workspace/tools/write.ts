@@ -1,10 +1,12 @@
 /**
  * write_file and edit_file: changing files. Both report the content's sha256 before and after, and both change
- * a file through the idempotency store, so a retried call does not change it twice.
+ * a file through the idempotency store, so a retried call does not change it twice. A call that carries
+ * `klea/checkpoint` journals the file's content before it changes it (tools/checkpoints).
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { fileChange } from '../../../common/text-diff';
+import type { WriteChange } from '../../checkpoints/recorder';
 import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
 import { text, ToolError } from '../tool-result';
@@ -17,7 +19,13 @@ function checkSize(bytes: number, limit: number, shown: string): void {
     );
 }
 
-export function registerWriteTools(server: McpServer, { gate, store, handle, limits }: ToolContext): void {
+export function registerWriteTools(server: McpServer, { gate, store, handle, limits, checkpoints }: ToolContext): void {
+  /** Changes the file, journalling the change first when the call is checkpointed. */
+  const change = <T>(meta: unknown, tool: string, c: WriteChange, apply: () => Promise<T>): Promise<T> => {
+    const cp = checkpoints?.forCall(tool, meta);
+    return cp && checkpoints ? checkpoints.write(cp, c, apply) : apply();
+  };
+
   server.registerTool(
     'write_file',
     {
@@ -68,10 +76,12 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
         }
       );
       if (!changed) return result;
-      return store.applyChange(
-        state,
-        { real: g.real, content: a.content, mode: stat?.mode, sha256_before: hashBefore, sha256_after: hashAfter },
-        result
+      return change(meta, 'write_file', { real: g.real, before, beforeMode: stat?.mode, hashBefore, hashAfter }, () =>
+        store.applyChange(
+          state,
+          { real: g.real, content: a.content, mode: stat?.mode, sha256_before: hashBefore, sha256_after: hashAfter },
+          result
+        )
       );
     })
   );
@@ -126,15 +136,27 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
           : current.replace(a.old_string, () => a.new_string);
         checkSize(Buffer.byteLength(next), limits.writeBytes, r);
         const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
-        return store.applyChange(
-          state,
-          { real: g.real, content: next, mode: stat.mode, ...hashes },
-          text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
-            path: r,
-            replacements: count,
-            ...hashes,
-            change: fileChange(r, current, next),
-          })
+        return change(
+          meta,
+          'edit_file',
+          {
+            real: g.real,
+            before: buf,
+            beforeMode: stat.mode,
+            hashBefore: hashes.sha256_before,
+            hashAfter: hashes.sha256_after,
+          },
+          () =>
+            store.applyChange(
+              state,
+              { real: g.real, content: next, mode: stat.mode, ...hashes },
+              text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
+                path: r,
+                replacements: count,
+                ...hashes,
+                change: fileChange(r, current, next),
+              })
+            )
         );
       }
     )

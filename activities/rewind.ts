@@ -2,12 +2,11 @@
  * The rewind's activities (`rewindWorkflow`): find what a rewind to a step would undo, restore the files from the
  * step checkpoints the workspace server kept, and reset the task's workflow to the start of that step's round.
  *
- * The checkpoints live in Klea's data dir (`tools/workspace/checkpoints.ts`); the task is read and reset through
+ * The checkpoints live in Klea's data dir (`tools/checkpoints/`); the task is read and reset through
  * Temporal with the worker's own client.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { encodeToPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../common/config';
 import { Failure } from '../common/failures';
@@ -20,7 +19,7 @@ import {
   type TaskRound,
 } from '../common/rewind';
 import type { Logger } from '../runtime/log';
-import { applyRewind, planRewind } from '../tools/workspace/checkpoints';
+import { applyRewind, planRewind } from '../tools/checkpoints';
 import { rewoundSignal, stateQuery } from '../workflows/task/messages';
 import { checkpointPlace } from './mcp/servers';
 import { requireAllowedProject } from './project/allowed';
@@ -140,9 +139,10 @@ export function createRewindActivities(deps: RewindDeps) {
 
     /**
      * Resets the task's workflow to the start of the round (a new run of the same id; the run that was reset is kept
-     * and linked), telling the new run what was restored before it does anything else. Decisions sent to the run
-     * after that point are not carried over: the re-run asks again. The reset's request id is the rewind's, so a
-     * retry of this activity resets once.
+     * and linked), then tells the new run what was restored: it learns of the reset at once (shared/reset-notice.ts)
+     * and holds the round until this `rewound` signal comes. Decisions sent to the run after that point are not
+     * carried over: the re-run asks again. The reset's request id is the rewind's, so a retry of this activity
+     * resets once; the new run takes the first `rewound` it is sent.
      */
     async resetTask(input: ResetTaskInput): Promise<{ runId: string }> {
       const c = temporalClient();
@@ -155,23 +155,28 @@ export function createRewindActivities(deps: RewindDeps) {
       if (!at)
         throw ApplicationFailure.nonRetryable(
           `no point to reset task ${workflowId} to in run ${input.round.runId} after event ${input.round.historyLength}`,
-          Failure.TaskFailed
+          Failure.RewindFailed
         );
-      const payloads = await encodeToPayloads(c.options.loadedDataConverter, input.signal);
-      const res = await c.workflowService.resetWorkflowExecution({
-        namespace: c.options.namespace,
-        workflowExecution: { workflowId, runId: input.round.runId },
-        reason: `klea rewind to before step ${input.signal.toStep}${input.signal.rerun ? ', run again' : ''} (${input.rewindId})`,
-        workflowTaskFinishEventId: at.eventId,
-        requestId: input.rewindId,
-        resetReapplyType: temporal.api.enums.v1.ResetReapplyType.RESET_REAPPLY_TYPE_NONE,
-        resetReapplyExcludeTypes: [
-          temporal.api.enums.v1.ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL,
-          temporal.api.enums.v1.ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE,
-        ],
-        postResetOperations: [{ signalWorkflow: { signalName: rewoundSignal.name, input: { payloads } } }],
-      });
-      return { runId: res.runId ?? '' };
+      const res = await c.workflowService
+        .resetWorkflowExecution({
+          namespace: c.options.namespace,
+          workflowExecution: { workflowId, runId: input.round.runId },
+          reason: `klea rewind to before step ${input.signal.toStep}${input.signal.rerun ? ', run again' : ''} (${input.rewindId})`,
+          workflowTaskFinishEventId: at.eventId,
+          requestId: input.rewindId,
+          resetReapplyType: temporal.api.enums.v1.ResetReapplyType.RESET_REAPPLY_TYPE_NONE,
+          resetReapplyExcludeTypes: [
+            temporal.api.enums.v1.ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_SIGNAL,
+            temporal.api.enums.v1.ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE,
+          ],
+        })
+        .catch((err: Error & { details?: string; cause?: Error & { details?: string } }) => {
+          const why = err.cause?.details || err.cause?.message || err.details || err.message;
+          throw new Error(`Temporal refused the reset of ${workflowId}: ${why}`);
+        });
+      const runId = res.runId ?? '';
+      await c.workflow.getHandle(workflowId, runId).signal(rewoundSignal, input.signal);
+      return { runId };
     },
   };
 }

@@ -40,6 +40,10 @@ export const Failure = {
   RouteFailed: 'RouteFailed',
   /** No step of the plan can run and none waits for an answer: the run would otherwise wait forever. */
   PlanStuck: 'PlanStuck',
+  /** A task's run was reset by something other than a rewind: it runs again, but nothing restored its files. */
+  ResetOutsideRewind: 'ResetOutsideRewind',
+  /** A rewind could not be carried out (the reset, or a step with no point to reset to). */
+  RewindFailed: 'RewindFailed',
   /** The task failed with an untyped error: the fallback code, so every failure has one. */
   TaskFailed: 'TaskFailed',
 } as const;

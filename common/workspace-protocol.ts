@@ -22,8 +22,6 @@ export const GRANT_KEY_ENV = 'KLEA_WORKSPACE_GRANT_KEY';
 export const CHECKPOINT_META_KEY = 'klea/checkpoint';
 /** Per call: `"on"` lets a sandboxed command reach the network (the session's setting); anything else is off. */
 export const NETWORK_META_KEY = 'klea/network';
-/** Per call: `{task, step}`, so what a write, an edit or a command changes is kept for that step (rewind). */
-export const CHECKPOINT_META_KEY = 'klea/checkpoint';
 /**
  * Crash tests only: "<tool>:<marker dir>" stops the server between a change and its record (see
  * `WorkspaceServerOptions.holdAfterChange`).

@@ -111,6 +111,16 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
   };
 }
 
+/** Where a project's step checkpoints are, as the rewind reads them (the workspace server writes them there). */
+export function checkpointPlace(config: Config, projectDir: string) {
+  return {
+    storeDir: checkpointDir(),
+    projectDir,
+    sensitivePatterns: config.tools.sensitive_patterns,
+    ownState: ownStatePaths(config),
+  };
+}
+
 /** Where the workspace server keeps checkpoints: `checkpoints/` in Klea's data directory. */
 export function checkpointDir(): string {
   return path.join(dataDir(), 'checkpoints');

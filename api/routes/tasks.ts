@@ -1,6 +1,6 @@
 /** Task routes: start a task, read its state and events, decide what it waits for, cancel it. */
 import type { ZodType } from 'zod';
-import type { UpdateDefinition } from '@temporalio/client';
+import { WorkflowFailedError, type UpdateDefinition } from '@temporalio/client';
 import {
   AcceptedResponseSchema,
   CancelRequestBodySchema,
@@ -60,17 +60,27 @@ export function taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, 
   async function rewind(taskId: string, input: Omit<RewindInput, 'taskId'>) {
     const target = taskTarget(taskId);
     await calls.requireWorker('rewind', target);
-    const result: RewindResult = await calls.execute(
-      target,
-      'rewindWorkflow',
-      {
-        workflowId: `rewind-${taskId}-${randomUUID().slice(0, 8)}`,
-        taskQueue: calls.taskQueue,
-        args: [{ taskId, ...input }],
-        staticSummary: `${input.preview ? 'preview of a rewind' : 'rewind'} of ${taskId} to before step ${input.toStep}`,
-      },
-      REWIND_WAIT_MS
-    );
+    const workflowId = `rewind-${taskId}-${randomUUID().slice(0, 8)}`;
+    let result: RewindResult;
+    try {
+      result = await calls.execute(
+        target,
+        'rewindWorkflow',
+        {
+          workflowId,
+          taskQueue: calls.taskQueue,
+          args: [{ taskId, ...input }],
+          staticSummary: `${input.preview ? 'preview of a rewind' : 'rewind'} of ${taskId} to before step ${input.toStep}`,
+        },
+        REWIND_WAIT_MS
+      );
+    } catch (err) {
+      if (!(err instanceof WorkflowFailedError)) throw err;
+      // The deepest cause is the one that says what went wrong (an activity's own error).
+      let cause: Error | undefined = err;
+      while (cause?.cause instanceof Error) cause = cause.cause;
+      throw new ApiError(500, 'rewind_failed', `the rewind failed (${workflowId}): ${cause?.message ?? err.message}`);
+    }
     switch (result.status) {
       case 'not_found':
         throw notFound(result.message);

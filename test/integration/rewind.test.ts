@@ -126,6 +126,7 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     expect(readFileSync(path.join(p.dir, 'a.txt'), 'utf8')).toBe('alpha\n');
 
     const res = await request(app).post(`/tasks/${t.taskId}/rewind`).send({ toStep: 's1' });
+    expect(res.body.error?.message).toBeUndefined();
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'rewound', rerun: false, steps: ['s1', 's2', 's3'] });
     expect(tree(p.dir)).toEqual(ORIGINAL);
@@ -134,7 +135,7 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     // The task ends `rewound`, and says what was restored, file by file.
     const state = await request(app).get(`/tasks/${t.taskId}`);
     expect(state.body.status).toBe('rewound');
-    const events = (await request(app).get(`/tasks/${t.taskId}/events`).query({ after: 0 })).body as KleaEvent[];
+    const events = (await request(app).get(`/tasks/${t.taskId}/events`).query({ after: 0 })).body.events as KleaEvent[];
     const rewound = events.find((e) => e.type === 'rewound');
     expect(rewound).toMatchObject({ toStep: 's1', rerun: false, fromRunId: res.body.previousRunId });
     expect(rewound && 'restored' in rewound && rewound.restored.map((f) => f.path).sort()).toEqual([
@@ -162,6 +163,11 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
         temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
     );
     expect(resetFailure?.workflowTaskFailedEventAttributes?.baseRunId).toBe(res.body.previousRunId);
+    // The reset is the only workflow task that failed, and nothing was scheduled after it: the round did not run.
+    const failed = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes);
+    expect(failed).toHaveLength(1);
+    const afterReset = (history.events ?? []).filter((e) => Number(e.eventId) > Number(resetFailure!.eventId));
+    expect(afterReset.filter((e) => e.activityTaskScheduedEventAttributes)).toEqual([]);
 
     // Undone once is undone: a second rewind has nothing left to restore.
     const again = await request(app).get(`/tasks/${t.taskId}/rewind`).query({ toStep: 's1' });
@@ -232,7 +238,7 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     expect(await rerun.result()).toMatchObject({ status: 'done', answer: 'Done again.' });
     // The edit and the command were applied again (new calls): the tree is what the first run left.
     expect(tree(p.dir)).toEqual(afterFirst);
-    const events = (await request(app).get(`/tasks/${t.taskId}/events`).query({ after: 0 })).body as KleaEvent[];
+    const events = (await request(app).get(`/tasks/${t.taskId}/events`).query({ after: 0 })).body.events as KleaEvent[];
     const types = events.map((e) => e.type);
     expect(types.slice(types.indexOf('rewound'))).toEqual([
       'rewound',

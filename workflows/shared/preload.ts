@@ -23,6 +23,7 @@ import * as pathGuard from '../../common/path-guard';
 import * as planDiff from '../../common/plan-diff';
 import * as plan from '../../common/plan';
 import * as posixPath from '../../common/posix-path';
+import * as rewind from '../../common/rewind';
 import * as sandboxStatus from '../../common/sandbox-status';
 import * as searchAttributes from '../../common/search-attributes';
 import * as session from '../../common/session';
@@ -45,6 +46,7 @@ export const SHARED_COMMON_MODULES = {
   'plan-diff': planDiff,
   plan,
   'posix-path': posixPath,
+  rewind,
   'sandbox-status': sandboxStatus,
   'search-attributes': searchAttributes,
   session,

@@ -7,6 +7,8 @@
  * A run started without a trace context never loads the OpenTelemetry SDK. This module is shared by every run
  * (shared/preload.ts), so it imports nothing of OpenTelemetry: a traced run requires it when it starts, and so
  * evaluates its own copy, which it is free to configure (the shared modules are frozen).
+ *
+ * The internals interceptor also gives a task's run the notice that Temporal reset it (reset-notice.ts).
  */
 import type {
   WorkflowInboundCallsInterceptor,
@@ -14,6 +16,7 @@ import type {
   WorkflowInternalsInterceptor,
   WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
+import { resetWatcher } from './reset-notice';
 import type * as Traced from './traced-interceptors';
 
 /** Temporal's header that carries a trace context (`_tracer-data`), as its OpenTelemetry interceptors write it. */
@@ -47,7 +50,10 @@ export const interceptors = (): WorkflowInterceptors => {
     continueAsNew: (input, next) => (traced ? traced.outbound[0].continueAsNew!(input, next) : next(input)),
     signalWorkflow: (input, next) => (traced ? traced.outbound[0].signalWorkflow!(input, next) : next(input)),
   };
+  const withResetNotice = resetWatcher();
   const internals: WorkflowInternalsInterceptor = {
+    // Not tracing: a task's run learns here that Temporal reset it (see reset-notice.ts).
+    activate: (input, next) => next({ ...input, activation: withResetNotice(input.activation) }),
     dispose: (input, next) => (traced ? traced.internals[0].dispose!(input, next) : next(input)),
   };
   return { inbound: [inbound], outbound: [outbound], internals: [internals] };

@@ -3,7 +3,8 @@
  * same-named updates (`review`, `clarify`, `permission`), and the `cancel` signal. Each one reads or changes the
  * `TaskRun`; a cancel also cancels the scope the task's work runs in. `rewound` comes from a rewind's reset.
  */
-import { type CancellationScope, setHandler } from '@temporalio/workflow';
+import { type CancellationScope, defineSignal, setHandler } from '@temporalio/workflow';
+import { RESET_NOTICE_SIGNAL } from '../shared/reset-notice';
 import { RewoundSignalSchema } from '../../common/rewind';
 import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema } from '../../common/task';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
@@ -46,8 +47,9 @@ export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
     const p = parseSignal(RewoundSignalSchema, raw, 'rewound');
     if (!p.ok) return task.ignoredSignal('rewound', p.problem);
     // Sent by hand it can do no more than the `cancel` signal could: end the task, or let it go on.
-    task.rewound(p.value);
+    if (task.rewound(p.value)) work.cancel();
   });
+  setHandler(defineSignal(RESET_NOTICE_SIGNAL), () => task.noticeReset());
   setHandler(cancelSignal, (raw: unknown) => {
     // From the Temporal CLI a bare string is a natural way to give the reason; anything else malformed still
     // cancels (that is what the sender asked for) and says the reason was not used.

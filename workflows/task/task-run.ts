@@ -5,7 +5,7 @@
  * on (review, questions, permissions), what it has used, and its event log. It produces the `state` query's answer
  * and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and nothing else.
  */
-import { ApplicationFailure, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, condition, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
@@ -39,6 +39,9 @@ export type TaskEnding = 'done' | 'failed' | 'cancelled' | 'rewound';
  */
 export const CARRIED_EVENTS = 200;
 
+/** How long a reset run waits for the rewind's report before it runs the round anyway (a reset made by hand). */
+export const REWIND_NOTICE_WAIT = '5 minutes';
+
 export class TaskRun {
   readonly log: EventLog;
   readonly progress: PlanProgress;
@@ -60,8 +63,11 @@ export class TaskRun {
   private _cancelReason: string | null = null;
   /** The rounds of steps run so far, oldest first, with where each began (a rewind resets to one of them). */
   readonly rounds: TaskRound[];
-  /** Set by the `rewound` signal a rewind's reset applies to this run before anything else. */
+  /** Set by the `rewound` signal a rewind sends to the run its reset made. */
   private _rewound: RewoundSignal | null = null;
+  /** Temporal reset this run, and no round has started since. */
+  private resetNoticed = false;
+  private rewoundAnnounced = false;
 
   constructor(readonly input: ParsedTaskInput) {
     const info = workflowInfo();
@@ -100,19 +106,62 @@ export class TaskRun {
     this.rounds.push({ steps: [...steps], runId: info.runId, historyLength: info.historyLength });
   }
 
+  /** Temporal reset this run (shared/reset-notice.ts): the next round waits for the rewind to say what it did. */
+  noticeReset(): void {
+    this.resetNoticed = true;
+  }
+
   /**
-   * This run was made by a rewind's reset: the files are restored already. The events go on after those of the run
-   * that was reset, and say what was restored; the round about to start is the one the rewind went back to.
+   * Before a round of a run that was reset: a rewind restores the files first and then sends `rewound`, which says
+   * whether to run the round again; nothing of it may run before that. A reset made outside Klea (the Temporal UI)
+   * sends none: after `REWIND_NOTICE_WAIT` the round runs, and an error event says its files were not restored.
    */
-  rewound(signal: RewoundSignal): void {
-    if (this._rewound || isFinalStatus(this._status)) return;
+  async beforeRound(): Promise<void> {
+    if (this.resetNoticed) {
+      this.resetNoticed = false;
+      if (!this._rewound) {
+        this.setStatus('running', 'reset: waiting for the rewind to restore the files');
+        if (!(await condition(() => this._rewound !== null, REWIND_NOTICE_WAIT)))
+          this.log.emit({
+            type: 'error',
+            code: Failure.ResetOutsideRewind,
+            message:
+              'this run was reset without a rewind: the project was not restored, and the task runs again from here',
+          });
+      }
+    }
+    this.announceRewound();
+  }
+
+  /**
+   * The rewind's report, after it restored the files and reset this run. True when the task ends here (no re-run):
+   * the caller stops its work. It is announced where the round it went back to begins (or the task ends), so the
+   * events of the reset point itself come before it, whichever arrived first.
+   */
+  rewound(signal: RewoundSignal): boolean {
+    if (this._rewound || isFinalStatus(this._status)) return false;
     this._rewound = signal;
-    this.log.skipTo(signal.lastSeq);
-    const { lastSeq: _seq, ...event } = signal;
+    return !signal.rerun;
+  }
+
+  /** The `rewound` event, once: after the last seq of the run that was reset, saying what was restored. */
+  private announceRewound(): void {
+    if (!this._rewound || this.rewoundAnnounced) return;
+    this.rewoundAnnounced = true;
+    this.log.skipTo(this._rewound.lastSeq);
+    const { lastSeq: _seq, ...event } = this._rewound;
     this.log.emit({ type: 'rewound', ...event });
   }
 
-  /** A rewind without re-run: the task ends here, before the round it went back to. */
+  /** Ends a task a rewind went back to without a re-run: whatever it waited for is withdrawn. */
+  endRewound(): TaskResult {
+    this.announceRewound();
+    this.reviews.withdraw();
+    this.questions.withdraw();
+    this.permissions.withdraw();
+    return this.finish('rewound', `rewound to before step ${this._rewound?.toStep ?? '?'}`);
+  }
+
   get endsRewound(): boolean {
     return this._rewound !== null && !this._rewound.rerun;
   }

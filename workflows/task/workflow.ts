@@ -12,9 +12,9 @@
  * server restarts. Status is mirrored into the `KleaStatus` search attribute and the run's current details.
  *
  * Rewind (workflows/rewind): each round of steps records where it began (`TaskRun.startRound`). A rewind restores
- * the files, then resets the workflow to the start of the round it goes back to; the new run is told by the
- * `rewound` signal before anything else and either runs the round again (new calls, new idempotency keys) or ends
- * `rewound` there.
+ * the files, then resets the workflow to the start of the round it goes back to. The new run learns of the reset
+ * where it happened (`klea:reset`, shared/reset-notice.ts) and holds the round until the rewind's `rewound` signal
+ * says what was restored; then it runs the round again (new calls, new idempotency keys) or ends `rewound`.
  *
  * Lifecycle: the result says `done` (with the answer), `failed` (with the error), `cancelled` (by the `cancel`
  * signal) or `rewound`; the run itself completes in all three, so a session reads why. Only invalid input fails the run, and a
@@ -56,6 +56,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   } catch (err) {
     // Not a failure: this run hands the task to the next one.
     if (err instanceof ContinueAsNew) throw err;
+    if (isCancellation(err) && task.endsRewound) return task.endRewound();
     if (isCancellation(err) && task.cancelReason !== null) return task.cancelled();
     if (isCancellation(err)) throw err;
     return task.fail(failureCode(err, Failure.TaskFailed), failureMessage(err));
@@ -87,8 +88,7 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
       log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
     }
     if (runnable.length) {
-      // A rewind without re-run went back to this round (the `rewound` signal came first): the task ends here.
-      if (task.endsRewound) return task.finish('rewound', `rewound to before step ${runnable[0].id}`);
+      await task.beforeRound();
       task.startRound(runnable.map((s) => s.id));
       await runner.runBatch(runnable, planning.takeFirstPick(runnable));
     } else if (questions.pending) {

@@ -330,7 +330,9 @@ export async function rewind(
       return 1;
     }
     const verb = opts.dryRun ? 'would restore' : 'restored';
-    say(`${opts.dryRun ? 'rewind' : 'rewound'} ${one(opts.taskId)} to before step ${one(opts.toStep)} (steps ${(data.steps ?? []).map(one).join(', ')})`);
+    say(
+      `${opts.dryRun ? 'rewind' : 'rewound'} ${one(opts.taskId)} to before step ${one(opts.toStep)} (steps ${(data.steps ?? []).map(one).join(', ')})`
+    );
     for (const f of data.files ?? []) say(`  ${verb} ${one(f.path)}: ${one(f.action)} (step ${one(f.step)})`);
     if (!data.files?.length) say('  no file to restore');
     for (const c of data.conflicts ?? []) say(`  conflict: ${one(c.path)} (${one(c.reason)})`);

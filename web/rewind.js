@@ -5,7 +5,11 @@
 import { el } from './dom.js';
 import { api } from './client.js';
 
-const ACTION_TEXT = { restore: 'restore', delete: 'delete (the task created it)', recreate: 'recreate (the task deleted it)' };
+const ACTION_TEXT = {
+  restore: 'restore',
+  delete: 'delete (the task created it)',
+  recreate: 'recreate (the task deleted it)',
+};
 
 /** The statuses a task can be rewound from: nothing of it runs then. */
 const REWINDABLE = ['awaiting_review', 'awaiting_clarification', 'done', 'failed', 'cancelled', 'rewound'];
@@ -65,10 +69,15 @@ function rewindControls(taskId, stepId, onRewound) {
         : el('p', { class: 'rewind-none', text: 'No file to restore.' })
     );
     if (preview.sensitive.length)
-      parts.push(el('p', { class: 'note', text: 'Left as they are (sensitive, never kept): ' + preview.sensitive.join(', ') }));
+      parts.push(
+        el('p', { class: 'note', text: 'Left as they are (sensitive, never kept): ' + preview.sensitive.join(', ') })
+      );
     if (preview.tooLarge.length)
       parts.push(
-        el('p', { class: 'note', text: 'Too large to have been kept (files left as they are): ' + preview.tooLarge.join(', ') })
+        el('p', {
+          class: 'note',
+          text: 'Too large to have been kept (files left as they are): ' + preview.tooLarge.join(', '),
+        })
       );
     let force = null;
     if (preview.conflicts.length) {
@@ -78,7 +87,9 @@ function rewindControls(taskId, stepId, onRewound) {
           el(
             'ul',
             {},
-            preview.conflicts.map((c) => el('li', { 'data-path': c.path }, [el('code', { text: c.path }), ' · ' + c.reason]))
+            preview.conflicts.map((c) =>
+              el('li', { 'data-path': c.path }, [el('code', { text: c.path }), ' · ' + c.reason])
+            )
           ),
         ])
       );

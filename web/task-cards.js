@@ -142,7 +142,11 @@ function create(deps) {
   }
 
   function rewindBox(taskId, t, stepId) {
-    if (!t.rewinds.has(stepId)) t.rewinds.set(stepId, rewindControls(taskId, stepId, () => rewound(taskId)));
+    if (!t.rewinds.has(stepId))
+      t.rewinds.set(
+        stepId,
+        rewindControls(taskId, stepId, () => rewound(taskId))
+      );
     return t.rewinds.get(stepId);
   }
 

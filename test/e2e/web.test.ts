@@ -228,7 +228,10 @@ describe('the web page, end to end', () => {
     const notes = path.join(project.dir, 'notes.md');
     const todo = path.join(project.dir, 'todo.txt');
     const originalNotes = readFileSync(notes, 'utf8');
-    const writeTodo = { name: 'workspace__write_file', args: { step_id: 's1', path: 'todo.txt', content: 'buy milk\n' } };
+    const writeTodo = {
+      name: 'workspace__write_file',
+      args: { step_id: 's1', path: 'todo.txt', content: 'buy milk\n' },
+    };
     const editNotes = {
       name: 'workspace__edit_file',
       args: { step_id: 's2', path: 'notes.md', old_string: 'ship it', new_string: 'shipped' },

@@ -85,7 +85,8 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
             name: 'workspace__run_command',
             args: {
               step_id: 's3',
-              command: 'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
+              command:
+                'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
             },
           },
         ],
@@ -223,7 +224,8 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
             name: 'workspace__run_command',
             args: {
               step_id: 's3',
-              command: 'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
+              command:
+                'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
             },
           },
         ],

@@ -82,6 +82,8 @@ export interface CheckpointRecorder {
   command<T>(cp: CallCheckpoint, run: () => Promise<T>): Promise<{ value: T; problem: string | null }>;
   /** The project's stat index (tests and the benchmark). */
   statIndex(): Promise<StatIndex>;
+  /** The time the last checkpointed call spent on its checkpoint, in ms (the benchmark). */
+  lastCostMs(): number;
   close(): void;
 }
 
@@ -106,6 +108,19 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
   /** Commands running now, and the look at the project the first of them took before it started. */
   let running = 0;
   let starting: Promise<unknown> = Promise.resolve();
+  let lastCost = 0;
+  let warming = false;
+
+  /**
+   * The first checkpointed write starts the index's first look at the project (hashing and keeping it all), in the
+   * background, so a command later in the task does not wait for all of it. Only while no command runs: a look taken
+   * while one runs would take its changes for the user's.
+   */
+  const warmUp = (p: Project) => {
+    if (warming || running > 0) return;
+    warming = true;
+    void p.index.refresh().catch(() => undefined);
+  };
 
   const project = () =>
     (opened ??= (async () => {
@@ -198,11 +213,13 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
     },
 
     async write(cp, change, apply) {
+      const t0 = performance.now();
       const p = await project();
       const rel = path.relative(p.root, change.real);
       // Outside the project (a granted path), or where checkpoints do not reach (.git/, node_modules/): no line.
       if (rel.startsWith('..') || path.isAbsolute(rel) || relProblem(rel) || opts.ownState(change.real)) return apply();
       const { dir } = taskFor(p, cp.task);
+      warmUp(p);
       if (opts.sensitive(rel)) {
         append(p, cp, { files: [], sensitive: [{ p: rel, c: change.before ? 'changed' : 'created' }] });
         return apply();
@@ -226,6 +243,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       // The index takes this content in as the write's, not as a command's change.
       for (const d of made) p.index.expect(d, 'dir');
       p.index.expect(rel, change.hashAfter);
+      lastCost = performance.now() - t0;
       try {
         return await apply();
       } catch (err) {
@@ -236,9 +254,11 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
     },
 
     async command<T>(cp: CallCheckpoint, run: () => Promise<T>) {
+      let t0 = performance.now();
       const p = await project().catch((err: unknown) => {
         throw new CheckpointUnavailable(err instanceof Error ? err.message : String(err));
       });
+      warming = true;
       const first = running++ === 0;
       try {
         if (first) starting = p.index.refresh();
@@ -249,6 +269,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         running--;
         throw new CheckpointUnavailable(err instanceof Error ? err.message : String(err));
       }
+      let cost = performance.now() - t0;
       let value: T | undefined;
       let failed = false;
       let thrown: unknown;
@@ -259,6 +280,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         thrown = err;
       }
       running--;
+      t0 = performance.now();
       let problem: string | null = null;
       try {
         append(p, cp, lineOf(p, await p.index.refresh()));
@@ -270,11 +292,14 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
           // The store cannot be written at all: the problem says so.
         }
       }
+      cost += performance.now() - t0;
+      lastCost = cost;
       if (failed) throw thrown;
       return { value: value as T, problem };
     },
 
     statIndex: async () => (await project()).index,
+    lastCostMs: () => lastCost,
 
     close() {
       void opened?.then((p) => p.index.close()).catch(() => undefined);

@@ -1,0 +1,184 @@
+/**
+ * What a checkpoint costs a step, on a project of 10,000 files, when the step changes one file: an edit_file and a
+ * run_command (in bubblewrap, as every command runs), each through the workspace server with `klea/checkpoint` and
+ * without it, alternating call by call so both see the same machine (the cost added is the median of the differences
+ * between neighbours), after a first checkpoint has warmed the store up (the first one hashes and keeps the whole
+ * project). Beside it, the time the checkpoint itself took (the store
+ * API, measured inside the server's process), which the noise of a loaded machine does not blur.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { CHECKPOINT_META_KEY, IDEMPOTENCY_META_KEY } from '../common/workspace-protocol';
+import { createCheckpointRecorder } from '../tools/checkpoints';
+import { sha256 } from '../tools/checkpoints/store';
+import { createWorkspaceServer } from '../tools/workspace/create-server';
+import type { BenchResult } from './history';
+
+const FILES = 10_000;
+const CALLS = 30;
+const GOAL_MS = 50;
+
+/** 20 packages × 25 modules × 20 files of about 1 KB. */
+function makeProject(root: string): string[] {
+  const files: string[] = [];
+  for (let a = 0; a < 20; a++)
+    for (let b = 0; b < 25; b++) {
+      const dir = path.join(root, `pkg${a}`, `mod${b}`);
+      mkdirSync(dir, { recursive: true });
+      for (let f = 0; f < FILES / 500; f++) {
+        const rel = `pkg${a}/mod${b}/f${f}.ts`;
+        writeFileSync(
+          path.join(root, rel),
+          `// ${rel}\nexport const value = 0;\n${'export const x = 1;\n'.repeat(50)}`
+        );
+        files.push(rel);
+      }
+    }
+  return files;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+/** Through the workspace server: with and without the checkpoint, alternating. */
+async function throughServer(root: string, files: string[], storeDir: string) {
+  const server = createWorkspaceServer({
+    root,
+    sandbox: { mode: 'bwrap' },
+    checkpoints: { dir: storeDir, maxBytes: 1024 * 1024 * 1024 },
+  });
+  const client = new Client({ name: 'bench', version: '1' });
+  const [c, s] = InMemoryTransport.createLinkedPair();
+  await Promise.all([server.connect(s), client.connect(c)]);
+  let n = 0;
+  const call = async (name: string, args: Record<string, unknown>, checkpointed: boolean) => {
+    const meta = checkpointed
+      ? { [CHECKPOINT_META_KEY]: { task: 'bench-task', step: `s${++n}` }, [IDEMPOTENCY_META_KEY]: `k${n}` }
+      : { [IDEMPOTENCY_META_KEY]: `k${++n}` };
+    const res = await client.callTool({ name, arguments: args, _meta: meta });
+    if (res.isError) throw new Error(`${name} failed: ${JSON.stringify(res.content)}`);
+  };
+  let next = 0;
+  const edit = (checkpointed: boolean) => {
+    const file = files[next++ % files.length];
+    return call('edit_file', { path: file, old_string: 'value = 0', new_string: 'value = 1' }, checkpointed);
+  };
+  const command = (checkpointed: boolean) => {
+    const file = files[next++ % files.length];
+    return call('run_command', { command: `echo changed >> ${file}` }, checkpointed);
+  };
+  const out = {
+    edit: { on: [] as number[], off: [] as number[] },
+    command: { on: [] as number[], off: [] as number[] },
+  };
+  let warmUp = 0;
+  try {
+    // The first checkpoint hashes and keeps the whole project: its own figure.
+    warmUp = await timed(() => command(true));
+    for (let i = 0; i < 3; i++) {
+      await edit(true);
+      await edit(false);
+      await command(true);
+      await command(false);
+    }
+    for (let i = 0; i < CALLS; i++) {
+      // Which goes first alternates, so neither always follows the other.
+      for (const on of i % 2 ? [true, false] : [false, true]) {
+        out.edit[on ? 'on' : 'off'].push(await timed(() => edit(on)));
+        out.command[on ? 'on' : 'off'].push(await timed(() => command(on)));
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  return { warmUp, ...out };
+}
+
+/**
+ * The checkpoint's own work, through the store API, the change made directly: for the edit and for the command;
+ * `watch: false` is the fallback where the project cannot be watched (a walk before and after each command).
+ */
+async function throughStore(root: string, files: string[], storeDir: string, watch = true, calls = CALLS) {
+  const rec = createCheckpointRecorder({
+    storeDir,
+    root: async () => root,
+    maxBytes: 1024 * 1024 * 1024,
+    sensitive: () => false,
+    ownState: () => false,
+    watch,
+  });
+  let n = 0;
+  const cp = (tool: string) => rec.forCall(tool, { [CHECKPOINT_META_KEY]: { task: 'bench-store', step: `s${++n}` } })!;
+  const edit: number[] = [];
+  const command: number[] = [];
+  try {
+    await rec.command(cp('run_command'), async () => undefined);
+    for (let i = 0; i < calls + 3; i++) {
+      const file = path.join(root, files[(i * 7919) % files.length]);
+      const before = Buffer.from(`// before ${i}\n`);
+      writeFileSync(file, before);
+      const after = `// after ${i}\n`;
+      await rec.write(
+        cp('edit_file'),
+        { real: file, before, beforeMode: 0o644, hashBefore: sha256(before), hashAfter: sha256(after) },
+        async () => writeFileSync(file, after)
+      );
+      if (i >= 3) edit.push(rec.lastCostMs());
+      await rec.command(cp('run_command'), async () => writeFileSync(file, `// command ${i}\n`));
+      if (i >= 3) command.push(rec.lastCostMs());
+    }
+  } finally {
+    rec.close();
+  }
+  return { edit, command };
+}
+
+export async function benchCheckpoints(): Promise<BenchResult[]> {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-ckpt-')));
+  try {
+    const root = path.join(dir, 'project');
+    const files = makeProject(root);
+    const server = await throughServer(root, files, path.join(dir, 'checkpoints'));
+    const store = await throughStore(root, files, path.join(dir, 'checkpoints-store'));
+    const walking = await throughStore(root, files, path.join(dir, 'checkpoints-walk'), false, 10);
+    const row = (what: 'edit' | 'command', label: string): BenchResult => {
+      // Each call with the checkpoint against the one without it made next to it: a change of load in between
+      // moves both.
+      const added = median(server[what].on.map((on, i) => on - server[what].off[i]));
+      const own = median(store[what]);
+      return {
+        name: `checkpoint cost per step, ${FILES} files, the step's ${label} changes one file`,
+        figures: [
+          ['with the checkpoint (median)', ms(median(server[what].on))],
+          ['without it (median)', ms(median(server[what].off))],
+          ['added by the checkpoint (median of the differences, call by call)', ms(added)],
+          ["the checkpoint's own work, store API (median)", ms(own)],
+          ...(what === 'command'
+            ? ([
+                ['first checkpoint (hashes and keeps the project)', ms(server.warmUp)],
+                [
+                  "the checkpoint's own work where the project cannot be watched (a walk each time)",
+                  ms(median(walking.command)),
+                ],
+              ] as Array<[string, string]>)
+            : []),
+        ],
+        ratio: added / GOAL_MS,
+        goal: `≤ ${GOAL_MS} ms added per step`,
+        ok: added <= GOAL_MS,
+      };
+    };
+    return [row('edit', 'edit_file'), row('command', 'run_command')];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

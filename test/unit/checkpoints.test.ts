@@ -445,6 +445,16 @@ describe('checkpoints', () => {
     ]);
   });
 
+  it('journals a command that leaves the content an earlier write left, when something changed it in between', async () => {
+    const f = fixture({ 'a.txt': 'a0\n' });
+    await f.command('t', 's0', () => undefined);
+    await f.write('t', 's1', 'a.txt', 'X\n');
+    writeFileSync(at(f, 'a.txt'), 'user\n');
+    await f.command('t', 's2', () => undefined);
+    await f.command('t', 's3', () => writeFileSync(at(f, 'a.txt'), 'X\n'));
+    expect((await taskChanges(f.place, 't')).map((s) => s.step)).toEqual(['s1', 's3']);
+  });
+
   it('leaves git’s directory and installed dependencies out', async () => {
     const f = fixture({ '.git/HEAD': 'ref: main\n', 'node_modules/p/index.js': '1\n', 'a.txt': 'a\n' });
     await f.command('t', 's1', () => {

@@ -148,7 +148,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
     if (!known) {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       const meta = readTaskMeta(dir);
-      if (!meta) writeFileSync(taskMetaFile(dir), JSON.stringify({ task, created: Date.now() }) + '\n');
+      if (!meta)
+        writeFileSync(taskMetaFile(dir), JSON.stringify({ task, created: Date.now() }) + '\n', { mode: 0o600 });
       known = { pruned: meta?.prunedAt !== undefined };
       tasks.set(dir, known);
     }
@@ -244,12 +245,14 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       for (const d of made) p.index.expect(d, 'dir');
       p.index.expect(rel, change.hashAfter);
       lastCost = performance.now() - t0;
+      let ok = false;
       try {
-        return await apply();
-      } catch (err) {
-        for (const d of made) p.index.unexpect(d, 'dir');
-        p.index.unexpect(rel, change.hashAfter);
-        throw err;
+        const out = await apply();
+        ok = true;
+        return out;
+      } finally {
+        for (const d of made) p.index.settle(d, 'dir', ok);
+        p.index.settle(rel, change.hashAfter, ok);
       }
     },
 

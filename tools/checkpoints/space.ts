@@ -127,7 +127,8 @@ export class StoreSpace {
     this.used -= sizeOf(journalFile(dir));
     writeFileSync(
       taskMetaFile(dir),
-      JSON.stringify({ task: meta?.task ?? '', created: meta?.created ?? 0, prunedAt: Date.now() }) + '\n'
+      JSON.stringify({ task: meta?.task ?? '', created: meta?.created ?? 0, prunedAt: Date.now() }) + '\n',
+      { mode: 0o600 }
     );
     rmSync(journalFile(dir), { force: true });
     rmSync(path.join(dir, 'rewinds'), { recursive: true, force: true });

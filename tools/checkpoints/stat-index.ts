@@ -112,7 +112,7 @@ const isEntry = (e: unknown): e is IndexEntry =>
 export class StatIndex {
   private readonly entries = new Map<string, IndexEntry>();
   /** Watched directories, by path relative to the root ('' is the root). */
-  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly watchers = new Map<string, { w: FSWatcher; ino: number }>();
   private dirty = new Set<string>();
   private events = 0;
   private readonly limit = eventLimit();
@@ -123,8 +123,11 @@ export class StatIndex {
   private chain: Promise<unknown> = Promise.resolve();
   private barrierWatcher: FSWatcher | null = null;
   private waiters: Array<() => void> = [];
-  /** Content a write of the server's own is about to leave at a path (journalled by that write, not by a command). */
-  private readonly expected = new Map<string, string>();
+  /**
+   * Content a write of the server's own is about to leave at a path (journalled by that write, not by a command),
+   * and when the write was done.
+   */
+  private readonly expected = new Map<string, { content: string; doneAt: number | null }>();
   private logLines = 0;
   private sliceStart = 0;
   private closed = false;
@@ -152,11 +155,15 @@ export class StatIndex {
    * at `rel`: when the index next sees exactly that there, it takes it in without calling it a change.
    */
   expect(rel: string, content: string): void {
-    this.expected.set(rel, content);
+    this.expected.set(rel, { content, doneAt: null });
   }
 
-  unexpect(rel: string, content: string): void {
-    if (this.expected.get(rel) === content) this.expected.delete(rel);
+  /** The write is done (`ok`) or failed: a refresh after this one that has not seen it drops the expectation. */
+  settle(rel: string, content: string, ok: boolean): void {
+    const e = this.expected.get(rel);
+    if (e?.content !== content) return;
+    if (ok) e.doneAt = performance.now();
+    else this.expected.delete(rel);
   }
 
   /** Brings the index up to date with the project; resolves with what changed since it last was. */
@@ -168,7 +175,7 @@ export class StatIndex {
 
   close(): void {
     this.closed = true;
-    for (const w of this.watchers.values()) w.close();
+    for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
     this.barrierWatcher?.close();
     this.barrierWatcher = null;
@@ -179,6 +186,7 @@ export class StatIndex {
   private async refreshNow(): Promise<IndexChange[]> {
     if (this.closed) throw new Error('the checkpoint index is closed');
     if (!this.loaded) this.load();
+    const started = performance.now();
     const heard = await this.barrier();
     this.takeRestored();
     const changes: IndexChange[] = [];
@@ -193,6 +201,9 @@ export class StatIndex {
       await this.visitDirty(changes, touched);
     }
     this.persist(touched);
+    // A write done before this refresh began was seen by it (its events came before the barrier's): an expectation
+    // still left is for content that never showed (it was changed again at once), and must not absorb a later change.
+    for (const [rel, e] of this.expected) if (e.doneAt !== null && e.doneAt < started) this.expected.delete(rel);
     return changes;
   }
 
@@ -315,8 +326,12 @@ export class StatIndex {
     });
   }
 
-  private watchDir(rel: string): void {
-    if (!this.watching || this.watchers.has(rel)) return;
+  /** Watches a directory (`ino`: the one now at `rel`; a watch of an earlier one there is replaced). */
+  private watchDir(rel: string, ino: number): void {
+    if (!this.watching) return;
+    const had = this.watchers.get(rel);
+    if (had?.ino === ino) return;
+    had?.w.close();
     const abs = rel ? path.join(this.opts.root, rel) : this.opts.root;
     try {
       const w = watch(abs, { persistent: false }, (_event, name) => {
@@ -328,7 +343,7 @@ export class StatIndex {
       w.on('error', () => {
         this.trusted = false;
       });
-      this.watchers.set(rel, w);
+      this.watchers.set(rel, { w, ino });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') return;
@@ -340,14 +355,14 @@ export class StatIndex {
   private stopWatching(): void {
     this.watching = false;
     this.trusted = false;
-    for (const w of this.watchers.values()) w.close();
+    for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
     this.barrierWatcher?.close();
     this.barrierWatcher = null;
   }
 
   private unwatchUnder(rel: string): void {
-    for (const [dir, w] of this.watchers)
+    for (const [dir, { w }] of this.watchers)
       if (dir === rel || dir.startsWith(`${rel}/`)) {
         w.close();
         this.watchers.delete(dir);
@@ -369,7 +384,9 @@ export class StatIndex {
     this.events = 0;
     this.trusted = this.watching;
     const seen = new Set<string>(['']);
-    this.watchDir('');
+    const top = lstatSync(this.opts.root, { throwIfNoEntry: false });
+    if (!top?.isDirectory()) throw new Error(`the project ${this.opts.root} is not a directory`);
+    this.watchDir('', top.ino);
     await this.walkDir('', seen, changes, touched);
     for (const [rel, e] of this.entries)
       if (!seen.has(rel)) {
@@ -395,7 +412,7 @@ export class StatIndex {
       seen.add(child);
       if (e.k === 'd') {
         // Watched before it is read, so nothing made in it meanwhile goes unheard.
-        this.watchDir(child);
+        this.watchDir(child, e.ino);
         await this.walkDir(child, seen, changes, touched);
       }
     }
@@ -419,9 +436,9 @@ export class StatIndex {
       }
       if (prev?.k === 'd' && next.k !== 'd') this.removeUnder(rel, changes, touched, false);
       // A directory that is new, or another one under the same name (moved in, or made again): all of it is looked at.
-      if (next.k === 'd' && (prev?.k !== 'd' || prev.ino !== next.ino || !this.watchers.has(rel))) {
+      if (next.k === 'd' && (prev?.k !== 'd' || prev.ino !== next.ino || this.watchers.get(rel)?.ino !== next.ino)) {
         if (prev?.k === 'd') this.unwatchUnder(rel);
-        this.watchDir(rel);
+        this.watchDir(rel, next.ino);
         const seen = new Set<string>([rel]);
         await this.walkDir(rel, seen, changes, touched);
         for (const [r, e] of this.entries)
@@ -460,7 +477,7 @@ export class StatIndex {
     const next = this.entryFor(abs, k, st, prev);
     this.entries.set(rel, next);
     touched.add(rel);
-    const expected = this.expected.get(rel);
+    const expected = this.expected.get(rel)?.content;
     if (expected !== undefined && expected === (next.k === 'd' ? 'dir' : next.hash)) {
       this.expected.delete(rel);
       return next;

@@ -153,7 +153,7 @@ export function ensureLayout(layout: StoreLayout, projectReal: string): void {
   try {
     statSync(info);
   } catch {
-    writeFileSync(info, JSON.stringify({ projectDir: projectReal }) + '\n');
+    writeFileSync(info, JSON.stringify({ projectDir: projectReal }) + '\n', { mode: 0o600 });
   }
 }
 

@@ -455,6 +455,69 @@ describe('checkpoints', () => {
     expect((await taskChanges(f.place, 't')).map((s) => s.step)).toEqual(['s1', 's3']);
   });
 
+  it('undoes commands of random changes (files, directories, renames, modes, links) back to the exact tree', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`d${i % 6}/e${i % 4}/f${i}.txt`] = `content ${i}\n`;
+    const f = fixture(files);
+    await f.command('t', 'warm', () => undefined);
+    const start = listTree(f.root);
+    let seed = 42;
+    const rand = (k: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % k;
+    };
+    const all = () => Object.keys(listTree(f.root));
+    const modes: string[] = [];
+    for (let step = 0; step < 8; step++) {
+      await f.command('t', `s${step}`, () => {
+        for (let op = 0; op < 40; op++) {
+          const paths = all();
+          const pick = paths[rand(paths.length)];
+          const abs = at(f, pick);
+          const st = statSync(abs, { throwIfNoEntry: false });
+          const isDir = st?.isDirectory() ?? false;
+          switch (rand(8)) {
+            case 0:
+              if (!isDir) writeFileSync(abs, `changed ${step}.${op}\n`);
+              break;
+            case 1:
+              if (isDir) writeFileSync(path.join(abs, `new${step}-${op}.txt`), 'new\n');
+              break;
+            case 2:
+              rmSync(abs, { recursive: true, force: true });
+              break;
+            case 3:
+              if (isDir) mkdirSync(path.join(abs, `dir${step}-${op}/inner`), { recursive: true });
+              break;
+            case 4:
+              renameSync(abs, at(f, `moved${step}-${op}`));
+              break;
+            case 5:
+              if (!isDir && st) chmodSync(abs, 0o700);
+              break;
+            case 6:
+              if (isDir) symlinkSync(`../${pick}`, path.join(abs, `link${step}-${op}`));
+              break;
+            case 7:
+              if (isDir) {
+                rmSync(abs, { recursive: true, force: true });
+                mkdirSync(abs);
+                writeFileSync(path.join(abs, 'again.txt'), 'again\n');
+              }
+              break;
+          }
+        }
+      });
+      modes.push((await f.rec.statIndex()).lastMode ?? '');
+    }
+    expect(modes.every((m) => m === 'events')).toBe(true);
+    const steps = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    const plan = await planRewind(f.place, { task: 't', steps });
+    expect(plan.conflicts).toEqual([]);
+    await applyRewind(f.place, { task: 't', steps, rewindId: 'r' });
+    expect(listTree(f.root)).toEqual(start);
+  });
+
   it('leaves git’s directory and installed dependencies out', async () => {
     const f = fixture({ '.git/HEAD': 'ref: main\n', 'node_modules/p/index.js': '1\n', 'a.txt': 'a\n' });
     await f.command('t', 's1', () => {

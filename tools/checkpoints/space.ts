@@ -75,7 +75,7 @@ export class StoreSpace {
   keepForIndex(hash: string, data: Buffer): boolean {
     if (hasBlob(this.layout, hash)) return true;
     if (this.used + data.length > this.maxBytes) return false;
-    if (putBlob(this.layout, hash, data)) this.used += data.length;
+    if (putBlob(this.layout, hash, data, true)) this.used += data.length;
     return true;
   }
 
@@ -86,7 +86,7 @@ export class StoreSpace {
   keepForJournal(hash: string, data: Buffer, taskDir: string): boolean {
     if (hasBlob(this.layout, hash)) return true;
     if (data.length > this.maxBytes || !this.makeRoom(data.length, taskDir)) return false;
-    if (putBlob(this.layout, hash, data)) this.used += data.length;
+    if (putBlob(this.layout, hash, data, true)) this.used += data.length;
     return true;
   }
 

@@ -179,12 +179,21 @@ export function writeAtomicSync(file: string, data: string | Buffer, tmpDir = pa
   }
 }
 
-/** Stores content under its hash unless it is there already; true when it was written (false: it was there). */
-export function putBlob(layout: StoreLayout, hash: string, data: Buffer): boolean {
+/**
+ * Stores content under its hash unless it is there already; true when it was written (false: it was there).
+ * `checked`: the caller has just seen that it is not there.
+ */
+export function putBlob(layout: StoreLayout, hash: string, data: Buffer, checked = false): boolean {
   const file = blobFile(layout, hash);
-  if (hasBlob(layout, hash)) return false;
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  writeAtomicSync(file, data, layout.tmp);
+  if (!checked && hasBlob(layout, hash)) return false;
+  try {
+    writeAtomicSync(file, data, layout.tmp);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // The first content in its fan-out directory.
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    writeAtomicSync(file, data, layout.tmp);
+  }
   return true;
 }
 

@@ -382,12 +382,15 @@ describe('checkpoints', () => {
   });
 
   it('keeps its index across a restart: changes made while the server was down are the user’s', async () => {
-    const f = fixture({ 'a.txt': 'a0\n', 'b.txt': 'b0\n' });
+    const others = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`other/o${i}.txt`, `o${i}\n`]));
+    const f = fixture({ 'a.txt': 'a0\n', 'b.txt': 'b0\n', ...others });
     await f.command('t', 's1', () => writeFileSync(at(f, 'a.txt'), 'a1\n'));
     f.restart();
     writeFileSync(at(f, 'b.txt'), 'user while down\n');
     await f.command('t', 's2', () => writeFileSync(at(f, 'a.txt'), 'a2\n'));
+    // One walk, stat'ing every path; only the two files that changed are read again.
     expect((await f.rec.statIndex()).walks).toBe(1);
+    expect((await f.rec.statIndex()).hashed).toBe(2);
     expect((await taskChanges(f.place, 't')).map((s) => s.files)).toEqual([
       [{ path: 'a.txt', change: 'changed' }],
       [{ path: 'a.txt', change: 'changed' }],

@@ -132,7 +132,9 @@ export class StatIndex {
   private sliceStart = 0;
   private closed = false;
   lastMode: RefreshMode | null = null;
+  /** Walks of the whole project, and files read to hash them, since it started (tests and the benchmark). */
   walks = 0;
+  hashed = 0;
 
   constructor(private readonly opts: StatIndexOptions) {
     this.watching = opts.watch !== false;
@@ -221,7 +223,7 @@ export class StatIndex {
       if (snap.v === 1 && snap.root === this.opts.root && Array.isArray(snap.entries))
         for (const [rel, e] of snap.entries) if (typeof rel === 'string' && isEntry(e)) this.entries.set(rel, e);
     } catch {
-      return;
+      // No snapshot yet (a small project's index may be all in the log).
     }
     try {
       for (const raw of readFileSync(this.opts.layout.indexLog, 'utf8').split('\n')) {
@@ -498,6 +500,7 @@ export class StatIndex {
     if (k !== 'f') return base;
     if (st.size > HASH_LIMIT) return { ...base, hash: null, kept: false };
     const data = readNoFollow(abs);
+    this.hashed++;
     if (!data) return { ...base, hash: null, kept: false };
     const hash = sha256(data);
     // The same content as before (a touch, a chmod): already kept.

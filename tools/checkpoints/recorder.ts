@@ -49,6 +49,8 @@ export interface CheckpointRecorderOptions {
   transient?(real: string): boolean;
   /** Keep the project watched between commands (default true). */
   watch?: boolean;
+  /** See StatIndexOptions.racyMs (tests). */
+  racyMs?: number;
 }
 
 /** What a call asks to be checkpointed as. */
@@ -137,6 +139,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         keep: (hash, data) => space.keepForIndex(hash, data),
         has: (hash) => hasBlob(layout, hash),
         watch: opts.watch,
+        racyMs: opts.racyMs,
       });
       return { root, layout, index, space };
     })());

@@ -40,6 +40,7 @@ import {
   type FSWatcher,
   type Stats,
 } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HASH_LIMIT, relProblem, TEMP_NAME, UNTRACKED_NAMES } from './project-paths';
@@ -60,6 +61,11 @@ export interface IndexEntry {
   kept?: boolean;
   /** l: the link's target. */
   target?: string;
+  /**
+   * Racy: changed so shortly before it was looked at that a change right after could leave the same stat (file
+   * times tick coarsely), so its stat alone does not say it is unchanged: it is read again when next looked at.
+   */
+  r?: true;
 }
 
 /** A path whose content (or kind) changed since the index last saw it. */
@@ -82,12 +88,16 @@ export interface StatIndexOptions {
   has(hash: string): boolean;
   /** Watch the project between refreshes (default true); off, every refresh walks the whole project. */
   watch?: boolean;
+  /** How recently changed a file is racy (IndexEntry.r), in ms; tests shorten it. */
+  racyMs?: number;
 }
 
 /** How the last refresh found the changes: for tests and the benchmark. */
 export type RefreshMode = 'events' | 'walk';
 
 const BARRIER_TIMEOUT_MS = 2000;
+/** A file changed this recently (ms) when it was looked at is racy (see IndexEntry.r); covers 1 s and 2 s clocks. */
+const RACY_MS = 2500;
 /** A walk gives the event loop a turn this often (ms), so the server keeps answering while it hashes a project. */
 const SLICE_MS = 25;
 
@@ -131,6 +141,8 @@ export class StatIndex {
   private logLines = 0;
   private sliceStart = 0;
   private closed = false;
+  /** This index's own file in the store's barrier directory. */
+  private readonly tick: string;
   lastMode: RefreshMode | null = null;
   /** Walks of the whole project, and files read to hash them, since it started (tests and the benchmark). */
   walks = 0;
@@ -138,6 +150,7 @@ export class StatIndex {
 
   constructor(private readonly opts: StatIndexOptions) {
     this.watching = opts.watch !== false;
+    this.tick = path.join(opts.layout.barrier, `tick-${process.pid}-${randomBytes(4).toString('hex')}`);
   }
 
   /** How many paths it holds. */
@@ -181,6 +194,7 @@ export class StatIndex {
     this.watchers.clear();
     this.barrierWatcher?.close();
     this.barrierWatcher = null;
+    rmSync(this.tick, { force: true });
     for (const w of this.waiters) w();
     this.waiters = [];
   }
@@ -288,11 +302,12 @@ export class StatIndex {
   // ---- hearing every event ----
 
   private watchBarrier(): void {
-    const tick = path.join(this.opts.layout.barrier, 'tick');
+    const tick = this.tick;
     try {
-      writeFileSync(tick, '', { flag: 'a' });
+      writeFileSync(tick, '', { flag: 'a', mode: 0o600 });
       this.barrierWatcher = watch(this.opts.layout.barrier, { persistent: false }, (_event, name) => {
-        if (name !== 'tick') return;
+        // Another index's tick (a second server on this project) says nothing about this one's events.
+        if (name !== path.basename(tick)) return;
         const waiters = this.waiters;
         this.waiters = [];
         for (const w of waiters) w();
@@ -320,7 +335,7 @@ export class StatIndex {
       this.waiters.push(done);
       const now = new Date();
       try {
-        utimesSync(path.join(this.opts.layout.barrier, 'tick'), now, now);
+        utimesSync(this.tick, now, now);
       } catch {
         done();
         this.trusted = false;
@@ -431,7 +446,7 @@ export class StatIndex {
       // Under a directory the index does not cover (or no longer has): that directory's own visit covers it.
       if (parent !== '.' && this.entries.get(parent)?.k !== 'd') continue;
       const prev = this.entries.get(rel);
-      const next = this.visit(rel, changes, touched);
+      const next = this.visit(rel, changes, touched, true);
       if (!next) {
         if (prev) this.removeUnder(rel, changes, touched, true);
         continue;
@@ -464,8 +479,12 @@ export class StatIndex {
     this.unwatchUnder(rel);
   }
 
-  /** Looks at one path: its entry now (null: absent, or not covered); a change is pushed if its content changed. */
-  private visit(rel: string, changes: IndexChange[], touched: Set<string>): IndexEntry | null {
+  /**
+   * Looks at one path: its entry now (null: absent, or not covered); a change is pushed if its content changed.
+   * `named`: an event named it, so a file or link is read again even if its stat is the same (two changes within
+   * one tick of the file clock, of the same size, leave the same stat).
+   */
+  private visit(rel: string, changes: IndexChange[], touched: Set<string>, named = false): IndexEntry | null {
     const abs = path.join(this.opts.root, rel);
     const name = path.basename(rel);
     if (UNTRACKED_NAMES.has(name) || TEMP_NAME.test(name) || this.opts.skip(abs)) return null;
@@ -475,7 +494,8 @@ export class StatIndex {
     if (!k) return null;
     if (this.opts.sensitive(rel)) k = 's';
     const prev = this.entries.get(rel);
-    if (prev && prev.k === k && sameStat(prev, st)) return prev;
+    const reread = prev?.r || (named && (k === 'f' || k === 'l'));
+    if (prev && prev.k === k && sameStat(prev, st) && !reread) return prev;
     const next = this.entryFor(abs, k, st, prev);
     this.entries.set(rel, next);
     touched.add(rel);
@@ -489,7 +509,17 @@ export class StatIndex {
   }
 
   private entryFor(abs: string, k: IndexEntry['k'], st: Stats, prev: IndexEntry | undefined): IndexEntry {
-    const base = { k, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino, mode: st.mode };
+    const base = {
+      k,
+      size: st.size,
+      mtime: st.mtimeMs,
+      ctime: st.ctimeMs,
+      ino: st.ino,
+      mode: st.mode,
+      ...((k === 'f' || k === 'l') && Date.now() - Math.max(st.ctimeMs, st.mtimeMs) < (this.opts.racyMs ?? RACY_MS)
+        ? { r: true as const }
+        : {}),
+    };
     if (k === 'l') {
       try {
         return { ...base, target: readlinkSync(abs) };

@@ -9,7 +9,7 @@
  *   tmp/                         temp files of blob writes
  *   index.json, index.log        the stat index (stat-index.ts): a snapshot, then one changed entry a line
  *   restored.jsonl               paths a rewind wrote, for the server to take into its index
- *   barrier/tick                 touched by the server to know every file event before it has been delivered
+ *   barrier/tick-<pid>-<random>  touched by a server's index to know every file event before it has been delivered
  *   tasks/<sha256(task)[:32]>/
  *     task.json                  {task, created, prunedAt?}: the task is known (prunedAt: its journal was pruned)
  *     journal.jsonl              one line per call that changed something (JournalLine)

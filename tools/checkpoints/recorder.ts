@@ -51,6 +51,8 @@ export interface CheckpointRecorderOptions {
   watch?: boolean;
   /** See StatIndexOptions.racyMs (tests). */
   racyMs?: number;
+  /** Told the time each checkpointed call spent on its checkpoint, in ms (the benchmark). */
+  onCost?: (tool: string, ms: number) => void;
 }
 
 /** What a call asks to be checkpointed as. */
@@ -84,8 +86,7 @@ export interface CheckpointRecorder {
   command<T>(cp: CallCheckpoint, run: () => Promise<T>): Promise<{ value: T; problem: string | null }>;
   /** The project's stat index (tests and the benchmark). */
   statIndex(): Promise<StatIndex>;
-  /** The time the last checkpointed call spent on its checkpoint, in ms (the benchmark). */
-  lastCostMs(): number;
+
   close(): void;
 }
 
@@ -110,7 +111,6 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
   /** Commands running now, and the look at the project the first of them took before it started. */
   let running = 0;
   let starting: Promise<unknown> = Promise.resolve();
-  let lastCost = 0;
   let warming = false;
 
   /**
@@ -247,7 +247,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       // The index takes this content in as the write's, not as a command's change.
       for (const d of made) p.index.expect(d, 'dir');
       p.index.expect(rel, change.hashAfter);
-      lastCost = performance.now() - t0;
+      opts.onCost?.(cp.tool, performance.now() - t0);
       let ok = false;
       try {
         const out = await apply();
@@ -299,13 +299,12 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         }
       }
       cost += performance.now() - t0;
-      lastCost = cost;
+      opts.onCost?.(cp.tool, cost);
       if (failed) throw thrown;
       return { value: value as T, problem };
     },
 
     statIndex: async () => (await project()).index,
-    lastCostMs: () => lastCost,
 
     close() {
       void opened?.then((p) => p.index.close()).catch(() => undefined);

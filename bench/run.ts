@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
+import { benchCheckpoints } from './checkpoints';
 import { benchEventStreams } from './event-streams';
 import { benchHistory, type BenchResult } from './history';
 import { benchLongTask } from './long-task';
@@ -18,7 +19,15 @@ async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchSteps, benchHistory, benchLongTask, benchMemory, benchSandbox, benchEventStreams]) {
+    for (const bench of [
+      benchSteps,
+      benchHistory,
+      benchLongTask,
+      benchMemory,
+      benchSandbox,
+      benchCheckpoints,
+      benchEventStreams,
+    ]) {
       // A benchmark that fails is listed as not measured, and the others still run.
       const out = await bench(env).catch((err: unknown): BenchResult => {
         console.error(err);

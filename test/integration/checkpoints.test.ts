@@ -26,6 +26,7 @@ import {
 } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
 import { applyRewind, planRewind, taskChanges, type CheckpointPlace } from '../../tools/checkpoints';
+import { journalFile, projectLayout, taskDir } from '../../tools/checkpoints/store';
 import { filesContaining, listTree } from '../support/project-tree';
 
 const KEY = 'test-grant-key-checkpoints-0123';
@@ -127,6 +128,14 @@ describe('checkpoints through the workspace server', () => {
     );
     expect(textOf(res)).toMatch(/exit code: 0/);
     expect(readFileSync(envReal, 'utf8')).toBe(`${ROTATED}\n`);
+    // One line per call that changed something: not the read, not the retry.
+    const journal = journalFile(taskDir(projectLayout(storeDir, realpathSync(root)), 'task-s-1-1'));
+    expect(
+      readFileSync(journal, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).key)
+    ).toEqual(['k1', 'k2', 'k3']);
 
     expect(await taskChanges(place, 'task-s-1-1')).toEqual([
       { step: 's1', files: [{ path: 'src/feature/new.ts', change: 'created' }] },

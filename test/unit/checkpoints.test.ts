@@ -57,7 +57,10 @@ interface Fixture {
   restart(): void;
 }
 
-function fixture(files: Record<string, string>, opts: { maxBytes?: number; watch?: boolean } = {}): Fixture {
+function fixture(
+  files: Record<string, string>,
+  opts: { maxBytes?: number; watch?: boolean; racyMs?: number } = {}
+): Fixture {
   const dir = path.join(base, `f${++n}`);
   const root = path.join(dir, 'proj');
   const store = path.join(dir, 'store');
@@ -74,6 +77,7 @@ function fixture(files: Record<string, string>, opts: { maxBytes?: number; watch
       sensitive: (rel) => matcher.match(rel) !== null,
       ownState: (real) => inOwnState(real, [store]),
       watch: opts.watch,
+      racyMs: opts.racyMs,
     });
     open.push(r);
     return r;
@@ -382,12 +386,19 @@ describe('checkpoints', () => {
   });
 
   it('keeps its index across a restart: changes made while the server was down are the user’s', async () => {
-    const f = fixture({ 'a.txt': 'a0\n', 'b.txt': 'b0\n' });
+    const others = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`other/o${i}.txt`, `o${i}\n`]));
+    // Files changed in the last 100 ms count as racy (read again whatever their stat): the fixture's are older.
+    const f = fixture({ 'a.txt': 'a0\n', 'b.txt': 'b0\n', ...others }, { racyMs: 100 });
+    await new Promise((r) => setTimeout(r, 150));
     await f.command('t', 's1', () => writeFileSync(at(f, 'a.txt'), 'a1\n'));
+    await new Promise((r) => setTimeout(r, 150));
     f.restart();
     writeFileSync(at(f, 'b.txt'), 'user while down\n');
     await f.command('t', 's2', () => writeFileSync(at(f, 'a.txt'), 'a2\n'));
+    // One walk, stat'ing every path; of the 22 files only three reads: b.txt (changed while the server was down),
+    // a.txt (the index saw it right after s1 changed it: racy, so read again), and a.txt after s2.
     expect((await f.rec.statIndex()).walks).toBe(1);
+    expect((await f.rec.statIndex()).hashed).toBe(3);
     expect((await taskChanges(f.place, 't')).map((s) => s.files)).toEqual([
       [{ path: 'a.txt', change: 'changed' }],
       [{ path: 'a.txt', change: 'changed' }],
@@ -443,6 +454,94 @@ describe('checkpoints', () => {
       { step: 's2', files: [{ path: 'b.txt', change: 'changed' }] },
       { step: 's1', files: [{ path: 'a.txt', change: 'changed' }] },
     ]);
+  });
+
+  // Where file times tick coarsely (kernels before multigrain timestamps, some file systems), two such changes can
+  // leave the same stat: a file an event names is read again, and one looked at right after it changed is racy.
+  it('sees every change of a file changed again at once, to the same size', async () => {
+    for (const watch of [true, false]) {
+      const f = fixture({ 'a.txt': 'a0\n' }, { watch });
+      const steps = Array.from({ length: 20 }, (_, i) => `s${i + 1}`);
+      // Each command's change comes right after the last: often within the same tick, always of the same size.
+      for (const [i, step] of steps.entries())
+        await f.command('t', step, () => writeFileSync(at(f, 'a.txt'), `a${(i + 1) % 10}\n`));
+      expect((await taskChanges(f.place, 't')).map((s) => s.step)).toEqual(steps);
+      await applyRewind(f.place, { task: 't', steps, rewindId: 'r' });
+      expect(read(f, 'a.txt')).toBe('a0\n');
+    }
+  });
+
+  it('journals a command that leaves the content an earlier write left, when something changed it in between', async () => {
+    const f = fixture({ 'a.txt': 'a0\n' });
+    await f.command('t', 's0', () => undefined);
+    await f.write('t', 's1', 'a.txt', 'X\n');
+    writeFileSync(at(f, 'a.txt'), 'user\n');
+    await f.command('t', 's2', () => undefined);
+    await f.command('t', 's3', () => writeFileSync(at(f, 'a.txt'), 'X\n'));
+    expect((await taskChanges(f.place, 't')).map((s) => s.step)).toEqual(['s1', 's3']);
+  });
+
+  it('undoes commands of random changes (files, directories, renames, modes, links) back to the exact tree', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`d${i % 6}/e${i % 4}/f${i}.txt`] = `content ${i}\n`;
+    const f = fixture(files);
+    await f.command('t', 'warm', () => undefined);
+    const start = listTree(f.root);
+    let seed = 42;
+    const rand = (k: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % k;
+    };
+    const all = () => Object.keys(listTree(f.root));
+    const modes: string[] = [];
+    for (let step = 0; step < 8; step++) {
+      await f.command('t', `s${step}`, () => {
+        for (let op = 0; op < 40; op++) {
+          const paths = all();
+          const pick = paths[rand(paths.length)];
+          const abs = at(f, pick);
+          const st = statSync(abs, { throwIfNoEntry: false });
+          const isDir = st?.isDirectory() ?? false;
+          switch (rand(8)) {
+            case 0:
+              if (!isDir) writeFileSync(abs, `changed ${step}.${op}\n`);
+              break;
+            case 1:
+              if (isDir) writeFileSync(path.join(abs, `new${step}-${op}.txt`), 'new\n');
+              break;
+            case 2:
+              rmSync(abs, { recursive: true, force: true });
+              break;
+            case 3:
+              if (isDir) mkdirSync(path.join(abs, `dir${step}-${op}/inner`), { recursive: true });
+              break;
+            case 4:
+              renameSync(abs, at(f, `moved${step}-${op}`));
+              break;
+            case 5:
+              if (!isDir && st) chmodSync(abs, 0o700);
+              break;
+            case 6:
+              if (isDir) symlinkSync(`../${pick}`, path.join(abs, `link${step}-${op}`));
+              break;
+            case 7:
+              if (isDir) {
+                rmSync(abs, { recursive: true, force: true });
+                mkdirSync(abs);
+                writeFileSync(path.join(abs, 'again.txt'), 'again\n');
+              }
+              break;
+          }
+        }
+      });
+      modes.push((await f.rec.statIndex()).lastMode ?? '');
+    }
+    expect(modes.every((m) => m === 'events')).toBe(true);
+    const steps = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    const plan = await planRewind(f.place, { task: 't', steps });
+    expect(plan.conflicts).toEqual([]);
+    await applyRewind(f.place, { task: 't', steps, rewindId: 'r' });
+    expect(listTree(f.root)).toEqual(start);
   });
 
   it('leaves git’s directory and installed dependencies out', async () => {

@@ -1,8 +1,8 @@
 /** How a configured MCP server's settings become what the worker starts or reaches. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { configuredSpec } from '../../activities/mcp/servers';
+import { checkpointDir, configuredSpec, ownStatePaths, workspaceSpec } from '../../activities/mcp/servers';
 import { resolveConfig } from '../../common/config';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-mcp-spec-'));
@@ -65,5 +65,34 @@ describe('configured MCP servers', () => {
     expect(() => specOf({ type: 'http', url: '${BASE}/mcp' }, { BASE: 'secret-token' })).toThrow(
       'mcp.servers.s.url: "${BASE}/mcp" does not expand to an http(s) URL'
     );
+  });
+});
+
+describe('the workspace server', () => {
+  it('keeps checkpoints in the data directory, bounded by tools.checkpoints.max_mb, as Klea’s own state', () => {
+    const data = path.join(dir, 'data');
+    const had = process.env.KLEA_DATA_DIR;
+    process.env.KLEA_DATA_DIR = data;
+    // The server's script need not be built for its arguments to be told.
+    const exists = jest.spyOn(fs, 'existsSync').mockReturnValue(true);
+    try {
+      const config = resolveConfig({ tools: { checkpoints: { max_mb: 256 } } }, {});
+      expect(checkpointDir()).toBe(path.join(data, 'checkpoints'));
+      const spec = workspaceSpec(config, dir, 'grant-key');
+      if (spec.kind !== 'stdio') throw new Error('not stdio');
+      const at = spec.args.indexOf('--checkpoint-dir');
+      expect(spec.args.slice(at, at + 4)).toEqual([
+        '--checkpoint-dir',
+        path.join(data, 'checkpoints'),
+        '--checkpoint-max-mb',
+        '256',
+      ]);
+      expect(ownStatePaths(config)).toContain(path.join(data, 'checkpoints'));
+      expect(resolveConfig({}, {}).tools.checkpoints.max_mb).toBe(1024);
+    } finally {
+      exists.mockRestore();
+      if (had === undefined) delete process.env.KLEA_DATA_DIR;
+      else process.env.KLEA_DATA_DIR = had;
+    }
   });
 });

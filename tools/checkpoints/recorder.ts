@@ -49,6 +49,10 @@ export interface CheckpointRecorderOptions {
   transient?(real: string): boolean;
   /** Keep the project watched between commands (default true). */
   watch?: boolean;
+  /** See StatIndexOptions.racyMs (tests). */
+  racyMs?: number;
+  /** Told the time each checkpointed call spent on its checkpoint, in ms (the benchmark). */
+  onCost?: (tool: string, ms: number) => void;
 }
 
 /** What a call asks to be checkpointed as. */
@@ -82,6 +86,7 @@ export interface CheckpointRecorder {
   command<T>(cp: CallCheckpoint, run: () => Promise<T>): Promise<{ value: T; problem: string | null }>;
   /** The project's stat index (tests and the benchmark). */
   statIndex(): Promise<StatIndex>;
+
   close(): void;
 }
 
@@ -106,6 +111,18 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
   /** Commands running now, and the look at the project the first of them took before it started. */
   let running = 0;
   let starting: Promise<unknown> = Promise.resolve();
+  let warming = false;
+
+  /**
+   * The first checkpointed write starts the index's first look at the project (hashing and keeping it all), in the
+   * background, so a command later in the task does not wait for all of it. Only while no command runs: a look taken
+   * while one runs would take its changes for the user's.
+   */
+  const warmUp = (p: Project) => {
+    if (warming || running > 0) return;
+    warming = true;
+    void p.index.refresh().catch(() => undefined);
+  };
 
   const project = () =>
     (opened ??= (async () => {
@@ -122,6 +139,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         keep: (hash, data) => space.keepForIndex(hash, data),
         has: (hash) => hasBlob(layout, hash),
         watch: opts.watch,
+        racyMs: opts.racyMs,
       });
       return { root, layout, index, space };
     })());
@@ -133,7 +151,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
     if (!known) {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       const meta = readTaskMeta(dir);
-      if (!meta) writeFileSync(taskMetaFile(dir), JSON.stringify({ task, created: Date.now() }) + '\n');
+      if (!meta)
+        writeFileSync(taskMetaFile(dir), JSON.stringify({ task, created: Date.now() }) + '\n', { mode: 0o600 });
       known = { pruned: meta?.prunedAt !== undefined };
       tasks.set(dir, known);
     }
@@ -198,11 +217,13 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
     },
 
     async write(cp, change, apply) {
+      const t0 = performance.now();
       const p = await project();
       const rel = path.relative(p.root, change.real);
       // Outside the project (a granted path), or where checkpoints do not reach (.git/, node_modules/): no line.
       if (rel.startsWith('..') || path.isAbsolute(rel) || relProblem(rel) || opts.ownState(change.real)) return apply();
       const { dir } = taskFor(p, cp.task);
+      warmUp(p);
       if (opts.sensitive(rel)) {
         append(p, cp, { files: [], sensitive: [{ p: rel, c: change.before ? 'changed' : 'created' }] });
         return apply();
@@ -226,19 +247,24 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       // The index takes this content in as the write's, not as a command's change.
       for (const d of made) p.index.expect(d, 'dir');
       p.index.expect(rel, change.hashAfter);
+      opts.onCost?.(cp.tool, performance.now() - t0);
+      let ok = false;
       try {
-        return await apply();
-      } catch (err) {
-        for (const d of made) p.index.unexpect(d, 'dir');
-        p.index.unexpect(rel, change.hashAfter);
-        throw err;
+        const out = await apply();
+        ok = true;
+        return out;
+      } finally {
+        for (const d of made) p.index.settle(d, 'dir', ok);
+        p.index.settle(rel, change.hashAfter, ok);
       }
     },
 
     async command<T>(cp: CallCheckpoint, run: () => Promise<T>) {
+      let t0 = performance.now();
       const p = await project().catch((err: unknown) => {
         throw new CheckpointUnavailable(err instanceof Error ? err.message : String(err));
       });
+      warming = true;
       const first = running++ === 0;
       try {
         if (first) starting = p.index.refresh();
@@ -249,6 +275,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         running--;
         throw new CheckpointUnavailable(err instanceof Error ? err.message : String(err));
       }
+      let cost = performance.now() - t0;
       let value: T | undefined;
       let failed = false;
       let thrown: unknown;
@@ -259,6 +286,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         thrown = err;
       }
       running--;
+      t0 = performance.now();
       let problem: string | null = null;
       try {
         append(p, cp, lineOf(p, await p.index.refresh()));
@@ -270,6 +298,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
           // The store cannot be written at all: the problem says so.
         }
       }
+      cost += performance.now() - t0;
+      opts.onCost?.(cp.tool, cost);
       if (failed) throw thrown;
       return { value: value as T, problem };
     },

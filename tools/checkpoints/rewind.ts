@@ -31,6 +31,7 @@ import {
 } from './project-paths';
 import {
   ensureLayout,
+  hasBlob,
   projectLayout,
   readBlob,
   readJournal,
@@ -178,8 +179,8 @@ async function compute(p: Place, task: string, steps: readonly string[]): Promis
       sensitive.add(rel);
       continue;
     }
-    // Content the store could not keep cannot be put back; the step is named instead.
-    if (target.t === 'file' && (!target.kept || !target.hash)) {
+    // Content the store could not keep (or no longer has) cannot be put back; the step is named instead.
+    if (target.t === 'file' && (!target.kept || !target.hash || !hasBlob(p.layout, target.hash))) {
       if (!tooLarge.includes(step)) tooLarge.push(step);
       continue;
     }

@@ -75,7 +75,7 @@ export class StoreSpace {
   keepForIndex(hash: string, data: Buffer): boolean {
     if (hasBlob(this.layout, hash)) return true;
     if (this.used + data.length > this.maxBytes) return false;
-    if (putBlob(this.layout, hash, data)) this.used += data.length;
+    if (putBlob(this.layout, hash, data, true)) this.used += data.length;
     return true;
   }
 
@@ -86,7 +86,7 @@ export class StoreSpace {
   keepForJournal(hash: string, data: Buffer, taskDir: string): boolean {
     if (hasBlob(this.layout, hash)) return true;
     if (data.length > this.maxBytes || !this.makeRoom(data.length, taskDir)) return false;
-    if (putBlob(this.layout, hash, data)) this.used += data.length;
+    if (putBlob(this.layout, hash, data, true)) this.used += data.length;
     return true;
   }
 
@@ -127,7 +127,8 @@ export class StoreSpace {
     this.used -= sizeOf(journalFile(dir));
     writeFileSync(
       taskMetaFile(dir),
-      JSON.stringify({ task: meta?.task ?? '', created: meta?.created ?? 0, prunedAt: Date.now() }) + '\n'
+      JSON.stringify({ task: meta?.task ?? '', created: meta?.created ?? 0, prunedAt: Date.now() }) + '\n',
+      { mode: 0o600 }
     );
     rmSync(journalFile(dir), { force: true });
     rmSync(path.join(dir, 'rewinds'), { recursive: true, force: true });

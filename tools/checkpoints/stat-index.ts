@@ -40,6 +40,7 @@ import {
   type FSWatcher,
   type Stats,
 } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HASH_LIMIT, relProblem, TEMP_NAME, UNTRACKED_NAMES } from './project-paths';
@@ -60,6 +61,11 @@ export interface IndexEntry {
   kept?: boolean;
   /** l: the link's target. */
   target?: string;
+  /**
+   * Racy: changed so shortly before it was looked at that a change right after could leave the same stat (file
+   * times tick coarsely), so its stat alone does not say it is unchanged: it is read again when next looked at.
+   */
+  r?: true;
 }
 
 /** A path whose content (or kind) changed since the index last saw it. */
@@ -82,12 +88,16 @@ export interface StatIndexOptions {
   has(hash: string): boolean;
   /** Watch the project between refreshes (default true); off, every refresh walks the whole project. */
   watch?: boolean;
+  /** How recently changed a file is racy (IndexEntry.r), in ms; tests shorten it. */
+  racyMs?: number;
 }
 
 /** How the last refresh found the changes: for tests and the benchmark. */
 export type RefreshMode = 'events' | 'walk';
 
 const BARRIER_TIMEOUT_MS = 2000;
+/** A file changed this recently (ms) when it was looked at is racy (see IndexEntry.r); covers 1 s and 2 s clocks. */
+const RACY_MS = 2500;
 /** A walk gives the event loop a turn this often (ms), so the server keeps answering while it hashes a project. */
 const SLICE_MS = 25;
 
@@ -112,7 +122,7 @@ const isEntry = (e: unknown): e is IndexEntry =>
 export class StatIndex {
   private readonly entries = new Map<string, IndexEntry>();
   /** Watched directories, by path relative to the root ('' is the root). */
-  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly watchers = new Map<string, { w: FSWatcher; ino: number }>();
   private dirty = new Set<string>();
   private events = 0;
   private readonly limit = eventLimit();
@@ -123,16 +133,24 @@ export class StatIndex {
   private chain: Promise<unknown> = Promise.resolve();
   private barrierWatcher: FSWatcher | null = null;
   private waiters: Array<() => void> = [];
-  /** Content a write of the server's own is about to leave at a path (journalled by that write, not by a command). */
-  private readonly expected = new Map<string, string>();
+  /**
+   * Content a write of the server's own is about to leave at a path (journalled by that write, not by a command),
+   * and when the write was done.
+   */
+  private readonly expected = new Map<string, { content: string; doneAt: number | null }>();
   private logLines = 0;
   private sliceStart = 0;
   private closed = false;
+  /** This index's own file in the store's barrier directory. */
+  private readonly tick: string;
   lastMode: RefreshMode | null = null;
+  /** Walks of the whole project, and files read to hash them, since it started (tests and the benchmark). */
   walks = 0;
+  hashed = 0;
 
   constructor(private readonly opts: StatIndexOptions) {
     this.watching = opts.watch !== false;
+    this.tick = path.join(opts.layout.barrier, `tick-${process.pid}-${randomBytes(4).toString('hex')}`);
   }
 
   /** How many paths it holds. */
@@ -152,11 +170,15 @@ export class StatIndex {
    * at `rel`: when the index next sees exactly that there, it takes it in without calling it a change.
    */
   expect(rel: string, content: string): void {
-    this.expected.set(rel, content);
+    this.expected.set(rel, { content, doneAt: null });
   }
 
-  unexpect(rel: string, content: string): void {
-    if (this.expected.get(rel) === content) this.expected.delete(rel);
+  /** The write is done (`ok`) or failed: a refresh after this one that has not seen it drops the expectation. */
+  settle(rel: string, content: string, ok: boolean): void {
+    const e = this.expected.get(rel);
+    if (e?.content !== content) return;
+    if (ok) e.doneAt = performance.now();
+    else this.expected.delete(rel);
   }
 
   /** Brings the index up to date with the project; resolves with what changed since it last was. */
@@ -168,10 +190,11 @@ export class StatIndex {
 
   close(): void {
     this.closed = true;
-    for (const w of this.watchers.values()) w.close();
+    for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
     this.barrierWatcher?.close();
     this.barrierWatcher = null;
+    rmSync(this.tick, { force: true });
     for (const w of this.waiters) w();
     this.waiters = [];
   }
@@ -179,6 +202,7 @@ export class StatIndex {
   private async refreshNow(): Promise<IndexChange[]> {
     if (this.closed) throw new Error('the checkpoint index is closed');
     if (!this.loaded) this.load();
+    const started = performance.now();
     const heard = await this.barrier();
     this.takeRestored();
     const changes: IndexChange[] = [];
@@ -193,6 +217,9 @@ export class StatIndex {
       await this.visitDirty(changes, touched);
     }
     this.persist(touched);
+    // A write done before this refresh began was seen by it (its events came before the barrier's): an expectation
+    // still left is for content that never showed (it was changed again at once), and must not absorb a later change.
+    for (const [rel, e] of this.expected) if (e.doneAt !== null && e.doneAt < started) this.expected.delete(rel);
     return changes;
   }
 
@@ -210,7 +237,7 @@ export class StatIndex {
       if (snap.v === 1 && snap.root === this.opts.root && Array.isArray(snap.entries))
         for (const [rel, e] of snap.entries) if (typeof rel === 'string' && isEntry(e)) this.entries.set(rel, e);
     } catch {
-      return;
+      // No snapshot yet (a small project's index may be all in the log).
     }
     try {
       for (const raw of readFileSync(this.opts.layout.indexLog, 'utf8').split('\n')) {
@@ -275,11 +302,12 @@ export class StatIndex {
   // ---- hearing every event ----
 
   private watchBarrier(): void {
-    const tick = path.join(this.opts.layout.barrier, 'tick');
+    const tick = this.tick;
     try {
-      writeFileSync(tick, '', { flag: 'a' });
+      writeFileSync(tick, '', { flag: 'a', mode: 0o600 });
       this.barrierWatcher = watch(this.opts.layout.barrier, { persistent: false }, (_event, name) => {
-        if (name !== 'tick') return;
+        // Another index's tick (a second server on this project) says nothing about this one's events.
+        if (name !== path.basename(tick)) return;
         const waiters = this.waiters;
         this.waiters = [];
         for (const w of waiters) w();
@@ -307,7 +335,7 @@ export class StatIndex {
       this.waiters.push(done);
       const now = new Date();
       try {
-        utimesSync(path.join(this.opts.layout.barrier, 'tick'), now, now);
+        utimesSync(this.tick, now, now);
       } catch {
         done();
         this.trusted = false;
@@ -315,8 +343,12 @@ export class StatIndex {
     });
   }
 
-  private watchDir(rel: string): void {
-    if (!this.watching || this.watchers.has(rel)) return;
+  /** Watches a directory (`ino`: the one now at `rel`; a watch of an earlier one there is replaced). */
+  private watchDir(rel: string, ino: number): void {
+    if (!this.watching) return;
+    const had = this.watchers.get(rel);
+    if (had?.ino === ino) return;
+    had?.w.close();
     const abs = rel ? path.join(this.opts.root, rel) : this.opts.root;
     try {
       const w = watch(abs, { persistent: false }, (_event, name) => {
@@ -328,7 +360,7 @@ export class StatIndex {
       w.on('error', () => {
         this.trusted = false;
       });
-      this.watchers.set(rel, w);
+      this.watchers.set(rel, { w, ino });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') return;
@@ -340,14 +372,14 @@ export class StatIndex {
   private stopWatching(): void {
     this.watching = false;
     this.trusted = false;
-    for (const w of this.watchers.values()) w.close();
+    for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
     this.barrierWatcher?.close();
     this.barrierWatcher = null;
   }
 
   private unwatchUnder(rel: string): void {
-    for (const [dir, w] of this.watchers)
+    for (const [dir, { w }] of this.watchers)
       if (dir === rel || dir.startsWith(`${rel}/`)) {
         w.close();
         this.watchers.delete(dir);
@@ -369,7 +401,9 @@ export class StatIndex {
     this.events = 0;
     this.trusted = this.watching;
     const seen = new Set<string>(['']);
-    this.watchDir('');
+    const top = lstatSync(this.opts.root, { throwIfNoEntry: false });
+    if (!top?.isDirectory()) throw new Error(`the project ${this.opts.root} is not a directory`);
+    this.watchDir('', top.ino);
     await this.walkDir('', seen, changes, touched);
     for (const [rel, e] of this.entries)
       if (!seen.has(rel)) {
@@ -395,7 +429,7 @@ export class StatIndex {
       seen.add(child);
       if (e.k === 'd') {
         // Watched before it is read, so nothing made in it meanwhile goes unheard.
-        this.watchDir(child);
+        this.watchDir(child, e.ino);
         await this.walkDir(child, seen, changes, touched);
       }
     }
@@ -412,16 +446,16 @@ export class StatIndex {
       // Under a directory the index does not cover (or no longer has): that directory's own visit covers it.
       if (parent !== '.' && this.entries.get(parent)?.k !== 'd') continue;
       const prev = this.entries.get(rel);
-      const next = this.visit(rel, changes, touched);
+      const next = this.visit(rel, changes, touched, true);
       if (!next) {
         if (prev) this.removeUnder(rel, changes, touched, true);
         continue;
       }
       if (prev?.k === 'd' && next.k !== 'd') this.removeUnder(rel, changes, touched, false);
       // A directory that is new, or another one under the same name (moved in, or made again): all of it is looked at.
-      if (next.k === 'd' && (prev?.k !== 'd' || prev.ino !== next.ino || !this.watchers.has(rel))) {
+      if (next.k === 'd' && (prev?.k !== 'd' || prev.ino !== next.ino || this.watchers.get(rel)?.ino !== next.ino)) {
         if (prev?.k === 'd') this.unwatchUnder(rel);
-        this.watchDir(rel);
+        this.watchDir(rel, next.ino);
         const seen = new Set<string>([rel]);
         await this.walkDir(rel, seen, changes, touched);
         for (const [r, e] of this.entries)
@@ -445,8 +479,12 @@ export class StatIndex {
     this.unwatchUnder(rel);
   }
 
-  /** Looks at one path: its entry now (null: absent, or not covered); a change is pushed if its content changed. */
-  private visit(rel: string, changes: IndexChange[], touched: Set<string>): IndexEntry | null {
+  /**
+   * Looks at one path: its entry now (null: absent, or not covered); a change is pushed if its content changed.
+   * `named`: an event named it, so a file or link is read again even if its stat is the same (two changes within
+   * one tick of the file clock, of the same size, leave the same stat).
+   */
+  private visit(rel: string, changes: IndexChange[], touched: Set<string>, named = false): IndexEntry | null {
     const abs = path.join(this.opts.root, rel);
     const name = path.basename(rel);
     if (UNTRACKED_NAMES.has(name) || TEMP_NAME.test(name) || this.opts.skip(abs)) return null;
@@ -456,11 +494,12 @@ export class StatIndex {
     if (!k) return null;
     if (this.opts.sensitive(rel)) k = 's';
     const prev = this.entries.get(rel);
-    if (prev && prev.k === k && sameStat(prev, st)) return prev;
+    const reread = prev?.r || (named && (k === 'f' || k === 'l'));
+    if (prev && prev.k === k && sameStat(prev, st) && !reread) return prev;
     const next = this.entryFor(abs, k, st, prev);
     this.entries.set(rel, next);
     touched.add(rel);
-    const expected = this.expected.get(rel);
+    const expected = this.expected.get(rel)?.content;
     if (expected !== undefined && expected === (next.k === 'd' ? 'dir' : next.hash)) {
       this.expected.delete(rel);
       return next;
@@ -470,7 +509,17 @@ export class StatIndex {
   }
 
   private entryFor(abs: string, k: IndexEntry['k'], st: Stats, prev: IndexEntry | undefined): IndexEntry {
-    const base = { k, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino, mode: st.mode };
+    const base = {
+      k,
+      size: st.size,
+      mtime: st.mtimeMs,
+      ctime: st.ctimeMs,
+      ino: st.ino,
+      mode: st.mode,
+      ...((k === 'f' || k === 'l') && Date.now() - Math.max(st.ctimeMs, st.mtimeMs) < (this.opts.racyMs ?? RACY_MS)
+        ? { r: true as const }
+        : {}),
+    };
     if (k === 'l') {
       try {
         return { ...base, target: readlinkSync(abs) };
@@ -481,6 +530,7 @@ export class StatIndex {
     if (k !== 'f') return base;
     if (st.size > HASH_LIMIT) return { ...base, hash: null, kept: false };
     const data = readNoFollow(abs);
+    this.hashed++;
     if (!data) return { ...base, hash: null, kept: false };
     const hash = sha256(data);
     // The same content as before (a touch, a chmod): already kept.

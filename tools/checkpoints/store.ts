@@ -9,7 +9,7 @@
  *   tmp/                         temp files of blob writes
  *   index.json, index.log        the stat index (stat-index.ts): a snapshot, then one changed entry a line
  *   restored.jsonl               paths a rewind wrote, for the server to take into its index
- *   barrier/tick                 touched by the server to know every file event before it has been delivered
+ *   barrier/tick-<pid>-<random>  touched by a server's index to know every file event before it has been delivered
  *   tasks/<sha256(task)[:32]>/
  *     task.json                  {task, created, prunedAt?}: the task is known (prunedAt: its journal was pruned)
  *     journal.jsonl              one line per call that changed something (JournalLine)
@@ -153,7 +153,7 @@ export function ensureLayout(layout: StoreLayout, projectReal: string): void {
   try {
     statSync(info);
   } catch {
-    writeFileSync(info, JSON.stringify({ projectDir: projectReal }) + '\n');
+    writeFileSync(info, JSON.stringify({ projectDir: projectReal }) + '\n', { mode: 0o600 });
   }
 }
 
@@ -179,12 +179,21 @@ export function writeAtomicSync(file: string, data: string | Buffer, tmpDir = pa
   }
 }
 
-/** Stores content under its hash unless it is there already; true when it was written (false: it was there). */
-export function putBlob(layout: StoreLayout, hash: string, data: Buffer): boolean {
+/**
+ * Stores content under its hash unless it is there already; true when it was written (false: it was there).
+ * `checked`: the caller has just seen that it is not there.
+ */
+export function putBlob(layout: StoreLayout, hash: string, data: Buffer, checked = false): boolean {
   const file = blobFile(layout, hash);
-  if (hasBlob(layout, hash)) return false;
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  writeAtomicSync(file, data, layout.tmp);
+  if (!checked && hasBlob(layout, hash)) return false;
+  try {
+    writeAtomicSync(file, data, layout.tmp);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // The first content in its fan-out directory.
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    writeAtomicSync(file, data, layout.tmp);
+  }
   return true;
 }
 

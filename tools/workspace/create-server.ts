@@ -65,7 +65,10 @@ export interface WorkspaceServerOptions {
   checkpoints?: {
     dir: string;
     maxBytes: number;
-    /** Watch the project between commands (default true). */ watch?: boolean;
+    /** Watch the project between commands (default true). */
+    watch?: boolean;
+    /** Told the time each checkpointed call spent on its checkpoint, in ms (the benchmark). */
+    onCost?: (tool: string, ms: number) => void;
   };
 }
 
@@ -102,6 +105,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
           ownState: (real) => gate.ownState(real),
           transient: isPlaceholder,
           watch: opts.checkpoints.watch,
+          onCost: opts.checkpoints.onCost,
         })
       : null;
   const store = createCallStateStore({ stateDir: opts.stateDir, holdAfterChange: opts.holdAfterChange, rel: gate.rel });

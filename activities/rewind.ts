@@ -5,6 +5,8 @@
  * The checkpoints live in Klea's data dir (`tools/checkpoints/`); the task is read and reset through
  * Temporal with the worker's own client.
  */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -23,6 +25,12 @@ import { applyRewind, planRewind } from '../tools/checkpoints';
 import { rewoundSignal, stateQuery } from '../workflows/task/messages';
 import { checkpointPlace } from './mcp/servers';
 import { requireAllowedProject } from './project/allowed';
+
+/**
+ * Crash tests only: "<n>:<marker dir>" stops the restore after its n-th file (it writes `rewind.held` there and
+ * waits forever), so a test can kill the worker halfway through a restore.
+ */
+export const REWIND_HOLD_ENV = 'KLEA_REWIND_HOLD_AFTER_FILES';
 
 export interface RewindDeps {
   config: Config;
@@ -128,11 +136,19 @@ export function createRewindActivities(deps: RewindDeps) {
     /** Restores the files; a retry after a crash finishes the same restore (the store keys it by `rewindId`). */
     async restoreFiles(input: RestoreFilesInput) {
       requireAllowedProject(deps.config, input.projectDir);
-      const done = await applyRewind(checkpointPlace(deps.config, input.projectDir), {
-        task: input.taskId,
-        steps: input.steps,
-        rewindId: input.rewindId,
-      });
+      const hold = /^(\d+):(.+)$/.exec(process.env[REWIND_HOLD_ENV] ?? '');
+      let files = 0;
+      const done = await applyRewind(
+        checkpointPlace(deps.config, input.projectDir),
+        { task: input.taskId, steps: input.steps, rewindId: input.rewindId },
+        {
+          afterFile: async () => {
+            if (!hold || ++files !== Number(hold[1])) return;
+            await writeFile(path.join(hold[2], 'rewind.held'), String(process.pid));
+            await new Promise<never>(() => {});
+          },
+        }
+      );
       deps.log.info('rewind restored files', { taskId: input.taskId, files: done.restored.length });
       return done;
     },

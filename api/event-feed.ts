@@ -11,7 +11,9 @@
  *   for the user (its last event asks for a review, answers or a permission). A decision, cancel or message this
  *   API sends wakes the feed at once.
  * - A finished run (a task's final `status` event, or the run closed) is read once more for its last events and
- *   never asked again: its events are served from memory, and its streams end after the last one. A session whose
+ *   never queried again: its events are served from memory, and its streams end after the last one. Only a request
+ *   (never a timer) describes it once more, to see whether a rewind reset the task into a new run since: then the
+ *   feed goes on from its last seq in that run, whose events come after it. A session whose
  *   run completed is asleep, not finished: the next message wakes it in a new run that continues its events, so its
  *   feed keeps describing it (slowly, since nothing changes until then).
  *
@@ -98,6 +100,9 @@ export class EventFeed {
   /** `runId:historyLength` as described before the last query: the events are current while it holds. */
   private seenAt: string | null = null;
   private done = false;
+  /** The run the last describe found (a finished feed is revived when a rewind's reset makes another). */
+  private runId: string | null = null;
+  private recheck: Promise<void> | null = null;
   private readonly listeners = new Set<FeedListener>();
   private inFlight: Promise<void> | null = null;
   private next: Promise<void> | null = null;
@@ -156,6 +161,24 @@ export class EventFeed {
     return this.next;
   }
 
+  /**
+   * For a request (a stream starting, an `?after=` read): `refresh`, and for a finished feed one describe to see
+   * whether a rewind has reset the task into another run since, which has more to say.
+   */
+  refreshForRequest(): Promise<void> {
+    if (!this.done) return this.refresh();
+    this.recheck ??= this.calls
+      .describe(this.source.target)
+      .then((desc) => {
+        if (desc.runId === this.runId) return;
+        this.done = false;
+        this.seenAt = null;
+        return this.refresh();
+      })
+      .finally(() => (this.recheck = null));
+    return this.recheck;
+  }
+
   private start(): Promise<void> {
     this.next = null;
     const run = this.poll().finally(() => {
@@ -168,6 +191,7 @@ export class EventFeed {
   private async poll(): Promise<void> {
     if (this.done) return;
     const desc = await this.calls.describe(this.source.target);
+    this.runId = desc.runId;
     const at = `${desc.runId}:${desc.historyLength}`;
     // A session's completed run went to sleep: a later run may continue its log. A task's run that continued as new
     // is not the end either: the latest run goes on (the next describe finds it).

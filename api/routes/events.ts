@@ -41,7 +41,7 @@ export function eventsHandler(deps: {
   }) => {
     const target = targetOf(params.id);
     const feed = feeds.feed({ target, eventsQuery, endsWithStatus, earlier: earlierOf?.(target) });
-    await feed.refresh(); // current before it is served, and a 404 before a stream starts
+    await feed.refreshForRequest(); // current before it is served, and a 404 before a stream starts
     const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) return { events: feed.since(query.after ?? 0) };
     await streamEvents(req, res, { feed, after: lastEventId(req) ?? 0 });

@@ -11,7 +11,7 @@
  * waits for a release file naming its own token, and the test never releases an attempt it killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,7 +22,8 @@ import type { TaskInput, TaskResult, TaskState } from '../../common/task';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
 import { findFreePort } from '../../runtime/ports';
 import { FakeModel, type RecordedRequest } from '../support/fake-model';
-import type { taskWorkflow } from '../../workflows';
+import type { rewindWorkflow, taskWorkflow } from '../../workflows';
+import { REWIND_HOLD_ENV } from '../../activities/rewind';
 import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import { makeProject, plan, step } from '../support/task-driver';
 
@@ -389,4 +390,32 @@ describe('crash suite', () => {
     },
     180_000
   );
+  it("the worker is SIGKILLed halfway through a rewind's restore; another worker finishes it, every file once", async () => {
+    const run = await runTask('rewind');
+    expectClean(run);
+    const held = mkdtempSync(path.join(dir, 'held-'));
+    killWorker();
+    await startWorker({ [REWIND_HOLD_ENV]: `2:${held}` });
+    const rewind = await client.workflow.start<typeof rewindWorkflow>('rewindWorkflow', {
+      taskQueue,
+      workflowId: `rewind-${run.state.taskId}-crash`,
+      args: [{ taskId: run.state.taskId, toStep: 'w', rerun: false, force: false }],
+    });
+    const marker = path.join(held, 'rewind.held');
+    for (const deadline = Date.now() + 60_000; !existsSync(marker);) {
+      if (Date.now() > deadline) throw new Error('the restore never reached its second file');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    killWorker();
+    await startWorker();
+    const result = await rewind.result();
+    expect(result).toMatchObject({ status: 'rewound', steps: ['w', 'e', 'c', 'r', 's'] });
+    const paths = result.status === 'rewound' ? result.files.map((f) => f.path) : [];
+    expect(new Set(paths).size).toBe(paths.length);
+    expect(paths).toContain(run.file);
+    // Everything the task made is gone: the project is as it was before its first step.
+    expect(readdirSync(run.project)).toEqual([]);
+    const task = client.workflow.getHandle<typeof taskWorkflow>(run.state.taskId);
+    expect((await task.result()).status).toBe('rewound');
+  }, 180_000);
 });

@@ -168,7 +168,7 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     const failed = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes);
     expect(failed).toHaveLength(1);
     const afterReset = (history.events ?? []).filter((e) => Number(e.eventId) > Number(resetFailure!.eventId));
-    expect(afterReset.filter((e) => e.activityTaskScheduedEventAttributes)).toEqual([]);
+    expect(afterReset.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
 
     // Undone once is undone: a second rewind has nothing left to restore.
     const again = await request(app).get(`/tasks/${t.taskId}/rewind`).query({ toStep: 's1' });
@@ -257,6 +257,15 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     const fresh = makeProject(ORIGINAL);
     await runThreeSteps(fresh.dir);
     expect(tree(fresh.dir)).toEqual(tree(p.dir));
+
+    // A run a rewind made can be rewound again, to a later round: it waits for that rewind too, and runs nothing.
+    const again = await request(app).post(`/tasks/${t.taskId}/rewind`).send({ toStep: 's3' });
+    expect(again.status).toBe(200);
+    expect(again.body.steps).toEqual(['s3']);
+    expect(tree(p.dir)).toEqual({ ...ORIGINAL, 'a.txt': 'alpha\n', 'notes.txt': 'one\nTWO\nthree\n' });
+    expect(await env.client.workflow.getHandle(t.taskId, again.body.runId).result()).toMatchObject({
+      status: 'rewound',
+    });
   });
 
   it('a sensitive file a step changed is never kept and is left as it is; the rest is restored', async () => {

@@ -67,6 +67,8 @@ export class TaskRun {
   private _rewound: RewoundSignal | null = null;
   /** Temporal reset this run, and no round has started since. */
   private resetNoticed = false;
+  /** A rewind's report arrived since the last reset notice (a run reset again waits for the new one). */
+  private rewindReported = false;
   private rewoundAnnounced = false;
 
   constructor(readonly input: ParsedTaskInput) {
@@ -100,15 +102,24 @@ export class TaskRun {
     this.rounds = [...(carry?.rounds ?? [])];
   }
 
-  /** A round of steps begins: where it begins is where a rewind to any of them resets the workflow to. */
-  startRound(steps: readonly string[]): void {
+  /**
+   * Where the next round begins, taken before `beforeRound` (which may wait): a rewind to that round resets the
+   * workflow there, in the activation that began it, before any signal that came while it waited.
+   */
+  roundPoint(): Omit<TaskRound, 'steps'> {
     const info = workflowInfo();
-    this.rounds.push({ steps: [...steps], runId: info.runId, historyLength: info.historyLength });
+    return { runId: info.runId, historyLength: info.historyLength };
+  }
+
+  /** A round of steps begins at `point`, which is where a rewind to any of them resets the workflow to. */
+  startRound(steps: readonly string[], point: Omit<TaskRound, 'steps'>): void {
+    this.rounds.push({ steps: [...steps], ...point });
   }
 
   /** Temporal reset this run (shared/reset-notice.ts): the next round waits for the rewind to say what it did. */
   noticeReset(): void {
     this.resetNoticed = true;
+    this.rewindReported = false;
   }
 
   /**
@@ -119,9 +130,9 @@ export class TaskRun {
   async beforeRound(): Promise<void> {
     if (this.resetNoticed) {
       this.resetNoticed = false;
-      if (!this._rewound) {
+      if (!this.rewindReported) {
         this.setStatus('running', 'reset: waiting for the rewind to restore the files');
-        if (!(await condition(() => this._rewound !== null, REWIND_NOTICE_WAIT)))
+        if (!(await condition(() => this.rewindReported, REWIND_NOTICE_WAIT)))
           this.log.emit({
             type: 'error',
             code: Failure.ResetOutsideRewind,
@@ -139,8 +150,11 @@ export class TaskRun {
    * events of the reset point itself come before it, whichever arrived first.
    */
   rewound(signal: RewoundSignal): boolean {
-    if (this._rewound || isFinalStatus(this._status)) return false;
+    // A rewind's retry sends its report again: the first one counts.
+    if (this._rewound?.rewindId === signal.rewindId || isFinalStatus(this._status)) return false;
     this._rewound = signal;
+    this.rewoundAnnounced = false;
+    this.rewindReported = true;
     return !signal.rerun;
   }
 
@@ -160,6 +174,11 @@ export class TaskRun {
     this.questions.withdraw();
     this.permissions.withdraw();
     return this.finish('rewound', `rewound to before step ${this._rewound?.toStep ?? '?'}`);
+  }
+
+  /** This run re-runs the task from a step a rewind went back to. */
+  get rerunning(): boolean {
+    return this._rewound?.rerun === true;
   }
 
   get endsRewound(): boolean {

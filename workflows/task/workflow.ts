@@ -88,9 +88,15 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
       log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
     }
     if (runnable.length) {
+      const point = task.roundPoint();
       await task.beforeRound();
-      task.startRound(runnable.map((s) => s.id));
-      await runner.runBatch(runnable, planning.takeFirstPick(runnable));
+      task.startRound(
+        runnable.map((s) => s.id),
+        point
+      );
+      const firstPick = planning.takeFirstPick(runnable);
+      // A re-run from a rewind asks the model again, even where the Planner picked with the plan.
+      await runner.runBatch(runnable, task.rerunning ? null : firstPick);
     } else if (questions.pending) {
       const waitingFor = questions.pending.stepId;
       task.setStatus('awaiting_clarification', `step ${waitingFor}`);

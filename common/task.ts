@@ -227,7 +227,8 @@ export const TaskCarrySchema = z.strictObject({
   budget: z.number().int().nullable(),
   lastSeq: z.number().int(),
   recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
-  rounds: z.array(TaskRoundSchema),
+  /** Absent in a carry made before rounds were recorded: none then. */
+  rounds: z.array(TaskRoundSchema).default([]),
 });
 export type TaskCarry = z.infer<typeof TaskCarrySchema>;
 

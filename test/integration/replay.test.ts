@@ -18,6 +18,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import { SessionSleepSchema } from '../../common/session';
 import { grantSignal, submitUpdate } from '../../workflows/session/messages';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import type { rewindWorkflow } from '../../workflows';
 
 const HISTORIES = path.join(__dirname, '..', 'histories');
 const ROOT = path.join(__dirname, '..', '..');
@@ -296,6 +297,43 @@ const scenarios: Record<string, Scenario> = {
     return [`session-replay-session-wake@${woken}`];
   },
 };
+
+/**
+ * A rewind: a two-step task, then a redo from its second step (the files restored, Temporal's reset, the reset run
+ * holding the round until the rewind's report, then running it again). The reset run is recorded.
+ */
+Object.assign(scenarios, {
+  async rewind(env: TestEnv, fake: FakeModel) {
+    const p = makeProject({ 'a.txt': 'one\n' });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's2', path: 'a.txt', old_string: 'one', new_string: 'two' },
+    };
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Write b.txt'), step('s2', 'Edit a.txt', { depends_on: ['s1'] })]),
+    });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'b.txt', content: 'b\n' } }] },
+      { calls: [edit] },
+      { calls: [edit] }
+    );
+    fake.on('compose_answer', { content: 'done' }, { content: 'done again' });
+    const t = await TaskDriver.start(env, 'Write and edit', p.dir, {
+      taskId: 'task-replay-rewind-1',
+      sessionId: 'replay-rewind',
+    });
+    await t.result();
+    const rewind = await env.client.workflow.execute<typeof rewindWorkflow>('rewindWorkflow', {
+      taskQueue: env.taskQueue,
+      workflowId: 'rewind-task-replay-rewind-1-1',
+      args: [{ taskId: t.taskId, toStep: 's2', rerun: true, force: false }],
+    });
+    if (rewind.status !== 'rewound') throw new Error(`the rewind did not happen: ${JSON.stringify(rewind)}`);
+    await env.client.workflow.getHandle(t.taskId, rewind.runId).result();
+    return [`task-replay-rewind-1@${rewind.runId}`];
+  },
+} satisfies Record<string, Scenario>);
 
 /** The long task's runs, each in a scenario of its own (a history file is named by workflow id). */
 Object.assign(scenarios, {

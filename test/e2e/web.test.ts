@@ -243,6 +243,8 @@ describe('the web page, end to end', () => {
     fake.on('pick_tools', { calls: [writeTodo] }, { calls: [editNotes] });
     fake.on('compose_answer', { content: 'Tidied.' });
 
+    await page.goto(base);
+    await page.getByText('live', { exact: true }).waitFor();
     await page.locator('#new-session').click();
     await page.getByText('live', { exact: true }).waitFor();
     await page.getByLabel('Message (type / for commands)').fill('Tidy the notes');

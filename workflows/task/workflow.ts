@@ -90,6 +90,8 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
     if (runnable.length) {
       const point = task.roundPoint();
       await task.beforeRound();
+      // A rewind without re-run went back to this round: it ends here, before any of the round starts.
+      if (task.endsRewound) return task.endRewound();
       task.startRound(
         runnable.map((s) => s.id),
         point

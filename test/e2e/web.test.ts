@@ -263,6 +263,12 @@ describe('the web page, end to end', () => {
     await shot('9-undo-preview');
     await undo.getByRole('button', { name: 'Confirm: undo from s2' }).click();
     await page.locator(`.msg.task[data-status="rewound"]`).last().waitFor();
+    // The card follows the task again: the rewind's event arrives, and what the undone step changed is gone.
+    await page.locator('#event-log li[data-type="rewound"]').first().waitFor({ state: 'attached' });
+    await card.locator('.step[data-step="s2"] .changes').waitFor({ state: 'detached' });
+    // The answer is gone with the undone step; the files still changed are the first step's.
+    expect(await card.locator('.answer .md').count()).toBe(0);
+    expect(await card.locator('.answer .changed-files li').allTextContents()).toEqual(['todo.txt +1 −0']);
     expect(readFileSync(notes, 'utf8')).toBe(originalNotes);
     expect(readFileSync(todo, 'utf8')).toBe('buy milk\n');
     expect(await card.locator('.step[data-step="s2"]').getAttribute('data-status')).toBe('pending');

@@ -204,5 +204,6 @@ describe('session state', () => {
       '(the task was cancelled: stop)'
     );
     expect(taskReply({ ...base, status: 'failed', answer: null, error: null })).toBe('(the task failed)');
+    expect(taskReply({ ...base, status: 'rewound', answer: null, error: null })).toBe('(the task was rewound)');
   });
 });

@@ -292,7 +292,8 @@ export function answerEvent(
 
 /** The task's answer as a turn of the conversation, or what became of the task when it has none. */
 export function taskReply(result: TaskResult): string {
-  const what = result.status === 'cancelled' ? 'was cancelled' : 'failed';
+  const what =
+    result.status === 'cancelled' ? 'was cancelled' : result.status === 'rewound' ? 'was rewound' : 'failed';
   return result.answer ?? `(the task ${what}${result.error ? `: ${result.error}` : ''})`;
 }
 

@@ -22,6 +22,7 @@ import {
 } from '../common/rewind';
 import type { Logger } from '../runtime/log';
 import { applyRewind, planRewind } from '../tools/checkpoints';
+import { taskRewindingSignal } from '../workflows/session/messages';
 import { rewoundSignal, stateQuery } from '../workflows/task/messages';
 import { checkpointPlace } from './mcp/servers';
 import { requireAllowedProject } from './project/allowed';
@@ -173,6 +174,11 @@ export function createRewindActivities(deps: RewindDeps) {
           `no point to reset task ${workflowId} to in run ${input.round.runId} after event ${input.round.historyLength}`,
           Failure.RewindFailed
         );
+      // A running task of a session: the reset terminates its run, which the session must not take for its end.
+      const described = await c.workflow.getHandle(workflowId).describe();
+      const parent = described.parentExecution?.workflowId;
+      if (described.status.name === 'RUNNING' && parent)
+        await c.workflow.getHandle(parent).signal(taskRewindingSignal, { taskId: workflowId });
       const res = await c.workflowService
         .resetWorkflowExecution({
           namespace: c.options.namespace,

@@ -16,7 +16,11 @@ import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
-import { permissionSignal } from '../../workflows/task/messages';
+import { permissionSignal, stateQuery } from '../../workflows/task/messages';
+import { SessionDriver } from '../support/session-driver';
+import { randomUUID } from 'node:crypto';
+import { newSessionId } from '../../api/targets';
+import { until } from '../support/until';
 
 /** Every file under `dir` with its content (the project as a user would compare it). */
 function tree(dir: string): Record<string, string> {
@@ -308,5 +312,40 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
       'keep.md': '# kept\n',
       'out/c.txt': 'made\n',
     });
+  });
+  it("a session's task paused for a review is rewound: the session hears it ended rewound and takes the next message", async () => {
+    const p = makeProject(ORIGINAL);
+    const s = await SessionDriver.start(env, p.dir, { sessionId: newSessionId(randomUUID()) });
+    fake.on(
+      'route_request',
+      { call: { route: 'task', reply: null } },
+      { call: { route: 'chat', reply: 'Hello again.' } }
+    );
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Write a.txt'), step('s2', 'Edit notes.txt', { depends_on: ['s1'] })], {
+        after_step_ids: ['s1'],
+      }),
+    });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'a.txt', content: 'alpha\n' } }],
+    });
+    const r = await s.submit('Write, then edit');
+    const task = env.client.workflow.getHandle(r.taskId!);
+    await until('the task waits for its review after s1', async () =>
+      (await task.query(stateQuery)).status === 'awaiting_review' ? true : undefined
+    );
+    expect(readFileSync(path.join(p.dir, 'a.txt'), 'utf8')).toBe('alpha\n');
+
+    const res = await request(app).post(`/tasks/${r.taskId}/rewind`).send({ toStep: 's1' });
+    expect(res.status).toBe(200);
+    expect(tree(p.dir)).toEqual(ORIGINAL);
+    expect(await task.result()).toMatchObject({ status: 'rewound' });
+    await s.waitFor(
+      (e) => e.type === 'status' && e.taskId === r.taskId && e.status === 'rewound',
+      'the task ended rewound'
+    );
+    expect((await s.state()).currentTaskId).toBeNull();
+    const next = await s.submit('hi');
+    expect(next).toMatchObject({ kind: 'chat', reply: 'Hello again.' });
   });
 });

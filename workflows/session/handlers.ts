@@ -13,7 +13,7 @@ import {
   type SubmitRequest,
   type SubmitResult,
 } from '../../common/session';
-import { GrantSchema } from '../../common/task';
+import { GrantSchema, TaskResultSchema } from '../../common/task';
 import { modelNodes } from '../shared/activities';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import { rememberTrace } from '../shared/trace-context';
@@ -28,8 +28,10 @@ import {
   startTaskUpdate,
   stateQuery,
   submitUpdate,
+  taskEndedSignal,
+  taskRewindingSignal,
 } from './messages';
-import type { Session } from './session-state';
+import { answerEvent, type Session } from './session-state';
 
 export function setSessionHandlers(session: Session): void {
   const { input, queue, memory, log } = session;
@@ -51,6 +53,29 @@ export function setSessionHandlers(session: Session): void {
     }
   });
 
+  setHandler(taskEndedSignal, (raw: unknown) => {
+    const p = parseSignal(TaskResultSchema, raw, 'taskEnded');
+    if (!p.ok) return;
+    const result = p.value;
+    // Only a task of this session's; the one it runs now is finished by the message runner, which waits for this.
+    if (!session.tasks.includes(result.taskId)) return;
+    if (result.taskId === session.currentTaskId) {
+      session.reportedEnds.set(result.taskId, result);
+      return;
+    }
+    // A task that had ended was rewound (or run again from a step): the session's stream says how it ends now.
+    if (result.answer) log.emit(answerEvent(result.answer, { taskId: result.taskId }));
+    log.emit({
+      type: 'status',
+      status: result.status,
+      taskId: result.taskId,
+      detail: `task ${result.taskId} ${result.status}`,
+    });
+  });
+  setHandler(taskRewindingSignal, (raw: unknown) => {
+    const taskId = (raw as { taskId?: unknown } | null)?.taskId;
+    if (typeof taskId === 'string' && taskId === session.currentTaskId) session.rewinding.add(taskId);
+  });
   setHandler(grantSignal, (raw: unknown) => {
     const p = parseSignal(GrantSchema, raw, 'grant');
     if (!p.ok) return;

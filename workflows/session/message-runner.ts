@@ -3,7 +3,7 @@
  * reply goes into memory and onto the log; a task runs as a `taskWorkflow` child until it ends; the queued
  * commands run: `/compact` folds memory with a `summarizeMemoryWorkflow` child, `/init` writes AGENTS.md.
  */
-import { executeChild, isCancellation, startChild, workflowInfo } from '@temporalio/workflow';
+import { condition, executeChild, isCancellation, startChild, workflowInfo } from '@temporalio/workflow';
 import { taskStartAttributes } from '../../common/search-attributes';
 import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
@@ -91,7 +91,24 @@ export class MessageRunner {
         })
       );
       session.queue.started(taskId);
-      result = await child.result();
+      // A rewind's reset makes a new run Temporal does not report to the parent: that run reports its end itself.
+      let ended: { result: TaskResult } | { err: unknown } | undefined;
+      void child.result().then(
+        (r) => (ended = { result: r }),
+        (err: unknown) => (ended = { err })
+      );
+      // A run a rewind terminated by its reset is not the task's end: the new run reports that.
+      await condition(
+        () =>
+          session.reportedEnds.has(taskId) ||
+          (ended !== undefined && !('err' in ended && session.rewinding.has(taskId)))
+      );
+      const reported = session.reportedEnds.get(taskId);
+      session.reportedEnds.delete(taskId);
+      session.rewinding.delete(taskId);
+      if (reported) result = reported;
+      else if (ended && 'result' in ended) result = ended.result;
+      else throw (ended as { err: unknown }).err;
     } catch (err) {
       session.queue.started(taskId);
       if (isCancellation(err)) throw err;

@@ -1,7 +1,7 @@
 /** Messages of `sessionWorkflow` (contract names, plus `startTask` for POST /tasks). */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
-import type { HeldGrant, SessionGrant } from '../../common/task';
+import type { HeldGrant, SessionGrant, TaskResult } from '../../common/task';
 import type {
   RevokeGrantRequest,
   SessionSettings,
@@ -16,6 +16,13 @@ export const startTaskUpdate = defineUpdate<{ taskId: string; queued: boolean },
 export const settingsSignal = defineSignal<[SessionSettings]>('settings');
 /** From a child task when the user allows a path for the session (recorded at once, whatever the task's fate). */
 export const grantSignal = defineSignal<[SessionGrant]>('grant');
+/** A task's run made by a rewind's reset reports its end (its parent hears of no other way): its result. */
+export const taskEndedSignal = defineSignal<[TaskResult]>('taskEnded');
+/**
+ * A rewind is about to reset the session's running task: Temporal reports that run terminated, and the session waits
+ * for the new run's own report (`taskEnded`) instead of taking the task as failed.
+ */
+export const taskRewindingSignal = defineSignal<[{ taskId: string }]>('taskRewinding');
 /** Revokes a grant the session holds (DELETE /sessions/:id/grants/:grantId); an unknown id is refused. */
 export const revokeGrantUpdate = defineUpdate<{ revoked: HeldGrant }, [RevokeGrantRequest]>('revokeGrant');
 export const stateQuery = defineQuery<SessionState>('state');

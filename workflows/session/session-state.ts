@@ -57,6 +57,13 @@ export class Session {
   /** Runs of this session so far, this one included. */
   readonly runs: number;
   currentTaskId: string | null = null;
+  /**
+   * Results a task sent itself (`taskEnded`) from a run a rewind's reset made: Temporal does not report such a run's
+   * end to the parent, so the session would otherwise wait for it forever.
+   */
+  readonly reportedEnds = new Map<string, TaskResult>();
+  /** Running tasks a rewind is resetting: their run's termination is not their end. */
+  readonly rewinding = new Set<string>();
   /** The session's event log, continued from the previous run's tail so clients see no gap in `seq`. */
   readonly log: EventLog;
   /** Messages taken in this run (memory children are named by it; the count also bounds the run). */
@@ -292,8 +299,7 @@ export function answerEvent(
 
 /** The task's answer as a turn of the conversation, or what became of the task when it has none. */
 export function taskReply(result: TaskResult): string {
-  const what =
-    result.status === 'cancelled' ? 'was cancelled' : result.status === 'rewound' ? 'was rewound' : 'failed';
+  const what = result.status === 'cancelled' ? 'was cancelled' : result.status === 'rewound' ? 'was rewound' : 'failed';
   return result.answer ?? `(the task ${what}${result.error ? `: ${result.error}` : ''})`;
 }
 

@@ -67,6 +67,8 @@ export class TaskRun {
   private _rewound: RewoundSignal | null = null;
   /** Temporal reset this run, and no round has started since. */
   private resetNoticed = false;
+  /** Temporal reset this run: its end is not reported to a parent session, so the task reports it itself. */
+  wasReset = false;
   /** A rewind's report arrived since the last reset notice (a run reset again waits for the new one). */
   private rewindReported = false;
   private rewoundAnnounced = false;
@@ -118,6 +120,7 @@ export class TaskRun {
 
   /** Temporal reset this run (shared/reset-notice.ts): the next round waits for the rewind to say what it did. */
   noticeReset(): void {
+    this.wasReset = true;
     this.resetNoticed = true;
     this.rewindReported = false;
   }

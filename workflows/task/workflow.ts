@@ -32,8 +32,11 @@ import {
   condition,
   ContinueAsNew,
   continueAsNew,
+  getExternalWorkflowHandle,
   isCancellation,
+  workflowInfo,
 } from '@temporalio/workflow';
+import { taskEndedSignal } from '../session/messages';
 import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { TaskInputSchema, type TaskInput, type TaskResult } from '../../common/task';
 import { localProjectFacts, modelNodes } from '../shared/activities';
@@ -51,6 +54,13 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   const task = new TaskRun(parseInput(TaskInputSchema, 'invalid task input', rawInput));
   const work = new CancellationScope();
   setTaskHandlers(task, work);
+  const result = await runToEnd(task, work);
+  // Temporal tells a parent nothing of a run a reset made: the session would wait for this task forever.
+  if (task.wasReset) await reportEnd(result);
+  return result;
+}
+
+async function runToEnd(task: TaskRun, work: CancellationScope): Promise<TaskResult> {
   try {
     return await work.run(() => runTask(task));
   } catch (err) {
@@ -61,6 +71,15 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
     if (isCancellation(err)) throw err;
     return task.fail(failureCode(err, Failure.TaskFailed), failureMessage(err));
   }
+}
+
+/** Tells the task's session how it ended (the session may have ended or gone to sleep: then nobody listens). */
+async function reportEnd(result: TaskResult): Promise<void> {
+  const parent = workflowInfo().parent;
+  if (!parent) return;
+  await getExternalWorkflowHandle(parent.workflowId)
+    .signal(taskEndedSignal, result)
+    .catch(() => undefined);
 }
 
 async function runTask(task: TaskRun): Promise<TaskResult> {

@@ -174,9 +174,10 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     const afterReset = (history.events ?? []).filter((e) => Number(e.eventId) > Number(resetFailure!.eventId));
     expect(afterReset.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
 
-    // Undone once is undone: a second rewind has nothing left to restore.
+    // Undone is undone: in the task as it stands now, no step has run, so there is nothing to go back to.
     const again = await request(app).get(`/tasks/${t.taskId}/rewind`).query({ toStep: 's1' });
-    expect(again.body.files).toEqual([]);
+    expect(again.status).toBe(400);
+    expect(again.body.error.message).toMatch(/s1 has not run/);
   });
 
   it('undo from a middle step keeps what the steps before it did', async () => {

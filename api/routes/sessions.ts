@@ -148,7 +148,9 @@ export function sessionRoutes({ calls, sessions, waker, runUrl, feeds }: Session
       params: GrantParamsSchema,
       responses: {
         200: {
-          description: 'the grant was revoked: no task is handed it from now on',
+          description:
+            'the grant was revoked: no task is handed it from now on, and the task running now has been told (its ' +
+            'next call on the path asks again)',
           schema: RevokeGrantResponseSchema,
         },
         404: { description: 'no such session, or the session holds no such grant (revoked already or lapsed)' },

@@ -82,7 +82,10 @@ describe('session state', () => {
     session.addGrants([{ path: '/notes', op: 'read' }], NOW);
     const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
 
-    expect(session.taskInput(item, later(59_999)).grants).toEqual([{ path: '/notes', op: 'read' }]);
+    expect(session.taskInput(item, later(59_999))).toMatchObject({
+      grants: [{ id: 'g1', path: '/notes', op: 'read', expiresAt: later(60_000).toISOString() }],
+      grantTtlMs: 60_000,
+    });
     expect(session.taskInput(item, later(60_000)).grants).toEqual([]);
     expect(session.dropExpiredGrants(later(59_999))).toEqual([]);
     expect(session.dropExpiredGrants(later(60_000)).map((g) => g.id)).toEqual(['g1']);
@@ -115,6 +118,24 @@ describe('session state', () => {
     next.addGrants([{ path: '/a', op: 'read' }], NOW);
 
     expect(next.grants.map((g) => g.id)).toEqual(['g2', 'g3']);
+  });
+
+  it("a grant revoked while a task ran is not taken back from that task's result", () => {
+    const session = new Session(input());
+    session.currentTaskId = 'task-s-1';
+    session.addGrants([{ path: '/a', op: 'read' }], NOW);
+
+    session.revokeGrant('g1');
+    const added = session.takeTaskGrants(
+      [
+        { path: '/a', op: 'read' },
+        { path: '/b', op: 'read' },
+      ],
+      NOW
+    );
+
+    expect(added.map((g) => g.path)).toEqual(['/b']);
+    expect(session.takeTaskGrants([{ path: '/a', op: 'read' }], NOW).map((g) => g.path)).toEqual(['/a']);
   });
 
   it('a session that goes to sleep returns everything it carries, and its state says sleeping', () => {
@@ -154,7 +175,7 @@ describe('session state', () => {
       mode: 'general',
       toolAccess: 'full',
       route: false,
-      grants: [{ path: '/notes', op: 'read' }],
+      grants: [{ id: 'g1', path: '/notes', op: 'read', expiresAt: later(DAY).toISOString() }],
       recentTurns: [
         { role: 'user', text: 'hello' },
         { role: 'assistant', text: 'hi' },

@@ -17,7 +17,7 @@ import {
 } from '../../common/session';
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
-import type { HeldGrant, SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import type { HeldGrant, SessionGrant, TaskGrant, TaskInput, TaskResult } from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
@@ -40,6 +40,8 @@ export class Session {
   /** Grants made for the session, each with its id and expiry (grants.ts keeps the rules). */
   grants: HeldGrant[];
   private grantCounter: number;
+  /** Grants revoked while the current task ran: its result may still list them, if it ended before it heard. */
+  private revokedMidTask: SessionGrant[] = [];
   /** False while a woken run reads its grants from the run that slept. */
   grantsKnown = true;
   /** Set once the run has gone to sleep: the `state` query of the closed run says so. */
@@ -150,12 +152,29 @@ export class Session {
   revokeGrant(id: string): HeldGrant | undefined {
     const grant = this.grants.find((g) => g.id === id);
     if (grant) this.grants = this.grants.filter((g) => g !== grant);
+    if (grant && this.currentTaskId) this.revokedMidTask.push({ path: grant.path, op: grant.op });
     return grant;
   }
 
-  /** The grants that hold at `now`, as a task takes them. */
-  liveGrants(now: Date): SessionGrant[] {
-    return this.grants.filter((g) => isLive(g, now)).map(({ path, op }) => ({ path, op }));
+  /**
+   * The grants a task that ended made for the session (the session usually has them already: the task tells it of
+   * each as it is made), except those the user revoked while it ran. Returns the grants added.
+   */
+  takeTaskGrants(made: readonly SessionGrant[], now: Date): HeldGrant[] {
+    const revoked = this.revokedMidTask;
+    this.revokedMidTask = [];
+    return this.addGrants(
+      made.filter((g) => !revoked.some((r) => r.path === g.path && r.op === g.op)),
+      now
+    );
+  }
+
+  /**
+   * The grants that hold at `now`, as a task takes them: with their id and expiry, so the task stops using one the
+   * moment it lapses or is revoked.
+   */
+  liveGrants(now: Date): TaskGrant[] {
+    return this.grants.filter((g) => isLive(g, now)).map(({ id, path, op, expiresAt }) => ({ id, path, op, expiresAt }));
   }
 
   /** The `grants` event after a change: what changed, and every grant the session holds now. */
@@ -196,6 +215,7 @@ export class Session {
       route: false,
       // Security: a lapsed grant is never handed on, even before the session drops it.
       grants: this.liveGrants(now),
+      grantTtlMs: this.input.grantTtlMs,
       summary: this.memory.summary,
       recentTurns: this.memory.recent(),
       maxTokens: this.input.maxTokensPerTask,

@@ -1,16 +1,23 @@
 /**
  * The task's message handlers (workflow code): the `state` and `events` queries, the decision signals and their
- * same-named updates (`review`, `clarify`, `permission`), and the `cancel` signal. Each one reads or changes the
- * `TaskRun`; a cancel also cancels the scope the task's work runs in.
+ * same-named updates (`review`, `clarify`, `permission`), the `cancel` signal, and the session's `grantRevoked`.
+ * Each one reads or changes the `TaskRun`; a cancel also cancels the scope the task's work runs in.
  */
 import { type CancellationScope, setHandler } from '@temporalio/workflow';
-import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema } from '../../common/task';
+import {
+  CancelSchema,
+  ClarifySchema,
+  GrantRevokedSchema,
+  PermissionDecisionSchema,
+  ReviewDecisionSchema,
+} from '../../common/task';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import {
   cancelSignal,
   clarifySignal,
   clarifyUpdate,
   eventsQuery,
+  grantRevokedSignal,
   permissionSignal,
   permissionUpdate,
   reviewSignal,
@@ -39,6 +46,13 @@ export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
     accept: (raw) => permissions.accept(raw),
     refusal: (raw) =>
       permissions.problem(parseOrThrow(PermissionDecisionSchema, 'invalid permission decision', raw, 'decision')),
+  });
+  setHandler(grantRevokedSignal, (raw: unknown) => {
+    // Security: from the next permission check on, the revoked grant covers nothing (a call already running keeps
+    // what it was started with).
+    const p = parseSignal(GrantRevokedSchema, raw, 'grantRevoked');
+    if (p.ok) permissions.revoke(p.value);
+    else task.ignoredSignal('grantRevoked', p.problem);
   });
   setHandler(cancelSignal, (raw: unknown) => {
     // From the Temporal CLI a bare string is a natural way to give the reason; anything else malformed still

@@ -7,12 +7,21 @@
 import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, setHandler } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
-import type { CancelRequest, ClarifyAnswers, PermissionDecision, ReviewDecision, TaskState } from '../../common/task';
+import type {
+  CancelRequest,
+  ClarifyAnswers,
+  GrantRevoked,
+  PermissionDecision,
+  ReviewDecision,
+  TaskState,
+} from '../../common/task';
 
 export const reviewSignal = defineSignal<[ReviewDecision]>('review');
 export const clarifySignal = defineSignal<[ClarifyAnswers]>('clarify');
 export const permissionSignal = defineSignal<[PermissionDecision]>('permission');
 export const cancelSignal = defineSignal<[CancelRequest?]>('cancel');
+/** From the task's session: the user revoked a grant for the session, so the task stops using it at once. */
+export const grantRevokedSignal = defineSignal<[GrantRevoked]>('grantRevoked');
 
 export interface DecisionAck {
   accepted: true;

@@ -20,7 +20,7 @@ import type { Config } from '../../common/config';
 import type { KleaEvent } from '../../common/events';
 import { SessionSleepSchema, type SessionState } from '../../common/session';
 import { submitUpdate } from '../../workflows/session/messages';
-import { permissionSignal } from '../../workflows/task/messages';
+import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
@@ -306,6 +306,107 @@ describe('sessions that sleep and wake', () => {
     const ask = await t.waitFor('permission_requested');
     await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
     await t.result();
+  });
+
+  /**
+   * A task that reads `file` in each of `steps` steps (one after the other), pausing for review where `review` asks:
+   * each pause holds the task still while the test changes its grants.
+   */
+  function readOutsideInSteps(file: string, steps: string[], review: { before_work?: boolean; after_step_ids?: string[] }) {
+    fake.on('route_request', task);
+    fake.on('write_plan', {
+      call: plan(
+        steps.map((id, i) => step(id, 'Read the outside file', { depends_on: i ? [steps[i - 1]] : [] })),
+        review
+      ),
+    });
+    for (const id of steps)
+      fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: id, path: file } }] });
+    fake.on('compose_answer', { content: 'read' });
+  }
+
+  it('a grant revoked while a task waits is not used by that task: its next call on the path asks again', async () => {
+    const p = makeProject();
+    const outsideFile = path.join(p.outside, 'data.txt');
+    writeFileSync(outsideFile, 'outside data');
+    const id = await newSession(awake, p.dir);
+    await grantOutsideFile(awake, id, outsideFile);
+    readOutsideInSteps(outsideFile, ['s1'], { before_work: true });
+    const sent = await request(awake).post(`/sessions/${id}/messages`).send({ text: 'read it once more' });
+    const t = await TaskDriver.attach(env, sent.body.taskId);
+    // The task started holding the grant, and waits for its review: nothing moves until the test approves.
+    await t.waitFor('review_requested');
+
+    const revoked = await request(awake).delete(`/sessions/${id}/grants/g1`);
+    expect(revoked.status).toBe(200);
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+
+    // The read is asked about again, saying why, instead of running on the revoked grant.
+    const ask = await t.waitFor('permission_requested');
+    expect(ask).toMatchObject({ path: outsideFile, op: 'read' });
+    expect(ask.reason).toMatch(/the grant for the session \(g1\) was revoked$/);
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
+    const result = await t.result();
+    expect(result.status).toBe('done');
+    const finished = await t.eventsOf('step_finished');
+    expect(finished.map((e) => e.calls?.map((c) => c.status))).toEqual([['denied']]);
+    expect((await stateOf(awake, id)).grants).toEqual([]);
+  });
+
+  it('a grant the task made, revoked during its run, is asked for again and not handed back to the session', async () => {
+    const p = makeProject();
+    const outsideFile = path.join(p.outside, 'data.txt');
+    writeFileSync(outsideFile, 'outside data');
+    const id = await newSession(awake, p.dir);
+    readOutsideInSteps(outsideFile, ['s1', 's2'], { after_step_ids: ['s1'] });
+    const sent = await request(awake).post(`/sessions/${id}/messages`).send({ text: 'read it twice' });
+    const t = await TaskDriver.attach(env, sent.body.taskId);
+    const first = await t.waitFor('permission_requested');
+    await t.handle.signal(permissionSignal, { requestId: first.requestId, decision: 'allow_session' });
+    await t.waitFor('review_requested');
+    const [grant] = await until('the session holds the grant', async () => {
+      const held = (await stateOf(awake, id)).grants;
+      return held.length ? held : undefined;
+    });
+    expect(grant).toMatchObject({ id: 'g1', path: outsideFile, op: 'read' });
+
+    expect((await request(awake).delete(`/sessions/${id}/grants/g1`)).status).toBe(200);
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+
+    const second = await t.waitFor('permission_requested', (e) => e.requestId !== first.requestId);
+    expect(second.reason).toMatch(/was revoked$/);
+    await t.handle.signal(permissionSignal, { requestId: second.requestId, decision: 'allow_once' });
+    const result = await t.result();
+    expect(result).toMatchObject({ status: 'done', newGrants: [] });
+    const idle = await until('the session is idle', async () => {
+      const st = await stateOf(awake, id);
+      return st.currentTaskId === null ? st : undefined;
+    });
+    expect(idle.grants).toEqual([]);
+  });
+
+  it('a grant that lapses while a task waits is not used by that task: its next call on the path asks again', async () => {
+    const p = makeProject();
+    const outsideFile = path.join(p.outside, 'data.txt');
+    writeFileSync(outsideFile, 'outside data');
+    const shortGrants = appWith({ grantTtl: 3000 });
+    const id = await newSession(shortGrants, p.dir);
+    await grantOutsideFile(shortGrants, id, outsideFile);
+    const [grant] = (await stateOf(shortGrants, id)).grants;
+    readOutsideInSteps(outsideFile, ['s1'], { before_work: true });
+    const sent = await request(shortGrants).post(`/sessions/${id}/messages`).send({ text: 'read it later' });
+    const t = await TaskDriver.attach(env, sent.body.taskId);
+    await t.waitFor('review_requested');
+    expect((await t.handle.query(stateQuery)).status).toBe('awaiting_review');
+
+    // The task holds the review until the grant it started with has lapsed.
+    await until('the grant has lapsed', () => (Date.now() > Date.parse(grant.expiresAt) + 100 ? true : undefined));
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+
+    const ask = await t.waitFor('permission_requested');
+    expect(ask.reason).toBe(`outside the project directory; the grant for the session lapsed at ${grant.expiresAt}`);
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
+    expect((await t.result()).status).toBe('done');
   });
 
   it('a session or task past the namespace retention answers 410 with why; an unknown one 404', async () => {

@@ -68,6 +68,8 @@ export const SessionCarrySchema = z.strictObject({
   sandbox: z.object({ status: SandboxStatusSchema, note: z.string().nullable() }).optional(),
   usage: CallUsageSchema.optional(),
   runs: z.number().int(),
+  /** When the session was last active (KleaLastActivity); absent in carries written before the inbox kept it. */
+  lastActivityAt: z.string().optional(),
 });
 export type SessionCarry = z.infer<typeof SessionCarrySchema>;
 

@@ -138,6 +138,17 @@ describe('session state', () => {
     expect(session.takeTaskGrants([{ path: '/a', op: 'read' }], NOW).map((g) => g.path)).toEqual(['/a']);
   });
 
+  it('its last activity starts with the session, moves with what it takes, and stays through sleep and wake', () => {
+    const session = new Session(input(), NOW);
+    expect(session.lastActivityAt).toBe(NOW.toISOString());
+
+    session.touch(later(5000));
+    const slept = session.sleep(later(60_000));
+
+    expect(slept.carry.lastActivityAt).toBe(later(5000).toISOString());
+    expect(new Session(input({ carry: slept.carry }), later(90_000)).lastActivityAt).toBe(later(5000).toISOString());
+  });
+
   it('a session that goes to sleep returns everything it carries, and its state says sleeping', () => {
     const session = busySession();
 

@@ -110,6 +110,7 @@ export class MessageRunner {
       detail: result.error ?? `task ${taskId} ${result.status}`,
     });
     session.currentTaskId = null;
+    session.touch(new Date());
   }
 
   private async runCommand(item: QueuedMessage): Promise<SubmitResult> {

@@ -63,9 +63,19 @@ export class Session {
   readonly log: EventLog;
   /** Messages taken in this run (memory children are named by it; the count also bounds the run). */
   processed = 0;
+  /**
+   * When the session was last active (ISO): a message or command taken, a task started or ended. Going to sleep and
+   * waking keep it: the inbox orders sessions by it (`KleaLastActivity`).
+   */
+  lastActivityAt: string;
 
-  constructor(readonly input: ParsedSessionInput) {
+  /** @param startedAt when this run started: a new session's first activity (a carry brings its own). */
+  constructor(
+    readonly input: ParsedSessionInput,
+    startedAt: Date = new Date()
+  ) {
     const carry = input.carry;
+    this.lastActivityAt = carry?.lastActivityAt ?? startedAt.toISOString();
     this.log = new EventLog((carry?.recentEvents ?? []) as KleaEvent[], carry?.lastSeq ?? 0);
     this.mode = carry?.mode ?? input.mode;
     this.toolAccess = carry?.toolAccess ?? input.toolAccess;
@@ -85,6 +95,11 @@ export class Session {
   /** A task is running or messages wait: a new message is queued behind them. */
   get busy(): boolean {
     return this.queue.length > 0 || this.currentTaskId !== null;
+  }
+
+  /** Something happened in the session at `now` (a message or command taken, a task started or ended). */
+  touch(now: Date): void {
+    this.lastActivityAt = now.toISOString();
   }
 
   /** Adds one model call (routing, a summary, /init) or a finished task's totals to the ledger. */
@@ -294,6 +309,7 @@ export class Session {
         ...(this.sandbox ? { sandbox: this.sandbox } : {}),
         usage: this.usage,
         runs: this.runs,
+        lastActivityAt: this.lastActivityAt,
       },
     };
   }

@@ -47,7 +47,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
   const forgedGrants = !continued && !wakeFrom && (parsed.carry?.grants.length ?? 0) > 0;
   const input =
     (forgedGrants || wakeFrom) && parsed.carry ? { ...parsed, carry: { ...parsed.carry, grants: [] } } : parsed;
-  const session = new Session(input);
+  const session = new Session(input, workflowInfo().runStartTime);
   const { queue, memory, log } = session;
   if (forgedGrants)
     log.emit({
@@ -111,6 +111,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
       continue; // not reached: continue-as-new ends this run
     }
     dropLapsedGrants();
+    session.touch(new Date());
     await runner.take(item);
     queue.shift();
     session.processed++;

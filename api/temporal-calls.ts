@@ -151,7 +151,8 @@ export class TemporalCalls {
   async list(
     query: string,
     pageSize: number,
-    pageToken?: Uint8Array
+    pageToken?: Uint8Array,
+    opts: { summaries?: boolean } = {}
   ): Promise<{ runs: ListedRun[]; next: Uint8Array | null }> {
     const res = await this.run(undefined, { kind: 'list' }, async () => {
       try {
@@ -184,12 +185,17 @@ export class TemporalCalls {
           startTime: tsToDate(e.startTime),
           closeTime: tsToDate(e.closeTime),
           attributes: decodeTypedSearchAttributes(e.searchAttributes?.indexedFields),
-          summary: await this.summaryOf(workflowId, runId),
+          summary: opts.summaries === false ? null : await this.summaryOf(workflowId, runId),
         };
       })
     );
     const next = res.nextPageToken?.length ? res.nextPageToken : null;
     return { runs, next };
+  }
+
+  /** The runs with their static summaries, for runs listed without them. */
+  withSummaries(runs: ListedRun[]): Promise<ListedRun[]> {
+    return Promise.all(runs.map(async (r) => ({ ...r, summary: await this.summaryOf(r.workflowId, r.runId) })));
   }
 
   /** A run's static summary (from describe, once per run); null when it has none or it cannot be read now. */

@@ -167,6 +167,57 @@ describe('sessions that sleep and wake', () => {
     expect(relisted.filter((s) => s.id === id)).toEqual([expect.objectContaining({ status: 'running' })]);
   });
 
+  it('the inbox lists sessions by their last activity: one that sleeps keeps its place between two awake ones', async () => {
+    const p = makeProject();
+    fake.always('route_request', chat('noted'));
+    const sessions: string[] = [];
+    // Three sessions, each active in turn: the middle one goes to sleep, the others stay awake.
+    for (const app of [awake, dozy, awake]) {
+      const id = await newSession(app, p.dir);
+      expect((await request(app).post(`/sessions/${id}/messages`).send({ text: 'hello' })).status).toBe(200);
+      sessions.push(id);
+    }
+    const [older, middle, newer] = sessions;
+    type Listed = { id: string; status: string; lastActivityAt: string | null };
+    const listed = async () => {
+      const res = await request(awake).get('/sessions?limit=100');
+      expect(res.status).toBe(200);
+      return (res.body.sessions as Listed[]).filter((x) => sessions.includes(x.id));
+    };
+    const inOrder = (want: string[], statuses: string[]) =>
+      until(`the inbox lists ${want.join(', ')} (${statuses.join(', ')})`, async () => {
+        const got = await listed();
+        return JSON.stringify(got.map((x) => [x.id, x.status])) ===
+          JSON.stringify(want.map((id, i) => [id, statuses[i]]))
+          ? got
+          : undefined;
+      });
+    await inOrder([newer, middle, older], ['running', 'running', 'running']);
+
+    await asleep(middle);
+
+    // Asleep, it keeps its place, and its time of last activity.
+    const got = await inOrder([newer, middle, older], ['running', 'sleeping', 'running']);
+    expect(got.every((x) => x.lastActivityAt !== null)).toBe(true);
+    const activities = got.map((x) => Date.parse(x.lastActivityAt!));
+    expect([...activities].sort((a, b) => b - a)).toEqual(activities);
+    // Woken by a setting it is awake again, in the same place; a message brings it to the top.
+    expect((await request(awake).patch(`/sessions/${middle}`).send({ network: 'on' })).status).toBe(200);
+    await inOrder([newer, middle, older], ['running', 'running', 'running']);
+    expect((await request(awake).post(`/sessions/${middle}/messages`).send({ text: 'again' })).status).toBe(200);
+    await inOrder([middle, newer, older], ['running', 'running', 'running']);
+    // Pages of one session each follow the same order.
+    const pages: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: request.Response = await request(awake).get(`/sessions?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      pages.push(...(res.body.sessions as Listed[]).map((x) => x.id));
+      cursor = res.body.nextCursor as string | null;
+    } while (cursor && !sessions.every((id) => pages.includes(id)));
+    expect(pages.filter((id) => sessions.includes(id))).toEqual([middle, newer, older]);
+    fake.reset();
+  });
+
   it('two clients waking a sleeping session at once get one run, which takes both messages', async () => {
     const p = makeProject();
     const id = await newSession(dozy, p.dir);

@@ -44,7 +44,7 @@ export function setSessionHandlers(session: Session): void {
   const emitContext = () => log.emit(session.contextEvent());
 
   setHandler(stateQuery, () => session.snapshot().state);
-  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
+  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0, args?.before));
 
   setHandler(settingsSignal, (raw: unknown) => {
     // Signals come from the Temporal CLI too: a bad value is reported and never stored.

@@ -30,7 +30,7 @@ import type { TaskRun } from './task-run';
 export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
   const { reviews, questions, permissions, log } = task;
   setHandler(stateQuery, () => task.snapshot());
-  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
+  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0, args?.before));
   setDecisionHandlers(reviewSignal, reviewUpdate, {
     accept: (raw) => reviews.accept(raw),
     refusal: (raw) => reviews.refusal(parseOrThrow(ReviewDecisionSchema, 'invalid review decision', raw, 'decision')),

@@ -31,7 +31,8 @@ export const clarifyUpdate = defineUpdate<DecisionAck, [ClarifyAnswers]>('clarif
 export const permissionUpdate = defineUpdate<DecisionAck, [PermissionDecision]>('permission');
 
 export const stateQuery = defineQuery<TaskState>('state');
-export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number }?]>('events');
+/** The events with seq after `after` (and, when given, before `before`): a reader asks for what it lacks. */
+export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number; before?: number }?]>('events');
 
 export interface DecisionHandlers {
   /** Takes the payload if it can be taken (it may be malformed: signals are not validated); never throws. */

@@ -19,7 +19,8 @@ import { TemporalCalls } from '../../api/temporal-calls';
 import type { Config } from '../../common/config';
 import type { KleaEvent } from '../../common/events';
 import { SessionSleepSchema, type SessionState } from '../../common/session';
-import { submitUpdate } from '../../workflows/session/messages';
+import { eventsQuery, submitUpdate } from '../../workflows/session/messages';
+import { CARRIED_EVENTS } from '../../workflows/session/session-state';
 import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
@@ -459,6 +460,42 @@ describe('sessions that sleep and wake', () => {
     await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
     expect((await t.result()).status).toBe('done');
   });
+
+  it('a session with more events than a run carries: every reader gets them all once, from its earlier runs', async () => {
+    const p = makeProject();
+    const sleepy = appWith({ idle: 3000 });
+    const id = await newSession(sleepy, p.dir);
+    // Each setting that changes is a `context` event; the session may sleep and wake on the way.
+    while ((await stateOf(sleepy, id)).lastSeq < CARRIED_EVENTS + 60) {
+      const sent = await Promise.all(
+        Array.from({ length: 20 }, (_, j) =>
+          request(sleepy)
+            .patch(`/sessions/${id}`)
+            .send({ toolAccess: j % 2 ? 'full' : 'read_only' })
+        )
+      );
+      expect(sent.map((r) => r.status)).toEqual(sent.map(() => 200));
+    }
+    // Once more, woken from sleep: the run it wakes into is handed only the newest events.
+    await asleep(id);
+    expect((await request(sleepy).patch(`/sessions/${id}`).send({ network: 'on' })).status).toBe(200);
+    await asleep(id);
+    const state = await stateOf(awake, id);
+    expect(state.earlierRuns.length).toBeGreaterThanOrEqual(1);
+    // The run it went to sleep in holds only the newest events.
+    const latest = await handleOf(id).query(eventsQuery, { after: 0 });
+    expect(latest[0].seq).toBeGreaterThan(1);
+
+    // A reader from the start (an API with nothing in memory) gets every event once; so does one resuming early.
+    const fresh = appWith({});
+    const all = (await request(fresh).get(`/sessions/${id}/events?after=0`)).body.events as KleaEvent[];
+    expect(all.map((e) => e.seq)).toEqual(Array.from({ length: state.lastSeq }, (_, i) => i + 1));
+    expect(all.slice(-latest.length)).toEqual(latest);
+    const resumed = (await request(appWith({})).get(`/sessions/${id}/events?after=10`)).body.events as KleaEvent[];
+    expect(resumed).toEqual(all.slice(10));
+    // Still asleep: reading woke nothing.
+    expect((await handleOf(id).describe()).status.name).toBe('COMPLETED');
+  }, 120_000);
 
   it('a session or task past the namespace retention answers 410 with why; an unknown one 404', async () => {
     const p = makeProject();

@@ -10,7 +10,7 @@ const later = (ms: number) => new Date(NOW.getTime() + ms);
 const DAY = 86_400_000;
 
 function busySession(): Session {
-  const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }));
+  const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }), NOW, 'r1');
   session.memory.add({ role: 'user', text: 'hello' }, { role: 'assistant', text: 'hi' });
   session.addGrants([{ path: '/notes', op: 'read' }], NOW);
   session.contextFile = 'AGENTS.md';
@@ -28,7 +28,11 @@ describe('session state', () => {
 
     const next = new Session(input({ carry }));
 
-    expect(next.snapshot().state).toEqual(state);
+    // One run later: the run before is named, with the events it holds.
+    expect(next.snapshot().state).toEqual({
+      ...state,
+      earlierRuns: [{ runId: 'r1', firstSeq: 1, lastSeq: 1 }],
+    });
     expect(next.log.after(0)).toEqual(session.log.after(0));
     expect(next.runs).toBe(2);
     expect(next.queue.nextTaskId()).toBe('task-s-2');
@@ -165,6 +169,7 @@ describe('session state', () => {
     expect(new Session(input({ carry: slept.carry })).snapshot().state).toEqual({
       ...session.snapshot().state,
       status: 'running',
+      earlierRuns: [{ runId: 'r1', firstSeq: 1, lastSeq: 1 }],
     });
   });
 

@@ -17,7 +17,7 @@ import {
 } from '../../common/session';
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
-import type { HeldGrant, SessionGrant, TaskGrant, TaskInput, TaskResult } from '../../common/task';
+import type { HeldGrant, SessionGrant, TaskGrant, TaskInput, TaskResult, TaskRunLink } from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
@@ -31,6 +31,8 @@ export type ParsedSessionInput = z.output<typeof SessionInputSchema>;
 export const CARRIED_EVENTS = 500;
 /** Task ids carried into the next run (the newest). */
 export const CARRIED_TASKS = 1000;
+/** Earlier runs named in the carry (the newest; older ones are past any namespace's retention by then). */
+export const CARRIED_RUN_LINKS = 1000;
 
 export class Session {
   mode: Mode;
@@ -69,12 +71,20 @@ export class Session {
    */
   lastActivityAt: string;
 
-  /** @param startedAt when this run started: a new session's first activity (a carry brings its own). */
+  /** The session's earlier runs, oldest first (the events each holds). */
+  readonly earlierRuns: readonly TaskRunLink[];
+
+  /**
+   * @param startedAt when this run started: a new session's first activity (a carry brings its own).
+   * @param runId this run's id, which the next run names among its earlier runs.
+   */
   constructor(
     readonly input: ParsedSessionInput,
-    startedAt: Date = new Date()
+    startedAt: Date = new Date(),
+    private readonly runId = ''
   ) {
     const carry = input.carry;
+    this.earlierRuns = carry?.earlierRuns ?? [];
     this.lastActivityAt = carry?.lastActivityAt ?? startedAt.toISOString();
     this.log = new EventLog((carry?.recentEvents ?? []) as KleaEvent[], carry?.lastSeq ?? 0);
     this.mode = carry?.mode ?? input.mode;
@@ -288,6 +298,7 @@ export class Session {
         commands: COMMANDS,
         usage: this.usage,
         lastSeq: log.lastSeq,
+        earlierRuns: [...this.earlierRuns],
       },
       carry: {
         mode: this.mode,
@@ -310,6 +321,10 @@ export class Session {
         usage: this.usage,
         runs: this.runs,
         lastActivityAt: this.lastActivityAt,
+        earlierRuns: [
+          ...this.earlierRuns,
+          { runId: this.runId, firstSeq: log.firstSeq, lastSeq: log.lastSeq },
+        ].slice(-CARRIED_RUN_LINKS),
       },
     };
   }

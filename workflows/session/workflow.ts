@@ -47,7 +47,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
   const forgedGrants = !continued && !wakeFrom && (parsed.carry?.grants.length ?? 0) > 0;
   const input =
     (forgedGrants || wakeFrom) && parsed.carry ? { ...parsed, carry: { ...parsed.carry, grants: [] } } : parsed;
-  const session = new Session(input, workflowInfo().runStartTime);
+  const session = new Session(input, workflowInfo().runStartTime, workflowInfo().runId);
   const { queue, memory, log } = session;
   if (forgedGrants)
     log.emit({

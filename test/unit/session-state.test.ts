@@ -153,6 +153,21 @@ describe('session state', () => {
     expect(new Session(input({ carry: slept.carry }), later(90_000)).lastActivityAt).toBe(later(5000).toISOString());
   });
 
+  it('a woken run shows the grants its input names until it has read its own, and hands none of them on', () => {
+    const slept = new Session(input());
+    slept.addGrants([{ path: '/a', op: 'read' }], new Date());
+    const { carry } = slept.snapshot();
+    const woken = new Session(input({ carry: { ...carry, grants: [] } }));
+    const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
+
+    woken.awaitGrants(carry.grants);
+
+    expect(woken.snapshot().state.grants).toEqual(carry.grants);
+    expect(woken.taskInput(item, new Date()).grants).toEqual([]);
+    woken.restoreGrants([], 1);
+    expect(woken.snapshot().state.grants).toEqual([]);
+  });
+
   it('a session that goes to sleep returns everything it carries, and its state says sleeping', () => {
     const session = busySession();
 

@@ -46,6 +46,8 @@ export class Session {
   private revokedMidTask: SessionGrant[] = [];
   /** False while a woken run reads its grants from the run that slept. */
   grantsKnown = true;
+  /** Meanwhile, the grants its input says it slept with: shown in its state (those not lapsed), never used. */
+  private unreadGrants: HeldGrant[] = [];
   /** Set once the run has gone to sleep: the `state` query of the closed run says so. */
   sleeping = false;
   readonly memory: SessionMemory;
@@ -159,8 +161,18 @@ export class Session {
     return added;
   }
 
+  /**
+   * A woken run: its grants are read from the run that slept before anything uses them; until then its state shows
+   * those its input names (what the client read of that run), and no task or check uses any.
+   */
+  awaitGrants(shown: readonly HeldGrant[]): void {
+    this.grantsKnown = false;
+    this.unreadGrants = [...shown];
+  }
+
   /** The grants read from the run this one woke from (the input's own are never taken). */
   restoreGrants(grants: readonly HeldGrant[], counter: number): void {
+    this.unreadGrants = [];
     this.grants = [...grants];
     this.grantCounter = Math.max(this.grantCounter, counter);
     this.grantsKnown = true;
@@ -289,7 +301,7 @@ export class Session {
         network: this.network,
         review: this.review,
         status: this.sleeping ? 'sleeping' : 'running',
-        grants: this.grants,
+        grants: this.grantsKnown ? this.grants : this.unreadGrants.filter((g) => isLive(g, new Date())),
         memory: { summary, turns, summarisedChars, settings },
         projectContextFile: this.contextFile,
         currentTaskId: this.currentTaskId,

@@ -20,6 +20,10 @@
  * - A task that continued as new is followed to its latest run (describe and query name the workflow, not a run);
  *   the new run holds the tail of the log before it, and a feed further behind reads the rest from the earlier
  *   runs the task names (`FeedSource.earlier`), once: those runs never change.
+ * - Earlier runs are read only as far back as a reader asks: the latest run is read whole (one query), and the
+ *   earlier runs only for the events after the oldest `after` a reader has asked from (0 from the start, or the
+ *   Last-Event-ID a client reconnects with). A reader asking for older events later has only those read, so a
+ *   client resuming near the end of a long task never has its earlier runs replayed, and no range is read twice.
  *
  * Feeds are kept in a bounded LRU; one nobody streams may be dropped and is rebuilt on demand. Events carry their
  * `seq`, so what a client gets after `after` is gap-free and exactly once whichever feed (or API process) serves it.
@@ -30,7 +34,7 @@ import { isFinalStatus } from '../common/status';
 import type { Target, TemporalCalls } from './temporal-calls';
 
 /** Both workflows answer the same `events` query; each route passes its own definition. */
-export type EventsQuery = QueryDefinition<KleaEvent[], [{ after?: number }?]>;
+export type EventsQuery = QueryDefinition<KleaEvent[], [{ after?: number; before?: number }?]>;
 
 export interface PollSchedule {
   /** The first poll after a change or a wake. */
@@ -96,7 +100,13 @@ export interface FeedListener {
 }
 
 export class EventFeed {
-  private readonly log: KleaEvent[] = [];
+  private log: KleaEvent[] = [];
+  /** The feed holds every event after this seq, up to `lastSeq` (null: not read yet). */
+  private low: number | null = null;
+  /** The oldest a reader has asked for: events after this seq (null: nobody has asked yet). */
+  private floor: number | null = null;
+  /** Older events being read for a reader: one such read at a time. */
+  private lowering: Promise<void> = Promise.resolve();
   /** `runId:historyLength` as described before the last query: the events are current while it holds. */
   private seenAt: string | null = null;
   private done = false;
@@ -137,14 +147,37 @@ export class EventFeed {
   }
 
   get lastSeq(): number {
-    return this.log.at(-1)?.seq ?? 0;
+    return this.log.at(-1)?.seq ?? this.low ?? 0;
   }
 
-  /** Events with seq greater than `after`, oldest first. */
+  /** Events with seq greater than `after`, oldest first (call `cover(after)` first: the feed holds them then). */
   since(after: number): KleaEvent[] {
     if (after >= this.lastSeq) return [];
     const from = this.log.findIndex((e) => e.seq > after);
     return from < 0 ? [] : this.log.slice(from);
+  }
+
+  /**
+   * Brings the feed up to date and makes it hold every event after `after` that the workflow still has: the first
+   * read takes the earlier runs back to there only; a reader asking for older events has those (and only those)
+   * read.
+   */
+  async cover(after: number): Promise<void> {
+    this.floor = Math.min(this.floor ?? after, after);
+    await this.refreshForRequest();
+    if (this.low === null || after >= this.low || !this.source.earlier) return;
+    const lowered = this.lowering.then(() => this.lower(after));
+    this.lowering = lowered.catch(() => undefined);
+    await lowered;
+  }
+
+  /** Reads the events after `after` that the feed lacks below what it holds, from the earlier runs. */
+  private async lower(after: number): Promise<void> {
+    const low = this.low ?? 0;
+    if (after >= low || !this.source.earlier) return;
+    const older = await this.source.earlier(after, low + 1);
+    this.log = [...older.filter((e) => e.seq > after && e.seq <= low), ...this.log];
+    this.low = after;
   }
 
   /**
@@ -207,15 +240,20 @@ export class EventFeed {
       }
       return;
     }
-    const events = await this.gate.run(() =>
-      this.calls.query(this.source.target, this.source.eventsQuery, { after: this.lastSeq })
-    );
-    let fresh = events.filter((e) => e.seq > this.lastSeq).sort((a, b) => a.seq - b.seq);
-    if (fresh.length && fresh[0].seq > this.lastSeq + 1 && this.source.earlier) {
-      const before = fresh[0].seq;
-      const missing = await this.source.earlier(this.lastSeq, before);
-      fresh = [...missing.filter((e) => e.seq > this.lastSeq && e.seq < before), ...fresh];
+    const firstRead = this.low === null;
+    const after = this.lastSeq;
+    const events = await this.gate.run(() => this.calls.query(this.source.target, this.source.eventsQuery, { after }));
+    let fresh = events.filter((e) => e.seq > after).sort((a, b) => a.seq - b.seq);
+    const first = fresh[0]?.seq;
+    // The first read: the latest run holds the tail of the runs before it; the earlier runs are read back to the
+    // oldest event a reader asked for, no further. Later: the run continued as new (maybe more than once) since the
+    // last poll, and what came between is in the runs before it.
+    const from = firstRead ? Math.min(this.floor ?? 0, (first ?? 1) - 1) : after;
+    if (first !== undefined && first > from + 1 && this.source.earlier) {
+      const missing = await this.source.earlier(from, first);
+      fresh = [...missing.filter((e) => e.seq > from && e.seq < first), ...fresh];
     }
+    if (firstRead) this.low = this.source.earlier ? from : first === undefined ? 0 : first - 1;
     this.log.push(...fresh);
     this.seenAt = at;
     this.waitMs = this.schedule.minMs;

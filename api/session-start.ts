@@ -8,7 +8,7 @@ import type { WorkflowStartOptions } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CreateSessionRequestSchema } from '../common/api';
 import type { Config, Mode } from '../common/config';
-import { KleaMode, KleaSessionId } from '../common/search-attributes';
+import { KleaLastActivity, KleaMode, KleaSessionId } from '../common/search-attributes';
 import type { SessionInput, SessionSleep } from '../common/session';
 import type { sessionWorkflow } from '../workflows';
 import { type ApiError, unavailable } from './errors';
@@ -63,6 +63,8 @@ export function sessionStarter(deps: {
     typedSearchAttributes: [
       { key: KleaSessionId, value: sessionId },
       { key: KleaMode, value: mode },
+      // Listed in the inbox in its place from the start: a new session now, a woken one where it slept.
+      { key: KleaLastActivity, value: new Date(input.carry?.lastActivityAt ?? Date.now()) },
     ],
   });
 

@@ -6,60 +6,55 @@
  * clients waking it at once get one run that takes both.
  *
  * Sending to a running session costs nothing more: the wake is tried only when Temporal says the run has ended, and
- * only for a run that completed (went to sleep); a session that failed or was terminated stays ended (409).
+ * only for a run that completed (went to sleep); a session that failed or was terminated stays ended (409). Waking
+ * costs what it must: one describe (which run ended, and how), reading what it returned, and the start.
  *
  * The carry read here can be stale only if the session woke and slept again between this read and the start,
  * which takes at least idle_close_ms: far longer than the deadline of these calls.
  */
-import type { SignalDefinition, UpdateDefinition } from '@temporalio/client';
+import type { SignalDefinition, UpdateDefinition, WorkflowExecutionDescription } from '@temporalio/client';
 import { SessionSleepSchema } from '../common/session';
 import { ApiError } from './errors';
 import type { SessionStarter } from './session-start';
 import { sessionTarget } from './targets';
-import type { TemporalCalls, WakeStart } from './temporal-calls';
+import type { Target, TemporalCalls, WakeStart } from './temporal-calls';
+import { endedConflict } from './temporal-errors';
 
 export interface SessionWaker {
   update<Ret, Arg>(sessionId: string, def: UpdateDefinition<Ret, [Arg]>, arg: Arg, noun: string): Promise<Ret>;
   signal<Arg>(sessionId: string, def: SignalDefinition<[Arg]>, arg: Arg): Promise<void>;
 }
 
-/** The 409 the API answers for a session whose run completed: it went to sleep. */
-const asleep = (err: unknown) =>
-  err instanceof ApiError &&
-  err.status === 409 &&
-  (err.details as { status?: string } | undefined)?.status === 'completed';
-
 export function sessionWaker(deps: { calls: TemporalCalls; sessions: SessionStarter }): SessionWaker {
   const { calls, sessions } = deps;
 
-  /** How to start the run that wakes the session: from what its latest run returned when it went to sleep. */
-  async function wakeStart(sessionId: string): Promise<WakeStart> {
-    const target = sessionTarget(sessionId);
-    const desc = await calls.describe(target);
+  /**
+   * How to start the run that wakes the session whose latest run ended as `desc` says: from what that run returned
+   * when it went to sleep. A run that failed or was terminated is not woken (409).
+   */
+  async function wakeStart(target: Target, desc: WorkflowExecutionDescription): Promise<WakeStart> {
+    if (desc.status.name !== 'COMPLETED') throw endedConflict(target, desc);
     const slept = SessionSleepSchema.safeParse(await calls.result(target, desc.runId));
     if (!slept.success) throw new ApiError(409, 'conflict', `${target.what} has ended and cannot be woken`);
     return { workflowType: 'sessionWorkflow', options: sessions.wakeOptions(slept.data, desc.runId) };
   }
 
   return {
-    async update(sessionId, def, arg, noun) {
+    update(sessionId, def, arg, noun) {
       const target = sessionTarget(sessionId);
-      try {
-        return await calls.update(target, def, arg, { noun });
-      } catch (err) {
-        if (!asleep(err)) throw err;
-      }
-      return calls.updateWithStart(target, def, arg, { noun }, await wakeStart(sessionId));
+      return calls.update(target, def, arg, {
+        noun,
+        // The worker was checked for the first attempt a moment ago.
+        whenEnded: async (desc) =>
+          calls.updateWithStart(target, def, arg, { noun, workerChecked: true }, await wakeStart(target, desc)),
+      });
     },
 
-    async signal(sessionId, def, arg) {
+    signal(sessionId, def, arg) {
       const target = sessionTarget(sessionId);
-      try {
-        return await calls.signal(target, def, arg);
-      } catch (err) {
-        if (!asleep(err)) throw err;
-      }
-      await calls.signalWithStart(target, def, arg, await wakeStart(sessionId));
+      return calls.signalUnlessEnded(target, def, arg, async (desc) =>
+        calls.signalWithStart(target, def, arg, await wakeStart(target, desc))
+      );
     },
   };
 }

@@ -24,6 +24,7 @@ import {
   endedConflict,
   GRPC,
   grpcCode,
+  isClosed,
   toApiError,
   UPDATE_ATTEMPTS,
   updateNotApplied,
@@ -58,6 +59,15 @@ const POLLER_FRESH_MS = 90_000;
 
 /** Pause between sends of an update whose workflow task failed (see `updateNotApplied`). */
 const UPDATE_RETRY_DELAY_MS = 100;
+/**
+ * How long a worker seen polling is taken to be there without asking again. Temporal itself lists a worker that
+ * stopped for about a minute (POLLER_FRESH_MS), so this adds nothing to what `requireWorker` can miss, and it saves
+ * a round trip on every message sent within it.
+ */
+const PRESENCE_KEPT_MS = 2_000;
+
+/** What a call that found the workflow's run closed does instead of failing: given the run's description. */
+export type WhenEnded<T> = (desc: WorkflowExecutionDescription) => Promise<T>;
 
 /** How to start a workflow that an update or signal wakes (update-with-start, signal-with-start). */
 export interface WakeStart {
@@ -128,6 +138,16 @@ export class TemporalCalls {
     return this.run(target, { kind: 'signal', name: def.name }, () => this.handle(target).signal(def, ...args));
   }
 
+  /** A signal, or, when the workflow's latest run has closed, what `whenEnded` does with its description. */
+  async signalUnlessEnded<Arg>(target: Target, def: SignalDefinition<[Arg]>, arg: Arg, whenEnded: WhenEnded<void>) {
+    try {
+      return await this.within(this.callTimeoutMs, () => this.handle(target).signal(def, arg));
+    } catch (err) {
+      if (isClosed(err)) return whenEnded(await this.describe(target));
+      throw await this.toApiError(err, target, { kind: 'signal', name: def.name });
+    }
+  }
+
   describe(target: Target): Promise<WorkflowExecutionDescription> {
     return this.run(target, { kind: 'describe' }, () => this.handle(target).describe());
   }
@@ -166,7 +186,8 @@ export class TemporalCalls {
   async list(
     query: string,
     pageSize: number,
-    pageToken?: Uint8Array
+    pageToken?: Uint8Array,
+    opts: { summaries?: boolean } = {}
   ): Promise<{ runs: ListedRun[]; next: Uint8Array | null }> {
     const res = await this.run(undefined, { kind: 'list' }, async () => {
       try {
@@ -199,12 +220,17 @@ export class TemporalCalls {
           startTime: tsToDate(e.startTime),
           closeTime: tsToDate(e.closeTime),
           attributes: decodeTypedSearchAttributes(e.searchAttributes?.indexedFields),
-          summary: await this.summaryOf(workflowId, runId),
+          summary: opts.summaries === false ? null : await this.summaryOf(workflowId, runId),
         };
       })
     );
     const next = res.nextPageToken?.length ? res.nextPageToken : null;
     return { runs, next };
+  }
+
+  /** The runs with their static summaries, for runs listed without them. */
+  withSummaries(runs: ListedRun[]): Promise<ListedRun[]> {
+    return Promise.all(runs.map(async (r) => ({ ...r, summary: await this.summaryOf(r.workflowId, r.runId) })));
   }
 
   /** A run's static summary (from describe, once per run); null when it has none or it cannot be read now. */
@@ -268,10 +294,10 @@ export class TemporalCalls {
     target: Target,
     def: UpdateDefinition<Ret, [Arg]>,
     arg: Arg,
-    opts: { noun: string },
+    opts: { noun: string; workerChecked?: boolean },
     start: WakeStart
   ): Promise<Ret> {
-    await this.requireWorker(opts.noun);
+    if (!opts.workerChecked) await this.requireWorker(opts.noun);
     const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
     try {
       return await this.within(this.acceptTimeoutMs, async () => {
@@ -317,7 +343,12 @@ export class TemporalCalls {
     target: Target,
     def: UpdateDefinition<Ret, [Arg]>,
     arg: Arg,
-    opts: { noun: string; workerChecked?: boolean }
+    opts: {
+      noun: string;
+      workerChecked?: boolean;
+      /** When the workflow's latest run has closed: what to do instead (given its description) than answer 409. */
+      whenEnded?: WhenEnded<Ret>;
+    }
   ): Promise<Ret> {
     if (!opts.workerChecked) await this.requireWorker(opts.noun, target);
     const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
@@ -336,6 +367,7 @@ export class TemporalCalls {
           await new Promise((r) => setTimeout(r, UPDATE_RETRY_DELAY_MS * attempt));
           continue;
         }
+        if (opts.whenEnded && isClosed(err)) return opts.whenEnded(await this.describe(target));
         throw await this.toApiError(err, target, call);
       }
     }
@@ -362,15 +394,22 @@ export class TemporalCalls {
     return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? '') };
   }
 
+  /** When a worker was last seen polling (ms), by `requireWorker`. */
+  private workerSeenAt = -Infinity;
+
   /** 503 `no_worker` unless a worker polls; for an existing workflow, 404 or 409 first when that is the truth. */
   async requireWorker(noun: string, target?: Target): Promise<void> {
+    if (Date.now() - this.workerSeenAt < PRESENCE_KEPT_MS) return;
     let presence: { pollers: number };
     try {
       presence = await this.workerPresence();
     } catch (err) {
       throw await this.toApiError(err, target, { kind: 'describeTaskQueue' });
     }
-    if (presence.pollers > 0) return;
+    if (presence.pollers > 0) {
+      this.workerSeenAt = Date.now();
+      return;
+    }
     if (target) {
       const desc = await this.describe(target);
       if (desc.status.name !== 'RUNNING') throw endedConflict(target, desc);

@@ -100,7 +100,8 @@ export function updateNotApplied(err: unknown): boolean {
   return false;
 }
 
-function isClosed(err: unknown): boolean {
+/** A call refused because the workflow's run has closed (completed, failed, terminated ...). */
+export function isClosed(err: unknown): boolean {
   const text = `${(err as Error)?.message ?? ''} ${String((err as { cause?: { message?: string } })?.cause?.message ?? '')}`;
   return /already completed|workflow execution.*(completed|closed|terminated)|execution is closed|aborted by closing workflow/i.test(
     text

@@ -234,6 +234,13 @@ export const SessionListItemSchema = z.object({
   startedAt: z.string(),
   closedAt: z.string().nullable(),
   temporalUiUrl: z.string(),
+  lastActivityAt: z
+    .string()
+    .nullable()
+    .describe(
+      'when the session last took a message or command, or a task of it started or ended: the order of the list ' +
+        '(null for a session from before it was kept, listed last)'
+    ),
 });
 export const SessionListSchema = z.object({
   sessions: z.array(SessionListItemSchema),

@@ -9,6 +9,11 @@ export const KleaTokens = defineSearchAttributeKey('KleaTokens', SearchAttribute
 export const KleaModelCalls = defineSearchAttributeKey('KleaModelCalls', SearchAttributeType.INT);
 /** When a task last started waiting for the user (review, answers, permission): the inbox's "waiting since". */
 export const KleaWaitingSince = defineSearchAttributeKey('KleaWaitingSince', SearchAttributeType.DATETIME);
+/**
+ * A session's last activity (a message or command it took, a task it started or that ended): the inbox's order.
+ * Going to sleep and waking keep it, so a sleeping session keeps its place.
+ */
+export const KleaLastActivity = defineSearchAttributeKey('KleaLastActivity', SearchAttributeType.DATETIME);
 
 /** Every custom attribute with its type as the Temporal CLI names it (`--search-attribute Name=Type`). */
 export const SEARCH_ATTRIBUTES = [
@@ -18,6 +23,7 @@ export const SEARCH_ATTRIBUTES = [
   { name: KleaTokens.name, type: 'Int' },
   { name: KleaModelCalls.name, type: 'Int' },
   { name: KleaWaitingSince.name, type: 'Datetime' },
+  { name: KleaLastActivity.name, type: 'Datetime' },
 ] as const;
 
 /**

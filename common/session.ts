@@ -4,7 +4,7 @@ import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from 
 import type { KleaEvent } from './events';
 import { CallUsageSchema, type CallUsage, type ModelUsage } from './model-protocol';
 import { SandboxStatusSchema } from './sandbox-status';
-import { HeldGrantSchema, TurnSchema, type HeldGrant, type Turn } from './task';
+import { HeldGrantSchema, TaskRunLinkSchema, TurnSchema, type HeldGrant, type TaskRunLink, type Turn } from './task';
 
 export type { Turn };
 
@@ -68,6 +68,13 @@ export const SessionCarrySchema = z.strictObject({
   sandbox: z.object({ status: SandboxStatusSchema, note: z.string().nullable() }).optional(),
   usage: CallUsageSchema.optional(),
   runs: z.number().int(),
+  /** When the session was last active (KleaLastActivity); absent in carries written before the inbox kept it. */
+  lastActivityAt: z.string().optional(),
+  /**
+   * The session's earlier runs (continued as new, or gone to sleep), oldest first, each with the seqs its events
+   * hold: a reader further behind than the carried events reads the rest there. Absent in older carries.
+   */
+  earlierRuns: z.array(TaskRunLinkSchema).optional(),
 });
 export type SessionCarry = z.infer<typeof SessionCarrySchema>;
 
@@ -194,6 +201,8 @@ export interface SessionState {
   /** Every model call of the session: routing, summaries, /init and its tasks' calls. */
   usage: CallUsage;
   lastSeq: number;
+  /** The session's earlier runs, oldest first, with the seqs of the events each holds (the newest 1000). */
+  earlierRuns: TaskRunLink[];
 }
 
 export type SessionEvent = KleaEvent;

@@ -24,6 +24,27 @@ export const HeldGrantSchema = z.strictObject({
 });
 export type HeldGrant = z.infer<typeof HeldGrantSchema>;
 
+/**
+ * A grant as a running task holds it: the session's grants come with their id and expiry, so the task drops one the
+ * moment it lapses or the session tells it of a revocation; a grant the task made itself carries the expiry the
+ * task gave it. (Inputs and carries written before grants lapsed have neither: such a grant holds for the task.)
+ */
+export const TaskGrantSchema = z.strictObject({
+  path: z.string().min(1),
+  op: PathOpSchema,
+  id: HeldGrantSchema.shape.id.optional(),
+  expiresAt: z.string().optional(),
+});
+export type TaskGrant = z.infer<typeof TaskGrantSchema>;
+
+/** `grantRevoked` signal (session → its running task): the grant the user revoked for the session. */
+export const GrantRevokedSchema = z.strictObject({
+  grantId: HeldGrantSchema.shape.id,
+  path: z.string().min(1),
+  op: PathOpSchema,
+});
+export type GrantRevoked = z.infer<typeof GrantRevokedSchema>;
+
 export const TurnSchema = z.strictObject({ role: z.enum(['user', 'assistant']), text: z.string() });
 export type Turn = z.infer<typeof TurnSchema>;
 
@@ -39,8 +60,10 @@ export const TaskInputSchema = z.strictObject({
   review: ReviewPolicySchema.default('plan'),
   /** Route the request first (a standalone task); a session routes before it starts a task. */
   route: z.boolean().default(true),
-  /** Grants the session already holds (allow_session decisions). */
-  grants: z.array(GrantSchema).default([]),
+  /** Grants the session already holds (allow_session decisions), each with its id and expiry. */
+  grants: z.array(TaskGrantSchema).default([]),
+  /** How long a grant the task makes for the session holds (permissions.session_grant_ttl_ms). */
+  grantTtlMs: z.number().int().positive().default(86_400_000),
   /** Memory the session hands the planner: running summary and recent turns. */
   summary: z.string().default(''),
   recentTurns: z.array(TurnSchema).default([]),
@@ -213,7 +236,7 @@ export const TaskCarrySchema = z.strictObject({
   }),
   lastReview: z.strictObject({ planHash: z.string(), decision: z.enum(['approve', 'revise']) }).nullable(),
   permissions: z.strictObject({
-    grants: z.array(GrantSchema),
+    grants: z.array(TaskGrantSchema),
     newGrants: z.array(GrantSchema),
     counter: z.number().int(),
     decided: z.record(z.string(), z.enum(['allow_once', 'allow_session', 'deny'])),

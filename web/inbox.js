@@ -1,4 +1,5 @@
-// The inbox: tasks of every session that wait for the user, and recent sessions to reopen, refreshed by the page.
+// The inbox: tasks of every session that wait for the user, and recent sessions to reopen (most recently active
+// first, awake or asleep), refreshed by the page.
 import { $, el } from './dom.js';
 
 /** The inbox of a page that calls the API with `api` and shows the session `sessionId()`. */
@@ -78,7 +79,11 @@ function create(deps) {
                   title: 'Idle: its next message wakes it, as it was',
                 })
               : null,
-            el('span', { class: 'waited', text: ' ' + ago(x.startedAt) + ' ago' }),
+            el('span', {
+              class: 'waited',
+              text: ' ' + ago(x.lastActivityAt || x.startedAt) + ' ago',
+              title: 'last active ' + (x.lastActivityAt || x.startedAt),
+            }),
           ])
         )
       );

@@ -41,10 +41,12 @@ export function eventsHandler(deps: {
   }) => {
     const target = targetOf(params.id);
     const feed = feeds.feed({ target, eventsQuery, endsWithStatus, earlier: earlierOf?.(target) });
-    await feed.refreshForRequest(); // current before it is served, and a 404 before a stream starts
     const wantsStream = query.after === undefined && (req.get('accept') ?? '').includes('text/event-stream');
-    if (!wantsStream) return { events: feed.since(query.after ?? 0) };
-    await streamEvents(req, res, { feed, after: lastEventId(req) ?? 0 });
+    // What the reader lacks: after its last event (Last-Event-ID when it reconnects), and nothing older.
+    const after = wantsStream ? (lastEventId(req) ?? 0) : (query.after ?? 0);
+    await feed.cover(after); // current before it is served, and a 404 before a stream starts
+    if (!wantsStream) return { events: feed.since(after) };
+    await streamEvents(req, res, { feed, after });
     return undefined;
   };
 }

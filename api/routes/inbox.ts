@@ -1,11 +1,11 @@
 /**
- * The inbox: tasks and sessions listed from Temporal's visibility (newest first), so a client finds what waits
- * for the user and reopens earlier sessions. Filters become a visibility query on the workflow type and Klea's
+ * The inbox: tasks (newest first) and sessions (most recently active first, session-list.ts) listed from Temporal's
+ * visibility, so a client finds what waits for the user and reopens earlier sessions. Filters become a visibility query on the workflow type and Klea's
  * search attributes; their values are checked by the query schemas first, so nothing a client sends is pasted into
  * the query unchecked. The cursor is Temporal's next-page token, base64url.
  */
 import { createHash } from 'node:crypto';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   ListSessionsQuerySchema,
   ListTasksQuerySchema,
@@ -18,6 +18,7 @@ import { KleaSessionId, KleaStatus, KleaTokens, KleaWaitingSince } from '../../c
 import { badRequest } from '../errors';
 import { TEMPORAL_DOWN } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
+import { activityOf, SessionLister, type SessionCursor } from '../session-list';
 import type { ListedRun, TemporalCalls, WorkflowName } from '../temporal-calls';
 
 export interface InboxRouteDeps {
@@ -28,7 +29,6 @@ export interface InboxRouteDeps {
 const quote = (v: string) => `'${v.replace(/'/g, '')}'`;
 /** The workflow types as visibility names them: checked against the entry points, so a rename fails to compile. */
 const TASK_WORKFLOW = 'taskWorkflow' satisfies WorkflowName;
-const SESSION_WORKFLOW = 'sessionWorkflow' satisfies WorkflowName;
 /**
  * A cursor is Temporal's page token with a short checksum after it: Temporal does not refuse a malformed token
  * quickly (the client retries it until its deadline), so a cursor that was not made here is refused before it is
@@ -98,7 +98,33 @@ function listRoute<Q extends { limit: number; cursor?: string }>(
   });
 }
 
+/** A cursor of `GET /sessions`: where the last page ended (session-list.ts), checked as every cursor is. */
+function decodeSessionCursor(cursor: string | undefined): SessionCursor | undefined {
+  const bytes = decodeCursor(cursor);
+  if (!bytes) return undefined;
+  const parsed = SessionCursorSchema.safeParse(
+    (() => {
+      try {
+        return JSON.parse(Buffer.from(bytes).toString('utf8'));
+      } catch {
+        return null;
+      }
+    })()
+  );
+  if (!parsed.success)
+    throw badRequest('query.cursor: not a cursor this API returned; pass the nextCursor of a previous page', [
+      { path: 'query.cursor', message: 'not a cursor from a previous page' },
+    ]);
+  return parsed.data;
+}
+
+const SessionCursorSchema = z.union([
+  z.strictObject({ t: z.number().int(), id: z.string().min(1).max(300) }),
+  z.strictObject({ legacy: z.string().max(4000) }),
+]);
+
 export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
+  const sessions = new SessionLister(calls);
   /** The runs matching `where` on the page the query asks for, and the cursor of the next page. */
   const listPage = async (where: string, query: { limit: number; cursor?: string }) => {
     const page = await calls.list(where, query.limit, decodeCursor(query.cursor));
@@ -147,36 +173,25 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
     listRoute(
       {
         items: 'sessions',
-        summary: 'Sessions, newest first, from Temporal visibility',
+        summary: 'Sessions, most recently active first (awake and asleep alike), from Temporal visibility',
         query: ListSessionsQuerySchema,
         page: SessionListSchema,
       },
       async (query) => {
-        // A session continues as new when its history grows: only the run that carries it on is listed. One that
-        // went to sleep and woke again has older completed runs: only its latest run is listed.
-        const { runs, nextCursor } = await listPage(
-          `WorkflowType = ${quote(SESSION_WORKFLOW)} AND ExecutionStatus != 'ContinuedAsNew'`,
-          query
-        );
-        const seen = new Set<string>();
-        const latest = await Promise.all(
-          runs.map(async (run) => {
-            if (seen.has(run.workflowId)) return false;
-            seen.add(run.workflowId);
-            if (run.execution === 'RUNNING') return true;
-            return calls.isLatestRun(run.workflowId, run.runId);
-          })
-        );
+        const page = await sessions.page(query.limit, decodeSessionCursor(query.cursor));
+        const runs = await calls.withSummaries(page.runs);
         return {
-          sessions: runs
-            .filter((_, i) => latest[i])
-            .map((run) => ({
+          sessions: runs.map((run) => {
+            const activity = activityOf(run);
+            return {
               id: (run.attributes.get(KleaSessionId) as string | undefined) ?? run.workflowId.replace(/^session-/, ''),
               status: sessionStatus(run),
               summary: run.summary,
               ...runTimes(run, runUrl),
-            })),
-          nextCursor,
+              lastActivityAt: activity === null ? null : new Date(activity).toISOString(),
+            };
+          }),
+          nextCursor: page.next ? encodeCursor(Buffer.from(JSON.stringify(page.next))) : null,
         };
       }
     ),

@@ -25,6 +25,7 @@ import {
   submitUpdate,
 } from '../../workflows/session/messages';
 import type { EventFeeds } from '../event-feed';
+import { earlierSessionEvents } from '../run-chain';
 import { TEMPORAL_DOWN, TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
 import type { SessionStarter } from '../session-start';
@@ -148,7 +149,9 @@ export function sessionRoutes({ calls, sessions, waker, runUrl, feeds }: Session
       params: GrantParamsSchema,
       responses: {
         200: {
-          description: 'the grant was revoked: no task is handed it from now on',
+          description:
+            'the grant was revoked: no task is handed it from now on, and the task running now has been told (its ' +
+            'next call on the path asks again)',
           schema: RevokeGrantResponseSchema,
         },
         404: { description: 'no such session, or the session holds no such grant (revoked already or lapsed)' },
@@ -175,7 +178,13 @@ export function sessionRoutes({ calls, sessions, waker, runUrl, feeds }: Session
         404: { description: 'no such session' },
         ...TEMPORAL_DOWN_OR_NO_WORKER,
       },
-      handler: eventsHandler({ feeds, targetOf: sessionTarget, eventsQuery, endsWithStatus: false }),
+      handler: eventsHandler({
+        feeds,
+        targetOf: sessionTarget,
+        eventsQuery,
+        endsWithStatus: false,
+        earlierOf: (target) => earlierSessionEvents(calls, target),
+      }),
     }),
   ];
 }

@@ -198,6 +198,8 @@ describe('the web page, end to end', () => {
       (await s.handle.describe()).status.name === 'COMPLETED' ? true : undefined
     );
 
+    // The session the test before this one left open: awake, and last active before this one.
+    const earlier = decodeURIComponent(new URL(page.url()).hash.slice(1));
     await page.goto(`${base}/#${s.sessionId}`);
     await page.reload();
     await page.getByText('live', { exact: true }).waitFor();
@@ -210,10 +212,16 @@ describe('the web page, end to end', () => {
     const chat = await page.locator('#messages > li').allTextContents();
     expect(chat[0]).toBe('hi');
     expect(chat[1]).toContain('Hello there.');
-    // Reading it woke nothing: the session still sleeps. (Its "asleep" badge in Recent sessions is not asserted here:
-    // the list shows the ten newest by Temporal's order, awake sessions first, and other test files' sessions
-    // stay awake in this shared server.)
+    // Reading it woke nothing: the session still sleeps, and Recent sessions (most recently active first, asleep or
+    // not) shows it in its place, marked asleep.
     expect((await s.handle.describe()).status.name).toBe('COMPLETED');
+    await page.locator(`#session-list li[data-session="${s.sessionId}"] .badge.sleeping`).waitFor();
+    const listed = await page
+      .locator('#session-list li')
+      .evaluateAll((items) => items.map((li) => li.getAttribute('data-session')));
+    expect(earlier).toMatch(/^s-/);
+    expect(listed.indexOf(s.sessionId)).toBeLessThan(listed.indexOf(earlier));
+    expect(listed.indexOf(earlier)).toBeGreaterThan(-1);
     const grant = page.locator('#grant-list li[data-grant="g1"]');
     expect(await grant.locator('code').textContent()).toBe(`read ${outside}`);
     await shot('8-reopened-sleeping-session');

@@ -10,9 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
-import type { Client } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { createApp } from '../../api/app';
+import { dataConverterFor } from '../../runtime/payload-codec';
 import type { KleaEvent } from '../../common/events';
 import type { PlanStep } from '../../common/plan';
 import { createFrameParser } from '../../web/sse';
@@ -93,17 +94,45 @@ describe('long tasks continue as new and stay one task', () => {
     }
   );
 
-  let server: http.Server | undefined;
+  const servers: http.Server[] = [];
+  /**
+   * An API of its own (nothing in memory), listening on a free port. Each `events` query it sends is recorded: the
+   * run it asked (`undefined`: the latest) and from which seq.
+   */
   async function startApi() {
-    const app = createApp({ client: env.client, config: env.config });
-    server = http.createServer(app);
-    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
-    return { app, port: (server.address() as AddressInfo).port };
+    const queries: Array<{ runId: string | undefined; after: number }> = [];
+    const client = new Client({
+      connection: env.client.connection,
+      namespace: env.config.temporal.namespace,
+      dataConverter: dataConverterFor(env.config),
+      interceptors: {
+        workflow: [
+          {
+            query: (input, next) => {
+              if (input.queryType === 'events')
+                queries.push({
+                  runId: input.workflowExecution.runId || undefined,
+                  after: (input.args[0] as { after?: number } | undefined)?.after ?? 0,
+                });
+              return next(input);
+            },
+          },
+        ],
+      },
+    });
+    const app = createApp({ client, config: env.config, ssePollMs: 50 });
+    const server = http.createServer(app);
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    /** The queries of earlier runs (those naming a run), by run. */
+    const earlierReads = () => queries.filter((q) => q.runId !== undefined);
+    return { app, port: (server.address() as AddressInfo).port, queries, earlierReads };
   }
   afterEach(() => {
-    server?.closeAllConnections();
-    server?.close();
-    server = undefined;
+    for (const server of servers.splice(0)) {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 
   /** Tool steps pick `read_file` of `file(stepId)`; other steps are done by the model. */
@@ -169,6 +198,105 @@ describe('long tasks continue as new and stay one task', () => {
       expect(seqs(all.body.events)).toEqual(range(1, last.seq));
       expect(all.body.events).toEqual(live.events);
     });
+  }, 240_000);
+
+  it("a task's events across its runs reach every reader once each, without a gap, reading earlier runs only as far back as asked", async () => {
+    // Arrange: a session's task of 320 model steps in rounds of eight, with a review after s200 (in a later run).
+    const steps: PlanStep[] = Array.from({ length: 320 }, (_, i) =>
+      step(`s${i + 1}`, `Part ${i + 1}`, { depends_on: i >= 8 ? [`s${i - 7}`] : [], needs_tool: false })
+    );
+    fake.on('route_request', { call: { route: 'task', reply: null } });
+    fake.on('write_plan', { call: plan(steps, { after_step_ids: ['s200'] }) });
+    scriptSteps(() => 'tiny.txt');
+    fake.on('compose_answer', { content: 'All 320 parts done.' });
+    const first = await startApi();
+    const sessionId = (await request(first.app).post('/sessions').send({})).body.sessionId as string;
+    const sessionLive = openStream(first.port, `/sessions/${sessionId}/events`);
+    const sent = await request(first.app).post(`/sessions/${sessionId}/messages`).send({ text: 'Do the parts' });
+    const taskId = sent.body.taskId as string;
+    const live = openStream(first.port, `/tasks/${taskId}/events`);
+    const stateOf = async (app = first.app) => (await request(app).get(`/tasks/${taskId}`)).body;
+
+    // Act 1: the task waits for the review in a later run; the live reader is cut off there and comes back to
+    // another API with Last-Event-ID, as EventSource does.
+    await until(
+      'the review after s200',
+      async () => ((await stateOf()).status === 'awaiting_review' ? true : undefined),
+      60_000
+    );
+    const atReview = await until('the stream has the review', () =>
+      live.events.at(-1)?.type === 'review_requested' ? live.events.at(-1) : undefined
+    );
+    live.close();
+    expect((await stateOf()).runs.current).toBeGreaterThanOrEqual(2);
+    const second = await startApi();
+    const resumed = openStream(second.port, `/tasks/${taskId}/events`, atReview.seq);
+    await until('the resumed stream is open', () => (second.queries.length ? true : undefined));
+    expect((await request(first.app).post(`/tasks/${taskId}/review`).send({ decision: 'approve' })).status).toBe(200);
+    const result = await env.client.workflow.getHandle(taskId).result();
+    await until('the resumed stream ends', () => resumed.ended || undefined, 30_000);
+
+    // Assert 1: the two streams together hold every event once, in order; the resumed one read nothing before the
+    // event it resumed after.
+    expect(result.status).toBe('done');
+    const all = [...live.events, ...resumed.events];
+    const last = all.at(-1)!;
+    expect(last).toMatchObject({ type: 'status', status: 'done' });
+    expect(seqs(all)).toEqual(range(1, last.seq));
+    // (It reads an earlier run only for events it lacks: the task may go through a whole run between two polls.)
+    expect(second.earlierReads().every((q) => q.after >= atReview.seq)).toBe(true);
+    const runs = (await stateOf()).runs as { current: number; earlier: Array<{ runId: string; firstSeq: number; lastSeq: number }> };
+    expect(runs.current).toBeGreaterThanOrEqual(3);
+
+    // Act 2: fresh APIs read the finished task from a seq a little before what its last run holds, and then from
+    // the start.
+    const latestFirst = Math.max(1, runs.earlier.at(-1)!.lastSeq - 199);
+    const from = latestFirst - 20;
+    const third = await startApi();
+    const tail = openStream(third.port, `/tasks/${taskId}/events`, from);
+    await until('the tail stream ends', () => tail.ended || undefined);
+    const tailReads = third.earlierReads();
+    const fromStart = (await request(third.app).get(`/tasks/${taskId}/events?after=0`)).body.events as KleaEvent[];
+    const readsThen = third.earlierReads().length;
+    const again = (await request(third.app).get(`/tasks/${taskId}/events?after=0`)).body.events as KleaEvent[];
+    const sse = openStream(third.port, `/tasks/${taskId}/events`);
+    await until('the stream from the start ends', () => sse.ended || undefined);
+
+    // Assert 2: each reader got its events once, without a gap. The tail read only the runs holding what it lacked;
+    // reading from the start then read the others, each once; nothing was read again.
+    expect(seqs(tail.events)).toEqual(range(from + 1, last.seq));
+    expect(tail.events).toEqual(all.slice(from));
+    expect(fromStart).toEqual(all);
+    expect(again).toEqual(all);
+    expect(sse.events).toEqual(all);
+    const holdsAfter = (runId: string | undefined) => runs.earlier.find((r) => r.runId === runId)!.lastSeq > from;
+    expect(tailReads.length).toBeGreaterThan(0);
+    expect(tailReads.every((q) => holdsAfter(q.runId) && q.after >= from)).toBe(true);
+    expect(runs.earlier.filter((r) => r.lastSeq <= from).length).toBeGreaterThan(0);
+    const reads = third.earlierReads();
+    expect(reads.length).toBe(readsThen);
+    // (A run whose events the next run carries in full is never read at all.)
+    for (const run of runs.earlier) {
+      const times = reads.filter((q) => q.runId === run.runId).length;
+      expect(times).toBeLessThanOrEqual(run.lastSeq <= from ? 1 : 2);
+    }
+    expect(readsThen).toBeGreaterThan(tailReads.length);
+
+    // The session's stream: the task started, answered and ended, each said once, and so on reconnecting.
+    const sessionEvents = await until('the session has the answer', () =>
+      sessionLive.events.some((e) => e.type === 'status' && e.status === 'done') ? sessionLive.events : undefined
+    );
+    sessionLive.close();
+    expect(seqs(sessionEvents)).toEqual(range(1, sessionEvents.at(-1)!.seq));
+    const ofTask = sessionEvents.filter((e) => 'taskId' in e && e.taskId === taskId).map((e) => e.type);
+    expect(ofTask).toEqual(['status', 'answer', 'status']);
+    const started = sessionEvents.find((e) => e.type === 'status' && e.status === 'running')!;
+    const sessionAgain = openStream(third.port, `/sessions/${sessionId}/events`, started.seq);
+    await until('the reconnected session stream catches up', () =>
+      sessionAgain.events.at(-1)?.seq === sessionEvents.at(-1)!.seq ? true : undefined
+    );
+    sessionAgain.close();
+    expect(sessionAgain.events).toEqual(sessionEvents.slice(sessionEvents.indexOf(started) + 1));
   }, 240_000);
 
   it('tool outputs of 40 MB in all are kept by reference: every run of the chain stays small', async () => {

@@ -16,7 +16,7 @@ import { SessionDriver } from '../support/session-driver';
 import { until } from '../support/until';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { SessionSleepSchema } from '../../common/session';
-import { grantSignal, submitUpdate } from '../../workflows/session/messages';
+import { grantSignal, revokeGrantUpdate, submitUpdate } from '../../workflows/session/messages';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import type { rewindWorkflow } from '../../workflows';
 
@@ -332,6 +332,41 @@ Object.assign(scenarios, {
     if (rewind.status !== 'rewound') throw new Error(`the rewind did not happen: ${JSON.stringify(rewind)}`);
     await env.client.workflow.getHandle(t.taskId, rewind.runId).result();
     return [`task-replay-rewind-1@${rewind.runId}`];
+  },
+} satisfies Record<string, Scenario>);
+
+/**
+ * A session grant revoked while the session's task waits for its review: the session tells the task, which asks
+ * again for the path when the review is approved (and is denied). Returns the session's id and the task's.
+ */
+async function revokeWhileTaskWaits(env: TestEnv, fake: FakeModel, sessionId: string) {
+  const p = makeProject();
+  const file = path.join(p.outside, 'x.txt');
+  writeFileSync(file, 'x');
+  const s = await SessionDriver.start(env, p.dir, { sessionId });
+  await s.handle.signal(grantSignal, { path: file, op: 'read' });
+  fake.on('route_request', { call: { route: 'task', reply: null } });
+  fake.on('write_plan', { call: plan([step('s1', 'Read x.txt')], { before_work: true }) });
+  fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: file } }] });
+  fake.on('compose_answer', { content: 'x.txt was not read' });
+  const r = await s.submit('Read x.txt');
+  const t = await TaskDriver.attach(env, r.taskId!);
+  await t.waitFor('review_requested');
+  await s.handle.executeUpdate(revokeGrantUpdate, { args: [{ grantId: 'g1' }] });
+  await t.handle.signal(reviewSignal, { decision: 'approve' });
+  const ask = await t.waitFor('permission_requested');
+  await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
+  await t.result();
+  await s.waitIdle();
+  return { session: s.handle.workflowId, task: t.taskId };
+}
+
+Object.assign(scenarios, {
+  async grant_revoked_session(env: TestEnv, fake: FakeModel) {
+    return [(await revokeWhileTaskWaits(env, fake, 'replay-revoke-session')).session];
+  },
+  async grant_revoked_task(env: TestEnv, fake: FakeModel) {
+    return [(await revokeWhileTaskWaits(env, fake, 'replay-revoke-task')).task];
   },
 } satisfies Record<string, Scenario>);
 

@@ -19,8 +19,9 @@ import { TemporalCalls } from '../../api/temporal-calls';
 import type { Config } from '../../common/config';
 import type { KleaEvent } from '../../common/events';
 import { SessionSleepSchema, type SessionState } from '../../common/session';
-import { submitUpdate } from '../../workflows/session/messages';
-import { permissionSignal } from '../../workflows/task/messages';
+import { eventsQuery, submitUpdate } from '../../workflows/session/messages';
+import { CARRIED_EVENTS } from '../../workflows/session/session-state';
+import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
@@ -167,6 +168,57 @@ describe('sessions that sleep and wake', () => {
     expect(relisted.filter((s) => s.id === id)).toEqual([expect.objectContaining({ status: 'running' })]);
   });
 
+  it('the inbox lists sessions by their last activity: one that sleeps keeps its place between two awake ones', async () => {
+    const p = makeProject();
+    fake.always('route_request', chat('noted'));
+    const sessions: string[] = [];
+    // Three sessions, each active in turn: the middle one goes to sleep, the others stay awake.
+    for (const app of [awake, dozy, awake]) {
+      const id = await newSession(app, p.dir);
+      expect((await request(app).post(`/sessions/${id}/messages`).send({ text: 'hello' })).status).toBe(200);
+      sessions.push(id);
+    }
+    const [older, middle, newer] = sessions;
+    type Listed = { id: string; status: string; lastActivityAt: string | null };
+    const listed = async () => {
+      const res = await request(awake).get('/sessions?limit=100');
+      expect(res.status).toBe(200);
+      return (res.body.sessions as Listed[]).filter((x) => sessions.includes(x.id));
+    };
+    const inOrder = (want: string[], statuses: string[]) =>
+      until(`the inbox lists ${want.join(', ')} (${statuses.join(', ')})`, async () => {
+        const got = await listed();
+        return JSON.stringify(got.map((x) => [x.id, x.status])) ===
+          JSON.stringify(want.map((id, i) => [id, statuses[i]]))
+          ? got
+          : undefined;
+      });
+    await inOrder([newer, middle, older], ['running', 'running', 'running']);
+
+    await asleep(middle);
+
+    // Asleep, it keeps its place, and its time of last activity.
+    const got = await inOrder([newer, middle, older], ['running', 'sleeping', 'running']);
+    expect(got.every((x) => x.lastActivityAt !== null)).toBe(true);
+    const activities = got.map((x) => Date.parse(x.lastActivityAt!));
+    expect([...activities].sort((a, b) => b - a)).toEqual(activities);
+    // Woken by a setting it is awake again, in the same place; a message brings it to the top.
+    expect((await request(awake).patch(`/sessions/${middle}`).send({ network: 'on' })).status).toBe(200);
+    await inOrder([newer, middle, older], ['running', 'running', 'running']);
+    expect((await request(awake).post(`/sessions/${middle}/messages`).send({ text: 'again' })).status).toBe(200);
+    await inOrder([middle, newer, older], ['running', 'running', 'running']);
+    // Pages of one session each follow the same order.
+    const pages: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: request.Response = await request(awake).get(`/sessions?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      pages.push(...(res.body.sessions as Listed[]).map((x) => x.id));
+      cursor = res.body.nextCursor as string | null;
+    } while (cursor && !sessions.every((id) => pages.includes(id)));
+    expect(pages.filter((id) => sessions.includes(id))).toEqual([middle, newer, older]);
+    fake.reset();
+  });
+
   it('two clients waking a sleeping session at once get one run, which takes both messages', async () => {
     const p = makeProject();
     const id = await newSession(dozy, p.dir);
@@ -273,9 +325,14 @@ describe('sessions that sleep and wake', () => {
     await until('the grant has lapsed', () => (Date.now() > Date.parse(held.expiresAt) + 100 ? true : undefined));
     fake.on('route_request', chat('hi'));
     await request(awake).post(`/sessions/${other}/messages`).send({ text: 'hi' });
-    const woken = await stateOf(awake, other);
-    expect(woken.grants).toEqual([]);
-    expect((await eventsOf(awake, other)).at(-2)).toMatchObject({ type: 'grants', action: 'expired', grants: [] });
+    // (The reply comes first: the woken run reads its grants once the message that woke it is routed.)
+    expect((await stateOf(awake, other)).grants).toEqual([]);
+    const wokenEvents = await until('the lapsed grant is dropped', async () => {
+      const all = await eventsOf(awake, other);
+      return all.some((e) => e.type === 'grants' && e.action === 'expired') ? all : undefined;
+    });
+    expect(wokenEvents.filter((e) => e.type === 'grants').at(-1)).toMatchObject({ action: 'expired', grants: [] });
+    expect((await stateOf(awake, other)).grants).toEqual([]);
   });
 
   it('DELETE /sessions/:id/grants/:grantId revokes a grant, waking a sleeping session; clear errors otherwise', async () => {
@@ -307,6 +364,143 @@ describe('sessions that sleep and wake', () => {
     await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
     await t.result();
   });
+
+  /**
+   * A task that reads `file` in each of `steps` steps (one after the other), pausing for review where `review` asks:
+   * each pause holds the task still while the test changes its grants.
+   */
+  function readOutsideInSteps(file: string, steps: string[], review: { before_work?: boolean; after_step_ids?: string[] }) {
+    fake.on('route_request', task);
+    fake.on('write_plan', {
+      call: plan(
+        steps.map((id, i) => step(id, 'Read the outside file', { depends_on: i ? [steps[i - 1]] : [] })),
+        review
+      ),
+    });
+    for (const id of steps)
+      fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: id, path: file } }] });
+    fake.on('compose_answer', { content: 'read' });
+  }
+
+  it('a grant revoked while a task waits is not used by that task: its next call on the path asks again', async () => {
+    const p = makeProject();
+    const outsideFile = path.join(p.outside, 'data.txt');
+    writeFileSync(outsideFile, 'outside data');
+    const id = await newSession(awake, p.dir);
+    await grantOutsideFile(awake, id, outsideFile);
+    readOutsideInSteps(outsideFile, ['s1'], { before_work: true });
+    const sent = await request(awake).post(`/sessions/${id}/messages`).send({ text: 'read it once more' });
+    const t = await TaskDriver.attach(env, sent.body.taskId);
+    // The task started holding the grant, and waits for its review: nothing moves until the test approves.
+    await t.waitFor('review_requested');
+
+    const revoked = await request(awake).delete(`/sessions/${id}/grants/g1`);
+    expect(revoked.status).toBe(200);
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+
+    // The read is asked about again, saying why, instead of running on the revoked grant.
+    const ask = await t.waitFor('permission_requested');
+    expect(ask).toMatchObject({ path: outsideFile, op: 'read' });
+    expect(ask.reason).toMatch(/the grant for the session \(g1\) was revoked$/);
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
+    const result = await t.result();
+    expect(result.status).toBe('done');
+    const finished = await t.eventsOf('step_finished');
+    expect(finished.map((e) => e.calls?.map((c) => c.status))).toEqual([['denied']]);
+    expect((await stateOf(awake, id)).grants).toEqual([]);
+  });
+
+  it('a grant the task made, revoked during its run, is asked for again and not handed back to the session', async () => {
+    const p = makeProject();
+    const outsideFile = path.join(p.outside, 'data.txt');
+    writeFileSync(outsideFile, 'outside data');
+    const id = await newSession(awake, p.dir);
+    readOutsideInSteps(outsideFile, ['s1', 's2'], { after_step_ids: ['s1'] });
+    const sent = await request(awake).post(`/sessions/${id}/messages`).send({ text: 'read it twice' });
+    const t = await TaskDriver.attach(env, sent.body.taskId);
+    const first = await t.waitFor('permission_requested');
+    await t.handle.signal(permissionSignal, { requestId: first.requestId, decision: 'allow_session' });
+    await t.waitFor('review_requested');
+    const [grant] = await until('the session holds the grant', async () => {
+      const held = (await stateOf(awake, id)).grants;
+      return held.length ? held : undefined;
+    });
+    expect(grant).toMatchObject({ id: 'g1', path: outsideFile, op: 'read' });
+
+    expect((await request(awake).delete(`/sessions/${id}/grants/g1`)).status).toBe(200);
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+
+    const second = await t.waitFor('permission_requested', (e) => e.requestId !== first.requestId);
+    expect(second.reason).toMatch(/was revoked$/);
+    await t.handle.signal(permissionSignal, { requestId: second.requestId, decision: 'allow_once' });
+    const result = await t.result();
+    expect(result).toMatchObject({ status: 'done', newGrants: [] });
+    const idle = await until('the session is idle', async () => {
+      const st = await stateOf(awake, id);
+      return st.currentTaskId === null ? st : undefined;
+    });
+    expect(idle.grants).toEqual([]);
+  });
+
+  it('a grant that lapses while a task waits is not used by that task: its next call on the path asks again', async () => {
+    const p = makeProject();
+    const outsideFile = path.join(p.outside, 'data.txt');
+    writeFileSync(outsideFile, 'outside data');
+    const shortGrants = appWith({ grantTtl: 3000 });
+    const id = await newSession(shortGrants, p.dir);
+    await grantOutsideFile(shortGrants, id, outsideFile);
+    const [grant] = (await stateOf(shortGrants, id)).grants;
+    readOutsideInSteps(outsideFile, ['s1'], { before_work: true });
+    const sent = await request(shortGrants).post(`/sessions/${id}/messages`).send({ text: 'read it later' });
+    const t = await TaskDriver.attach(env, sent.body.taskId);
+    await t.waitFor('review_requested');
+    expect((await t.handle.query(stateQuery)).status).toBe('awaiting_review');
+
+    // The task holds the review until the grant it started with has lapsed.
+    await until('the grant has lapsed', () => (Date.now() > Date.parse(grant.expiresAt) + 100 ? true : undefined));
+    await t.handle.signal(reviewSignal, { decision: 'approve' });
+
+    const ask = await t.waitFor('permission_requested');
+    expect(ask.reason).toBe(`outside the project directory; the grant for the session lapsed at ${grant.expiresAt}`);
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
+    expect((await t.result()).status).toBe('done');
+  });
+
+  it('a session with more events than a run carries: every reader gets them all once, from its earlier runs', async () => {
+    const p = makeProject();
+    const sleepy = appWith({ idle: 3000 });
+    const id = await newSession(sleepy, p.dir);
+    // Each setting that changes is a `context` event; the session may sleep and wake on the way.
+    while ((await stateOf(sleepy, id)).lastSeq < CARRIED_EVENTS + 60) {
+      const sent = await Promise.all(
+        Array.from({ length: 20 }, (_, j) =>
+          request(sleepy)
+            .patch(`/sessions/${id}`)
+            .send({ toolAccess: j % 2 ? 'full' : 'read_only' })
+        )
+      );
+      expect(sent.map((r) => r.status)).toEqual(sent.map(() => 200));
+    }
+    // Once more, woken from sleep: the run it wakes into is handed only the newest events.
+    await asleep(id);
+    expect((await request(sleepy).patch(`/sessions/${id}`).send({ network: 'on' })).status).toBe(200);
+    await asleep(id);
+    const state = await stateOf(awake, id);
+    expect(state.earlierRuns.length).toBeGreaterThanOrEqual(1);
+    // The run it went to sleep in holds only the newest events.
+    const latest = await handleOf(id).query(eventsQuery, { after: 0 });
+    expect(latest[0].seq).toBeGreaterThan(1);
+
+    // A reader from the start (an API with nothing in memory) gets every event once; so does one resuming early.
+    const fresh = appWith({});
+    const all = (await request(fresh).get(`/sessions/${id}/events?after=0`)).body.events as KleaEvent[];
+    expect(all.map((e) => e.seq)).toEqual(Array.from({ length: state.lastSeq }, (_, i) => i + 1));
+    expect(all.slice(-latest.length)).toEqual(latest);
+    const resumed = (await request(appWith({})).get(`/sessions/${id}/events?after=10`)).body.events as KleaEvent[];
+    expect(resumed).toEqual(all.slice(10));
+    // Still asleep: reading woke nothing.
+    expect((await handleOf(id).describe()).status.name).toBe('COMPLETED');
+  }, 120_000);
 
   it('a session or task past the namespace retention answers 410 with why; an unknown one 404', async () => {
     const p = makeProject();

@@ -17,6 +17,8 @@ class FakeRun {
   status = 'RUNNING';
   describes = 0;
   queries = 0;
+  /** The arguments of each `events` query. */
+  asked: Array<{ after: number; before?: number }> = [];
 
   emit(type: string, extra: Record<string, unknown> = {}) {
     this.historyLength += 3; // scheduled, started, completed
@@ -34,9 +36,10 @@ class FakeRun {
         this.describes++;
         return { runId: this.runId, historyLength: this.historyLength, status: { name: this.status } };
       },
-      query: async (_t: unknown, _q: unknown, args: { after: number }) => {
+      query: async (_t: unknown, _q: unknown, args: { after: number; before?: number }) => {
         this.queries++;
-        return this.log.filter((e) => e.seq > args.after);
+        this.asked.push(args);
+        return this.log.filter((e) => e.seq > args.after && (args.before === undefined || e.seq < args.before));
       },
     } as unknown as TemporalCalls;
   }
@@ -225,6 +228,85 @@ describe('event feed', () => {
     // Assert: two refreshes for three callers, and the second saw the plan
     expect(run.describes).toBe(2);
     expect(feed.since(0).map((e) => e.type)).toEqual(['context', 'plan']);
+  });
+
+  it('a run is read whole by its first query, whichever reader comes first; later readers cost nothing more', async () => {
+    // Arrange
+    const run = new FakeRun();
+    for (let i = 0; i < 10; i++) run.emit('step_started');
+    const { feed } = setUp(run);
+    // Act: a client reconnects with Last-Event-ID 7, then others ask from 3 and from the start
+    await feed.cover(7);
+    const resumed = feed.since(7).map((e) => e.seq);
+    await feed.cover(3);
+    await feed.cover(0);
+    // Assert
+    expect(resumed).toEqual([8, 9, 10]);
+    expect(run.asked).toEqual([{ after: 0 }]);
+    expect(feed.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it('readers asking for older events at once each get them once: the feed holds no event twice', async () => {
+    // Arrange: the latest run holds 8 to 10; the earlier runs hold the rest
+    const run = new FakeRun();
+    for (let i = 0; i < 10; i++) run.emit('step_started');
+    const older = run.log.slice(0, 7);
+    run.log = run.log.slice(7);
+    const feeds = new EventFeeds(run.calls(), SCHEDULE);
+    const earlierAsked: Array<[number, number]> = [];
+    const feed = feeds.feed({
+      target,
+      eventsQuery,
+      endsWithStatus: true,
+      earlier: async (after, before) => {
+        earlierAsked.push([after, before]);
+        await Promise.resolve();
+        return older.filter((e) => e.seq > after && e.seq < before);
+      },
+    });
+    await feed.cover(8);
+    // Act
+    await Promise.all([feed.cover(2), feed.cover(0), feed.cover(5)]);
+    run.log.push({ seq: 11, at: new Date(0).toISOString(), type: 'answer' } as KleaEvent);
+    run.historyLength += 3;
+    await feed.cover(0);
+    // Assert
+    expect(feed.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(earlierAsked).toEqual([
+      [2, 8],
+      [0, 3],
+    ]);
+  });
+
+  it("events older than the latest run holds are read from the earlier runs, only as far back as they're asked", async () => {
+    // Arrange: the latest run holds 6 to 10 (the tail it was handed, and its own); an earlier run holds 1 to 5
+    const run = new FakeRun();
+    for (let i = 0; i < 10; i++) run.emit('step_started');
+    const older = run.log.slice(0, 5);
+    run.log = run.log.slice(5);
+    const earlierAsked: Array<[number, number]> = [];
+    const feeds = new EventFeeds(run.calls(), SCHEDULE);
+    const feed = feeds.feed({
+      target,
+      eventsQuery,
+      endsWithStatus: true,
+      earlier: async (after, before) => {
+        earlierAsked.push([after, before]);
+        return older.filter((e) => e.seq > after && e.seq < before);
+      },
+    });
+    // Act
+    await feed.cover(7);
+    const fromSeven = earlierAsked.length;
+    await feed.cover(2);
+    await feed.cover(0);
+    // Assert
+    expect(fromSeven).toBe(0);
+    expect(earlierAsked).toEqual([
+      [2, 6],
+      [0, 3],
+    ]);
+    expect(feed.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 
   it('keeps at most its size of feeds, never dropping one a stream watches', async () => {

@@ -10,7 +10,7 @@ const later = (ms: number) => new Date(NOW.getTime() + ms);
 const DAY = 86_400_000;
 
 function busySession(): Session {
-  const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }));
+  const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }), NOW, 'r1');
   session.memory.add({ role: 'user', text: 'hello' }, { role: 'assistant', text: 'hi' });
   session.addGrants([{ path: '/notes', op: 'read' }], NOW);
   session.contextFile = 'AGENTS.md';
@@ -28,7 +28,11 @@ describe('session state', () => {
 
     const next = new Session(input({ carry }));
 
-    expect(next.snapshot().state).toEqual(state);
+    // One run later: the run before is named, with the events it holds.
+    expect(next.snapshot().state).toEqual({
+      ...state,
+      earlierRuns: [{ runId: 'r1', firstSeq: 1, lastSeq: 1 }],
+    });
     expect(next.log.after(0)).toEqual(session.log.after(0));
     expect(next.runs).toBe(2);
     expect(next.queue.nextTaskId()).toBe('task-s-2');
@@ -82,7 +86,10 @@ describe('session state', () => {
     session.addGrants([{ path: '/notes', op: 'read' }], NOW);
     const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
 
-    expect(session.taskInput(item, later(59_999)).grants).toEqual([{ path: '/notes', op: 'read' }]);
+    expect(session.taskInput(item, later(59_999))).toMatchObject({
+      grants: [{ id: 'g1', path: '/notes', op: 'read', expiresAt: later(60_000).toISOString() }],
+      grantTtlMs: 60_000,
+    });
     expect(session.taskInput(item, later(60_000)).grants).toEqual([]);
     expect(session.dropExpiredGrants(later(59_999))).toEqual([]);
     expect(session.dropExpiredGrants(later(60_000)).map((g) => g.id)).toEqual(['g1']);
@@ -117,6 +124,50 @@ describe('session state', () => {
     expect(next.grants.map((g) => g.id)).toEqual(['g2', 'g3']);
   });
 
+  it("a grant revoked while a task ran is not taken back from that task's result", () => {
+    const session = new Session(input());
+    session.currentTaskId = 'task-s-1';
+    session.addGrants([{ path: '/a', op: 'read' }], NOW);
+
+    session.revokeGrant('g1');
+    const added = session.takeTaskGrants(
+      [
+        { path: '/a', op: 'read' },
+        { path: '/b', op: 'read' },
+      ],
+      NOW
+    );
+
+    expect(added.map((g) => g.path)).toEqual(['/b']);
+    expect(session.takeTaskGrants([{ path: '/a', op: 'read' }], NOW).map((g) => g.path)).toEqual(['/a']);
+  });
+
+  it('its last activity starts with the session, moves with what it takes, and stays through sleep and wake', () => {
+    const session = new Session(input(), NOW);
+    expect(session.lastActivityAt).toBe(NOW.toISOString());
+
+    session.touch(later(5000));
+    const slept = session.sleep(later(60_000));
+
+    expect(slept.carry.lastActivityAt).toBe(later(5000).toISOString());
+    expect(new Session(input({ carry: slept.carry }), later(90_000)).lastActivityAt).toBe(later(5000).toISOString());
+  });
+
+  it('a woken run shows the grants its input names until it has read its own, and hands none of them on', () => {
+    const slept = new Session(input());
+    slept.addGrants([{ path: '/a', op: 'read' }], new Date());
+    const { carry } = slept.snapshot();
+    const woken = new Session(input({ carry: { ...carry, grants: [] } }));
+    const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
+
+    woken.awaitGrants(carry.grants);
+
+    expect(woken.snapshot().state.grants).toEqual(carry.grants);
+    expect(woken.taskInput(item, new Date()).grants).toEqual([]);
+    woken.restoreGrants([], 1);
+    expect(woken.snapshot().state.grants).toEqual([]);
+  });
+
   it('a session that goes to sleep returns everything it carries, and its state says sleeping', () => {
     const session = busySession();
 
@@ -133,6 +184,7 @@ describe('session state', () => {
     expect(new Session(input({ carry: slept.carry })).snapshot().state).toEqual({
       ...session.snapshot().state,
       status: 'running',
+      earlierRuns: [{ runId: 'r1', firstSeq: 1, lastSeq: 1 }],
     });
   });
 
@@ -154,7 +206,7 @@ describe('session state', () => {
       mode: 'general',
       toolAccess: 'full',
       route: false,
-      grants: [{ path: '/notes', op: 'read' }],
+      grants: [{ id: 'g1', path: '/notes', op: 'read', expiresAt: later(DAY).toISOString() }],
       recentTurns: [
         { role: 'user', text: 'hello' },
         { role: 'assistant', text: 'hi' },

@@ -43,6 +43,8 @@ const outside = {
   reason: 'outside',
 };
 
+const NOW = new Date('2026-12-01T10:00:00Z');
+
 describe('a task carried over to its next run', () => {
   it("the plan's progress goes on where it was: results, attempts, failures, checkpoints held, replans used", () => {
     const before = new PlanProgress();
@@ -86,12 +88,13 @@ describe('a task carried over to its next run', () => {
     const asked = gate.request(call, outside);
     expect(() => gate.carry()).toThrow(/waiting/);
     gate.accept({ requestId: asked.requestId, decision: 'allow_session' });
-    gate.close(asked);
+    gate.close(asked, NOW);
     const carried = gate.carry();
 
-    const next = new PermissionGate('task-s-1-1', carried.grants, carried);
+    const next = new PermissionGate('task-s-1-1', carried.grants, 60_000, carried);
 
-    expect(next.covers('/x', 'read')).toBe(true);
+    expect(next.covers('/x', 'read', NOW)).toBe(true);
+    expect(next.covers('/x', 'read', new Date(NOW.getTime() + 86_400_000))).toBe(false);
     expect(next.newGrants).toEqual([{ path: '/x', op: 'read' }]);
     expect(next.problem({ requestId: asked.requestId, decision: 'allow_session' })).toBeNull();
     expect(next.request(call, outside).requestId).not.toBe(asked.requestId);

@@ -21,6 +21,9 @@ const outside = (real: string, op: GuardedPath['op'] = 'read'): GatedPath => ({
   reason: 'outside the project directory',
 });
 
+const NOW = new Date('2026-12-01T10:00:00Z');
+const later = (ms: number) => new Date(NOW.getTime() + ms);
+
 describe('permission gate', () => {
   it('a request is numbered within its task and is listed as pending', () => {
     const gate = new PermissionGate('task-s-1', []);
@@ -37,7 +40,7 @@ describe('permission gate', () => {
     const r = gate.request(call, outside('/notes/a.txt', 'write'));
 
     gate.accept({ requestId: r.requestId, decision: 'allow_session' });
-    const decided = gate.isAnswered(r) ? gate.close(r) : null;
+    const decided = gate.isAnswered(r, NOW) ? gate.close(r, NOW) : null;
 
     expect(decided).toEqual({
       decision: 'allow_session',
@@ -45,7 +48,7 @@ describe('permission gate', () => {
       grant: { path: '/notes/a.txt', op: 'write' },
     });
     expect(gate.newGrants).toEqual([{ path: '/notes/a.txt', op: 'write' }]);
-    expect(gate.covers('/notes/a.txt', 'read')).toBe(true);
+    expect(gate.covers('/notes/a.txt', 'read', NOW)).toBe(true);
     expect(gate.pending).toBeNull();
   });
 
@@ -57,9 +60,9 @@ describe('permission gate', () => {
     gate.accept({ requestId: once.requestId, decision: 'allow_once' });
     gate.accept({ requestId: denied.requestId, decision: 'deny' });
 
-    expect(gate.close(once)).toEqual({ decision: 'allow_once', automatic: false, grant: null });
-    expect(gate.close(denied)).toEqual({ decision: 'deny', automatic: false, grant: null });
-    expect(gate.covers('/notes/a.txt', 'read')).toBe(false);
+    expect(gate.close(once, NOW)).toEqual({ decision: 'allow_once', automatic: false, grant: null });
+    expect(gate.close(denied, NOW)).toEqual({ decision: 'deny', automatic: false, grant: null });
+    expect(gate.covers('/notes/a.txt', 'read', NOW)).toBe(false);
     expect(gate.newGrants).toEqual([]);
   });
 
@@ -68,10 +71,10 @@ describe('permission gate', () => {
     const first = gate.request(call, outside('/notes/a.txt'));
     const second = gate.request(call, outside('/notes/a.txt'));
     gate.accept({ requestId: first.requestId, decision: 'allow_session' });
-    gate.close(first);
+    gate.close(first, NOW);
 
-    const answered = gate.isAnswered(second);
-    const decided = gate.close(second);
+    const answered = gate.isAnswered(second, NOW);
+    const decided = gate.close(second, NOW);
 
     expect(answered).toBe(true);
     expect(decided).toEqual({ decision: 'allow_session', automatic: true, grant: null });
@@ -81,8 +84,8 @@ describe('permission gate', () => {
   it('grants the session already held cover their paths from the start', () => {
     const gate = new PermissionGate('t', [{ path: '/notes', op: 'execute' }]);
 
-    expect(gate.covers('/notes', 'read')).toBe(true);
-    expect(gate.covers('/notes', 'write')).toBe(false);
+    expect(gate.covers('/notes', 'read', NOW)).toBe(true);
+    expect(gate.covers('/notes', 'write', NOW)).toBe(false);
     expect(gate.newGrants).toEqual([]);
   });
 
@@ -93,7 +96,7 @@ describe('permission gate', () => {
 
     const beforeApplied = gate.problem({ requestId: r.requestId, decision: 'allow_once' });
     gate.accept({ requestId: r.requestId, decision: 'allow_once' });
-    const decided = gate.close(r);
+    const decided = gate.close(r, NOW);
     const afterApplied = gate.problem({ requestId: r.requestId, decision: 'allow_once' });
 
     expect(beforeApplied).toBe(`permission request ${r.requestId} has already been decided`);
@@ -105,14 +108,14 @@ describe('permission gate', () => {
     const gate = new PermissionGate('t', []);
     const r = gate.request(call, outside('/notes/a.txt'));
     gate.accept({ requestId: r.requestId, decision: 'allow_once' });
-    gate.close(r);
+    gate.close(r, NOW);
 
     const problem = gate.problem({ requestId: r.requestId, decision: 'allow_once' });
     gate.accept({ requestId: r.requestId, decision: 'allow_once' });
 
     expect(problem).toBeNull();
     expect(gate.pending).toBeNull();
-    expect(gate.isAnswered(r)).toBe(false);
+    expect(gate.isAnswered(r, NOW)).toBe(false);
   });
 
   it('a decision for a request that does not exist is refused', () => {
@@ -128,7 +131,7 @@ describe('permission gate', () => {
     gate.accept({ requestId: r.requestId, decision: 'allow_forever' });
     gate.accept({ requestId: r.requestId });
 
-    expect(gate.isAnswered(r)).toBe(false);
+    expect(gate.isAnswered(r, NOW)).toBe(false);
   });
 
   it('cancelling the task withdraws the waiting requests', () => {
@@ -138,5 +141,61 @@ describe('permission gate', () => {
     gate.withdraw();
 
     expect(gate.pending).toBeNull();
+  });
+
+  it('a grant made in the task lapses after the session grant TTL, by the clock it is asked with', () => {
+    const gate = new PermissionGate('t', [], 60_000);
+    const r = gate.request(call, outside('/notes/a.txt'));
+    gate.accept({ requestId: r.requestId, decision: 'allow_session' });
+    gate.close(r, NOW);
+
+    expect(gate.covers('/notes/a.txt', 'read', later(59_999))).toBe(true);
+    expect(gate.covers('/notes/a.txt', 'read', later(60_000))).toBe(false);
+    expect(gate.granted(later(60_000))).toEqual([]);
+  });
+
+  it("the session's grants hold until their expiry; a lapsed one covers nothing and a new request says why", () => {
+    const expiresAt = later(1000).toISOString();
+    const gate = new PermissionGate('t', [{ id: 'g1', path: '/notes/a.txt', op: 'write', expiresAt }]);
+
+    expect(gate.covers('/notes/a.txt', 'read', NOW)).toBe(true);
+    expect(gate.granted(NOW)).toEqual([{ path: '/notes/a.txt', op: 'write' }]);
+    expect(gate.dropLapsed(later(1000))).toEqual([{ id: 'g1', path: '/notes/a.txt', op: 'write', expiresAt }]);
+    expect(gate.covers('/notes/a.txt', 'read', NOW)).toBe(false);
+    expect(gate.request(call, outside('/notes/a.txt')).reason).toBe(
+      `outside the project directory; the grant for the session lapsed at ${expiresAt}`
+    );
+  });
+
+  it('a waiting request is not answered by a grant that has lapsed', () => {
+    const gate = new PermissionGate('t', [{ path: '/notes/a.txt', op: 'read', expiresAt: later(1000).toISOString() }]);
+    const r = gate.request(call, outside('/notes/a.txt'));
+
+    expect(gate.isAnswered(r, NOW)).toBe(true);
+    expect(gate.isAnswered(r, later(1000))).toBe(false);
+  });
+
+  it('a revoked grant covers nothing, by id or (made in this task) by path, and is not handed to the session', () => {
+    const gate = new PermissionGate('t', [{ id: 'g1', path: '/notes/a.txt', op: 'read', expiresAt: later(9e6).toISOString() }]);
+    const r = gate.request(call, outside('/notes/b.txt'));
+    gate.accept({ requestId: r.requestId, decision: 'allow_session' });
+    gate.close(r, NOW);
+
+    gate.revoke({ grantId: 'g1', path: '/notes/a.txt', op: 'read' });
+    gate.revoke({ grantId: 'g2', path: '/notes/b.txt', op: 'read' });
+
+    expect(gate.covers('/notes/a.txt', 'read', NOW)).toBe(false);
+    expect(gate.covers('/notes/b.txt', 'read', NOW)).toBe(false);
+    expect(gate.newGrants).toEqual([]);
+    expect(gate.carry().grants).toEqual([]);
+    expect(gate.request(call, outside('/notes/b.txt')).reason).toBe(
+      'outside the project directory; the grant for the session (g2) was revoked'
+    );
+  });
+
+  it('grants written before grants lapsed (no expiry) hold for the task', () => {
+    const gate = new PermissionGate('t', [{ path: '/notes', op: 'read' }]);
+
+    expect(gate.covers('/notes', 'read', later(10 * 365 * 86_400_000))).toBe(true);
   });
 });

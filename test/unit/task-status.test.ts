@@ -75,6 +75,7 @@ describe('task status', () => {
       review: 'plan',
       route: false,
       grants: [],
+      grantTtlMs: 86_400_000,
       summary: '',
       recentTurns: [],
       maxTokens: null,

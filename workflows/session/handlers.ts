@@ -1,9 +1,16 @@
 /**
  * The session's message handlers (workflow code): queries `state` and `events`; signals `settings` and `grant`
- * (from a child task); updates `submit` (a message or a slash command) and `startTask` (POST /tasks). Each reads or
+ * (from a child task); updates `submit` (a message or a slash command), `startTask` (POST /tasks) and `revokeGrant`
+ * (which tells the running task too). Each reads or
  * changes the `Session`; the main loop takes the queued messages in order.
  */
-import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  setHandler,
+} from '@temporalio/workflow';
 import {
   RevokeGrantRequestSchema,
   SettingsSchema,
@@ -13,7 +20,8 @@ import {
   type SubmitRequest,
   type SubmitResult,
 } from '../../common/session';
-import { GrantSchema, TaskResultSchema } from '../../common/task';
+import { GrantSchema, TaskResultSchema, type HeldGrant } from '../../common/task';
+import { grantRevokedSignal } from '../task/messages';
 import { modelNodes } from '../shared/activities';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import { rememberTrace } from '../shared/trace-context';
@@ -38,7 +46,7 @@ export function setSessionHandlers(session: Session): void {
   const emitContext = () => log.emit(session.contextEvent());
 
   setHandler(stateQuery, () => session.snapshot().state);
-  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
+  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0, args?.before));
 
   setHandler(settingsSignal, (raw: unknown) => {
     // Signals come from the Temporal CLI too: a bad value is reported and never stored.
@@ -91,6 +99,27 @@ export function setSessionHandlers(session: Session): void {
     );
   };
 
+  /**
+   * Security: a task copies the session's grants when it starts, so the one running now is told of a revocation
+   * before the update answers (the signal is in the task's history by then: it stops using the grant at its next
+   * permission check). A task that has ended meanwhile uses no grant any more.
+   */
+  async function tellRunningTask(revoked: HeldGrant): Promise<void> {
+    const taskId = session.currentTaskId;
+    if (!taskId) return;
+    await condition(() => queue.hasStarted(taskId) || session.currentTaskId !== taskId);
+    if (session.currentTaskId !== taskId) return;
+    try {
+      await getExternalWorkflowHandle(taskId).signal(grantRevokedSignal, {
+        grantId: revoked.id,
+        path: revoked.path,
+        op: revoked.op,
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+    }
+  }
+
   setHandler(
     revokeGrantUpdate,
     async (request) => {
@@ -99,6 +128,7 @@ export function setSessionHandlers(session: Session): void {
       const revoked = session.revokeGrant(request.grantId);
       if (!revoked) throw noSuchGrant(request.grantId);
       log.emit(session.grantsEvent('revoked', [revoked]));
+      await tellRunningTask(revoked);
       return { revoked };
     },
     {

@@ -115,7 +115,7 @@ export class MessageRunner {
       result = unstartedTask(taskId, failureMessage(err));
     }
     // The session usually has them already: the task tells it of each grant as it is made.
-    const added = session.addGrants(result.newGrants, new Date());
+    const added = session.takeTaskGrants(result.newGrants, new Date());
     if (added.length) log.emit(session.grantsEvent('granted', added));
     if (result.usage) session.charge(result.usage);
     session.memory.add({ role: 'assistant', text: taskReply(result) });
@@ -127,6 +127,7 @@ export class MessageRunner {
       detail: result.error ?? `task ${taskId} ${result.status}`,
     });
     session.currentTaskId = null;
+    session.touch(new Date());
   }
 
   private async runCommand(item: QueuedMessage): Promise<SubmitResult> {

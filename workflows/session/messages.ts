@@ -26,4 +26,5 @@ export const taskRewindingSignal = defineSignal<[{ taskId: string }]>('taskRewin
 /** Revokes a grant the session holds (DELETE /sessions/:id/grants/:grantId); an unknown id is refused. */
 export const revokeGrantUpdate = defineUpdate<{ revoked: HeldGrant }, [RevokeGrantRequest]>('revokeGrant');
 export const stateQuery = defineQuery<SessionState>('state');
-export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number }?]>('events');
+/** The events with seq after `after` (and, when given, before `before`): a reader asks for what it lacks. */
+export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number; before?: number }?]>('events');

@@ -17,7 +17,7 @@ import {
 } from '../../common/session';
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
-import type { HeldGrant, SessionGrant, TaskInput, TaskResult } from '../../common/task';
+import type { HeldGrant, SessionGrant, TaskGrant, TaskInput, TaskResult, TaskRunLink } from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
@@ -31,6 +31,8 @@ export type ParsedSessionInput = z.output<typeof SessionInputSchema>;
 export const CARRIED_EVENTS = 500;
 /** Task ids carried into the next run (the newest). */
 export const CARRIED_TASKS = 1000;
+/** Earlier runs named in the carry (the newest; older ones are past any namespace's retention by then). */
+export const CARRIED_RUN_LINKS = 1000;
 
 export class Session {
   mode: Mode;
@@ -40,8 +42,12 @@ export class Session {
   /** Grants made for the session, each with its id and expiry (grants.ts keeps the rules). */
   grants: HeldGrant[];
   private grantCounter: number;
+  /** Grants revoked while the current task ran: its result may still list them, if it ended before it heard. */
+  private revokedMidTask: SessionGrant[] = [];
   /** False while a woken run reads its grants from the run that slept. */
   grantsKnown = true;
+  /** Meanwhile, the grants its input says it slept with: shown in its state (those not lapsed), never used. */
+  private unreadGrants: HeldGrant[] = [];
   /** Set once the run has gone to sleep: the `state` query of the closed run says so. */
   sleeping = false;
   readonly memory: SessionMemory;
@@ -68,9 +74,27 @@ export class Session {
   readonly log: EventLog;
   /** Messages taken in this run (memory children are named by it; the count also bounds the run). */
   processed = 0;
+  /**
+   * When the session was last active (ISO): a message or command taken, a task started or ended. Going to sleep and
+   * waking keep it: the inbox orders sessions by it (`KleaLastActivity`).
+   */
+  lastActivityAt: string;
 
-  constructor(readonly input: ParsedSessionInput) {
+  /** The session's earlier runs, oldest first (the events each holds). */
+  readonly earlierRuns: readonly TaskRunLink[];
+
+  /**
+   * @param startedAt when this run started: a new session's first activity (a carry brings its own).
+   * @param runId this run's id, which the next run names among its earlier runs.
+   */
+  constructor(
+    readonly input: ParsedSessionInput,
+    startedAt: Date = new Date(),
+    private readonly runId = ''
+  ) {
     const carry = input.carry;
+    this.earlierRuns = carry?.earlierRuns ?? [];
+    this.lastActivityAt = carry?.lastActivityAt ?? startedAt.toISOString();
     this.log = new EventLog((carry?.recentEvents ?? []) as KleaEvent[], carry?.lastSeq ?? 0);
     this.mode = carry?.mode ?? input.mode;
     this.toolAccess = carry?.toolAccess ?? input.toolAccess;
@@ -90,6 +114,11 @@ export class Session {
   /** A task is running or messages wait: a new message is queued behind them. */
   get busy(): boolean {
     return this.queue.length > 0 || this.currentTaskId !== null;
+  }
+
+  /** Something happened in the session at `now` (a message or command taken, a task started or ended). */
+  touch(now: Date): void {
+    this.lastActivityAt = now.toISOString();
   }
 
   /** Adds one model call (routing, a summary, /init) or a finished task's totals to the ledger. */
@@ -139,8 +168,18 @@ export class Session {
     return added;
   }
 
+  /**
+   * A woken run: its grants are read from the run that slept before anything uses them; until then its state shows
+   * those its input names (what the client read of that run), and no task or check uses any.
+   */
+  awaitGrants(shown: readonly HeldGrant[]): void {
+    this.grantsKnown = false;
+    this.unreadGrants = [...shown];
+  }
+
   /** The grants read from the run this one woke from (the input's own are never taken). */
   restoreGrants(grants: readonly HeldGrant[], counter: number): void {
+    this.unreadGrants = [];
     this.grants = [...grants];
     this.grantCounter = Math.max(this.grantCounter, counter);
     this.grantsKnown = true;
@@ -157,12 +196,29 @@ export class Session {
   revokeGrant(id: string): HeldGrant | undefined {
     const grant = this.grants.find((g) => g.id === id);
     if (grant) this.grants = this.grants.filter((g) => g !== grant);
+    if (grant && this.currentTaskId) this.revokedMidTask.push({ path: grant.path, op: grant.op });
     return grant;
   }
 
-  /** The grants that hold at `now`, as a task takes them. */
-  liveGrants(now: Date): SessionGrant[] {
-    return this.grants.filter((g) => isLive(g, now)).map(({ path, op }) => ({ path, op }));
+  /**
+   * The grants a task that ended made for the session (the session usually has them already: the task tells it of
+   * each as it is made), except those the user revoked while it ran. Returns the grants added.
+   */
+  takeTaskGrants(made: readonly SessionGrant[], now: Date): HeldGrant[] {
+    const revoked = this.revokedMidTask;
+    this.revokedMidTask = [];
+    return this.addGrants(
+      made.filter((g) => !revoked.some((r) => r.path === g.path && r.op === g.op)),
+      now
+    );
+  }
+
+  /**
+   * The grants that hold at `now`, as a task takes them: with their id and expiry, so the task stops using one the
+   * moment it lapses or is revoked.
+   */
+  liveGrants(now: Date): TaskGrant[] {
+    return this.grants.filter((g) => isLive(g, now)).map(({ id, path, op, expiresAt }) => ({ id, path, op, expiresAt }));
   }
 
   /** The `grants` event after a change: what changed, and every grant the session holds now. */
@@ -203,6 +259,7 @@ export class Session {
       route: false,
       // Security: a lapsed grant is never handed on, even before the session drops it.
       grants: this.liveGrants(now),
+      grantTtlMs: this.input.grantTtlMs,
       summary: this.memory.summary,
       recentTurns: this.memory.recent(),
       maxTokens: this.input.maxTokensPerTask,
@@ -251,7 +308,7 @@ export class Session {
         network: this.network,
         review: this.review,
         status: this.sleeping ? 'sleeping' : 'running',
-        grants: this.grants,
+        grants: this.grantsKnown ? this.grants : this.unreadGrants.filter((g) => isLive(g, new Date())),
         memory: { summary, turns, summarisedChars, settings },
         projectContextFile: this.contextFile,
         currentTaskId: this.currentTaskId,
@@ -260,6 +317,7 @@ export class Session {
         commands: COMMANDS,
         usage: this.usage,
         lastSeq: log.lastSeq,
+        earlierRuns: [...this.earlierRuns],
       },
       carry: {
         mode: this.mode,
@@ -281,6 +339,11 @@ export class Session {
         ...(this.sandbox ? { sandbox: this.sandbox } : {}),
         usage: this.usage,
         runs: this.runs,
+        lastActivityAt: this.lastActivityAt,
+        earlierRuns: [
+          ...this.earlierRuns,
+          { runId: this.runId, firstSeq: log.firstSeq, lastSeq: log.lastSeq },
+        ].slice(-CARRIED_RUN_LINKS),
       },
     };
   }

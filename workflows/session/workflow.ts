@@ -47,7 +47,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
   const forgedGrants = !continued && !wakeFrom && (parsed.carry?.grants.length ?? 0) > 0;
   const input =
     (forgedGrants || wakeFrom) && parsed.carry ? { ...parsed, carry: { ...parsed.carry, grants: [] } } : parsed;
-  const session = new Session(input);
+  const session = new Session(input, workflowInfo().runStartTime, workflowInfo().runId);
   const { queue, memory, log } = session;
   if (forgedGrants)
     log.emit({
@@ -55,7 +55,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
       code: Failure.GrantsIgnored,
       message: 'the grants in the input were ignored: a session takes grants over only from its own earlier run',
     });
-  if (wakeFrom) session.grantsKnown = false;
+  if (wakeFrom) session.awaitGrants(parsed.carry?.grants ?? []);
   const runner = new MessageRunner(session);
   setSessionHandlers(session);
 
@@ -73,6 +73,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
     log.emit(session.contextEvent());
   }
   if (wakeFrom) {
+    // The message that woke the session is routed first: a chat reply needs no grant, and an activity ending
+    // beside the routing would hold the reply behind a workflow task of its own. Whatever uses grants (a task's
+    // start, a revocation) waits until they are read.
+    await condition(() => !queue.routing());
     const slept = await sessionRuns.sleptSessionGrants.executeWithOptions(
       { summary: 'wake: the grants it slept with' },
       [{ workflowId: workflowInfo().workflowId, runId: wakeFrom }]
@@ -111,6 +115,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
       continue; // not reached: continue-as-new ends this run
     }
     dropLapsedGrants();
+    session.touch(new Date());
     await runner.take(item);
     queue.shift();
     session.processed++;

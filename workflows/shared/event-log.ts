@@ -32,9 +32,9 @@ export class EventLog {
     if (seq > this.seq) this.seq = seq;
   }
 
-  /** Events with seq greater than `after`, oldest first. */
-  after(after = 0): KleaEvent[] {
-    return this.events.filter((e) => e.seq > after);
+  /** Events with seq greater than `after` (and less than `before`, when given), oldest first. */
+  after(after = 0, before?: number): KleaEvent[] {
+    return this.events.filter((e) => e.seq > after && (before === undefined || e.seq < before));
   }
 
   /** The seq of the oldest event held (one past the last when none is held). */

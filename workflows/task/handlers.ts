@@ -1,18 +1,26 @@
 /**
  * The task's message handlers (workflow code): the `state` and `events` queries, the decision signals and their
- * same-named updates (`review`, `clarify`, `permission`), and the `cancel` signal. Each one reads or changes the
- * `TaskRun`; a cancel also cancels the scope the task's work runs in. `rewound` comes from a rewind's reset.
+ * same-named updates (`review`, `clarify`, `permission`), the `cancel` signal, and the session's `grantRevoked`.
+ * Each one reads or changes the `TaskRun`; a cancel also cancels the scope the task's work runs in. `rewound` comes
+ * from a rewind, and `klea:reset` from the run's own reset (shared/reset-notice.ts).
  */
 import { type CancellationScope, defineSignal, setHandler } from '@temporalio/workflow';
 import { RESET_NOTICE_SIGNAL } from '../shared/reset-notice';
 import { RewoundSignalSchema } from '../../common/rewind';
-import { CancelSchema, ClarifySchema, PermissionDecisionSchema, ReviewDecisionSchema } from '../../common/task';
+import {
+  CancelSchema,
+  ClarifySchema,
+  GrantRevokedSchema,
+  PermissionDecisionSchema,
+  ReviewDecisionSchema,
+} from '../../common/task';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import {
   cancelSignal,
   clarifySignal,
   clarifyUpdate,
   eventsQuery,
+  grantRevokedSignal,
   permissionSignal,
   permissionUpdate,
   reviewSignal,
@@ -26,7 +34,7 @@ import type { TaskRun } from './task-run';
 export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
   const { reviews, questions, permissions, log } = task;
   setHandler(stateQuery, () => task.snapshot());
-  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0));
+  setHandler(eventsQuery, (args) => log.after(args?.after ?? 0, args?.before));
   setDecisionHandlers(reviewSignal, reviewUpdate, {
     accept: (raw) => reviews.accept(raw),
     refusal: (raw) => reviews.refusal(parseOrThrow(ReviewDecisionSchema, 'invalid review decision', raw, 'decision')),
@@ -50,6 +58,13 @@ export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
     if (task.rewound(p.value)) work.cancel();
   });
   setHandler(defineSignal(RESET_NOTICE_SIGNAL), () => task.noticeReset());
+  setHandler(grantRevokedSignal, (raw: unknown) => {
+    // Security: from the next permission check on, the revoked grant covers nothing (a call already running keeps
+    // what it was started with).
+    const p = parseSignal(GrantRevokedSchema, raw, 'grantRevoked');
+    if (p.ok) permissions.revoke(p.value);
+    else task.ignoredSignal('grantRevoked', p.problem);
+  });
   setHandler(cancelSignal, (raw: unknown) => {
     // From the Temporal CLI a bare string is a natural way to give the reason; anything else malformed still
     // cancels (that is what the sender asked for) and says the reason was not used.

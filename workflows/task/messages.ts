@@ -8,14 +8,23 @@ import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, setHandler } from '@temporalio/workflow';
 import type { KleaEvent } from '../../common/events';
 import type { RewoundSignal } from '../../common/rewind';
-import type { CancelRequest, ClarifyAnswers, PermissionDecision, ReviewDecision, TaskState } from '../../common/task';
+import type {
+  CancelRequest,
+  ClarifyAnswers,
+  GrantRevoked,
+  PermissionDecision,
+  ReviewDecision,
+  TaskState,
+} from '../../common/task';
 
 export const reviewSignal = defineSignal<[ReviewDecision]>('review');
 export const clarifySignal = defineSignal<[ClarifyAnswers]>('clarify');
 export const permissionSignal = defineSignal<[PermissionDecision]>('permission');
 export const cancelSignal = defineSignal<[CancelRequest?]>('cancel');
-/** Sent by a rewind's reset (a post-reset operation) to the run it makes: never by a client. */
+/** Sent by a rewind to the run its reset made: never by a client. */
 export const rewoundSignal = defineSignal<[RewoundSignal]>('rewound');
+/** From the task's session: the user revoked a grant for the session, so the task stops using it at once. */
+export const grantRevokedSignal = defineSignal<[GrantRevoked]>('grantRevoked');
 
 export interface DecisionAck {
   accepted: true;
@@ -25,7 +34,8 @@ export const clarifyUpdate = defineUpdate<DecisionAck, [ClarifyAnswers]>('clarif
 export const permissionUpdate = defineUpdate<DecisionAck, [PermissionDecision]>('permission');
 
 export const stateQuery = defineQuery<TaskState>('state');
-export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number }?]>('events');
+/** The events with seq after `after` (and, when given, before `before`): a reader asks for what it lacks. */
+export const eventsQuery = defineQuery<KleaEvent[], [{ after?: number; before?: number }?]>('events');
 
 export interface DecisionHandlers {
   /** Takes the payload if it can be taken (it may be malformed: signals are not validated); never throws. */

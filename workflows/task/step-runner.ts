@@ -221,25 +221,17 @@ export class StepRunner {
     const { input, permissions, meter } = this.task;
     // Only calls on files an earlier call touches wait (each promise costs the run a captured stack trace).
     if (waitFor.length) await Promise.all(waitFor);
-    const grants: SessionGrant[] = [];
-    for (const p of guarded) {
-      if (p.class === 'inside') continue;
-      // Security: Klea's own state is refused outright; no decision of the user's can open it.
-      if (p.class === 'forbidden') return forbiddenOutcome(call, p);
-      // A path the call names twice is asked about once.
-      if (grantCovers(grants, p.real, p.op)) continue;
-      if (permissions.covers(p.real, p.op)) {
-        grants.push({ path: p.real, op: p.op });
-        continue;
-      }
-      const decision = await this.askPermission(call, { ...p, class: p.class });
-      // Security: a denied call is never scheduled; the step gets a non-halting error instead.
-      if (decision === 'deny') return deniedOutcome(call, p);
-      grants.push({ path: p.real, op: p.op });
+    // Most calls need nobody asked: they go on at once, in the order they were picked.
+    const cleared = this.gateNow(call, guarded) ?? (await this.clearPaths(call, guarded));
+    if (!Array.isArray(cleared)) return cleared;
+    const grants = cleared;
+    // A command may reach paths it does not name; the sandbox opens exactly what the session granted, no more, and
+    // only the grants that hold as the command starts.
+    if (call.server === 'workspace' && call.tool === 'run_command') {
+      this.task.dropLapsedGrants();
+      for (const g of permissions.granted(new Date()))
+        if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
     }
-    // A command may reach paths it does not name; the sandbox opens exactly what the session granted, no more.
-    if (call.server === 'workspace' && call.tool === 'run_command')
-      for (const g of permissions.granted) if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
     meter.toolCall();
     try {
       const r = await toolCalls.callTool.executeWithOptions(
@@ -267,14 +259,70 @@ export class StepRunner {
     }
   }
 
+  /**
+   * The gate's answer for a call's paths without asking anyone: the grants it runs with, the outcome of a call that
+   * must not run (a forbidden path), or null when the user must be asked (`clearPaths`).
+   */
+  private gateNow(call: PickedCall, guarded: GuardedPath[]): SessionGrant[] | CallOutcome | null {
+    const { permissions } = this.task;
+    const grants: SessionGrant[] = [];
+    for (const p of guarded) {
+      if (p.class === 'inside') continue;
+      // Security: Klea's own state is refused outright; no decision of the user's can open it.
+      if (p.class === 'forbidden') return forbiddenOutcome(call, p);
+      if (grantCovers(grants, p.real, p.op)) continue;
+      this.task.dropLapsedGrants();
+      if (!permissions.covers(p.real, p.op, new Date())) return null;
+      grants.push({ path: p.real, op: p.op });
+    }
+    return grants;
+  }
+
+  /**
+   * Passes a call's paths through the permission gate, asking the user where no grant covers one: the grants it runs with, or the outcome of a call that must
+   * not run (a forbidden path, a denied one).
+   *
+   * Security: a grant for the session counts only while it holds, by the workflow's clock at the check (replay
+   * decides alike), and not once the session has said it was revoked. When the user was asked about one path, the
+   * others are checked again afterwards: a grant that covered one of them may have lapsed or been revoked while the
+   * task waited. What the user decided for this call holds for this call.
+   */
+  private async clearPaths(call: PickedCall, guarded: GuardedPath[]): Promise<SessionGrant[] | CallOutcome> {
+    const { permissions } = this.task;
+    const decided: SessionGrant[] = [];
+    for (;;) {
+      const grants: SessionGrant[] = [];
+      let asked = false;
+      for (const p of guarded) {
+        if (p.class === 'inside') continue;
+        // Security: Klea's own state is refused outright; no decision of the user's can open it.
+        if (p.class === 'forbidden') return forbiddenOutcome(call, p);
+        // A path the call names twice is asked about once.
+        if (grantCovers(grants, p.real, p.op)) continue;
+        this.task.dropLapsedGrants();
+        if (grantCovers(decided, p.real, p.op) || permissions.covers(p.real, p.op, new Date())) {
+          grants.push({ path: p.real, op: p.op });
+          continue;
+        }
+        const decision = await this.askPermission(call, { ...p, class: p.class });
+        // Security: a denied call is never scheduled; the step gets a non-halting error instead.
+        if (decision === 'deny') return deniedOutcome(call, p);
+        decided.push({ path: p.real, op: p.op });
+        grants.push({ path: p.real, op: p.op });
+        asked = true;
+      }
+      if (!asked || grants.length <= 1) return grants;
+    }
+  }
+
   private async askPermission(call: PickedCall, p: GatedPath): Promise<Decision> {
     const { log, permissions } = this.task;
     const request = permissions.request(call, p);
     log.emit({ type: 'permission_requested', ...request });
     this.task.setStatus('awaiting_permission', `${call.qualifiedName} wants to ${p.op} ${p.real}`);
-    // A grant for the session made while this request waited answers it too.
-    await condition(() => permissions.isAnswered(request));
-    const { decision, automatic, grant } = permissions.close(request);
+    // A grant for the session made while this request waited answers it too (while it holds).
+    await condition(() => permissions.isAnswered(request, new Date()));
+    const { decision, automatic, grant } = permissions.close(request, new Date());
     if (grant) tellSession(grant);
     log.emit({ type: 'permission_decided', requestId: request.requestId, decision, path: p.real, automatic });
     kleaObserve.permissionDecided(decision);

@@ -96,8 +96,8 @@ export class TaskRun {
     const fromSession = parent.startsWith('session-');
     this.ignoredGrants = carry || fromSession ? 0 : input.grants.length;
     this.permissions = carry
-      ? new PermissionGate(input.taskId, carry.permissions.grants, carry.permissions)
-      : new PermissionGate(input.taskId, fromSession ? input.grants : []);
+      ? new PermissionGate(input.taskId, carry.permissions.grants, input.grantTtlMs, carry.permissions)
+      : new PermissionGate(input.taskId, fromSession ? input.grants : [], input.grantTtlMs);
     // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
     this.meter = new UsageMeter(() => this.mirror.usage(this.meter.tokens, this.meter.models.modelCalls), carry?.usage);
     this.mirror.mode(input.mode);
@@ -231,6 +231,11 @@ export class TaskRun {
 
   get cancelReason(): string | null {
     return this._cancelReason;
+  }
+
+  /** Drops the session grants that have lapsed by now (the workflow's clock): they cover nothing from here on. */
+  dropLapsedGrants(): void {
+    this.permissions.dropLapsed(new Date());
   }
 
   /** Everything the task waits for now. */

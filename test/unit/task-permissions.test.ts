@@ -176,7 +176,9 @@ describe('permission gate', () => {
   });
 
   it('a revoked grant covers nothing, by id or (made in this task) by path, and is not handed to the session', () => {
-    const gate = new PermissionGate('t', [{ id: 'g1', path: '/notes/a.txt', op: 'read', expiresAt: later(9e6).toISOString() }]);
+    const gate = new PermissionGate('t', [
+      { id: 'g1', path: '/notes/a.txt', op: 'read', expiresAt: later(9e6).toISOString() },
+    ]);
     const r = gate.request(call, outside('/notes/b.txt'));
     gate.accept({ requestId: r.requestId, decision: 'allow_session' });
     gate.close(r, NOW);

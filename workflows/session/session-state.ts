@@ -218,7 +218,9 @@ export class Session {
    * moment it lapses or is revoked.
    */
   liveGrants(now: Date): TaskGrant[] {
-    return this.grants.filter((g) => isLive(g, now)).map(({ id, path, op, expiresAt }) => ({ id, path, op, expiresAt }));
+    return this.grants
+      .filter((g) => isLive(g, now))
+      .map(({ id, path, op, expiresAt }) => ({ id, path, op, expiresAt }));
   }
 
   /** The `grants` event after a change: what changed, and every grant the session holds now. */
@@ -340,10 +342,9 @@ export class Session {
         usage: this.usage,
         runs: this.runs,
         lastActivityAt: this.lastActivityAt,
-        earlierRuns: [
-          ...this.earlierRuns,
-          { runId: this.runId, firstSeq: log.firstSeq, lastSeq: log.lastSeq },
-        ].slice(-CARRIED_RUN_LINKS),
+        earlierRuns: [...this.earlierRuns, { runId: this.runId, firstSeq: log.firstSeq, lastSeq: log.lastSeq }].slice(
+          -CARRIED_RUN_LINKS
+        ),
       },
     };
   }

@@ -513,14 +513,19 @@ describe('sessions that sleep and wake', () => {
       namespace: env.config.temporal.namespace,
       workflowExecution: { workflowId: `session-${old}` },
     });
-    await until('the run is removed', async () => {
-      try {
-        await s.handle.describe();
-        return undefined;
-      } catch {
-        return true;
-      }
-    });
+    // Temporal deletes in the background (its own task queue): on a busy machine that takes a while.
+    await until(
+      'the run is removed',
+      async () => {
+        try {
+          await s.handle.describe();
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      150_000
+    );
 
     const session = await request(awake).get(`/sessions/${old}`);
     const taskOf = await request(awake).get(`/tasks/task-${old}-1`);
@@ -534,5 +539,5 @@ describe('sessions that sleep and wake', () => {
     expect([taskOf.status, taskOf.body.error.code]).toEqual([410, 'gone']);
     expect(message.status).toBe(410);
     expect([unknown.status, unknown.body.error.code]).toEqual([404, 'not_found']);
-  });
+  }, 180_000);
 });

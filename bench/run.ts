@@ -8,6 +8,7 @@ import { benchHistory, type BenchResult } from './history';
 import { benchLongTask } from './long-task';
 import { benchMemory } from './memory';
 import { benchSandbox } from './sandbox';
+import { benchSessions } from './sessions';
 import { benchSteps } from './steps';
 import { startBenchEnv } from './support';
 
@@ -18,7 +19,15 @@ async function main() {
   const env = await startBenchEnv();
   const results: BenchResult[] = [];
   try {
-    for (const bench of [benchSteps, benchHistory, benchLongTask, benchMemory, benchSandbox, benchEventStreams]) {
+    for (const bench of [
+      benchSteps,
+      benchHistory,
+      benchLongTask,
+      benchMemory,
+      benchSessions,
+      benchSandbox,
+      benchEventStreams,
+    ]) {
       // A benchmark that fails is listed as not measured, and the others still run.
       const out = await bench(env).catch((err: unknown): BenchResult => {
         console.error(err);

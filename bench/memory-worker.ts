@@ -14,7 +14,7 @@ import workerThreads, { MessageChannel, type MessagePort } from 'node:worker_thr
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { resolveConfig } from '../common/config';
 import { silentLogger } from '../runtime/log';
-import { createKleaWorker } from '../worker/worker';
+import { createKleaWorker, sdkPrometheusOptions } from '../worker/worker';
 
 export interface MemoryWorkerArgs {
   kind: 'klea' | 'bare';
@@ -27,6 +27,8 @@ export interface MemoryWorkerArgs {
   projectDir: string;
   /** Workflow cache size: large enough that no parked run is evicted. */
   cachedWorkflows: number;
+  /** Where the Temporal SDK's own Prometheus metrics are served (workflow tasks, the sticky cache); none if unset. */
+  sdkMetricsAddress?: string;
 }
 
 export interface HeapFigures {
@@ -41,6 +43,8 @@ export interface MemoryReading {
   main: HeapFigures;
   /** The workflow threads (the workflow sandbox and every cached run). */
   threads: HeapFigures[];
+  /** Workflow runs the worker holds in its cache. */
+  cachedWorkflows: number;
 }
 
 const heapFigures = (s: v8.HeapInfo): HeapFigures => ({
@@ -84,24 +88,35 @@ async function collectThread(port: MessagePort): Promise<HeapFigures> {
   return heapFigures(await stats);
 }
 
-async function measure(): Promise<MemoryReading> {
+async function measure(cachedWorkflows: () => number): Promise<MemoryReading> {
   const gc = global.gc;
   if (!gc) throw new Error('the memory worker needs node --expose-gc');
   const threads = await Promise.all(gcPorts.map(collectThread));
   gc();
   await new Promise((r) => setImmediate(r));
   gc();
-  return { rss: process.memoryUsage().rss, main: heapFigures(v8.getHeapStatistics()), threads };
+  return {
+    rss: process.memoryUsage().rss,
+    main: heapFigures(v8.getHeapStatistics()),
+    threads,
+    cachedWorkflows: cachedWorkflows(),
+  };
 }
 
 async function main(args: MemoryWorkerArgs): Promise<void> {
   // Installed before the SDK creates its workflow threads.
   (workerThreads as { Worker: typeof workerThreads.Worker }).Worker = CollectableWorker;
-  Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
+  Runtime.install({
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+    ...(args.sdkMetricsAddress
+      ? { telemetryOptions: { metrics: { prometheus: sdkPrometheusOptions(args.sdkMetricsAddress) } } }
+      : {}),
+  });
   const connection = await NativeConnection.connect({ address: args.address });
   const workflowBundle = { codePath: args.bundlePath };
   let run: () => Promise<void>;
   let shutdown: () => void;
+  let cached: () => number;
   if (args.kind === 'klea') {
     const config = resolveConfig(
       {
@@ -122,6 +137,7 @@ async function main(args: MemoryWorkerArgs): Promise<void> {
     });
     run = () => worker.run();
     shutdown = () => worker.worker.shutdown();
+    cached = () => worker.worker.getStatus().numCachedWorkflows;
   } else {
     const worker = await Worker.create({
       connection,
@@ -132,9 +148,10 @@ async function main(args: MemoryWorkerArgs): Promise<void> {
     });
     run = () => worker.run();
     shutdown = () => worker.shutdown();
+    cached = () => worker.getStatus().numCachedWorkflows;
   }
   process.on('message', (msg: { kind: string }) => {
-    if (msg.kind === 'measure') void measure().then((reading) => process.send?.({ kind: 'reading', reading }));
+    if (msg.kind === 'measure') void measure(cached).then((reading) => process.send?.({ kind: 'reading', reading }));
     else if (msg.kind === 'stop') shutdown();
   });
   const running = run();

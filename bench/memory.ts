@@ -51,7 +51,7 @@ interface PerRun {
   mainHeap: number;
 }
 
-function answer(child: ChildProcess, kind: string): Promise<Record<string, unknown>> {
+export function answer(child: ChildProcess, kind: string): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const onMessage = (msg: { kind: string }) => {
       if (msg.kind !== kind) return;
@@ -65,13 +65,13 @@ function answer(child: ChildProcess, kind: string): Promise<Record<string, unkno
   });
 }
 
-async function read(child: ChildProcess): Promise<MemoryReading> {
+export async function read(child: ChildProcess): Promise<MemoryReading> {
   const reply = answer(child, 'reading');
   child.send({ kind: 'measure' });
   return (await reply).reading as MemoryReading;
 }
 
-const threadHeap = (r: MemoryReading) => r.threads.reduce((sum, t) => sum + t.usedHeapSize, 0);
+export const threadHeap = (r: MemoryReading) => r.threads.reduce((sum, t) => sum + t.usedHeapSize, 0);
 
 /** Starts the runs in batches, each batch once the one before is parked (a busy worker lets queries time out). */
 async function park(env: BenchEnv, side: Side, queue: string, ids: string[]): Promise<void> {

@@ -9,6 +9,7 @@ import { benchHistory, type BenchResult } from './history';
 import { benchLongTask } from './long-task';
 import { benchMemory } from './memory';
 import { benchSandbox } from './sandbox';
+import { benchSessions } from './sessions';
 import { benchSteps } from './steps';
 import { startBenchEnv } from './support';
 
@@ -24,6 +25,7 @@ async function main() {
       benchHistory,
       benchLongTask,
       benchMemory,
+      benchSessions,
       benchSandbox,
       benchCheckpoints,
       benchEventStreams,

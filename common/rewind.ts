@@ -81,8 +81,8 @@ export const RewindInputSchema = z.strictObject({
 export type RewindInput = z.input<typeof RewindInputSchema>;
 
 /**
- * The signal Temporal applies to the run a reset makes (a post-reset operation), before the run does anything
- * else: what was restored, and whether to go on from the step or end `rewound`.
+ * The rewind's report to the run its reset made, which holds the round it went back to until this comes: what was
+ * restored, and whether to go on from the step or end `rewound`.
  */
 export const RewoundSignalSchema = z.strictObject({
   rewindId: z.string(),

@@ -59,6 +59,8 @@ export function taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, 
   /** Runs a rewind (or its preview) of a task and answers as the API does: 200, or the error that says why not. */
   async function rewind(taskId: string, input: Omit<RewindInput, 'taskId'>) {
     const target = taskTarget(taskId);
+    // No such task answers 404, one past retention 410, before a rewind is started for it.
+    await calls.describe(target);
     await calls.requireWorker('rewind', target);
     const workflowId = `rewind-${taskId}-${randomUUID().slice(0, 8)}`;
     let result: RewindResult;

@@ -79,15 +79,20 @@ describe('API errors', () => {
         'POST /tasks/{id}/clarify': { answers: { 'Who?': 'Grace' } },
         'POST /tasks/{id}/permissions': { requestId: 'r1', decision: 'deny' },
         'POST /tasks/{id}/cancel': {},
+        'POST /tasks/{id}/rewind': { toStep: 's1' },
         'DELETE /sessions/{id}/grants/{grantId}': {},
       };
+      /** Query strings a route needs to pass its own checks. */
+      const queries: Record<string, string> = { 'GET /tasks/{id}/rewind': '?toStep=s1' };
       // Every operation the document says may answer 503, plus the event streams and /healthz.
       const calls = Object.entries(doc.paths).flatMap(([p, ops]) =>
         Object.entries(ops)
           .filter(([, op]) => op.responses['503'])
           .flatMap(([method]) => {
             const key = `${method.toUpperCase()} ${p}`;
-            const url = p.replace('{id}', p.startsWith('/tasks/') ? taskId : sessionId).replace('{grantId}', 'g1');
+            const url =
+              p.replace('{id}', p.startsWith('/tasks/') ? taskId : sessionId).replace('{grantId}', 'g1') +
+              (queries[key] ?? '');
             if (method !== 'get' && !bodies[key]) throw new Error(`no example body for ${key}`);
             const send = (accept?: string) => {
               let r = request(own)[method as 'get' | 'post' | 'patch' | 'delete'](url);

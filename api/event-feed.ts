@@ -11,9 +11,8 @@
  *   for the user (its last event asks for a review, answers or a permission). A decision, cancel or message this
  *   API sends wakes the feed at once.
  * - A finished run (a task's final `status` event, or the run closed) is read once more for its last events and
- *   never queried again: its events are served from memory, and its streams end after the last one. Only a request
- *   (never a timer) describes it once more, to see whether a rewind reset the task into a new run since: then the
- *   feed goes on from its last seq in that run, whose events come after it. A session whose
+ *   never queried again: its events are served from memory, and its streams end after the last one. A rewind through
+ *   this API revives it (`EventFeeds.revive`): the reset made a new run, whose events come after its last seq. A session whose
  *   run completed is asleep, not finished: the next message wakes it in a new run that continues its events, so its
  *   feed keeps describing it (slowly, since nothing changes until then).
  *
@@ -110,9 +109,6 @@ export class EventFeed {
   /** `runId:historyLength` as described before the last query: the events are current while it holds. */
   private seenAt: string | null = null;
   private done = false;
-  /** The run the last describe found (a finished feed is revived when a rewind's reset makes another). */
-  private runId: string | null = null;
-  private recheck: Promise<void> | null = null;
   private readonly listeners = new Set<FeedListener>();
   private inFlight: Promise<void> | null = null;
   private next: Promise<void> | null = null;
@@ -164,7 +160,7 @@ export class EventFeed {
    */
   async cover(after: number): Promise<void> {
     this.floor = Math.min(this.floor ?? after, after);
-    await this.refreshForRequest();
+    await this.refresh();
     if (this.low === null || after >= this.low || !this.source.earlier) return;
     const lowered = this.lowering.then(() => this.lower(after));
     this.lowering = lowered.catch(() => undefined);
@@ -195,21 +191,13 @@ export class EventFeed {
   }
 
   /**
-   * For a request (a stream starting, an `?after=` read): `refresh`, and for a finished feed one describe to see
-   * whether a rewind has reset the task into another run since, which has more to say.
+   * A rewind reset the task into a new run, which has more to say: a finished feed goes on from its last seq (the new
+   * run's events come after it).
    */
-  refreshForRequest(): Promise<void> {
-    if (!this.done) return this.refresh();
-    this.recheck ??= this.calls
-      .describe(this.source.target)
-      .then((desc) => {
-        if (desc.runId === this.runId) return;
-        this.done = false;
-        this.seenAt = null;
-        return this.refresh();
-      })
-      .finally(() => (this.recheck = null));
-    return this.recheck;
+  revive(): void {
+    if (!this.done) return;
+    this.done = false;
+    this.seenAt = null;
   }
 
   private start(): Promise<void> {
@@ -224,7 +212,6 @@ export class EventFeed {
   private async poll(): Promise<void> {
     if (this.done) return;
     const desc = await this.calls.describe(this.source.target);
-    this.runId = desc.runId;
     const at = `${desc.runId}:${desc.historyLength}`;
     // A session's completed run went to sleep: a later run may continue its log. A task's run that continued as new
     // is not the end either: the latest run goes on (the next describe finds it).
@@ -348,6 +335,11 @@ export class EventFeeds {
       }
     }
     return feed;
+  }
+
+  /** A rewind reset `workflowId` into a new run: its feed, if finished, reads on from where it stopped. */
+  revive(workflowId: string): void {
+    this.feeds.get(workflowId)?.revive();
   }
 
   /** The API sent `workflowId` a decision, cancel, message or setting: its streams hear of it at once. */

@@ -101,6 +101,7 @@ export function taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, 
           { conflicts: result.conflicts, files: result.files, steps: result.steps }
         );
       default:
+        if (result.status === 'rewound') feeds.revive(target.workflowId);
         feeds.wake(target.workflowId);
         return { ...result, temporalUiUrl: runUrl(taskId) };
     }

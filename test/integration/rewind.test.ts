@@ -51,6 +51,27 @@ function allBytes(dir: string): string {
   return s;
 }
 
+/** The picks of s2 (an edit) and s3 (a command that creates, changes and deletes files), asked again by a re-run. */
+const PICK_S2 = {
+  calls: [
+    {
+      name: 'workspace__edit_file',
+      args: { step_id: 's2', path: 'notes.txt', old_string: 'two\n', new_string: 'TWO\n' },
+    },
+  ],
+};
+const PICK_S3 = {
+  calls: [
+    {
+      name: 'workspace__run_command',
+      args: {
+        step_id: 's3',
+        command: 'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
+      },
+    },
+  ],
+};
+
 const ORIGINAL = { 'notes.txt': 'one\ntwo\nthree\n', 'old.txt': 'to be deleted\n', 'keep.md': '# kept\n' };
 
 describe('rewind: undo what a task changed, from any step, and run it again', () => {
@@ -75,26 +96,8 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     fake.on(
       'pick_tools',
       { calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'a.txt', content: 'alpha\n' } }] },
-      {
-        calls: [
-          {
-            name: 'workspace__edit_file',
-            args: { step_id: 's2', path: 'notes.txt', old_string: 'two\n', new_string: 'TWO\n' },
-          },
-        ],
-      },
-      {
-        calls: [
-          {
-            name: 'workspace__run_command',
-            args: {
-              step_id: 's3',
-              command:
-                'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
-            },
-          },
-        ],
-      }
+      PICK_S2,
+      PICK_S3
     );
     fake.on('compose_answer', { content: 'Done.' });
   }
@@ -213,29 +216,7 @@ describe('rewind: undo what a task changed, from any step, and run it again', ()
     const afterFirst = tree(p.dir);
 
     // The re-run of s2 and s3: the model is asked again, and picks as it did.
-    fake.on(
-      'pick_tools',
-      {
-        calls: [
-          {
-            name: 'workspace__edit_file',
-            args: { step_id: 's2', path: 'notes.txt', old_string: 'two\n', new_string: 'TWO\n' },
-          },
-        ],
-      },
-      {
-        calls: [
-          {
-            name: 'workspace__run_command',
-            args: {
-              step_id: 's3',
-              command:
-                'mkdir -p out && echo made > out/c.txt && echo four >> notes.txt && rm old.txt && chmod +x keep.md',
-            },
-          },
-        ],
-      }
-    );
+    fake.on('pick_tools', PICK_S2, PICK_S3);
     fake.on('compose_answer', { content: 'Done again.' });
     const res = await request(app).post(`/tasks/${t.taskId}/rewind`).send({ toStep: 's2', rerun: true });
     expect(res.status).toBe(200);

@@ -16,7 +16,15 @@ import { activityContext } from './activity-context';
 import type { GuardedPath } from '../runtime/path-resolve';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
-import { boundNamedFiles, namedFiles, type NamedFile } from './llm/named-files';
+import {
+  allFiles,
+  boundNamedFiles,
+  listedFiles,
+  NAMED_FILES_MAX,
+  namedFiles,
+  newFileNames,
+  type NamedFile,
+} from './llm/named-files';
 import * as nodes from './llm/nodes';
 import { routeRequest, type RouteRequestInput, type RouteRequestResult } from './llm/route-request';
 import type { McpPool } from './mcp/pool';
@@ -86,8 +94,12 @@ export function createActivities(deps: ActivityDeps) {
 
   /** The files a step's instruction names (activities/llm/named-files.ts), as they are now. */
   async function stepFiles(projectDir: string, listing: string | undefined, step: nodes.PickStep) {
+    // And the files the step's calls so far read or changed, as they are now: an edit is aimed at text it sees.
+    const touched = (step.earlierCalls ?? []).map((c) => c.args.path).filter((p): p is string => typeof p === 'string');
+    const listed = new Set(listedFiles(listing));
+    const names = [...new Set([...namedFiles(listing, step.instruction), ...touched.filter((p) => listed.has(p))])];
     const read = await Promise.all(
-      namedFiles(listing, step.instruction).map(async (file) => {
+      names.slice(0, NAMED_FILES_MAX).map(async (file) => {
         const text = await readForPrompt(projectDir, 'read_file', { path: file });
         return text === undefined ? null : { path: file, text };
       })
@@ -98,8 +110,13 @@ export function createActivities(deps: ActivityDeps) {
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
   async function pickChecked(input: nodes.PickToolsInput, offeredTools: ToolDescriptor[]) {
     const files = input.files ?? (await projectFiles(input.projectDir));
+    const existing = allFiles(files);
     const steps = await Promise.all(
-      input.steps.map(async (s) => ({ ...s, files: await stepFiles(input.projectDir, files, s) }))
+      input.steps.map(async (s) => ({
+        ...s,
+        files: await stepFiles(input.projectDir, files, s),
+        ...(existing ? { newFiles: newFileNames(existing, s.instruction) } : {}),
+      }))
     );
     const picked = await nodes.pickTools(model, { ...input, files, steps }, offeredTools);
     const guarded = await Promise.all(

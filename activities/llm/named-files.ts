@@ -53,6 +53,26 @@ export function namedFiles(listing: string | undefined, text: string): string[] 
     .map((f) => f.path);
 }
 
+/**
+ * A file name in prose: a path whose last part has an extension starting with a letter (`owner.txt`,
+ * `src/app.ts`), or a dot-file of five letters or more (`.gitignore`; `.pyc` is an extension, not a file).
+ */
+const FILE_NAME =
+  /(?<![\w./-])(?:\.\/)?((?:[\w-]+\/)*(?:[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z][\w-]{4,}))(?![\w/-]|\.\w)/g;
+
+/**
+ * The files the text names that the listing does not hold: files a step is to create. Only meaningful with the whole
+ * listing (`allFiles`).
+ */
+export function newFileNames(existing: readonly string[], text: string): string[] {
+  const known = new Set(existing);
+  const bases = new Set(existing.map((f) => f.slice(f.lastIndexOf('/') + 1)));
+  const found = [...text.matchAll(FILE_NAME)].map((m) => m[1]);
+  return [...new Set(found)]
+    .filter((f) => !known.has(f) && !(f.indexOf('/') < 0 && bases.has(f)))
+    .slice(0, NAMED_FILES_MAX);
+}
+
 const CUT_MARK = '\n… (cut: read_file shows the rest)';
 export const isCut = (f: NamedFile) => f.text.endsWith(CUT_MARK);
 

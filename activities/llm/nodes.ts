@@ -7,10 +7,11 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
+import { planOfRequest } from './plan-of-request';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import type { ModelClient } from './model';
+import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
@@ -50,14 +51,22 @@ export interface WritePlanInput {
   files?: string;
 }
 
-export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding and research agent. You never answer the user yourself: you write
-the plan, then call the function write_plan.
-- goal: the request, in one sentence.
-- steps: one step, id "s1", whose instruction repeats the request word for word, depends_on []. A step can make
-  several tool calls, so split only a request that asks for separate jobs.
-- needs_tool: true, unless the step only thinks over the results of the steps it depends on.
-- questions: [] unless the step needs a fact only the user knows (their name, a secret, a choice).
-- review: before_work false and after_step_ids [] unless the request asks for a review.`;
+export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
+function write_plan with it. The plan is one step whose instruction is the request, word for word: one step can
+read, edit and run many times. Split only a request that lists separate jobs.
+
+Example 1. Request: "Fix the typo in README.md, then run make."
+{"goal": "Fix the typo in README.md, then run make.", "steps": [{"id": "s1", "title": "Fix and run", "instruction": "Fix the typo in README.md, then run make.", "depends_on": [], "needs_tool": true, "questions": []}], "review": {"before_work": false, "after_step_ids": []}}
+
+Example 2. Request: "Where is main() defined?"
+{"goal": "Where is main() defined?", "steps": [{"id": "s1", "title": "Find main", "instruction": "Where is main() defined?", "depends_on": [], "needs_tool": true, "questions": []}], "review": {"before_work": false, "after_step_ids": []}}
+
+Example 3. Request: "Write my email address into contact.txt."
+{"goal": "Write my email address into contact.txt.", "steps": [{"id": "s1", "title": "Write contact", "instruction": "Write my email address into contact.txt.", "depends_on": [], "needs_tool": true, "questions": ["What is your email address?"]}], "review": {"before_work": false, "after_step_ids": []}}
+
+questions stays [] unless the request needs a fact that only the user knows (as in example 3). needs_tool is
+false only for a step that just thinks over the results of the steps it depends on. review stays as in the
+examples unless the request asks for a review.`;
 
 /**
  * What the Planner is told of the tools: only what differs from the usual (the workspace server with write
@@ -113,7 +122,12 @@ export async function writePlan(
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.'
   );
-  return { plan: value.plan, usage, ...(value.repairs.length ? { repairs: value.repairs } : {}) };
+  // A first plan for a request that stands alone carries the request itself; after a conversation, a revision or
+  // a replan, the Planner's words may hold what the request alone does not.
+  const standalone = !input.previousPlan && !knownIds.length && !input.summary && !input.recentTurns?.length;
+  const own = standalone ? planOfRequest(value.plan, input.request) : { plan: value.plan, repairs: [] };
+  const repairs = [...value.repairs, ...own.repairs];
+  return { plan: own.plan, usage, ...(repairs.length ? { repairs } : {}) };
 }
 
 // ---------------------------------------------------------------- pick_tools
@@ -129,6 +143,8 @@ export interface PickStep {
   earlierCalls?: EarlierCall[];
   /** The project files the step's instruction names, as they are now (filled in by the activity). */
   files?: NamedFile[];
+  /** Files the step's instruction names that are not in the project yet (filled in by the activity). */
+  newFiles?: string[];
 }
 
 /** A call a step already made, as the next pick of the same step sees it. */
@@ -276,23 +292,44 @@ export function rankTools(
  * to the listed files, so a small model cannot aim an edit at a path it made up (or copied from a file's text).
  */
 const EXISTING_FILE_TOOLS = new Set([READ_FILE, 'workspace__edit_file']);
+const WRITE_FILE = 'workspace__write_file';
 
+/** What a pick's paths are held to (`pickToolsFunctions`). */
+export interface PickPaths {
+  /** Every file of the project, when the listing holds them all; else a path is not held to a list. */
+  existingFiles?: readonly string[] | null;
+  /** The files the prompt shows whole to every step of the pick. */
+  shownInFull?: ReadonlySet<string>;
+  /** Whether the steps are under way (have made calls): then a file shown whole is not offered for reading. */
+  underWay?: boolean;
+  /** Files the steps name that are not in the project yet. */
+  newFiles?: readonly string[];
+}
+
+/**
+ * The offered tools as functions, each with the step id and `step_done`. With the whole listing known, a path that
+ * must exist is held to the listed files; a file shown whole is offered for reading only for a step's first call
+ * (the read is how a step that asks about a file gets its text into its result); and when the steps name files
+ * not in the project yet, `write_file` writes those or a file shown whole: a small model otherwise overwrites a
+ * file it copied from the listing and never saw.
+ */
 export function pickToolsFunctions(
   tools: readonly ToolDescriptor[],
   stepIds: readonly string[],
-  existingFiles?: readonly string[] | null,
-  shownInFull: ReadonlySet<string> = new Set()
+  paths: PickPaths = {}
 ): OpenAIFunction[] {
   const { stepId, noSuitable } = stepIdParameters(stepIds);
-  // A file the prompt shows whole is not offered for reading again; with none left, read_file is not offered.
-  const readable = existingFiles?.filter((f) => !shownInFull.has(f));
+  const { existingFiles: existing, shownInFull = new Set<string>(), newFiles = [] } = paths;
+  const readable = paths.underWay ? existing?.filter((f) => !shownInFull.has(f)) : existing;
   const offered = readable && !readable.length ? tools.filter((t) => t.qualifiedName !== READ_FILE) : tools;
+  const writable = existing && newFiles.length ? [...new Set([...newFiles, ...shownInFull])] : null;
+  const heldTo = (name: string) =>
+    name === WRITE_FILE ? writable : name === READ_FILE ? readable : EXISTING_FILE_TOOLS.has(name) ? existing : null;
   const fns: OpenAIFunction[] = offered.map((t) => {
     const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
     const pathProp = schema.properties?.path as Record<string, unknown> | undefined;
-    const paths = t.qualifiedName === READ_FILE ? readable : existingFiles;
-    if (paths?.length && pathProp && EXISTING_FILE_TOOLS.has(t.qualifiedName))
-      schema.properties = { ...schema.properties, path: { ...pathProp, enum: [...paths] } };
+    const held = heldTo(t.qualifiedName);
+    if (held?.length && pathProp) schema.properties = { ...schema.properties, path: { ...pathProp, enum: [...held] } };
     return {
       type: 'function',
       function: {
@@ -345,6 +382,7 @@ export function pickToolsPrompt(input: PickToolsInput) {
               .map((f) => `#### ${f.path}\n${untrusted(f.path, f.text)}`)
               .join('\n')}`
           : '',
+        s.newFiles?.length ? `New files it names (not in the project yet): ${s.newFiles.join(', ')}` : '',
         s.earlierCalls?.length
           ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}\nMake the next call this step ` +
               'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
@@ -393,7 +431,12 @@ export async function pickTools(
   });
   const answer = await model.toolCalls(
     pickToolsPrompt(input),
-    pickToolsFunctions(ranked, stepIds, existing, shownInFull(input.steps)),
+    pickToolsFunctions(ranked, stepIds, {
+      existingFiles: existing,
+      shownInFull: shownInFull(input.steps),
+      underWay: input.steps.every((s) => s.earlierCalls?.length),
+      newFiles: existing ? [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))] : [],
+    }),
     {
       maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
     }
@@ -506,25 +549,37 @@ export interface ComposeAnswerInput {
   request: string;
   goal: string;
   results: StepResultView[];
+  /** The task's tool access: a read-only task's answer says that a change asked for was not made. */
+  toolAccess?: ToolAccess;
 }
+
+/** What the composer is told of read-only access. */
+export const READ_ONLY_NOTE =
+  'This task had read-only access: no file could be changed and no command run. If the request asks for a ' +
+  'change, say first that it was not made because access is read-only.';
 
 export const COMPOSE_ANSWER_SYSTEM = `You write Klea's answer to the user from the results of the plan's steps. Answer the request directly
 and briefly, in markdown, using the real values in the results (command output, file contents, counts).
 - Claim only what a result shows. A step marked NOT ACHIEVED was not done: say so, with its reason.
 - Mention a denied path, an error or a failed command only when a result shows one.`;
 
-export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
-  const answer = await model.text({
+export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: string): NodePrompt {
+  return {
     node: 'compose_answer',
     system: withUntrustedRule(COMPOSE_ANSWER_SYSTEM),
     messages: [
       join(
         section('Request', input.request),
         section('Project context (from the project instruction file)', projectContext),
-        section('Step results', resultsText(input.results))
+        section('Step results', resultsText(input.results)),
+        input.toolAccess === 'read_only' ? section('Access', READ_ONLY_NOTE) : ''
       ),
     ],
-  });
+  };
+}
+
+export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
+  const answer = await model.text(composeAnswerPrompt(input, projectContext));
   return { ...answer, text: withoutFences(answer.text) };
 }
 

@@ -82,7 +82,7 @@ describe('steps that finish their instruction', () => {
     expect(pickFunctions.find((f) => f.name === 'workspace__write_file')?.parameters?.required).toContain('step_done');
   });
 
-  it('a pick is shown the files its step names: the first call can be the edit, and reading them is not offered', async () => {
+  it('a pick is shown the files its step names: the first call can be the edit, and only files that exist are offered', async () => {
     const p = makeProject({ 'config.json': '{"port": 8080}\n', 'app.py': 'print(1)\n' });
     fake.on('write_plan', { call: plan([step('s1', 'Change the port in config.json to 9090')]) });
     fake.on('pick_tools', {
@@ -103,12 +103,39 @@ describe('steps that finish their instruction', () => {
     // The user's own words, and the file as it was, fenced as untrusted.
     expect(pick.text).toContain('Set the port to 9090');
     expect(pick.text).toMatch(/#### config\.json\n<untrusted source="config\.json">\n\{"port": 8080\}/);
-    // Reading is still offered for the file not shown; an edit can only aim at files that exist.
+    // A first call may read any file (a question about a file shown gets its text into the result that way); an
+    // edit can only aim at files that exist.
     type Params = { properties?: { path?: { enum?: string[] } } } | undefined;
     const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters as Params]));
-    expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py']);
+    expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
     expect(fns.get('workspace__edit_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
     expect(fns.get('workspace__write_file')?.properties?.path?.enum).toBeUndefined();
+    fake.assertDone();
+  });
+
+  it('a step that names a new file writes that file, never one it only saw listed', async () => {
+    const p = makeProject({ 'README.md': '# team tools\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Create a file owner.txt that contains my full name.')]) });
+    fake.on('pick_tools', {
+      calls: [
+        {
+          name: 'workspace__write_file',
+          args: { step_id: 's1', path: 'owner.txt', content: 'Ada Lovelace\n', step_done: true },
+        },
+      ],
+    });
+    fake.on('compose_answer', { content: 'owner.txt holds your name.' });
+
+    const t = await TaskDriver.start(env, 'Create a file owner.txt that contains my full name.', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'owner.txt'), 'utf8')).toBe('Ada Lovelace\n');
+    expect(readFileSync(path.join(p.dir, 'README.md'), 'utf8')).toBe('# team tools\n');
+    const [pick] = fake.requestsFor('pick_tools');
+    expect(pick.text).toContain('New files it names (not in the project yet): owner.txt');
+    type Params = { properties?: { path?: { enum?: string[] } } } | undefined;
+    const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters as Params]));
+    expect(fns.get('workspace__write_file')?.properties?.path?.enum).toEqual(['owner.txt']);
     fake.assertDone();
   });
 

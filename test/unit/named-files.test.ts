@@ -1,5 +1,11 @@
 /** The project files a step names (shown to the pick with their content), and when the listing holds them all. */
-import { allFiles, boundNamedFiles, NAMED_FILE_CHARS, namedFiles } from '../../activities/llm/named-files';
+import {
+  allFiles,
+  boundNamedFiles,
+  NAMED_FILE_CHARS,
+  namedFiles,
+  newFileNames,
+} from '../../activities/llm/named-files';
 
 const listing = ['app.py', 'calc.py', 'config.json', 'src/', 'src/shapes.py', 'test_calc.py'].join('\n');
 
@@ -47,5 +53,26 @@ describe('a listing that holds every file', () => {
     expect(allFiles(`${listing}\n…`)).toBeNull();
     expect(allFiles('src/\nsrc/deep/\nsrc/a.py')).toBeNull();
     expect(allFiles(undefined)).toBeNull();
+  });
+});
+
+describe('files a step names that are not in the project yet', () => {
+  const files = ['app.py', 'src/shapes.py'];
+
+  it('are the file names of the text the listing does not hold, dot-files included', () => {
+    expect(newFileNames(files, 'Create a file owner.txt that contains my full name.')).toEqual(['owner.txt']);
+    expect(newFileNames(files, "Add a .gitignore that ignores Python's __pycache__ folders and .pyc files.")).toEqual([
+      '.gitignore',
+    ]);
+    expect(newFileNames(files, 'Move shapes.py to src/geometry/circle.py, keep app.py')).toEqual([
+      'src/geometry/circle.py',
+    ]);
+  });
+
+  it('an extension, a number, an abbreviation or a listed file is no new file', () => {
+    expect(newFileNames(files, 'Delete the .pyc files, e.g. app.pyc? No: the average is 42.5, i.e. fine')).toEqual([
+      'app.pyc',
+    ]);
+    expect(newFileNames(files, 'Fix app.py and shapes.py')).toEqual([]);
   });
 });

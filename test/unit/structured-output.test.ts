@@ -48,7 +48,9 @@ describe('structured output through response_format (json_schema)', () => {
     const json = jsonSchemaOf(planSchema());
     expect(JSON.stringify(json)).toContain('"pattern":"^[A-Za-z0-9_-]{1,40}$"');
     expect(z.fromJSONSchema(json).safeParse(plan).success).toBe(true);
-    expect(z.fromJSONSchema(json).safeParse({ ...plan, steps: Array(MAX_PLAN_STEPS + 1).fill(plan.steps[0]) }).success).toBe(false);
+    expect(
+      z.fromJSONSchema(json).safeParse({ ...plan, steps: Array(MAX_PLAN_STEPS + 1).fill(plan.steps[0]) }).success
+    ).toBe(false);
   });
 
   it('the response format is named after the node, and strict when every object is closed and fully required', () => {
@@ -92,6 +94,46 @@ describe('structured output through response_format (json_schema)', () => {
       { calls: [{ name: 'no_suitable_tool', arguments: { step_id: 's1', reason: 'x'.repeat(501) } }] },
     ])
       expect(validate.safeParse(bad).success).toBe(false);
+  });
+
+  it("pick_tools: paths are held to the project's files, and a write to the new files a step names", () => {
+    const schema = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
+    const ws = ['read_file', 'write_file', 'edit_file', 'grep'].map((name) =>
+      describeTool('workspace', { name, description: name, inputSchema: schema })
+    );
+    type Fn = { name: string; parameters: { properties: { path: { enum?: string[] } } } };
+    const paths = (opts: Parameters<typeof pickToolsFunctions>[2]) =>
+      Object.fromEntries(
+        (pickToolsFunctions(ws, ['s1'], opts) as unknown as Array<{ function: Fn }>)
+          .filter((f) => f.function.name !== 'no_suitable_tool')
+          .map((f) => [f.function.name.replace('workspace__', ''), f.function.parameters.properties.path.enum])
+      );
+    const existingFiles = ['README.md', 'calc.py'];
+    const shownInFull = new Set(['calc.py']);
+
+    // A first call may read a file the prompt shows; a write goes anywhere when the step names no new file.
+    expect(paths({ existingFiles, shownInFull })).toEqual({
+      read_file: existingFiles,
+      write_file: undefined,
+      edit_file: existingFiles,
+      grep: undefined,
+    });
+    // Under way, the file shown is not offered for reading again; a step naming owner.txt writes it (or calc.py,
+    // which it sees), never README.md, which it only saw listed.
+    expect(paths({ existingFiles, shownInFull, underWay: true, newFiles: ['owner.txt'] })).toEqual({
+      read_file: ['README.md'],
+      write_file: ['owner.txt', 'calc.py'],
+      edit_file: existingFiles,
+      grep: undefined,
+    });
+    // Without the whole listing nothing is held, and every file shown once under way leaves no read_file.
+    expect(paths({ newFiles: ['owner.txt'] })).toEqual({
+      read_file: undefined,
+      write_file: undefined,
+      edit_file: undefined,
+      grep: undefined,
+    });
+    expect(Object.keys(paths({ existingFiles: ['calc.py'], shownInFull, underWay: true }))).not.toContain('read_file');
   });
 
   it('reads calls from an answer, reports what it cannot read, and takes JSON out of a code fence', () => {

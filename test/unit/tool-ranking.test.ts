@@ -57,7 +57,7 @@ describe('tool ranking with what the prompt already holds', () => {
   ];
   const shown = (instruction: string) => ({ ...step(instruction), files: [{ path: 'calc.py', text: 'x' }] });
 
-  it('a step whose named files are shown is offered reading last: its answer is in the prompt', () => {
+  it('a step whose named files are shown is offered reading last: they are in the prompt', () => {
     const ranked = names(rankTools(workspace, [shown('Read calc.py and fix the bug')]));
     expect(ranked[0]).toBe('edit_file');
     expect(ranked.at(-1)).toBe('read_file');

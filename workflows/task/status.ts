@@ -55,6 +55,14 @@ export function taskState(input: ParsedTaskInput, progress: PlanProgress, t: Tas
  * of them with why, written here rather than left to the model, so a task whose steps failed never reads as a
  * success.
  */
+/** Said under every answer of a read-only task, so a change the request asked for is never taken as made. */
+export const READ_ONLY_ANSWER_NOTE = '_Read-only access: no file was changed and no command was run._';
+
+/** A read-only task's answer, with what its access kept it from doing. */
+export function answerWithAccess(text: string, toolAccess: string): string {
+  return toolAccess === 'read_only' ? `${text.trimEnd()}\n\n${READ_ONLY_ANSWER_NOTE}` : text;
+}
+
 export function answerWithShortfalls(text: string, notAchieved: readonly NotAchieved[]): string {
   if (!notAchieved.length) return text;
   const lines = notAchieved.map((n) => {

@@ -46,7 +46,7 @@ import { setTaskHandlers } from './handlers';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { allFinished, nextRound } from './plan-graph';
 import { Planning } from './planning';
-import { answerWithShortfalls } from './status';
+import { answerWithAccess, answerWithShortfalls } from './status';
 import { StepRunner } from './step-runner';
 import { TaskRun } from './task-run';
 
@@ -143,9 +143,18 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
 
   task.setStatus('running', 'composing the answer');
   const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
-    { projectDir: input.projectDir, request: input.prompt, goal: progress.goal!, results: progress.allResults() },
+    {
+      projectDir: input.projectDir,
+      request: input.prompt,
+      goal: progress.goal!,
+      results: progress.allResults(),
+      toolAccess: input.toolAccess,
+    },
   ]);
-  task.giveAnswer(answerWithShortfalls(composed.text, progress.notAchieved()), task.meter.modelCall(composed.usage));
+  task.giveAnswer(
+    answerWithAccess(answerWithShortfalls(composed.text, progress.notAchieved()), input.toolAccess),
+    task.meter.modelCall(composed.usage)
+  );
   return task.finish('done');
 }
 

@@ -3,6 +3,7 @@
  * `klea/checkpoint` journals what the command changed in the project (tools/checkpoints).
  */
 import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { runCommand, type CommandResult } from '../commands';
@@ -19,7 +20,7 @@ export function registerRunCommand(
     {
       title: 'Run a shell command',
       description:
-        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory: run a script or the tests, count lines (wc -l), see what code returns. Returns the exit code and the output (cut at a cap). ' +
+        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory: run a script (python3 app.py) or the tests, count lines (wc -l), see what code returns. Returns the exit code and the output (cut at a cap). ' +
         'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files. ' +
         'It runs in a sandbox: only the project (and paths the user granted) exist, and the network is off unless the user turned it on; ' +
         'then public internet hosts are reached through the proxy named by HTTP_PROXY/HTTPS_PROXY (curl, npm, pip and git use it), never this machine or its network.',
@@ -67,6 +68,8 @@ export function registerRunCommand(
             'the command was ended and its output is withheld. Run it again: the file is then hidden from it'
         );
       for (const note of result.notes) parts.push(`note: ${note}`);
+      const hint = result.exit_code === 127 ? await scriptHint(result.stderr, g.real) : null;
+      if (hint) parts.push(`note: ${hint}`);
       if (checkpointProblem)
         parts.push(
           `note: what the command changed could not be checkpointed (${checkpointProblem}); a rewind of this step cannot undo it`
@@ -80,4 +83,21 @@ export function registerRunCommand(
       );
     })
   );
+}
+
+/** How a script is run by the interpreter its name says. */
+const INTERPRETERS: Record<string, string> = { '.py': 'python3', '.sh': 'sh', '.js': 'node', '.mjs': 'node' };
+
+/**
+ * For a command the shell could not find (exit 127) that names a script in the directory it ran in: how to run it
+ * (`stats.py: not found` is a script run without its interpreter or `./`).
+ */
+export async function scriptHint(stderr: string, cwd: string): Promise<string | null> {
+  const m = /^(?:\/bin\/)?sh: \d+: ([\w.-]+): not found$/m.exec(stderr);
+  if (!m) return null;
+  const name = m[1];
+  const interpreter = INTERPRETERS[path.extname(name)];
+  if (!interpreter) return null;
+  const st = await fs.stat(path.join(cwd, name)).catch(() => null);
+  return st?.isFile() ? `${name} is a file here, not a command: run it as \`${interpreter} ${name}\`` : null;
 }

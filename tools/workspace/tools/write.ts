@@ -3,6 +3,7 @@
  * a file through the idempotency store, so a retried call does not change it twice. A call that carries
  * `klea/checkpoint` journals the file's content before it changes it (tools/checkpoints).
  */
+import { closestText } from '../closest-text';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { fileChange } from '../../../common/text-diff';
@@ -122,10 +123,14 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
         const current = buf.toString('utf8');
         const count = current.split(a.old_string).length - 1;
         const r = await gate.rel(g.real);
-        if (count === 0)
+        if (count === 0) {
+          const near = closestText(current, a.old_string);
           throw new ToolError(
-            `old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`
+            near
+              ? `old_string was not found in ${r}; nothing changed. The closest text, line ${near.line}, to copy exactly as old_string:\n${near.text}`
+              : `old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`
           );
+        }
         if (count > 1 && !a.replace_all) {
           throw new ToolError(
             `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`

@@ -300,17 +300,14 @@ export interface PickPaths {
   existingFiles?: readonly string[] | null;
   /** The files the prompt shows whole to every step of the pick. */
   shownInFull?: ReadonlySet<string>;
-  /** Whether the steps are under way (have made calls): then a file shown whole is not offered for reading. */
-  underWay?: boolean;
   /** Files the steps name that are not in the project yet. */
   newFiles?: readonly string[];
 }
 
 /**
  * The offered tools as functions, each with the step id and `step_done`. With the whole listing known, a path that
- * must exist is held to the listed files; a file shown whole is offered for reading only for a step's first call
- * (the read is how a step that asks about a file gets its text into its result); and when the steps name files
- * not in the project yet, `write_file` writes those or a file shown whole: a small model otherwise overwrites a
+ * must exist is held to the listed files; a file shown whole is not offered for reading (a small model that may
+ * read it reads rather than counts or runs); and when the steps name files not in the project yet, `write_file` writes those or a file shown whole: a small model otherwise overwrites a
  * file it copied from the listing and never saw.
  */
 export function pickToolsFunctions(
@@ -320,7 +317,7 @@ export function pickToolsFunctions(
 ): OpenAIFunction[] {
   const { stepId, noSuitable } = stepIdParameters(stepIds);
   const { existingFiles: existing, shownInFull = new Set<string>(), newFiles = [] } = paths;
-  const readable = paths.underWay ? existing?.filter((f) => !shownInFull.has(f)) : existing;
+  const readable = existing?.filter((f) => !shownInFull.has(f));
   const offered = readable && !readable.length ? tools.filter((t) => t.qualifiedName !== READ_FILE) : tools;
   const writable = existing && newFiles.length ? [...new Set([...newFiles, ...shownInFull])] : null;
   const heldTo = (name: string) =>
@@ -434,7 +431,6 @@ export async function pickTools(
     pickToolsFunctions(ranked, stepIds, {
       existingFiles: existing,
       shownInFull: shownInFull(input.steps),
-      underWay: input.steps.every((s) => s.earlierCalls?.length),
       newFiles: existing ? [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))] : [],
     }),
     {

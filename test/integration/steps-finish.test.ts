@@ -82,7 +82,7 @@ describe('steps that finish their instruction', () => {
     expect(pickFunctions.find((f) => f.name === 'workspace__write_file')?.parameters?.required).toContain('step_done');
   });
 
-  it('a pick is shown the files its step names: the first call can be the edit, and only files that exist are offered', async () => {
+  it('a pick is shown the files its step names: the first call can be the edit, and reading them is not offered', async () => {
     const p = makeProject({ 'config.json': '{"port": 8080}\n', 'app.py': 'print(1)\n' });
     fake.on('write_plan', { call: plan([step('s1', 'Change the port in config.json to 9090')]) });
     fake.on('pick_tools', {
@@ -103,11 +103,10 @@ describe('steps that finish their instruction', () => {
     // The user's own words, and the file as it was, fenced as untrusted.
     expect(pick.text).toContain('Set the port to 9090');
     expect(pick.text).toMatch(/#### config\.json\n<untrusted source="config\.json">\n\{"port": 8080\}/);
-    // A first call may read any file (a question about a file shown gets its text into the result that way); an
-    // edit can only aim at files that exist.
+    // Reading is still offered for the file not shown; an edit can only aim at files that exist.
     type Params = { properties?: { path?: { enum?: string[] } } } | undefined;
     const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters as Params]));
-    expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
+    expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py']);
     expect(fns.get('workspace__edit_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
     expect(fns.get('workspace__write_file')?.properties?.path?.enum).toBeUndefined();
     fake.assertDone();

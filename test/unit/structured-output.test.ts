@@ -111,29 +111,25 @@ describe('structured output through response_format (json_schema)', () => {
     const existingFiles = ['README.md', 'calc.py'];
     const shownInFull = new Set(['calc.py']);
 
-    // A first call may read a file the prompt shows; a write goes anywhere when the step names no new file.
+    // A file the prompt shows whole is not offered for reading; a write goes anywhere when the step names no new
+    // file, and to the new files it names (or calc.py, which it sees), never to README.md, only seen listed.
     expect(paths({ existingFiles, shownInFull })).toEqual({
-      read_file: existingFiles,
+      read_file: ['README.md'],
       write_file: undefined,
       edit_file: existingFiles,
       grep: undefined,
     });
-    // Under way, the file shown is not offered for reading again; a step naming owner.txt writes it (or calc.py,
-    // which it sees), never README.md, which it only saw listed.
-    expect(paths({ existingFiles, shownInFull, underWay: true, newFiles: ['owner.txt'] })).toEqual({
-      read_file: ['README.md'],
+    expect(paths({ existingFiles, shownInFull, newFiles: ['owner.txt'] })).toMatchObject({
       write_file: ['owner.txt', 'calc.py'],
-      edit_file: existingFiles,
-      grep: undefined,
     });
-    // Without the whole listing nothing is held, and every file shown once under way leaves no read_file.
+    // Without the whole listing nothing is held, and with every file shown there is no read_file.
     expect(paths({ newFiles: ['owner.txt'] })).toEqual({
       read_file: undefined,
       write_file: undefined,
       edit_file: undefined,
       grep: undefined,
     });
-    expect(Object.keys(paths({ existingFiles: ['calc.py'], shownInFull, underWay: true }))).not.toContain('read_file');
+    expect(Object.keys(paths({ existingFiles: ['calc.py'], shownInFull }))).not.toContain('read_file');
   });
 
   it('reads calls from an answer, reports what it cannot read, and takes JSON out of a code fence', () => {

@@ -122,9 +122,16 @@ export async function writePlan(
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.'
   );
-  // A first plan for a request that stands alone carries the request itself; after a conversation, a revision or
-  // a replan, the Planner's words may hold what the request alone does not.
-  const standalone = !input.previousPlan && !knownIds.length && !input.summary && !input.recentTurns?.length;
+  // A first plan for a request that stands alone carries the request itself, from a model whose answers a grammar
+  // holds (json_schema: llama.cpp's server and the small local models it serves, whose rewording loses what the
+  // request asks). After a conversation, a revision or a replan, the Planner's words may hold what the request
+  // alone does not; a model that takes forced function calls plans as it sees fit.
+  const standalone =
+    model.structuredOutput === 'json_schema' &&
+    !input.previousPlan &&
+    !knownIds.length &&
+    !input.summary &&
+    !input.recentTurns?.length;
   const own = standalone ? planOfRequest(value.plan, input.request) : { plan: value.plan, repairs: [] };
   const repairs = [...value.repairs, ...own.repairs];
   return { plan: own.plan, usage, ...(repairs.length ? { repairs } : {}) };

@@ -98,7 +98,11 @@ mcp:
     const t = await TaskDriver.start(env, 'What is on my grocery list?', p.dir, { toolAccess: 'read_only' });
     const result = await t.result();
 
-    expect(result).toMatchObject({ status: 'done', answer: 'Oat milk and coffee.' });
+    // A read-only task's answer says under it that nothing was changed.
+    expect(result).toMatchObject({
+      status: 'done',
+      answer: 'Oat milk and coffee.\n\n_Read-only access: no file was changed and no command was run._',
+    });
     const offered = fake.requestsFor('pick_tools')[0].tools;
     expect(offered).toContain('notes__search_notes');
     expect(offered).toContain('workspace__read_file');

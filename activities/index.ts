@@ -20,6 +20,7 @@ import {
   allFiles,
   boundNamedFiles,
   listedFiles,
+  ANSWER_FILES_CHARS,
   NAMED_FILES_MAX,
   namedFiles,
   newFileNames,
@@ -92,19 +93,27 @@ export function createActivities(deps: ActivityDeps) {
     return text !== undefined && text.length > FILES_CHARS ? `${text.slice(0, FILES_CHARS)}\n…` : text;
   }
 
-  /** The files a step's instruction names (activities/llm/named-files.ts), as they are now. */
-  async function stepFiles(projectDir: string, listing: string | undefined, step: nodes.PickStep) {
-    // And the files the step's calls so far read or changed, as they are now: an edit is aimed at text it sees.
-    const touched = (step.earlierCalls ?? []).map((c) => c.args.path).filter((p): p is string => typeof p === 'string');
-    const listed = new Set(listedFiles(listing));
-    const names = [...new Set([...namedFiles(listing, step.instruction), ...touched.filter((p) => listed.has(p))])];
+  /** Files as they are now, read for a prompt within `chars` (a file that cannot be read is left out). */
+  async function namedFileTexts(projectDir: string, names: readonly string[], chars?: number) {
     const read = await Promise.all(
       names.slice(0, NAMED_FILES_MAX).map(async (file) => {
         const text = await readForPrompt(projectDir, 'read_file', { path: file });
         return text === undefined ? null : { path: file, text };
       })
     );
-    return boundNamedFiles(read.filter((f): f is NamedFile => f !== null));
+    return boundNamedFiles(
+      read.filter((f): f is NamedFile => f !== null),
+      chars
+    );
+  }
+
+  /** The files a step's instruction names (activities/llm/named-files.ts), as they are now. */
+  async function stepFiles(projectDir: string, listing: string | undefined, step: nodes.PickStep) {
+    // And the files the step's calls so far read or changed, as they are now: an edit is aimed at text it sees.
+    const touched = (step.earlierCalls ?? []).map((c) => c.args.path).filter((p): p is string => typeof p === 'string');
+    const listed = new Set(listedFiles(listing));
+    const names = [...new Set([...namedFiles(listing, step.instruction), ...touched.filter((p) => listed.has(p))])];
+    return namedFileTexts(projectDir, names);
   }
 
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
@@ -225,9 +234,11 @@ export function createActivities(deps: ActivityDeps) {
       return nodes.evaluateStep(model, input);
     },
 
+    /** The answer, from the steps' results and the files the request names as they are now (a question about a file is answered from the file, whatever the steps made of it). */
     async composeAnswer(input: nodes.ComposeAnswerInput) {
-      const ctx = await projectContext.read(input.projectDir);
-      return nodes.composeAnswer(model, input, ctx.text);
+      const [ctx, listing] = await Promise.all([projectContext.read(input.projectDir), projectFiles(input.projectDir)]);
+      const files = await namedFileTexts(input.projectDir, namedFiles(listing, input.request), ANSWER_FILES_CHARS);
+      return nodes.composeAnswer(model, { ...input, ...(files.length ? { files } : {}) }, ctx.text);
     },
 
     async summarizeMemory(input: SummarizeInput) {

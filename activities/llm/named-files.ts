@@ -8,6 +8,8 @@
 /** How much of one named file the pick sees, and of all of them. */
 export const NAMED_FILE_CHARS = 2000;
 export const NAMED_FILES_CHARS = 4000;
+/** How much of the files a request names the answer composer sees. */
+export const ANSWER_FILES_CHARS = 1500;
 /** Most files one step gets shown. */
 export const NAMED_FILES_MAX = 3;
 
@@ -77,8 +79,8 @@ const CUT_MARK = '\n… (cut: read_file shows the rest)';
 export const isCut = (f: NamedFile) => f.text.endsWith(CUT_MARK);
 
 /** The files' texts within the bounds, each cut with a mark that says so. */
-export function boundNamedFiles(files: readonly NamedFile[]): NamedFile[] {
-  let left = NAMED_FILES_CHARS;
+export function boundNamedFiles(files: readonly NamedFile[], total = NAMED_FILES_CHARS): NamedFile[] {
+  let left = total;
   const out: NamedFile[] = [];
   for (const f of files) {
     if (left <= 0) break;

@@ -554,6 +554,8 @@ export interface ComposeAnswerInput {
   results: StepResultView[];
   /** The task's tool access: a read-only task's answer says that a change asked for was not made. */
   toolAccess?: ToolAccess;
+  /** The project files the request names, as they are after the work (filled in by the activity). */
+  files?: NamedFile[];
 }
 
 /** What the composer is told of read-only access. */
@@ -575,6 +577,12 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
         section('Request', input.request),
         section('Project context (from the project instruction file)', projectContext),
         section('Step results', resultsText(input.results)),
+        input.files?.length
+          ? section(
+              'Files the request names, as they are now',
+              input.files.map((f) => `#### ${f.path}\n${untrusted(f.path, f.text)}`).join('\n')
+            )
+          : '',
         input.toolAccess === 'read_only' ? section('Access', READ_ONLY_NOTE) : ''
       ),
     ],

@@ -235,6 +235,18 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
       expect(readFileSync(path.join(root, `out/new-${transport}.txt`), 'utf8')).toBe('hello\n');
     });
 
+    it("write_file keeps a file's final newline when the content leaves it out: the same text is no change", async () => {
+      const file = `out/newline-${transport}.py`;
+      await call('write_file', { path: file, content: 'x = 1\n' });
+      const same = await call('write_file', { path: file, content: 'x = 1' });
+      expect(same.structuredContent).toMatchObject({ changed: false });
+      await call('write_file', { path: file, content: 'x = 2' });
+      expect(readFileSync(path.join(root, file), 'utf8')).toBe('x = 2\n');
+      // A new file, or one without a final newline, is written as given.
+      await call('write_file', { path: `${file}.txt`, content: 'no newline' });
+      expect(readFileSync(path.join(root, `${file}.txt`), 'utf8')).toBe('no newline');
+    });
+
     it('write_file keeps the mode of the file it replaces and leaves no temp file', async () => {
       writeFileSync(path.join(root, 'script.sh'), '#!/bin/sh\n');
       chmodSync(path.join(root, 'script.sh'), 0o755);

@@ -16,6 +16,15 @@ describe('the answer prompt', () => {
     expect(text.indexOf(READ_ONLY_NOTE)).toBeGreaterThan(text.indexOf('Shopping list'));
   });
 
+  it('the files the request names are shown as they are now, fenced as untrusted, after the results', () => {
+    const files = [{ path: 'calc.py', text: 'def add(a, b):\n    return (a + b) * 2' }];
+    const [text] = composeAnswerPrompt({ ...input, files }, '').messages as string[];
+    expect(text).toContain(
+      '## Files the request names, as they are now\n#### calc.py\n<untrusted source="calc.py">\ndef add(a, b):'
+    );
+    expect(text.indexOf('#### calc.py')).toBeGreaterThan(text.indexOf('Shopping list'));
+  });
+
   it('a task with full access is told nothing of access', () => {
     const [text] = composeAnswerPrompt({ ...input, toolAccess: 'full' }, '').messages as string[];
     expect(text).not.toMatch(/read-only/);

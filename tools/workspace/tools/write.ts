@@ -55,6 +55,8 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
         throw err;
       });
       const before = existing?.buf ?? null;
+      // A file that ends with a newline keeps it: a model that leaves it out of the content means no change there.
+      if (before?.at(-1) === 0x0a && a.content && !a.content.endsWith('\n')) a = { ...a, content: `${a.content}\n` };
       const stat = existing?.stat ?? null;
       const hashBefore = before ? sha256(before) : null;
       const hashAfter = sha256(a.content);

@@ -223,10 +223,15 @@ describe('traces and metrics of one task', () => {
     expect(JSON.stringify(trace)).not.toContain('a.txt');
     expect(JSON.stringify(trace)).not.toContain('b.txt');
     // MCP reads under the tool calls; others read the files a step names for its pick, under the pick's activity
-    // (or the Planner's, which made the first round's picks).
+    // (or the Planner's, which made the first round's picks), and the files the request names for the answer.
     const reads = trace.filter((s) => s.name === 'mcp tools/call workspace.read_file').map((s) => ancestry(s)[1]);
     expect(reads).toContain('RunActivity:callTool');
-    const readers = ['RunActivity:callTool', 'RunActivity:writePlan', 'RunActivity:pickTools'];
+    const readers = [
+      'RunActivity:callTool',
+      'RunActivity:writePlan',
+      'RunActivity:pickTools',
+      'RunActivity:composeAnswer',
+    ];
     expect(reads.every((a) => readers.includes(a))).toBe(true);
 
     // ---------------------------------------------------------------- metrics

@@ -234,7 +234,10 @@ export function createActivities(deps: ActivityDeps) {
       return nodes.evaluateStep(model, input);
     },
 
-    /** The answer, from the steps' results and the files the request names as they are now (a question about a file is answered from the file, whatever the steps made of it). */
+    /**
+     * The answer, from the steps' results and the files the request names as they are now: a question about a file
+     * is answered from the file, whatever the steps made of it.
+     */
     async composeAnswer(input: nodes.ComposeAnswerInput) {
       const [ctx, listing] = await Promise.all([projectContext.read(input.projectDir), projectFiles(input.projectDir)]);
       const files = await namedFileTexts(input.projectDir, namedFiles(listing, input.request), ANSWER_FILES_CHARS);

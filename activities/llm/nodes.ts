@@ -7,12 +7,12 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
-import { planOfRequest } from './plan-of-request';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
+import { planOfRequest } from './plan-of-request';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -314,8 +314,9 @@ export interface PickPaths {
 /**
  * The offered tools as functions, each with the step id and `step_done`. With the whole listing known, a path that
  * must exist is held to the listed files; a file shown whole is not offered for reading (a small model that may
- * read it reads rather than counts or runs); and when the steps name files not in the project yet, `write_file` writes those or a file shown whole: a small model otherwise overwrites a
- * file it copied from the listing and never saw.
+ * read it reads rather than counts or runs); and when the steps name files not in the project yet, `write_file`
+ * writes those or a file shown whole: a small model otherwise overwrites a file it copied from the listing and
+ * never saw.
  */
 export function pickToolsFunctions(
   tools: readonly ToolDescriptor[],
@@ -438,7 +439,7 @@ export async function pickTools(
     pickToolsFunctions(ranked, stepIds, {
       existingFiles: existing,
       shownInFull: shownInFull(input.steps),
-      newFiles: existing ? [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))] : [],
+      newFiles: [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))],
     }),
     {
       maxCalls: stepIds.length * MAX_CALLS_PER_STEP,

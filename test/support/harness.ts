@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectClient } from './client-connection';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Tracing } from '../../runtime/tracing';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
@@ -110,7 +111,7 @@ export async function startTestEnv(
   if (!bundlePath) throw new Error('KLEA_TEST_WORKFLOW_BUNDLE is not set (global set-up builds it)');
 
   const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
-  const connection = await Connection.connect({ address: config.temporal.address });
+  const { connection, close: closeConnection } = await connectClient(config.temporal.address);
   // With a payload key the test's client encrypts and decrypts as the API's does.
   const client = new Client({
     connection,
@@ -155,12 +156,7 @@ export async function startTestEnv(
     async shutdown() {
       await env.stopWorker();
       await nativeConnection.close();
-      // The client retries a call that Temporal answered UNAVAILABLE (an update the server aborted, a busy server)
-      // from a timer of its own, even after the caller gave up at its deadline; a retry that fires after the
-      // connection closed throws outside any test ("Channel has been shut down"). Such retries are due within a
-      // second or two of the last call: let them land on an open connection.
-      await new Promise((r) => setTimeout(r, 2000));
-      await connection.close();
+      await closeConnection();
     },
   };
   return env;

@@ -4,7 +4,8 @@
  * scripts/ use it too: they may import test/support/, never the tests.
  */
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectClient } from './client-connection';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { resolveConfig, type Config } from '../../common/config';
 import { startDevServer, type DevServer } from '../../runtime/dev-server';
@@ -79,7 +80,7 @@ export async function startStack(opts: {
     {}
   );
   const native = await NativeConnection.connect({ address: server.address });
-  const connection = await Connection.connect({ address: server.address });
+  const { connection, close: closeConnection } = await connectClient(server.address);
   const client = new Client({ connection, dataConverter: dataConverterFor(config) });
   const worker = await createKleaWorker({
     connection: native,
@@ -104,7 +105,7 @@ export async function startStack(opts: {
       worker.worker.shutdown();
       await running;
       await native.close();
-      await connection.close();
+      await closeConnection();
       await fake.close();
       await server.stop();
     },

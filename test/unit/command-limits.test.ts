@@ -44,7 +44,7 @@ describe('the pids cgroups of commands', () => {
     expect(dirs.size).toBe(0);
   });
 
-  it('removes a cgroup still waiting for its last process when the server closes', () => {
+  it('removes a cgroup still waiting for its last process when the server closes', async () => {
     const { fs, dirs, pids } = fakeCgroupFs();
     const cgroups = new CommandCgroups(10, 'cmd-test', fs);
     const a = cgroups.take()!;
@@ -52,7 +52,49 @@ describe('the pids cgroups of commands', () => {
     pids.set(dir, 1);
     a.dispose();
     pids.set(dir, 0);
-    cgroups.close();
+    await cgroups.close();
+    expect(dirs.size).toBe(0);
+  });
+
+  it('keeps looking, and killing, on a busy machine where the last processes take seconds to exit', () => {
+    const { fs, dirs, pids } = fakeCgroupFs();
+    const kills: string[] = [];
+    const cgroups = new CommandCgroups(10, 'cmd-test', {
+      ...fs,
+      read: (p) => (p.endsWith('cgroup.procs') ? (kills.push(p), '') : fs.read(p)),
+    });
+    const a = cgroups.take()!;
+    const [dir] = [...dirs];
+    pids.set(dir, 2);
+    a.dispose();
+    jest.advanceTimersByTime(5_000);
+    expect(dirs.has(dir)).toBe(true);
+    // A process forked while the first kill read the list is killed on a later look.
+    expect(kills.length).toBeGreaterThan(1);
+    pids.set(dir, 0);
+    jest.advanceTimersByTime(1_000);
+    expect(dirs.size).toBe(0);
+  });
+
+  it('closing kills what still runs and waits for it to exit before removing the cgroups', async () => {
+    jest.useRealTimers();
+    const { fs, dirs, pids } = fakeCgroupFs();
+    const cgroups = new CommandCgroups(10, 'cmd-test', {
+      ...fs,
+      // Each kill takes one process off, as an exiting process does a moment later.
+      read: (p) => {
+        if (p.endsWith('cgroup.procs'))
+          pids.set(
+            p.slice(0, -'/cgroup.procs'.length),
+            Math.max(0, (pids.get(p.slice(0, -'/cgroup.procs'.length)) ?? 0) - 1)
+          );
+        return fs.read(p);
+      },
+    });
+    cgroups.take(); // still running: never disposed
+    const [dir] = [...dirs];
+    pids.set(dir, 3);
+    await cgroups.close();
     expect(dirs.size).toBe(0);
   });
 });

@@ -109,20 +109,28 @@ export function makePidsCgroup(max: number, id: string, fsImpl: CgroupFs = realF
   return null;
 }
 
-/** How often, and how many times, a cgroup whose last processes are still exiting is looked at again. */
-const SETTLE_EVERY_MS = 20;
-const SETTLE_LOOKS = 50;
+/** How often a cgroup whose last processes are still exiting is looked at again: quickly at first, then less often. */
+const SETTLE_FAST_MS = 20;
+const SETTLE_FAST_LOOKS = 50;
+const SETTLE_SLOW_MS = 500;
+/** Looks after which a cgroup that will not empty is left (a process stuck in the kernel); about two minutes. */
+const SETTLE_LOOKS = SETTLE_FAST_LOOKS + 240;
+/** How long closing waits for the last processes of its commands to exit before it removes what it can. */
+const CLOSE_WAIT_MS = 5_000;
 
 /**
  * The pids cgroups of one server's commands: one made for each command, and removed once no process is left in it
- * (a process killed a moment ago takes a few milliseconds to exit, and a cgroup with a process in it cannot be
- * removed). Those still there when the server closes, or its process exits, are removed then.
+ * (a process killed a moment ago takes a while to exit, longer on a busy machine, and a cgroup with a process in
+ * it cannot be removed). Closing ends every process still in them and waits for them before removing the cgroups.
  */
 export class CommandCgroups {
+  /** Cgroups whose command is still running. */
+  private readonly live = new Set<PidsCgroup>();
   /** Cgroups whose last processes are still exiting, by the timer that looks again. */
   private readonly settling = new Map<PidsCgroup, NodeJS.Timeout>();
   private made = 0;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(
     private readonly max: number,
@@ -134,33 +142,78 @@ export class CommandCgroups {
   take(): PidsCgroup | null {
     const cgroup = makePidsCgroup(this.max, `${this.prefix}-${++this.made}`, this.fsImpl);
     if (!cgroup) return null;
-    return { ...cgroup, dispose: () => this.remove(cgroup, 0) };
+    this.live.add(cgroup);
+    return {
+      ...cgroup,
+      dispose: () => {
+        this.live.delete(cgroup);
+        this.remove(cgroup, 0);
+      },
+    };
   }
 
-  /** Removes every cgroup still waiting for its last process (the server is done). */
-  close(): void {
+  /**
+   * The server is done: every process still in one of its cgroups is killed, and each cgroup is removed once empty
+   * (waiting at most `waitMs` in all; what is still busy then is removed as far as it can be).
+   */
+  close(waitMs = CLOSE_WAIT_MS): Promise<void> {
+    return (this.closing ??= this.endAll(waitMs));
+  }
+
+  private async endAll(waitMs: number): Promise<void> {
     this.closed = true;
-    for (const [cgroup, timer] of this.settling) {
-      clearTimeout(timer);
+    const left = [...this.live, ...this.settling.keys()];
+    for (const timer of this.settling.values()) clearTimeout(timer);
+    this.live.clear();
+    this.settling.clear();
+    const deadline = Date.now() + waitMs;
+    let busy = left;
+    while (busy.length) {
+      for (const cgroup of busy) cgroup.killAll();
+      busy = busy.filter((cgroup) => !cgroup.isEmpty());
+      if (!busy.length || Date.now() >= deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_FAST_MS));
+    }
+    for (const cgroup of left) cgroup.dispose();
+  }
+
+  /** What `close` does, without waiting: for a process that is exiting now. */
+  closeNow(): void {
+    this.closed = true;
+    for (const timer of this.settling.values()) clearTimeout(timer);
+    for (const cgroup of [...this.live, ...this.settling.keys()]) {
+      cgroup.killAll();
       cgroup.dispose();
     }
+    this.live.clear();
     this.settling.clear();
   }
 
   private remove(cgroup: PidsCgroup, looks: number): void {
     this.settling.delete(cgroup);
-    if (this.closed || looks >= SETTLE_LOOKS || cgroup.isEmpty()) cgroup.dispose();
-    else this.settling.set(cgroup, setTimeout(() => this.remove(cgroup, looks + 1), SETTLE_EVERY_MS).unref());
+    if (this.closed || looks >= SETTLE_LOOKS || cgroup.isEmpty()) {
+      cgroup.dispose();
+      return;
+    }
+    // Security: a process forked while the last kill ran was not in the list it read; it is killed now.
+    if (looks > 0) cgroup.killAll();
+    const every = looks < SETTLE_FAST_LOOKS ? SETTLE_FAST_MS : SETTLE_SLOW_MS;
+    this.settling.set(cgroup, setTimeout(() => this.remove(cgroup, looks + 1), every).unref());
   }
 }
 
 const openCgroups = new Set<CommandCgroups>();
 /** A server's command cgroups, removed (as far as they can be) when this process exits. */
 export function commandCgroups(max: number, prefix: string): CommandCgroups {
-  if (!openCgroups.size) process.once('exit', () => openCgroups.forEach((c) => c.close()));
+  if (!openCgroups.size) process.once('exit', () => openCgroups.forEach((c) => c.closeNow()));
   const cgroups = new CommandCgroups(max, prefix);
   openCgroups.add(cgroups);
   return cgroups;
+}
+
+/** Ends the commands of every server in this process and waits (a while) for their cgroups to be removed. */
+export async function closeCommandCgroups(): Promise<void> {
+  await Promise.all([...openCgroups].map((c) => c.close()));
 }
 
 function v2Parent(fsImpl: CgroupFs): string[] {

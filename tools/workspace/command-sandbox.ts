@@ -91,7 +91,7 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
 
   return {
     async close() {
-      cgroups.close();
+      await cgroups.close();
       if (egress) await (await egress.catch(() => null))?.proxy.close();
     },
 

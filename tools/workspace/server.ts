@@ -17,6 +17,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { closeCommandCgroups } from './command-limits';
 import { killRunningCommands } from './commands';
 import { createWorkspaceServer, type WorkspaceServerOptions } from './create-server';
 import { NetworkAllowSchema } from '../../common/network-allow';
@@ -119,7 +120,11 @@ async function main() {
   const exit = () => {
     // The client is gone (the worker stopped or died): a command it started must not finish unobserved.
     killRunningCommands();
-    void server.close().finally(() => process.exit(0));
+    // What they started is killed too, and its cgroups removed once it has exited, before this process ends.
+    void server
+      .close()
+      .then(closeCommandCgroups)
+      .finally(() => process.exit(0));
   };
   process.stdin.on('close', exit);
   process.on('SIGTERM', exit);

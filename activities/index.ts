@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
 import { Failure } from '../common/failures';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
-import type { ModelUsage } from '../common/model-protocol';
+import { addUsage, type ModelUsage } from '../common/model-protocol';
 import type { Plan } from '../common/plan';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
@@ -64,6 +64,24 @@ export interface ActivityDeps {
   model?: ModelClient;
 }
 
+/**
+ * The plan with the questions the first pick raised added to their steps, said in its repairs. The pick's calls
+ * are dropped: its steps are picked again, the asking one once it has its answers.
+ */
+function askedFirst<W extends { plan: Plan; repairs?: string[] }>(
+  written: W,
+  questions: NonNullable<nodes.PickToolsResult['questions']>
+): W {
+  const steps = written.plan.steps.map((s) => {
+    const asked = questions.filter((q) => q.stepId === s.id && !s.questions.includes(q.question));
+    return asked.length ? { ...s, questions: [...s.questions, ...asked.map((q) => q.question)] } : s;
+  });
+  const repairs = questions.map(
+    (q) => `step "${q.stepId}": ${q.path} needs a fact only the user knows; the step asks "${q.question}" first`
+  );
+  return { ...written, plan: { ...written.plan, steps }, repairs: [...(written.repairs ?? []), ...repairs] };
+}
+
 export function createActivities(deps: ActivityDeps) {
   const model = deps.model ?? createModelClient(deps.config, deps.log);
   const tools = createToolActivities({ config: deps.config, log: deps.log, pool: deps.pool });
@@ -117,7 +135,11 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
-  async function pickChecked(input: nodes.PickToolsInput, offeredTools: ToolDescriptor[]) {
+  async function pickChecked(
+    input: nodes.PickToolsInput,
+    offeredTools: ToolDescriptor[],
+    opts: { mayAsk?: boolean } = {}
+  ) {
     const files = input.files ?? (await projectFiles(input.projectDir));
     const existing = allFiles(files);
     const steps = await Promise.all(
@@ -127,7 +149,7 @@ export function createActivities(deps: ActivityDeps) {
         ...(existing ? { newFiles: newFileNames(existing, s.instruction) } : {}),
       }))
     );
-    const picked = await nodes.pickTools(model, { ...input, files, steps }, offeredTools);
+    const picked = await nodes.pickTools(model, { ...input, files, steps }, offeredTools, opts);
     const guarded = await Promise.all(
       picked.calls.map((c) =>
         tools.checkPaths({ projectDir: input.projectDir, server: c.server, tool: c.tool, args: c.args })
@@ -146,7 +168,7 @@ export function createActivities(deps: ActivityDeps) {
     written: { plan: Plan; usage: ModelUsage },
     offeredTools: ToolDescriptor[],
     began: number
-  ): Promise<FirstPick | undefined> {
+  ): Promise<(FirstPick & { questions?: nodes.PickToolsResult['questions'] }) | undefined> {
     const steps = firstPickSteps(written.plan, ask, written.usage.inputTokens + written.usage.outputTokens);
     if (!steps.length) return undefined;
     // The plan and the pick share the activity's time limit: a pick that might outlast what is left would have the
@@ -164,7 +186,9 @@ export function createActivities(deps: ActivityDeps) {
           // The listing the plan was written with: the project has not changed since.
           files: input.files,
         },
-        offeredTools
+        offeredTools,
+        // The steps have not started: a fact only the user knows can still be asked before they do.
+        { mayAsk: true }
       );
       return { stepIds: steps.map((s) => s.id), ...picked };
     } catch (err) {
@@ -201,9 +225,12 @@ export function createActivities(deps: ActivityDeps) {
      * The Planner's plan; with `firstPick` (a first plan the workflow may go on with at once), also the first
      * round's tool picks, as `pickTools` makes them (common/first-pick.ts).
      */
-    async writePlan(
-      input: nodes.WritePlanInput & { firstPick?: FirstPickAsk }
-    ): Promise<{ plan: Plan; usage: ModelUsage; repairs?: string[]; firstPick?: FirstPick }> {
+    async writePlan(input: nodes.WritePlanInput & { firstPick?: FirstPickAsk }): Promise<{
+      plan: Plan;
+      usage: ModelUsage & { modelCalls?: number };
+      repairs?: string[];
+      firstPick?: FirstPick;
+    }> {
       const began = Date.now();
       const [toolList, ctx, files] = await Promise.all([
         offered(input.projectDir, input.toolAccess),
@@ -214,7 +241,12 @@ export function createActivities(deps: ActivityDeps) {
       const written = await nodes.writePlan(model, listed, toolList, ctx.text);
       if (!input.firstPick) return written;
       const picked = await firstPick(listed, input.firstPick, written, toolList, began);
-      return picked ? { ...written, firstPick: picked } : written;
+      if (!picked) return written;
+      const { questions, ...pick } = picked;
+      if (!questions?.length) return { ...written, firstPick: pick };
+      // A new file needs a fact only the user knows: its step asks first (and the round is picked again after).
+      const usage = { ...addUsage(written.usage, pick.usage), modelCalls: 1 + (pick.usage.modelCalls ?? 1) };
+      return { ...askedFirst(written, questions), usage };
     },
 
     /**

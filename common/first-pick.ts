@@ -25,8 +25,11 @@ export interface FirstPick {
   stepIds: string[];
   calls: PickedCall[];
   noSuitable: Array<{ stepId: string; reason: string }>;
-  usage: ModelUsage;
+  /** `modelCalls` when the pick asked the model more than once. */
+  usage: ModelUsage & { modelCalls?: number };
   guarded: GuardedPath[][];
+  /** What the pick changed in the model's calls, for each step's `repairs`. */
+  repairs?: Array<{ stepId: string; repair: string }>;
 }
 
 /**

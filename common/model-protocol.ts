@@ -14,6 +14,7 @@ export const NODE_NAMES = [
   'compose_answer',
   'summarize_memory',
   'init_project',
+  'write_file_content',
 ] as const;
 export type NodeName = (typeof NODE_NAMES)[number];
 

@@ -5,11 +5,12 @@
  */
 import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
-import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
+import { withWholeFileWrites } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
 import { planOfRequest } from './plan-of-request';
@@ -176,7 +177,17 @@ export interface PickToolsInput {
 export interface PickToolsResult {
   calls: PickedCall[];
   noSuitable: Array<{ stepId: string; reason: string }>;
-  usage: ModelUsage;
+  /** `modelCalls` when the pick asked the model more than once (./file-content). */
+  usage: ModelUsage & { modelCalls?: number };
+  /** What the activity changed in the model's calls, for each step's `repairs`. */
+  repairs?: PickRepair[];
+  /** Facts only the user knows that a step's new file needs (only when asked for with `mayAsk`). */
+  questions?: Array<{ stepId: string; path: string; question: string }>;
+}
+
+export interface PickRepair {
+  stepId: string;
+  repair: string;
 }
 
 export const NO_SUITABLE_TOOL = 'no_suitable_tool';
@@ -425,7 +436,8 @@ const sameWords = (a: string | undefined, b: string) =>
 export async function pickTools(
   model: ModelClient,
   input: PickToolsInput,
-  tools: readonly ToolDescriptor[]
+  tools: readonly ToolDescriptor[],
+  opts: { mayAsk?: boolean } = {}
 ): Promise<PickToolsResult> {
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
@@ -483,7 +495,21 @@ export async function pickTools(
       noSuitable.push({ stepId: id, reason: `the tool call could not be read (${bad.name}): ${bad.error}` });
     }
   }
-  return { calls, noSuitable, usage: answer.usage };
+  // A small model's change to a file is written whole, from plain text (./file-content).
+  const whole = await withWholeFileWrites(model, input.steps, calls, tools, { mayAsk: opts.mayAsk });
+  if (!whole.modelCalls) return { calls: whole.calls, noSuitable, usage: answer.usage };
+  const usage = { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls };
+  const repairs = whole.rewritten.map((r) => ({
+    stepId: r.stepId,
+    repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,
+  }));
+  return {
+    calls: whole.calls,
+    noSuitable,
+    usage,
+    ...(repairs.length ? { repairs } : {}),
+    ...(whole.questions.length ? { questions: whole.questions } : {}),
+  };
 }
 
 // ---------------------------------------------------------------- do_step
@@ -592,7 +618,43 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
 
 export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
   const answer = await model.text(composeAnswerPrompt(input, projectContext));
-  return { ...answer, text: withoutFences(answer.text) };
+  const text = withoutLoops(withoutFences(answer.text));
+  return { ...answer, text: text || resultsAnswer(input.results) };
+}
+
+/** Times one line may follow itself before it is taken for a loop. */
+const LOOP_RUN = 3;
+
+/**
+ * A small model at temperature 0 can write one line again and again up to its token limit ("```markdown" 150
+ * times): such a run keeps one line, and a code fence left open with nothing after it goes too.
+ */
+export function withoutLoops(text: string): string {
+  const lines = text.split('\n');
+  const out: string[] = [];
+  for (let i = 0; i < lines.length;) {
+    let j = i + 1;
+    while (j < lines.length && lines[j] === lines[i]) j++;
+    const run = j - i;
+    out.push(...(lines[i].trim() && run >= LOOP_RUN ? [lines[i]] : lines.slice(i, j)));
+    i = j;
+  }
+  while (out.length && !out[out.length - 1].trim()) out.pop();
+  const fences = out.filter((l) => /^\s*```/.test(l)).length;
+  if (fences % 2 === 1 && /^\s*```[\w-]*\s*$/.test(out.at(-1) ?? '')) out.pop();
+  return out.join('\n').trim();
+}
+
+/** An answer from the steps' results alone, for a composer that wrote nothing usable. */
+function resultsAnswer(results: readonly StepResultView[]): string {
+  const line = (r: StepResultView) => {
+    const first = (r.result ?? '').trim().split('\n')[0] ?? '';
+    return `- ${r.title}: ${first.length > 200 ? `${first.slice(0, 199)}…` : first || r.status}`;
+  };
+  const achieved = results.filter((r) => !r.notAchieved);
+  return achieved.length
+    ? `What the steps did:\n${achieved.map(line).join('\n')}`
+    : 'No step achieved its instruction.';
 }
 
 export { ZERO_USAGE };

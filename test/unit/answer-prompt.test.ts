@@ -1,5 +1,6 @@
 /** What the answer composer is told: the results, and for a read-only task that a change asked for was not made. */
-import { composeAnswerPrompt, READ_ONLY_NOTE } from '../../activities/llm/nodes';
+import type { ModelClient } from '../../activities/llm/model';
+import { composeAnswer, composeAnswerPrompt, READ_ONLY_NOTE, withoutLoops } from '../../activities/llm/nodes';
 import { answerWithAccess, READ_ONLY_ANSWER_NOTE } from '../../workflows/task/status';
 
 const input = {
@@ -37,5 +38,26 @@ describe('the answer of a read-only task', () => {
       `Shopping list:\n- bread\n\n${READ_ONLY_ANSWER_NOTE}`
     );
     expect(answerWithAccess('Done.', 'full')).toBe('Done.');
+  });
+});
+
+describe('an answer that loops', () => {
+  it('a line the model wrote again and again is kept once, and a fence it left open with nothing in it goes', () => {
+    expect(withoutLoops('Done.\n' + '```markdown\n'.repeat(40))).toBe('Done.');
+    expect(withoutLoops('a\n\n\n\nb')).toBe('a\n\n\n\nb');
+    expect(withoutLoops('- x\n- x\n- y')).toBe('- x\n- x\n- y');
+    expect(withoutLoops('```sh\nls\n```')).toBe('```sh\nls\n```');
+  });
+
+  it('with nothing usable left, the answer says what the steps did, from their results', async () => {
+    const model = {
+      text: async () => ({ text: '```markdown\n'.repeat(100), usage: { inputTokens: 1, outputTokens: 512 } }),
+    } as unknown as ModelClient;
+    const results = [
+      { id: 's1', title: 'Write .gitignore', status: 'done', result: 'wrote .gitignore (21 bytes, new file)' },
+      { id: 's2', title: 'Run it', status: 'failed', result: 'exit 1', notAchieved: 'it failed' },
+    ];
+    const answer = await composeAnswer(model, { ...input, results }, '');
+    expect(answer.text).toBe('What the steps did:\n- Write .gitignore: wrote .gitignore (21 bytes, new file)');
   });
 });

@@ -82,7 +82,8 @@ export class StepRunner {
         s,
         first.filter((r) => r.call.stepId === s.id),
         picked.noSuitable,
-        files
+        files,
+        repairsFor(picked.repairs, s.id)
       );
     await (batch.length === 1 ? finish(batch[0]) : Promise.all(batch.map(finish)));
   }
@@ -120,11 +121,12 @@ export class StepRunner {
     s: PlanStep,
     running: RunningCall[],
     noSuitable: ReadonlyArray<{ stepId: string; reason: string }>,
-    files: FileOrder
+    files: FileOrder,
+    picked: string[]
   ): Promise<void> {
     const { input, meter } = this.task;
     const made: MadeCall[] = [];
-    const repairs: string[] = [];
+    const repairs: string[] = [...picked];
     let lastRound: CallOutcome[] = [];
     let laterNoTool: string | null = null;
     for (let round = 1; ;) {
@@ -152,6 +154,7 @@ export class StepRunner {
         else if (none) laterNoTool = none.reason;
         break;
       }
+      repairs.push(...repairsFor(next.repairs, s.id));
       if (kept.length < next.calls.length)
         repairs.push(
           `${next.calls.length - kept.length} call(s) of round ${round} left out (repeats, or over the budget)`
@@ -388,6 +391,10 @@ interface RunningCall {
  * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
  * later must not lose the user's decision.
  */
+/** What a pick changed in the calls it made for step `stepId`. */
+const repairsFor = (repairs: ReadonlyArray<{ stepId: string; repair: string }> | undefined, stepId: string) =>
+  (repairs ?? []).filter((r) => r.stepId === stepId).map((r) => r.repair);
+
 function tellSession(grant: SessionGrant): void {
   const parent = workflowInfo().parent;
   if (!parent) return;

@@ -27,11 +27,11 @@ export class UsageMeter {
   }
 
   /** One model call, with the usage the server reported for it; `stepId` names the step it was made for. */
-  modelCall(u: ModelUsage, stepId?: string): CallUsage {
+  modelCall(u: ModelUsage & { modelCalls?: number }, stepId?: string): CallUsage {
     this.usage = addCalls(this.usage, u);
     if (stepId) this.steps.set(stepId, addCalls(this.steps.get(stepId) ?? ZERO_CALL_USAGE, u));
     this.onCall();
-    return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, modelCalls: 1 };
+    return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, modelCalls: u.modelCalls ?? 1 };
   }
 
   /** The step's model calls since it last finished (for its `step_finished` event), and starts it afresh. */

@@ -1,0 +1,207 @@
+/**
+ * Whole-file writes for a small model. A 0.5B model picks the right file to change but cannot aim an edit: its
+ * `old_string` is a line of another file, or the key above the one to change; its `write_file` content for a new
+ * file is a phrase of the request. Asked in plain text for the file's whole new content, the same model writes it
+ * right (the step's instruction, the file as it is now, the other files the step names to read). So from a model
+ * whose answers a grammar holds (json_schema: llama.cpp's server and the small models it serves), an `edit_file` or
+ * `write_file` the pick aims at a file shown whole, or at a new file the step names, becomes a `write_file` of what
+ * the `write_file_content` node writes for that file.
+ *
+ * Security: the pick chose the file, and the permission gate, the workspace server and the user's review see the
+ * write as they see any other; the rewrite can change only what the model could already write to that file.
+ */
+import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import type { PickedCall, ToolDescriptor } from '../../common/tools';
+import type { ModelClient, NodePrompt } from './model';
+import { isCut, type NamedFile } from './named-files';
+
+export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
+code block, and nothing else. Keep every line the step does not ask to change as it is.`;
+
+/**
+ * Told only for a new file whose step speaks of the user ("my full name") and only where the question can still be
+ * asked before the step runs (the first pick, with the plan): a 0.5B model told it always asks, even for hello.py.
+ */
+export const ASK_RULE = `If the file must hold a fact about the user that the step does not give (their name, say), reply with only:
+QUESTION: <what to ask the user>`;
+
+/** Whether a step speaks of the user themself: the facts it needs may be theirs alone. */
+export const speaksOfUser = (instruction: string) => /\b(?:my|me|mine|myself)\b|\bI(?:'m| am)\b/i.test(instruction);
+
+/** The question an answer asks instead of writing the file, or null. */
+export function questionOf(answer: string): string | null {
+  const m = /^[\s`~]*(?:[a-z]+\n)?\s*QUESTION:\s*([^\n`]+)/i.exec(answer);
+  const q = m?.[1].trim();
+  return q ? q.slice(0, 300) : null;
+}
+
+const WRITE_FILE = 'workspace__write_file';
+const CHANGES_A_FILE = new Set([WRITE_FILE, 'workspace__edit_file']);
+
+/** A code fence longer than any run of backticks in `text`. */
+function fenceFor(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  return '`'.repeat(longest + 1);
+}
+
+const fenced = (text: string) => {
+  const fence = fenceFor(text);
+  return `${fence}\n${text}${text.endsWith('\n') ? '' : '\n'}${fence}`;
+};
+
+export interface FileContentInput {
+  path: string;
+  /** The file as it is now, or null for a new file. */
+  current: string | null;
+  /** The step's instruction (with the user's answers). */
+  instruction: string;
+  /** The other files the step names, to read (shown only beside an existing file: a new file is written alone). */
+  context: readonly NamedFile[];
+  /** The model may ask the user for a fact about them instead (`ASK_RULE`). */
+  mayAsk?: boolean;
+}
+
+export function fileContentPrompt(input: FileContentInput): NodePrompt {
+  const parts =
+    input.current === null
+      ? [`${input.path} is a new file: write all of it.`]
+      : [
+          ...input.context.map((f) => `File ${f.path} (to read, not to change):\n${fenced(f.text)}`),
+          `File ${input.path}:\n${fenced(input.current)}`,
+        ];
+  return {
+    node: 'write_file_content',
+    system: input.mayAsk ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}` : WRITE_FILE_CONTENT_SYSTEM,
+    messages: [
+      [...parts, `Step: ${input.instruction}`, `Reply with the whole new content of ${input.path}.`].join('\n\n'),
+    ],
+  };
+}
+
+/** The content of the answer's first fenced block (or of the whole answer, without one); null when it is empty. */
+export function contentOfAnswer(answer: string): string | null {
+  const open = /^[ \t]*(`{3,}|~{3,})[^\n`]*\n/m.exec(answer);
+  let body = answer;
+  if (open) {
+    const rest = answer.slice(open.index + open[0].length);
+    const close = new RegExp(`^[ \\t]*${open[1][0] === '`' ? '`' : '~'}{${open[1].length},}[ \\t]*$`, 'm').exec(rest);
+    body = close ? rest.slice(0, close.index) : rest;
+  }
+  const trimmed = body.replace(/^\s*\n/, '').replace(/\s+$/, '');
+  return trimmed ? `${trimmed}\n` : null;
+}
+
+const plainPath = (p: string) => p.replace(/^\.\//, '');
+
+export interface WholeFileStep {
+  id: string;
+  instruction: string;
+  files?: NamedFile[];
+  newFiles?: string[];
+  earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
+}
+
+export interface WholeFileWrites {
+  calls: PickedCall[];
+  usage: ModelUsage;
+  /** The `write_file_content` requests made. */
+  modelCalls: number;
+  /** The files written whole, by step. */
+  rewritten: Array<{ stepId: string; path: string }>;
+  /** Questions for the user in place of a new file's content (only with `mayAsk`), by step. */
+  questions: Array<{ stepId: string; path: string; question: string }>;
+}
+
+/**
+ * The picked calls with each `edit_file` or `write_file` on a file shown whole, or on a new file the step names,
+ * made a `write_file` of the file's whole new content as the `write_file_content` node writes it.
+ *
+ * A small model picks the file it just wrote again rather than the next one a step names ("rename greet in
+ * greetings.py and main.py"): a file this step has written already is not written again; the step's other files
+ * shown whole are, in the order it names them, the first whose new content differs. A call whose rewrite changes
+ * nothing stays as the model made it; one aimed again at a file the step wrote, with nothing left to write, is
+ * left out (the step ends, as with any pick that only repeats). With `mayAsk`, a new file whose content is a fact
+ * about the user the step does not give becomes a question (and the call is left out).
+ */
+export async function withWholeFileWrites(
+  model: ModelClient,
+  steps: readonly WholeFileStep[],
+  calls: readonly PickedCall[],
+  tools: readonly ToolDescriptor[],
+  opts: { mayAsk?: boolean } = {}
+): Promise<WholeFileWrites> {
+  const writer = tools.find((t) => t.qualifiedName === WRITE_FILE);
+  const res: WholeFileWrites = { calls: [], usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
+  if (!writer || model.structuredOutput !== 'json_schema') return { ...res, calls: [...calls] };
+  /** The new content of `path` for `step`, or a question, or null when it would change nothing. */
+  const rewrite = async (step: WholeFileStep, path: string, current: NamedFile | null) => {
+    const mayAsk = !!opts.mayAsk && current === null && speaksOfUser(step.instruction);
+    const answer = await model.text(
+      fileContentPrompt({
+        path,
+        current: current ? current.text : null,
+        instruction: step.instruction,
+        context: (step.files ?? []).filter((f) => f !== current && !isCut(f)),
+        mayAsk,
+      })
+    );
+    res.usage = addUsage(res.usage, answer.usage);
+    res.modelCalls++;
+    const question = mayAsk ? questionOf(answer.text) : null;
+    if (question) return { question };
+    const content = contentOfAnswer(answer.text);
+    return content === null || (current && content.trimEnd() === current.text.trimEnd()) ? null : { content };
+  };
+  for (const call of calls) {
+    const step = steps.find((s) => s.id === call.stepId);
+    const target = typeof call.args.path === 'string' ? plainPath(call.args.path) : null;
+    if (!step || !target || !CHANGES_A_FILE.has(call.qualifiedName)) {
+      res.calls.push(call);
+      continue;
+    }
+    const written = new Set(
+      (step.earlierCalls ?? [])
+        .filter((c) => CHANGES_A_FILE.has(c.tool) && c.status === 'ok' && typeof c.args.path === 'string')
+        .map((c) => plainPath(c.args.path as string))
+    );
+    const shown = (step.files ?? []).filter((f) => !isCut(f));
+    const aimed = shown.find((f) => plainPath(f.path) === target);
+    const isNew = !aimed && (step.newFiles ?? []).map(plainPath).includes(target);
+    if (!aimed && !isNew) {
+      res.calls.push(call);
+      continue;
+    }
+    const candidates: Array<{ path: string; current: NamedFile | null }> = isNew
+      ? written.has(target)
+        ? []
+        : [{ path: target, current: null }]
+      : [aimed!, ...shown.filter((f) => f !== aimed)]
+          .filter((f) => !written.has(plainPath(f.path)))
+          .map((f) => ({ path: f.path, current: f }));
+    let made: PickedCall | null = null;
+    let asked = false;
+    for (const c of candidates) {
+      const r = await rewrite(step, c.path, c.current);
+      if (r?.question !== undefined) {
+        res.questions.push({ stepId: step.id, path: c.path, question: r.question });
+        asked = true;
+        break;
+      }
+      if (r?.content === undefined) continue;
+      res.rewritten.push({ stepId: step.id, path: c.path });
+      made = {
+        ...call,
+        server: writer.server,
+        tool: writer.name,
+        qualifiedName: WRITE_FILE,
+        readOnly: writer.readOnly,
+        idempotent: writer.idempotent,
+        args: { path: c.path, content: r.content },
+      };
+      break;
+    }
+    if (made) res.calls.push(made);
+    else if (!asked && !written.has(target)) res.calls.push(call);
+  }
+  return res;
+}

@@ -1,0 +1,208 @@
+/** Whole-file writes for a small model: what it is asked, what is read from its answer, which calls it rewrites. */
+import {
+  contentOfAnswer,
+  fileContentPrompt,
+  questionOf,
+  speaksOfUser,
+  withWholeFileWrites,
+  type WholeFileStep,
+} from '../../activities/llm/file-content';
+import type { ModelClient, NodePrompt } from '../../activities/llm/model';
+import { boundNamedFiles } from '../../activities/llm/named-files';
+import type { PickedCall, ToolDescriptor } from '../../common/tools';
+
+const tool = (name: string): ToolDescriptor => ({
+  server: 'workspace',
+  name,
+  qualifiedName: `workspace__${name}`,
+  description: name,
+  inputSchema: { type: 'object' },
+  annotations: {},
+  readOnly: false,
+  idempotent: false,
+});
+const TOOLS = [tool('write_file'), tool('edit_file'), tool('run_command')];
+
+const call = (name: string, args: Record<string, unknown>, stepId = 's1'): PickedCall => ({
+  stepId,
+  server: 'workspace',
+  tool: name,
+  qualifiedName: `workspace__${name}`,
+  args,
+  readOnly: false,
+  idempotent: false,
+});
+
+/** A model whose plain-text answers are `answers` by file, recording each prompt. */
+function model(answers: Record<string, string>, structuredOutput: 'json_schema' | 'tool_calling' = 'json_schema') {
+  const prompts: NodePrompt[] = [];
+  const client = {
+    structuredOutput,
+    async text(prompt: NodePrompt) {
+      prompts.push(prompt);
+      const file = /Reply with the whole new content of (\S+)\.$/.exec(String(prompt.messages[0]))![1];
+      return { text: answers[file] ?? '', usage: { inputTokens: 10, outputTokens: 5 } };
+    },
+  } as unknown as ModelClient;
+  return { client, prompts };
+}
+
+const YAML = 'app:\n  name: inventory\nlogging:\n  level: info\n';
+const yamlStep: WholeFileStep = {
+  id: 's1',
+  instruction: 'Set the logging level in settings.yaml to debug.',
+  files: [{ path: 'settings.yaml', text: YAML }],
+};
+
+describe('the content a small model writes for a file', () => {
+  it('is the first fenced block of its answer, whatever its language tag, or the whole answer without one', () => {
+    expect(contentOfAnswer('```yaml\na: 1\n```\nThat is all.')).toBe('a: 1\n');
+    expect(contentOfAnswer('Here:\n~~~\nx\n~~~')).toBe('x\n');
+    expect(contentOfAnswer('print("hi")')).toBe('print("hi")\n');
+    // A longer fence holds a shorter one inside.
+    expect(contentOfAnswer('````md\n```sh\nls\n```\n````')).toBe('```sh\nls\n```\n');
+    expect(contentOfAnswer('```\n\n```')).toBeNull();
+  });
+
+  it('shows the file in a fence longer than any it holds, with the files to read, and the step last', () => {
+    const p = fileContentPrompt({
+      path: 'README.md',
+      current: 'Run:\n```sh\nmake\n```\n',
+      instruction: 'Add a line about make test to README.md.',
+      context: [{ path: 'Makefile', text: 'test:\n\tjest\n' }],
+    });
+    expect(p.node).toBe('write_file_content');
+    const text = String(p.messages[0]);
+    expect(text).toContain('File Makefile (to read, not to change):\n```\ntest:\n\tjest\n```');
+    expect(text).toContain('File README.md:\n````\nRun:\n```sh\nmake\n```\n````');
+    expect(
+      text.endsWith('Step: Add a line about make test to README.md.\n\nReply with the whole new content of README.md.')
+    ).toBe(true);
+    expect(p.system).not.toMatch(/QUESTION/);
+  });
+
+  it('asks the user only when a new file of a step that speaks of them may ask', () => {
+    expect(speaksOfUser('Create owner.txt that contains my full name.')).toBe(true);
+    expect(speaksOfUser("Add a bio.md that says I'm a developer.")).toBe(true);
+    expect(speaksOfUser('Create hello.py that prints hello world.')).toBe(false);
+    expect(speaksOfUser('Summarise the mystery novel in notes.md.')).toBe(false);
+    expect(questionOf('```markdown\nQUESTION: What is your full name?\n```')).toBe('What is your full name?');
+    expect(questionOf('QUESTION: What is your email address?')).toBe('What is your email address?');
+    expect(questionOf('```\nAda Lovelace\n```')).toBeNull();
+  });
+});
+
+describe('whole-file writes in a pick', () => {
+  it('an edit a small model aimed badly becomes a write of the content it writes for the whole file', async () => {
+    const m = model({ 'settings.yaml': '```yaml\napp:\n  name: inventory\nlogging:\n  level: debug\n```' });
+    const bad = call('edit_file', { path: 'settings.yaml', old_string: 'logging:', new_string: 'debug:' });
+    const r = await withWholeFileWrites(m.client, [yamlStep], [bad], TOOLS);
+    expect(r.calls).toEqual([
+      {
+        ...bad,
+        tool: 'write_file',
+        qualifiedName: 'workspace__write_file',
+        args: { path: 'settings.yaml', content: 'app:\n  name: inventory\nlogging:\n  level: debug\n' },
+      },
+    ]);
+    expect(r.rewritten).toEqual([{ stepId: 's1', path: 'settings.yaml' }]);
+    expect(r).toMatchObject({ modelCalls: 1, usage: { inputTokens: 10, outputTokens: 5 } });
+  });
+
+  it('a model that takes forced function calls, and calls that change no file, are left as they are', async () => {
+    const m = model({ 'settings.yaml': 'level: debug' }, 'tool_calling');
+    const edit = call('edit_file', { path: 'settings.yaml', old_string: 'info', new_string: 'debug' });
+    expect((await withWholeFileWrites(m.client, [yamlStep], [edit], TOOLS)).calls).toEqual([edit]);
+    const run = call('run_command', { command: 'cat settings.yaml' });
+    const j = model({});
+    expect((await withWholeFileWrites(j.client, [yamlStep], [run], TOOLS)).calls).toEqual([run]);
+    expect(m.prompts.length + j.prompts.length).toBe(0);
+  });
+
+  it('a file not shown whole (cut, or not named) keeps the call the model made', async () => {
+    const m = model({ 'big.txt': 'x' });
+    const [big] = boundNamedFiles([{ path: 'big.txt', text: 'a\n'.repeat(3000) }]);
+    const edit = call('edit_file', { path: 'big.txt', old_string: 'a', new_string: 'b' });
+    const cut = { id: 's1', instruction: 'Fix big.txt', files: [big] };
+    expect((await withWholeFileWrites(m.client, [cut], [edit], TOOLS)).calls).toEqual([edit]);
+    expect((await withWholeFileWrites(m.client, [{ ...cut, files: [] }], [edit], TOOLS)).calls).toEqual([edit]);
+    expect(m.prompts).toHaveLength(0);
+  });
+
+  it('the file just written is not written again: the next file the step names is, and then the step ends', async () => {
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Rename greet to welcome in greetings.py and main.py.',
+      files: [
+        { path: 'greetings.py', text: 'def welcome(name):\n    return name\n' },
+        { path: 'main.py', text: 'from greetings import greet\n' },
+      ],
+      earlierCalls: [{ tool: 'workspace__write_file', args: { path: 'greetings.py', content: '…' }, status: 'ok' }],
+    };
+    const m = model({ 'main.py': '```python\nfrom greetings import welcome\n```' });
+    const again = call('write_file', { path: 'greetings.py', content: 'def welcome(name):\n    return name\n' });
+    const r = await withWholeFileWrites(m.client, [step], [again], TOOLS);
+    expect(r.calls.map((c) => c.args)).toEqual([{ path: 'main.py', content: 'from greetings import welcome\n' }]);
+    // main.py is shown beside greetings.py as it is now, to read.
+    expect(String(m.prompts[0].messages[0])).toContain('File greetings.py (to read, not to change)');
+
+    const done = {
+      ...step,
+      earlierCalls: [...step.earlierCalls!, { ...step.earlierCalls![0], args: { path: 'main.py' } }],
+    };
+    expect((await withWholeFileWrites(m.client, [done], [again], TOOLS)).calls).toEqual([]);
+  });
+
+  it('a rewrite that changes nothing moves to the next file named; with none changed, the model call stays', async () => {
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'The tests in test_calc.py fail. Fix the bug in calc.py.',
+      files: [
+        { path: 'test_calc.py', text: 'assert add(2, 3) == 5\n' },
+        { path: 'calc.py', text: 'def add(a, b):\n    return a - b\n' },
+      ],
+    };
+    const fixed = model({
+      'test_calc.py': '```\nassert add(2, 3) == 5\n```',
+      'calc.py': '```\ndef add(a, b):\n    return a + b\n```',
+    });
+    const atTest = call('edit_file', { path: 'test_calc.py', old_string: 'x', new_string: 'y' });
+    const r = await withWholeFileWrites(fixed.client, [step], [atTest], TOOLS);
+    expect(r.calls.map((c) => c.args)).toEqual([{ path: 'calc.py', content: 'def add(a, b):\n    return a + b\n' }]);
+
+    const same = model({ 'test_calc.py': 'assert add(2, 3) == 5', 'calc.py': 'def add(a, b):\n    return a - b' });
+    expect((await withWholeFileWrites(same.client, [step], [atTest], TOOLS)).calls).toEqual([atTest]);
+  });
+
+  it("a new file holding the user's own details asks them, only where it may; otherwise it is written", async () => {
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Create a file owner.txt that contains my full name.',
+      newFiles: ['owner.txt'],
+    };
+    const m = model({ 'owner.txt': '```\nQUESTION: What is your full name?\n```' });
+    const write = call('write_file', { path: 'owner.txt', content: 'My full name' });
+    const asked = await withWholeFileWrites(m.client, [step], [write], TOOLS, { mayAsk: true });
+    expect(asked.calls).toEqual([]);
+    expect(asked.questions).toEqual([{ stepId: 's1', path: 'owner.txt', question: 'What is your full name?' }]);
+    expect(m.prompts[0].system).toMatch(/QUESTION:/);
+
+    // Where the step cannot stop to ask (a later pick), the question is never offered.
+    const later = model({ 'owner.txt': '```\nAda Lovelace\n```' });
+    const r = await withWholeFileWrites(later.client, [step], [write], TOOLS);
+    expect(r.calls.map((c) => c.args)).toEqual([{ path: 'owner.txt', content: 'Ada Lovelace\n' }]);
+    expect(later.prompts[0].system).not.toMatch(/QUESTION/);
+
+    // A step that does not speak of the user is never offered the question either.
+    const hello = model({ 'hello.py': 'QUESTION: what for?' });
+    const h = await withWholeFileWrites(
+      hello.client,
+      [{ id: 's1', instruction: 'Create hello.py that prints hello world.', newFiles: ['hello.py'] }],
+      [call('write_file', { path: 'hello.py', content: 'x' })],
+      TOOLS,
+      { mayAsk: true }
+    );
+    expect(h.questions).toEqual([]);
+    expect(hello.prompts[0].system).not.toMatch(/QUESTION/);
+  });
+});

@@ -110,8 +110,6 @@ export interface WholeFileWrites {
   rewritten: Array<{ stepId: string; path: string }>;
   /** Questions for the user in place of a new file's content (only with `mayAsk`), by step. */
   questions: Array<{ stepId: string; path: string; question: string }>;
-  /** Steps whose call was left out: it would write again what the step has written, with nothing left to write. */
-  written: string[];
 }
 
 /**
@@ -133,14 +131,7 @@ export async function withWholeFileWrites(
   opts: { mayAsk?: boolean } = {}
 ): Promise<WholeFileWrites> {
   const writer = tools.find((t) => t.qualifiedName === WRITE_FILE);
-  const res: WholeFileWrites = {
-    calls: [],
-    usage: ZERO_USAGE,
-    modelCalls: 0,
-    rewritten: [],
-    questions: [],
-    written: [],
-  };
+  const res: WholeFileWrites = { calls: [], usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   if (!writer || model.structuredOutput !== 'json_schema') return { ...res, calls: [...calls] };
   /** The new content of `path` for `step`, or a question, or null when it would change nothing. */
   const rewrite = async (step: WholeFileStep, path: string, current: NamedFile | null) => {
@@ -211,7 +202,6 @@ export async function withWholeFileWrites(
     }
     if (made) res.calls.push(made);
     else if (!asked && !written.has(target)) res.calls.push(call);
-    else if (!asked) res.written.push(step.id);
   }
   return res;
 }

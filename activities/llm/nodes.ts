@@ -311,8 +311,6 @@ export function rankTools(
  */
 const EXISTING_FILE_TOOLS = new Set([READ_FILE, 'workspace__edit_file']);
 const WRITE_FILE = 'workspace__write_file';
-/** The tools that change a file's content. */
-const CHANGES_A_FILE = new Set([WRITE_FILE, 'workspace__edit_file']);
 
 /** What a pick's paths are held to (`pickToolsFunctions`). */
 export interface PickPaths {
@@ -435,12 +433,30 @@ function shownInFull(steps: readonly PickStep[]): Set<string> {
 const sameWords = (a: string | undefined, b: string) =>
   a !== undefined && a.toLowerCase().replace(/\W+/g, ' ').trim() === b.toLowerCase().replace(/\W+/g, ' ').trim();
 
-/** The calls and `no_suitable_tool`s of a pick's answer, by step. */
-function readPick(
-  answer: Awaited<ReturnType<ModelClient['toolCalls']>>,
-  stepIds: readonly string[],
-  byName: ReadonlyMap<string, ToolDescriptor>
-): Pick<PickToolsResult, 'calls' | 'noSuitable'> {
+export async function pickTools(
+  model: ModelClient,
+  input: PickToolsInput,
+  tools: readonly ToolDescriptor[],
+  opts: { mayAsk?: boolean } = {}
+): Promise<PickToolsResult> {
+  const stepIds = input.steps.map((s) => s.id);
+  const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
+  const existing = allFiles(input.files);
+  const ranked = rankTools(tools, input.steps, {
+    goal: input.request ?? input.goal,
+    listingComplete: existing !== null,
+  });
+  const answer = await model.toolCalls(
+    pickToolsPrompt(input),
+    pickToolsFunctions(ranked, stepIds, {
+      existingFiles: existing,
+      shownInFull: shownInFull(input.steps),
+      newFiles: [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))],
+    }),
+    {
+      maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
+    }
+  );
   const calls: PickedCall[] = [];
   const noSuitable: PickToolsResult['noSuitable'] = [];
   for (const call of answer.calls) {
@@ -479,67 +495,16 @@ function readPick(
       noSuitable.push({ stepId: id, reason: `the tool call could not be read (${bad.name}): ${bad.error}` });
     }
   }
-  return { calls, noSuitable };
-}
-
-export async function pickTools(
-  model: ModelClient,
-  input: PickToolsInput,
-  tools: readonly ToolDescriptor[],
-  opts: { mayAsk?: boolean } = {}
-): Promise<PickToolsResult> {
-  const stepIds = input.steps.map((s) => s.id);
-  const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
-  const existing = allFiles(input.files);
-  const ranked = rankTools(tools, input.steps, {
-    goal: input.request ?? input.goal,
-    listingComplete: existing !== null,
-  });
-  const newFiles = [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))];
-  const ask = (steps: readonly PickStep[], offered: readonly ToolDescriptor[]) =>
-    model.toolCalls(
-      pickToolsPrompt({ ...input, steps: [...steps] }),
-      pickToolsFunctions(
-        offered,
-        steps.map((s) => s.id),
-        { existingFiles: existing, shownInFull: shownInFull(steps), newFiles }
-      ),
-      { maxCalls: steps.length * MAX_CALLS_PER_STEP }
-    );
-  const answer = await ask(input.steps, ranked);
-  const { calls, noSuitable } = readPick(answer, stepIds, byName);
   // A small model's change to a file is written whole, from plain text (./file-content).
   const whole = await withWholeFileWrites(model, input.steps, calls, tools, { mayAsk: opts.mayAsk });
-  let picked = whole.calls;
-  let usage: PickToolsResult['usage'] = whole.modelCalls
-    ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }
-    : answer.usage;
-  const repairs: PickRepair[] = whole.rewritten.map((r) => ({
+  if (!whole.modelCalls) return { calls: whole.calls, noSuitable, usage: answer.usage };
+  const usage = { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls };
+  const repairs = whole.rewritten.map((r) => ({
     stepId: r.stepId,
     repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,
   }));
-  // A step whose files are written, picked to write them again, may still have a command to run ("…, then run
-  // it"): it is asked once more without the tools that write files; a call of those it makes goes on, and
-  // `no_suitable_tool` ends the step as a repeat would have.
-  const rest = input.steps.filter((s) => whole.written.includes(s.id));
-  const others = ranked.filter((t) => !CHANGES_A_FILE.has(t.qualifiedName));
-  if (rest.length && others.length) {
-    const again = await ask(rest, others);
-    usage = { ...addUsage(usage, again.usage), modelCalls: (usage.modelCalls ?? 1) + 1 };
-    const next = readPick(
-      again,
-      rest.map((s) => s.id),
-      byName
-    ).calls.filter((c) => !CHANGES_A_FILE.has(c.qualifiedName));
-    picked = [...picked, ...next];
-    for (const c of next)
-      repairs.push({
-        stepId: c.stepId,
-        repair: `the pick wrote again what the step had written: asked once more without the file-writing tools`,
-      });
-  }
   return {
-    calls: picked,
+    calls: whole.calls,
     noSuitable,
     usage,
     ...(repairs.length ? { repairs } : {}),

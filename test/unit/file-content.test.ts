@@ -9,7 +9,6 @@ import {
 } from '../../activities/llm/file-content';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
 import { boundNamedFiles } from '../../activities/llm/named-files';
-import { pickTools } from '../../activities/llm/nodes';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 
 const tool = (name: string): ToolDescriptor => ({
@@ -205,77 +204,5 @@ describe('whole-file writes in a pick', () => {
     );
     expect(h.questions).toEqual([]);
     expect(hello.prompts[0].system).not.toMatch(/QUESTION/);
-  });
-});
-
-describe('a pick that would write again what its step has written', () => {
-  const wrote = {
-    tool: 'workspace__write_file',
-    args: { path: 'hello.py', content: 'print("hello world")\n' },
-    status: 'ok',
-    text: 'wrote hello.py',
-  };
-  const input = {
-    projectDir: '/p',
-    toolAccess: 'full' as const,
-    request: 'Create hello.py that prints hello world, then run it.',
-    goal: 'g',
-    files: 'hello.py\nREADME.md',
-    steps: [
-      {
-        id: 's1',
-        title: 'Create and run hello.py',
-        instruction: 'Create hello.py that prints hello world, then run it.',
-        dependencyResults: [],
-        files: [{ path: 'hello.py', text: 'print("hello world")\n' }],
-        earlierCalls: [wrote],
-      },
-    ],
-  };
-
-  /** A model answering each pick in turn with `answers`, recording the functions it was offered. */
-  function picker(answers: Array<Array<{ name: string; args: Record<string, unknown> }>>) {
-    const offered: string[][] = [];
-    const client = {
-      structuredOutput: 'json_schema',
-      async toolCalls(_p: NodePrompt, fns: Array<{ function: { name: string } }>) {
-        offered.push(fns.map((f) => f.function.name));
-        return { calls: answers.shift() ?? [], invalid: [], usage: { inputTokens: 100, outputTokens: 10 } };
-      },
-      async text() {
-        throw new Error('no content is written again');
-      },
-    } as unknown as ModelClient;
-    return { client, offered };
-  }
-
-  it('is asked once more without the tools that write files, and the command it picks then runs', async () => {
-    const m = picker([
-      [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'hello.py', content: 'x', step_done: false } }],
-      [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'python3 hello.py' } }],
-    ]);
-    const r = await pickTools(m.client, input, TOOLS);
-    expect(r.calls.map((c) => [c.qualifiedName, c.args])).toEqual([
-      ['workspace__run_command', { command: 'python3 hello.py' }],
-    ]);
-    expect(m.offered[1]).not.toContain('workspace__write_file');
-    expect(m.offered[1]).not.toContain('workspace__edit_file');
-    expect(r.usage).toEqual({ inputTokens: 200, outputTokens: 20, modelCalls: 2 });
-    expect(r.repairs).toEqual([
-      {
-        stepId: 's1',
-        repair: 'the pick wrote again what the step had written: asked once more without the file-writing tools',
-      },
-    ]);
-  });
-
-  it('with nothing else to do (no_suitable_tool), the step gets no call and ends', async () => {
-    const m = picker([
-      [{ name: 'workspace__edit_file', args: { step_id: 's1', path: 'hello.py', old_string: 'a', new_string: 'b' } }],
-      [{ name: 'no_suitable_tool', args: { step_id: 's1', reason: 'all done' } }],
-    ]);
-    const r = await pickTools(m.client, input, TOOLS);
-    expect(r.calls).toEqual([]);
-    expect(r.noSuitable).toEqual([]);
   });
 });

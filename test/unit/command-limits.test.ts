@@ -1,4 +1,10 @@
-import { CommandCgroups, launchWithLimits, type CgroupFs } from '../../tools/workspace/command-limits';
+import path from 'node:path';
+import {
+  CommandCgroups,
+  launchWithLimits,
+  sweepCommandCgroups,
+  type CgroupFs,
+} from '../../tools/workspace/command-limits';
 
 /** A cgroup file system in memory: directories, the files written, and how many processes each cgroup counts. */
 function fakeCgroupFs() {
@@ -16,6 +22,9 @@ function fakeCgroupFs() {
       if (pids.get(p)) throw new Error('EBUSY');
       dirs.delete(p);
     },
+    list: (p) => [...dirs].filter((d) => path.dirname(d) === p).map((d) => path.basename(d)),
+    // Every cgroup was made an hour ago, but those named "new".
+    mtimeMs: (p) => Date.now() - (p.includes('new') ? 1000 : 3_600_000),
   };
   return { fs, dirs, pids };
 }
@@ -96,6 +105,26 @@ describe('the pids cgroups of commands', () => {
     pids.set(dir, 3);
     await cgroups.close();
     expect(dirs.size).toBe(0);
+  });
+});
+
+describe('the cgroups of servers that are gone', () => {
+  it("are removed when a server starts if empty; a live server's, or one holding a process, stay", () => {
+    const { fs, dirs, pids } = fakeCgroupFs();
+    const parent = '/cg/klea';
+    for (const d of ['cmd-100-aa-1', 'cmd-100-aa-2', 'cmd-200-bb-1', 'cmd-300-cc-1', 'cmd-400-new-1', 'other'])
+      dirs.add(`${parent}/${d}`);
+    pids.set(`${parent}/cmd-100-aa-2`, 1);
+    const removed = sweepCommandCgroups((pid) => pid === 200, fs, parent);
+    expect(removed).toEqual(['cmd-100-aa-1', 'cmd-300-cc-1']);
+    // One made a moment ago may be about to be joined (a server in another PID namespace): it stays too.
+    expect([...dirs].map((d) => path.basename(d)).sort()).toEqual([
+      'cmd-100-aa-2',
+      'cmd-200-bb-1',
+      'cmd-400-new-1',
+      'other',
+    ]);
+    expect(sweepCommandCgroups(() => false, fs, '/nowhere')).toEqual([]);
   });
 });
 

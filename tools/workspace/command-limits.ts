@@ -5,7 +5,7 @@
  * ignored so a write past it fails with EFBIG instead of killing the writer). The cgroup is also how a command ends with everything it started: a
  * process that left the command's process group (setsid) is still in its cgroup.
  */
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface CommandLimits {
@@ -41,6 +41,10 @@ export interface CgroupFs {
   write(p: string, data: string): void;
   read(p: string): string;
   rmdir(p: string): void;
+  /** The names in a directory. */
+  list(p: string): string[];
+  /** When a path was last modified (ms since the epoch). */
+  mtimeMs(p: string): number;
 }
 
 const realFs: CgroupFs = {
@@ -48,7 +52,56 @@ const realFs: CgroupFs = {
   write: (p, data) => writeFileSync(p, data),
   read: (p) => readFileSync(p, 'utf8'),
   rmdir: (p) => rmdirSync(p),
+  list: (p) => readdirSync(p),
+  mtimeMs: (p) => statSync(p).mtimeMs,
 };
+
+/** How old an empty cgroup of a server that is gone must be to be swept (one is joined within ms of being made). */
+const SWEEP_AFTER_MS = 60_000;
+
+/** Where the command cgroups are made under cgroup v1's pids hierarchy. */
+const V1_PARENT = path.join('/sys/fs/cgroup/pids', 'klea');
+
+/**
+ * Removes the empty command cgroups of servers that are gone (killed before they could remove their own: their
+ * names start `cmd-<pid>-`, no process has that pid, and they are over a minute old). One still holding a process
+ * stays: it may be another PID namespace's, and only its own server ends its commands.
+ */
+export function sweepCommandCgroups(
+  alive: (pid: number) => boolean = pidAlive,
+  fsImpl: CgroupFs = realFs,
+  parent = V1_PARENT
+): string[] {
+  let names: string[];
+  try {
+    names = fsImpl.list(parent);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = /^cmd-(\d+)-/.exec(name);
+    if (!m || alive(Number(m[1]))) continue;
+    try {
+      const dir = path.join(parent, name);
+      if (Date.now() - fsImpl.mtimeMs(dir) < SWEEP_AFTER_MS) continue;
+      fsImpl.rmdir(dir);
+      removed.push(name);
+    } catch {
+      /* not empty, or not ours to remove */
+    }
+  }
+  return removed;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /**
  * A pids cgroup capped at `max`, where this machine lets us make one (cgroup v1's pids hierarchy, or a v2 cgroup
@@ -56,7 +109,7 @@ const realFs: CgroupFs = {
  * enforces for every user but root.
  */
 export function makePidsCgroup(max: number, id: string, fsImpl: CgroupFs = realFs): PidsCgroup | null {
-  const candidates = [path.join('/sys/fs/cgroup/pids', 'klea'), ...v2Parent(fsImpl)];
+  const candidates = [V1_PARENT, ...v2Parent(fsImpl)];
   for (const parent of candidates) {
     const dir = path.join(parent, id);
     try {
@@ -205,7 +258,10 @@ export class CommandCgroups {
 const openCgroups = new Set<CommandCgroups>();
 /** A server's command cgroups, removed (as far as they can be) when this process exits. */
 export function commandCgroups(max: number, prefix: string): CommandCgroups {
-  if (!openCgroups.size) process.once('exit', () => openCgroups.forEach((c) => c.closeNow()));
+  if (!openCgroups.size) {
+    process.once('exit', () => openCgroups.forEach((c) => c.closeNow()));
+    sweepCommandCgroups();
+  }
   const cgroups = new CommandCgroups(max, prefix);
   openCgroups.add(cgroups);
   return cgroups;

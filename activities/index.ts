@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
 import { Failure } from '../common/failures';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
-import { addUsage, type ModelUsage } from '../common/model-protocol';
+import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
 import type { Plan } from '../common/plan';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
@@ -227,7 +227,7 @@ export function createActivities(deps: ActivityDeps) {
      */
     async writePlan(input: nodes.WritePlanInput & { firstPick?: FirstPickAsk }): Promise<{
       plan: Plan;
-      usage: ModelUsage & { modelCalls?: number };
+      usage: MeteredUsage;
       repairs?: string[];
       firstPick?: FirstPick;
     }> {

@@ -11,7 +11,7 @@
  */
 import type { GuardedPath } from './path-guard';
 import type { Plan, PlanStep } from './plan';
-import type { ModelUsage } from './model-protocol';
+import type { MeteredUsage } from './model-protocol';
 import type { PickedCall } from './tools';
 
 /** What the workflow tells the Planner's activity when it may pick the first round's tools too. */
@@ -26,11 +26,21 @@ export interface FirstPick {
   calls: PickedCall[];
   noSuitable: Array<{ stepId: string; reason: string }>;
   /** `modelCalls` when the pick asked the model more than once. */
-  usage: ModelUsage & { modelCalls?: number };
+  usage: MeteredUsage;
   guarded: GuardedPath[][];
   /** What the pick changed in the model's calls, for each step's `repairs`. */
-  repairs?: Array<{ stepId: string; repair: string }>;
+  repairs?: PickRepair[];
 }
+
+/** One thing a pick changed in the calls the model made for a step (said in the step's `repairs`). */
+export interface PickRepair {
+  stepId: string;
+  repair: string;
+}
+
+/** A pick's repairs for step `stepId`. */
+export const repairsFor = (repairs: readonly PickRepair[] | undefined, stepId: string): string[] =>
+  (repairs ?? []).filter((r) => r.stepId === stepId).map((r) => r.repair);
 
 /**
  * The steps to pick tools for with the plan: those of the first round (no dependencies, no questions) that need a

@@ -53,8 +53,11 @@ export const CallUsageSchema = z.object({
 export type CallUsage = z.infer<typeof CallUsageSchema>;
 export const ZERO_CALL_USAGE: CallUsage = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
 
+/** Usage of one model call, or of several when `modelCalls` says how many. */
+export type MeteredUsage = ModelUsage & { modelCalls?: number };
+
 /** `a` plus one model call's usage, or plus another ledger's totals. */
-export const addCalls = (a: CallUsage, b: ModelUsage & { modelCalls?: number }): CallUsage => ({
+export const addCalls = (a: CallUsage, b: MeteredUsage): CallUsage => ({
   inputTokens: a.inputTokens + b.inputTokens,
   outputTokens: a.outputTokens + b.outputTokens,
   modelCalls: a.modelCalls + (b.modelCalls ?? 1),

@@ -35,8 +35,9 @@ export function questionOf(answer: string): string | null {
   return q ? q.slice(0, 300) : null;
 }
 
-const WRITE_FILE = 'workspace__write_file';
-const CHANGES_A_FILE = new Set([WRITE_FILE, 'workspace__edit_file']);
+export const WRITE_FILE = 'workspace__write_file';
+export const EDIT_FILE = 'workspace__edit_file';
+const CHANGES_A_FILE = new Set([WRITE_FILE, EDIT_FILE]);
 
 /** A code fence longer than any run of backticks in `text`. */
 function fenceFor(text: string): string {
@@ -109,7 +110,14 @@ export interface WholeFileWrites {
   /** The files written whole, by step. */
   rewritten: Array<{ stepId: string; path: string }>;
   /** Questions for the user in place of a new file's content (only with `mayAsk`), by step. */
-  questions: Array<{ stepId: string; path: string; question: string }>;
+  questions: FileQuestion[];
+}
+
+/** A fact only the user knows that a step's new file needs. */
+export interface FileQuestion {
+  stepId: string;
+  path: string;
+  question: string;
 }
 
 /**
@@ -171,13 +179,12 @@ export async function withWholeFileWrites(
       res.calls.push(call);
       continue;
     }
-    const candidates: Array<{ path: string; current: NamedFile | null }> = isNew
-      ? written.has(target)
-        ? []
+    // The file aimed at first, then the step's other files shown whole; none the step has written.
+    const candidates = (
+      aimed
+        ? [aimed, ...shown.filter((f) => f !== aimed)].map((f) => ({ path: f.path, current: f }))
         : [{ path: target, current: null }]
-      : [aimed!, ...shown.filter((f) => f !== aimed)]
-          .filter((f) => !written.has(plainPath(f.path)))
-          .map((f) => ({ path: f.path, current: f }));
+    ).filter((c) => !written.has(plainPath(c.path)));
     let made: PickedCall | null = null;
     let asked = false;
     for (const c of candidates) {

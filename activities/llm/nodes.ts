@@ -5,12 +5,13 @@
  */
 import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
-import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import type { PickRepair } from '../../common/first-pick';
+import { addUsage, ZERO_USAGE, type MeteredUsage, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView, Turn } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { withWholeFileWrites } from './file-content';
+import { EDIT_FILE, withWholeFileWrites, WRITE_FILE, type FileQuestion } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
 import { planOfRequest } from './plan-of-request';
@@ -178,16 +179,11 @@ export interface PickToolsResult {
   calls: PickedCall[];
   noSuitable: Array<{ stepId: string; reason: string }>;
   /** `modelCalls` when the pick asked the model more than once (./file-content). */
-  usage: ModelUsage & { modelCalls?: number };
+  usage: MeteredUsage;
   /** What the activity changed in the model's calls, for each step's `repairs`. */
   repairs?: PickRepair[];
   /** Facts only the user knows that a step's new file needs (only when asked for with `mayAsk`). */
-  questions?: Array<{ stepId: string; path: string; question: string }>;
-}
-
-export interface PickRepair {
-  stepId: string;
-  repair: string;
+  questions?: FileQuestion[];
 }
 
 export const NO_SUITABLE_TOOL = 'no_suitable_tool';
@@ -309,8 +305,7 @@ export function rankTools(
  * Tools whose `path` must name a file that exists. With the whole listing known, the sent schema holds such a path
  * to the listed files, so a small model cannot aim an edit at a path it made up (or copied from a file's text).
  */
-const EXISTING_FILE_TOOLS = new Set([READ_FILE, 'workspace__edit_file']);
-const WRITE_FILE = 'workspace__write_file';
+const EXISTING_FILE_TOOLS = new Set([READ_FILE, EDIT_FILE]);
 
 /** What a pick's paths are held to (`pickToolsFunctions`). */
 export interface PickPaths {
@@ -497,8 +492,9 @@ export async function pickTools(
   }
   // A small model's change to a file is written whole, from plain text (./file-content).
   const whole = await withWholeFileWrites(model, input.steps, calls, tools, { mayAsk: opts.mayAsk });
-  if (!whole.modelCalls) return { calls: whole.calls, noSuitable, usage: answer.usage };
-  const usage = { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls };
+  const usage = whole.modelCalls
+    ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }
+    : answer.usage;
   const repairs = whole.rewritten.map((r) => ({
     stepId: r.stepId,
     repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,

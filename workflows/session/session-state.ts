@@ -15,7 +15,7 @@ import {
   type SessionSleep,
   type SessionState,
 } from '../../common/session';
-import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
+import { addCalls, ZERO_CALL_USAGE, type CallUsage, type MeteredUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
 import type { HeldGrant, SessionGrant, TaskGrant, TaskInput, TaskResult, TaskRunLink } from '../../common/task';
 import { EventLog } from '../shared/event-log';
@@ -122,7 +122,7 @@ export class Session {
   }
 
   /** Adds one model call (routing, a summary, /init) or a finished task's totals to the ledger. */
-  charge(used: ModelUsage & { modelCalls?: number }): CallUsage {
+  charge(used: MeteredUsage): CallUsage {
     this.usage = addCalls(this.usage, used);
     return { ...used, modelCalls: used.modelCalls ?? 1 };
   }

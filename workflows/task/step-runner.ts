@@ -9,7 +9,7 @@
  */
 import { condition, getExternalWorkflowHandle, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { grantCovers, type GuardedPath } from '../../common/path-guard';
-import type { FirstPick } from '../../common/first-pick';
+import { repairsFor, type FirstPick } from '../../common/first-pick';
 import type { PlanStep } from '../../common/plan';
 import type { SessionGrant } from '../../common/task';
 import { toolRetryPolicy, type PickedCall } from '../../common/tools';
@@ -391,10 +391,6 @@ interface RunningCall {
  * The session records a grant when it is made, not when this task returns: a task that fails or is terminated
  * later must not lose the user's decision.
  */
-/** What a pick changed in the calls it made for step `stepId`. */
-const repairsFor = (repairs: ReadonlyArray<{ stepId: string; repair: string }> | undefined, stepId: string) =>
-  (repairs ?? []).filter((r) => r.stepId === stepId).map((r) => r.repair);
-
 function tellSession(grant: SessionGrant): void {
   const parent = workflowInfo().parent;
   if (!parent) return;

@@ -1,5 +1,5 @@
 /** What a task has used so far (pure): model tokens and calls (in all, and per step), and tool calls. */
-import { addCalls, ZERO_CALL_USAGE, type CallUsage, type ModelUsage } from '../../common/model-protocol';
+import { addCalls, ZERO_CALL_USAGE, type CallUsage, type MeteredUsage } from '../../common/model-protocol';
 import type { TaskCarry, TaskState } from '../../common/task';
 
 export class UsageMeter {
@@ -27,7 +27,7 @@ export class UsageMeter {
   }
 
   /** One model call, with the usage the server reported for it; `stepId` names the step it was made for. */
-  modelCall(u: ModelUsage & { modelCalls?: number }, stepId?: string): CallUsage {
+  modelCall(u: MeteredUsage, stepId?: string): CallUsage {
     this.usage = addCalls(this.usage, u);
     if (stepId) this.steps.set(stepId, addCalls(this.steps.get(stepId) ?? ZERO_CALL_USAGE, u));
     this.onCall();

@@ -119,6 +119,10 @@ export type { Mode, Network, ReviewPolicy, ToolAccess };
 export const StructuredOutputSchema = z.enum(['auto', 'tool_calling', 'json_schema']);
 export type StructuredOutput = z.infer<typeof StructuredOutputSchema>;
 
+/** What the model can do (docs/models.md): `small` turns on the help of activities/llm/small-model.ts. */
+export const ModelProfileSchema = z.enum(['standard', 'small']);
+export type ModelProfile = z.infer<typeof ModelProfileSchema>;
+
 export const ConfigSchema = z.strictObject({
   model: z
     .strictObject({
@@ -139,6 +143,12 @@ export const ConfigSchema = z.strictObject({
        * json_schema for a server that ignores or refuses a forced function.
        */
       structured_output: StructuredOutputSchema.default('auto'),
+      /**
+       * What the model can do (env KLEA_MODEL_PROFILE): `standard` (the default) offers every tool as it is and takes
+       * the model's calls as made; `small` adds the help a model of a few billion parameters or less needs
+       * (docs/models.md). A protocol choice (`structured_output`) never switches it.
+       */
+      profile: ModelProfileSchema.default('standard'),
       /**
        * How long routing a message (chat or task) may take, the model's retries included (env
        * KLEA_ROUTE_TIMEOUT_MS); then the message is answered with the error instead of waiting on.
@@ -365,6 +375,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
   { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
   { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
+  { env: 'KLEA_MODEL_PROFILE', path: ['model', 'profile'], kind: 'string' },
   { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
   { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
   { env: 'KLEA_MAX_CALLS_PER_STEP', path: ['limits', 'max_calls_per_step'], kind: 'count' },

@@ -1,12 +1,12 @@
 /**
  * What a revised plan changed (pure): the `diff` on the `plan` and `review_requested` events of a revised plan
  * (docs/architecture.md §8), against the plan the user reviewed before it. Steps are matched by id: new ids are added,
- * missing ids removed, and a step whose title, instruction, dependencies, tool need or questions differ is changed.
+ * missing ids removed, and a step whose title, instruction, dependencies, tool need, questions or expected evidence differ is changed.
  */
 import { z } from 'zod';
 import type { Plan, PlanStep } from './plan';
 
-export const PLAN_STEP_FIELDS = ['title', 'instruction', 'depends_on', 'needs_tool', 'questions'] as const;
+export const PLAN_STEP_FIELDS = ['title', 'instruction', 'depends_on', 'needs_tool', 'questions', 'expect'] as const;
 export type PlanStepField = (typeof PLAN_STEP_FIELDS)[number];
 
 export const PlanDiffSchema = z.object({

@@ -15,6 +15,26 @@ export const StepIdSchema = z
  */
 export const MAX_PLAN_STEPS = 500; // a long task runs hundreds of steps (its runs continue as new)
 
+/**
+ * What shows that a step worked (docs/architecture.md §7): the files it is to create or change, and a command Klea
+ * runs itself in the sandbox after the step, which must exit 0. Optional; absent means no evidence is asked for
+ * beyond the step's own calls.
+ */
+export const StepExpectSchema = z.strictObject({
+  changes: z
+    .array(z.string().min(1).max(500))
+    .max(20)
+    .optional()
+    .describe('files (paths relative to the project) this step creates or changes'),
+  check: z
+    .string()
+    .min(1)
+    .max(500)
+    .optional()
+    .describe('a shell command that exits 0 only when the step worked: the test or script the request asks to run'),
+});
+export type StepExpect = z.infer<typeof StepExpectSchema>;
+
 export const PlanStepSchema = z.strictObject({
   id: StepIdSchema.describe('short unique id, e.g. "s1"'),
   title: z.string().min(1).max(200).describe('a few words'),
@@ -25,6 +45,9 @@ export const PlanStepSchema = z.strictObject({
     .array(z.string().min(1).max(500))
     .max(5)
     .describe('questions for the user when a fact this step needs is missing; else []'),
+  expect: StepExpectSchema.optional().describe(
+    'what shows the step worked, when the step changes files or runs something'
+  ),
 });
 export type PlanStep = z.infer<typeof PlanStepSchema>;
 

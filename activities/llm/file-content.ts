@@ -1,14 +1,12 @@
 /**
- * Whole-file writes for a small model. A 0.5B model picks the right file to change but cannot aim an edit: its
- * `old_string` is a line of another file, or the key above the one to change; its `write_file` content for a new
- * file is a phrase of the request. Asked in plain text for the file's whole new content, the same model writes it
- * right (the step's instruction, the file as it is now, the other files the step names to read). So from a model
- * whose answers a grammar holds (json_schema: llama.cpp's server and the small models it serves), an `edit_file` or
- * `write_file` the pick aims at a file shown whole, or at a new file the step names, becomes a `write_file` of what
- * the `write_file_content` node writes for that file.
+ * Whole-file writes, for the small profile (./small-model): an `edit_file` or `write_file` the pick aims at a file
+ * the prompt shows whole, or at a new file the step names, becomes a `write_file` of the whole new content the
+ * `write_file_content` node writes for that same file in plain text (the format weak models write best: the step's
+ * instruction, the file as it is now, the other files the step names to read). A model that cannot aim an edit
+ * (its `old_string` a line of another file) still writes the right content.
  *
- * Security: the pick chose the file, and the permission gate, the workspace server and the user's review see the
- * write as they see any other; the rewrite can change only what the model could already write to that file.
+ * Security: the write goes only to the file the pick named, and the permission gate, the workspace server and the
+ * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
@@ -19,14 +17,11 @@ export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for o
 code block, and nothing else. Keep every line the step does not ask to change as it is.`;
 
 /**
- * Told only for a new file whose step speaks of the user ("my full name") and only where the question can still be
- * asked before the step runs (the first pick, with the plan): a 0.5B model told it always asks, even for hello.py.
+ * Told only for a new file, and only where the question can still be asked before the step runs (the first pick,
+ * with the plan): a question the file did not need costs the user one answer.
  */
 export const ASK_RULE = `If the file must hold a fact about the user that the step does not give (their name, say), reply with only:
 QUESTION: <what to ask the user>`;
-
-/** Whether a step speaks of the user themself: the facts it needs may be theirs alone. */
-export const speaksOfUser = (instruction: string) => /\b(?:my|me|mine|myself)\b|\bI(?:'m| am)\b/i.test(instruction);
 
 /** The question an answer asks instead of writing the file, or null. */
 export function questionOf(answer: string): string | null {
@@ -124,12 +119,10 @@ export interface FileQuestion {
  * The picked calls with each `edit_file` or `write_file` on a file shown whole, or on a new file the step names,
  * made a `write_file` of the file's whole new content as the `write_file_content` node writes it.
  *
- * A small model picks the file it just wrote again rather than the next one a step names ("rename greet in
- * greetings.py and main.py"): a file this step has written already is not written again; the step's other files
- * shown whole are, in the order it names them, the first whose new content differs. A call whose rewrite changes
- * nothing stays as the model made it; one aimed again at a file the step wrote, with nothing left to write, is
- * left out (the step ends, as with any pick that only repeats). With `mayAsk`, a new file whose content is a fact
- * about the user the step does not give becomes a question (and the call is left out).
+ * A call whose rewrite changes nothing stays as the model made it, unless this step has written that file already:
+ * then there is nothing left to write and the call is left out (the step's evidence judges it). With `mayAsk`, a
+ * new file whose content is a fact about the user the step does not give becomes a question (and the call is left
+ * out).
  */
 export async function withWholeFileWrites(
   model: ModelClient,
@@ -140,10 +133,10 @@ export async function withWholeFileWrites(
 ): Promise<WholeFileWrites> {
   const writer = tools.find((t) => t.qualifiedName === WRITE_FILE);
   const res: WholeFileWrites = { calls: [], usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
-  if (!writer || model.structuredOutput !== 'json_schema') return { ...res, calls: [...calls] };
+  if (!writer) return { ...res, calls: [...calls] };
   /** The new content of `path` for `step`, or a question, or null when it would change nothing. */
   const rewrite = async (step: WholeFileStep, path: string, current: NamedFile | null) => {
-    const mayAsk = !!opts.mayAsk && current === null && speaksOfUser(step.instruction);
+    const mayAsk = !!opts.mayAsk && current === null;
     const answer = await model.text(
       fileContentPrompt({
         path,
@@ -179,36 +172,25 @@ export async function withWholeFileWrites(
       res.calls.push(call);
       continue;
     }
-    // The file aimed at first, then the step's other files shown whole; none the step has written.
-    const candidates = (
-      aimed
-        ? [aimed, ...shown.filter((f) => f !== aimed)].map((f) => ({ path: f.path, current: f }))
-        : [{ path: target, current: null }]
-    ).filter((c) => !written.has(plainPath(c.path)));
-    let made: PickedCall | null = null;
-    let asked = false;
-    for (const c of candidates) {
-      const r = await rewrite(step, c.path, c.current);
-      if (r?.question !== undefined) {
-        res.questions.push({ stepId: step.id, path: c.path, question: r.question });
-        asked = true;
-        break;
-      }
-      if (r?.content === undefined) continue;
-      res.rewritten.push({ stepId: step.id, path: c.path });
-      made = {
+    // Only the file the pick named: a write never moves to another file.
+    const path = aimed ? aimed.path : target;
+    const r = await rewrite(step, path, aimed ?? null);
+    if (r?.question !== undefined) {
+      res.questions.push({ stepId: step.id, path, question: r.question });
+      continue;
+    }
+    if (r?.content !== undefined) {
+      res.rewritten.push({ stepId: step.id, path });
+      res.calls.push({
         ...call,
         server: writer.server,
         tool: writer.name,
         qualifiedName: WRITE_FILE,
         readOnly: writer.readOnly,
         idempotent: writer.idempotent,
-        args: { path: c.path, content: r.content },
-      };
-      break;
-    }
-    if (made) res.calls.push(made);
-    else if (!asked && !written.has(target)) res.calls.push(call);
+        args: { path, content: r.content },
+      });
+    } else if (!written.has(target)) res.calls.push(call);
   }
   return res;
 }

@@ -18,7 +18,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ChatOpenAICompletions, wrapOpenAIClientError, type OpenAIClient } from '@langchain/openai';
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import type { z } from 'zod';
-import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config, type StructuredOutput } from '../../common/config';
+import {
+  isModelConfigured,
+  MODEL_NOT_CONFIGURED_HINT,
+  type Config,
+  type ModelProfile,
+  type StructuredOutput,
+} from '../../common/config';
 import { Failure } from '../../common/failures';
 import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from '../../common/model-protocol';
 import { formatZodIssues } from '../../common/zod-issues';
@@ -57,6 +63,14 @@ export interface StructuredResult<T> {
   attempts: number;
 }
 
+export interface StructuredOptions<T> {
+  /**
+   * A check beyond the schema: what is wrong with a valid answer, or null. A problem is asked again like a schema
+   * error, with the reason, within the same bounded re-asks.
+   */
+  check?: (value: T) => string | null;
+}
+
 export interface TextResult {
   text: string;
   usage: ModelUsage;
@@ -74,11 +88,14 @@ export interface ModelClient {
   readonly modelName: string;
   /** How structured nodes are asked now (under `auto` it may move from tool_calling to json_schema, once). */
   readonly structuredOutput: StructuredOutputMethod;
+  /** What the model can do (`model.profile`): `small` turns on ./small-model's help. */
+  readonly profile: ModelProfile;
   /** A node with structured output: the node's zod schema validates the answer, with bounded re-asks. */
   structured<S extends z.ZodType>(
     prompt: NodePrompt,
     schema: S,
-    description: string
+    description: string,
+    opts?: StructuredOptions<z.infer<S>>
   ): Promise<StructuredResult<z.infer<S>>>;
   /** A node with plain-text output. */
   text(prompt: NodePrompt): Promise<TextResult>;
@@ -288,8 +305,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     get structuredOutput() {
       return choice.method;
     },
+    profile: config.model.profile,
 
-    async structured(prompt, schema, description) {
+    async structured(prompt, schema, description, opts = {}) {
       const m = requireModel();
       const node = prompt.node;
       const parameters = jsonSchemaOf(schema);
@@ -346,8 +364,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         lastKind = answer.kind;
         if (answer.kind === 'value') {
           const parsed = schema.safeParse(answer.value);
-          if (parsed.success) return { value: parsed.data, usage, attempts: attempt };
-          lastError = formatZodIssues(parsed.error, { whole: 'answer' });
+          const problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
+          if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
+          lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
         } else {
           lastError = answer.error;
         }

@@ -7,137 +7,20 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import type { PickRepair } from '../../common/first-pick';
 import { addUsage, ZERO_USAGE, type MeteredUsage, type ModelUsage } from '../../common/model-protocol';
-import { EvaluateStepOutputSchema, planSchema, type Plan, type PlanStep } from '../../common/plan';
+import { EvaluateStepOutputSchema, type PlanStep, type StepExpect } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
-import type { StepResultView, Turn } from '../../common/task';
+import type { StepResultView } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { EDIT_FILE, withWholeFileWrites, WRITE_FILE, type FileQuestion } from './file-content';
+import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
-import { planOfRequest } from './plan-of-request';
+import { narrowPaths, rankTools } from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
-const section = (title: string, body: string | undefined | null) =>
-  body && body.trim() ? `## ${title}\n${body.trim()}` : '';
-const join = (...parts: string[]) => parts.filter(Boolean).join('\n\n');
-/** Step results are what tools returned (or what the model made of it): fenced as untrusted, per step. */
-const resultsText = (results: readonly StepResultView[]) =>
-  results
-    .map((r) =>
-      join(
-        `- ${r.id} "${r.title}" (${r.notAchieved ? 'NOT ACHIEVED' : r.status})`,
-        r.instruction ? `Instruction: ${r.instruction}` : '',
-        r.notAchieved ? `Why not: ${r.notAchieved}` : '',
-        r.result === null || r.result === '' ? '(no result)' : untrusted(`result of step ${r.id}`, r.result)
-      )
-    )
-    .join('\n');
-/** The project's files as the Planner and the picker see them (a short listing), when known. */
-const filesSection = (files: string | undefined) =>
-  section('Files in the project', files && untrusted('the project listing', files));
-// ---------------------------------------------------------------- write_plan
+import { filesSection, join, resultsText, section } from './prompt-text';
 
-export interface WritePlanInput {
-  projectDir: string;
-  toolAccess: ToolAccess;
-  request: string;
-  summary?: string;
-  recentTurns?: Turn[];
-  /** For a revision or a replan: the plan being replaced, and why. */
-  previousPlan?: Plan;
-  feedback?: string;
-  /** Steps already finished (a replan keeps them); the new plan may depend on their ids. */
-  finished?: StepResultView[];
-  /** A short listing of the project's files (filled in by the activity). */
-  files?: string;
-}
-
-export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
-function write_plan with it. The plan is one step whose instruction is the request, word for word: one step can
-read, edit and run many times. Split only a request that lists separate jobs.
-
-Example 1. Request: "Fix the typo in README.md, then run make."
-{"goal": "Fix the typo in README.md, then run make.", "steps": [{"id": "s1", "title": "Fix and run", "instruction": "Fix the typo in README.md, then run make.", "depends_on": [], "needs_tool": true, "questions": []}], "review": {"before_work": false, "after_step_ids": []}}
-
-Example 2. Request: "Where is main() defined?"
-{"goal": "Where is main() defined?", "steps": [{"id": "s1", "title": "Find main", "instruction": "Where is main() defined?", "depends_on": [], "needs_tool": true, "questions": []}], "review": {"before_work": false, "after_step_ids": []}}
-
-Example 3. Request: "Write my email address into contact.txt."
-{"goal": "Write my email address into contact.txt.", "steps": [{"id": "s1", "title": "Write contact", "instruction": "Write my email address into contact.txt.", "depends_on": [], "needs_tool": true, "questions": ["What is your email address?"]}], "review": {"before_work": false, "after_step_ids": []}}
-
-questions stays [] unless the request needs a fact that only the user knows (as in example 3). needs_tool is
-false only for a step that just thinks over the results of the steps it depends on. review stays as in the
-examples unless the request asks for a review.`;
-
-/**
- * What the Planner is told of the tools: only what differs from the usual (the workspace server with write
- * access). A small model copies whatever text it is shown into its steps, so a catalogue of tools becomes a plan
- * of tool names; the pick sees the tools themselves.
- */
-function toolAbilities(tools: readonly ToolDescriptor[]): string {
-  if (!tools.length) return 'No tools are available: every step has needs_tool false.';
-  const names = new Set(tools.map((t) => t.qualifiedName));
-  const others = tools.filter((t) => t.server !== 'workspace').map((t) => `${t.name}: ${t.description.split('\n')[0]}`);
-  return [
-    names.has('workspace__write_file') ? '' : 'Access is read-only: no file can be changed and no command run.',
-    others.length ? `Beside the project's files and commands: ${others.join('; ')}` : '',
-  ]
-    .filter(Boolean)
-    .join('\n');
-}
-
-export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
-  // What the tools can do, in words: a small model copies tool names and descriptions into its steps.
-  const toolList = toolAbilities(tools);
-  const turns = input.recentTurns && turnsText(input.recentTurns);
-  const user = join(
-    section('Request', input.request),
-    section('Project context (from the project instruction file)', projectContext),
-    section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
-    section('Recent conversation', turns),
-    filesSection(input.files),
-    toolList ? section('Tools', toolList) : '',
-    input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
-    input.finished?.length
-      ? section('Steps already finished (leave them out; you may depend on their ids)', resultsText(input.finished))
-      : '',
-    input.feedback
-      ? section(
-          input.finished?.length ? 'Why the plan must change' : "The user's feedback on the previous plan",
-          input.feedback
-        )
-      : ''
-  );
-  return { node: 'write_plan' as const, system: withUntrustedRule(WRITE_PLAN_SYSTEM), messages: [user] };
-}
-
-export async function writePlan(
-  model: ModelClient,
-  input: WritePlanInput,
-  tools: readonly ToolDescriptor[],
-  projectContext: string
-): Promise<{ plan: Plan; usage: ModelUsage; repairs?: string[] }> {
-  const knownIds = input.finished?.map((f) => f.id) ?? [];
-  const { value, usage } = await model.structured(
-    writePlanPrompt(input, tools, projectContext),
-    planSchema(knownIds),
-    'Record the plan: the goal, the steps as a dependency graph, and where the user should review.'
-  );
-  // A first plan for a request that stands alone carries the request itself, from a model whose answers a grammar
-  // holds (json_schema: llama.cpp's server and the small local models it serves, whose rewording loses what the
-  // request asks). After a conversation, a revision or a replan, the Planner's words may hold what the request
-  // alone does not; a model that takes forced function calls plans as it sees fit.
-  const standalone =
-    model.structuredOutput === 'json_schema' &&
-    !input.previousPlan &&
-    !knownIds.length &&
-    !input.summary &&
-    !input.recentTurns?.length;
-  const own = standalone ? planOfRequest(value.plan, input.request) : { plan: value.plan, repairs: [] };
-  const repairs = [...value.repairs, ...own.repairs];
-  return { plan: own.plan, usage, ...(repairs.length ? { repairs } : {}) };
-}
+export { writePlan, writePlanPrompt, WRITE_PLAN_SYSTEM, type WritePlanInput } from './planner';
 
 // ---------------------------------------------------------------- pick_tools
 
@@ -154,6 +37,10 @@ export interface PickStep {
   files?: NamedFile[];
   /** Files the step's instruction names that are not in the project yet (filled in by the activity). */
   newFiles?: string[];
+  /** What shows the step worked (the plan's `expect`). */
+  expect?: StepExpect;
+  /** For a repair round: what the evidence shows is not done yet (common/evidence.ts). */
+  notDone?: string;
 }
 
 /** A call a step already made, as the next pick of the same step sees it. */
@@ -241,106 +128,14 @@ function stepIdParameters(stepIds: readonly string[]) {
   return structuredClone(json);
 }
 
-const STOP_WORDS = new Set([
-  'the',
-  'and',
-  'file',
-  'files',
-  'project',
-  'with',
-  'that',
-  'this',
-  'for',
-  'from',
-  'into',
-  'then',
-  'its',
-  'what',
-  'are',
-  'tell',
-]);
-
-/** A word's stem, roughly: "changes", "changed", "changing" and "change" all give "chang". */
-const stem = (w: string) => (w.length > 4 ? w.replace(/(?:ing|ed|es|s|e)$/, '') : w);
-
-/** The words of a text that say what to do: lower case, three letters or more, stemmed. */
-export function actionWords(text: string): Set<string> {
-  const words = text.toLowerCase().match(/[a-z]{3,}/g) ?? [];
-  return new Set(words.filter((w) => !STOP_WORDS.has(w)).map(stem));
-}
-
-/** Workspace tools whose answer the pick prompt may already hold: the listing, and the files a step names. */
-const LISTING_TOOLS = new Set(['workspace__list_dir', 'workspace__find_files']);
-const READ_FILE = 'workspace__read_file';
-
 /**
- * The offered tools, those whose name and first sentence share most words with the steps' instructions (and the
- * goal) first; last, those a step under way has called already and those whose answer the prompt holds (the whole
- * listing, every file the steps name). A small model leans to the first function it is offered, so the order is a
- * hint; it never removes a tool.
+ * The offered tools as functions, each with the step id and `step_done`, plus `no_suitable_tool`: every tool with
+ * its own schema (the small profile narrows paths afterwards: ./small-model).
  */
-export function rankTools(
-  tools: readonly ToolDescriptor[],
-  steps: readonly PickStep[],
-  opts: { goal?: string; listingComplete?: boolean } = {}
-): ToolDescriptor[] {
-  const wanted = actionWords([opts.goal ?? '', ...steps.map((s) => s.instruction)].join(' '));
-  const called = new Set(steps.flatMap((s) => s.earlierCalls ?? []).map((c) => c.tool));
-  const filesShown = steps.every((s) => s.files?.length);
-  const score = (t: ToolDescriptor) => {
-    const own = actionWords(`${t.name.replace(/_/g, ' ')} ${t.description.split(/[.\n]/)[0]}`);
-    const known =
-      called.has(t.qualifiedName) ||
-      (opts.listingComplete && LISTING_TOOLS.has(t.qualifiedName)) ||
-      (filesShown && t.qualifiedName === READ_FILE);
-    return [...own].filter((w) => wanted.has(w)).length - (known ? 10 : 0);
-  };
-  return tools
-    .map((t, i) => ({ t, i, s: score(t) }))
-    .sort((a, b) => b.s - a.s || a.i - b.i)
-    .map((x) => x.t);
-}
-
-/**
- * Tools whose `path` must name a file that exists. With the whole listing known, the sent schema holds such a path
- * to the listed files, so a small model cannot aim an edit at a path it made up (or copied from a file's text).
- */
-const EXISTING_FILE_TOOLS = new Set([READ_FILE, EDIT_FILE]);
-
-/** What a pick's paths are held to (`pickToolsFunctions`). */
-export interface PickPaths {
-  /** Every file of the project, when the listing holds them all; else a path is not held to a list. */
-  existingFiles?: readonly string[] | null;
-  /** The files the prompt shows whole to every step of the pick. */
-  shownInFull?: ReadonlySet<string>;
-  /** Files the steps name that are not in the project yet. */
-  newFiles?: readonly string[];
-}
-
-/**
- * The offered tools as functions, each with the step id and `step_done`. With the whole listing known, a path that
- * must exist is held to the listed files; a file shown whole is not offered for reading (a small model that may
- * read it reads rather than counts or runs); and when the steps name files not in the project yet, `write_file`
- * writes those or a file shown whole: a small model otherwise overwrites a file it copied from the listing and
- * never saw.
- */
-export function pickToolsFunctions(
-  tools: readonly ToolDescriptor[],
-  stepIds: readonly string[],
-  paths: PickPaths = {}
-): OpenAIFunction[] {
+export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: readonly string[]): OpenAIFunction[] {
   const { stepId, noSuitable } = stepIdParameters(stepIds);
-  const { existingFiles: existing, shownInFull = new Set<string>(), newFiles = [] } = paths;
-  const readable = existing?.filter((f) => !shownInFull.has(f));
-  const offered = readable && !readable.length ? tools.filter((t) => t.qualifiedName !== READ_FILE) : tools;
-  const writable = existing && newFiles.length ? [...new Set([...newFiles, ...shownInFull])] : null;
-  const heldTo = (name: string) =>
-    name === WRITE_FILE ? writable : name === READ_FILE ? readable : EXISTING_FILE_TOOLS.has(name) ? existing : null;
-  const fns: OpenAIFunction[] = offered.map((t) => {
-    const schema = { ...(t.inputSchema as { properties?: Record<string, unknown>; required?: string[] }) };
-    const pathProp = schema.properties?.path as Record<string, unknown> | undefined;
-    const held = heldTo(t.qualifiedName);
-    if (held?.length && pathProp) schema.properties = { ...schema.properties, path: { ...pathProp, enum: [...held] } };
+  const fns: OpenAIFunction[] = tools.map((t) => {
+    const schema = t.inputSchema as { properties?: Record<string, unknown>; required?: string[] };
     return {
       type: 'function',
       function: {
@@ -400,7 +195,9 @@ export function pickToolsPrompt(input: PickToolsInput) {
               'when it finishes the step.'
           : '',
         s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
-        s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : ''
+        s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : '',
+        expectText(s.expect),
+        s.notDone ? `Not done yet: ${s.notDone}\nMake the call that fixes this; do not repeat a call that failed.` : ''
       )
     )
     .join('\n\n');
@@ -416,6 +213,16 @@ export function pickToolsPrompt(input: PickToolsInput) {
       ),
     ],
   };
+}
+
+/** What the step's plan says shows it worked, as the pick sees it. */
+function expectText(expect: StepExpect | undefined): string {
+  if (!expect) return '';
+  const parts = [
+    expect.changes?.length ? `${expect.changes.join(', ')} changed` : '',
+    expect.check ? `\`${expect.check}\` exits 0 (Klea runs it after the step)` : '',
+  ].filter(Boolean);
+  return parts.length ? `Done when: ${parts.join('; ')}.` : '';
 }
 
 /** The files every step of the pick is shown whole (a file only one step sees may still be read by another). */
@@ -436,21 +243,20 @@ export async function pickTools(
 ): Promise<PickToolsResult> {
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
+  const small = model.profile === 'small';
   const existing = allFiles(input.files);
-  const ranked = rankTools(tools, input.steps, {
-    goal: input.request ?? input.goal,
-    listingComplete: existing !== null,
-  });
+  const offered = small ? rankTools(tools, input.steps, { listingComplete: existing !== null }) : tools;
+  const fns = pickToolsFunctions(offered, stepIds);
   const answer = await model.toolCalls(
     pickToolsPrompt(input),
-    pickToolsFunctions(ranked, stepIds, {
-      existingFiles: existing,
-      shownInFull: shownInFull(input.steps),
-      newFiles: [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))],
-    }),
-    {
-      maxCalls: stepIds.length * MAX_CALLS_PER_STEP,
-    }
+    small
+      ? narrowPaths(fns, {
+          existingFiles: existing,
+          shownInFull: shownInFull(input.steps),
+          newFiles: [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))],
+        })
+      : fns,
+    { maxCalls: stepIds.length * MAX_CALLS_PER_STEP }
   );
   const calls: PickedCall[] = [];
   const noSuitable: PickToolsResult['noSuitable'] = [];
@@ -491,7 +297,9 @@ export async function pickTools(
     }
   }
   // A small model's change to a file is written whole, from plain text (./file-content).
-  const whole = await withWholeFileWrites(model, input.steps, calls, tools, { mayAsk: opts.mayAsk });
+  const whole = small
+    ? await withWholeFileWrites(model, input.steps, calls, tools, { mayAsk: opts.mayAsk })
+    : { calls, usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   const usage = whole.modelCalls
     ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }
     : answer.usage;

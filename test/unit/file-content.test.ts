@@ -1,9 +1,11 @@
-/** Whole-file writes for a small model: what it is asked, what is read from its answer, which calls it rewrites. */
+/**
+ * Whole-file writes of the small profile: what the model is asked, what is read from its answer, which calls are
+ * rewritten (only ever for the file the pick named).
+ */
 import {
   contentOfAnswer,
   fileContentPrompt,
   questionOf,
-  speaksOfUser,
   withWholeFileWrites,
   type WholeFileStep,
 } from '../../activities/llm/file-content';
@@ -34,10 +36,11 @@ const call = (name: string, args: Record<string, unknown>, stepId = 's1'): Picke
 });
 
 /** A model whose plain-text answers are `answers` by file, recording each prompt. */
-function model(answers: Record<string, string>, structuredOutput: 'json_schema' | 'tool_calling' = 'json_schema') {
+function model(answers: Record<string, string>) {
   const prompts: NodePrompt[] = [];
   const client = {
-    structuredOutput,
+    structuredOutput: 'json_schema',
+    profile: 'small',
     async text(prompt: NodePrompt) {
       prompts.push(prompt);
       const file = /Reply with the whole new content of (\S+)\.$/.exec(String(prompt.messages[0]))![1];
@@ -81,11 +84,7 @@ describe('the content a small model writes for a file', () => {
     expect(p.system).not.toMatch(/QUESTION/);
   });
 
-  it('asks the user only when a new file of a step that speaks of them may ask', () => {
-    expect(speaksOfUser('Create owner.txt that contains my full name.')).toBe(true);
-    expect(speaksOfUser("Add a bio.md that says I'm a developer.")).toBe(true);
-    expect(speaksOfUser('Create hello.py that prints hello world.')).toBe(false);
-    expect(speaksOfUser('Summarise the mystery novel in notes.md.')).toBe(false);
+  it('reads a question the model asks instead of the content', () => {
     expect(questionOf('```markdown\nQUESTION: What is your full name?\n```')).toBe('What is your full name?');
     expect(questionOf('QUESTION: What is your email address?')).toBe('What is your email address?');
     expect(questionOf('```\nAda Lovelace\n```')).toBeNull();
@@ -109,14 +108,11 @@ describe('whole-file writes in a pick', () => {
     expect(r).toMatchObject({ modelCalls: 1, usage: { inputTokens: 10, outputTokens: 5 } });
   });
 
-  it('a model that takes forced function calls, and calls that change no file, are left as they are', async () => {
-    const m = model({ 'settings.yaml': 'level: debug' }, 'tool_calling');
-    const edit = call('edit_file', { path: 'settings.yaml', old_string: 'info', new_string: 'debug' });
-    expect((await withWholeFileWrites(m.client, [yamlStep], [edit], TOOLS)).calls).toEqual([edit]);
+  it('calls that change no file are left as they are', async () => {
     const run = call('run_command', { command: 'cat settings.yaml' });
     const j = model({});
     expect((await withWholeFileWrites(j.client, [yamlStep], [run], TOOLS)).calls).toEqual([run]);
-    expect(m.prompts.length + j.prompts.length).toBe(0);
+    expect(j.prompts.length).toBe(0);
   });
 
   it('a file not shown whole (cut, or not named) keeps the call the model made', async () => {
@@ -129,7 +125,7 @@ describe('whole-file writes in a pick', () => {
     expect(m.prompts).toHaveLength(0);
   });
 
-  it('the file just written is not written again: the next file the step names is, and then the step ends', async () => {
+  it('a write never moves to another file: a file the step wrote, with nothing left to change, ends the step', async () => {
     const step: WholeFileStep = {
       id: 's1',
       instruction: 'Rename greet to welcome in greetings.py and main.py.',
@@ -139,39 +135,36 @@ describe('whole-file writes in a pick', () => {
       ],
       earlierCalls: [{ tool: 'workspace__write_file', args: { path: 'greetings.py', content: '…' }, status: 'ok' }],
     };
-    const m = model({ 'main.py': '```python\nfrom greetings import welcome\n```' });
+    const m = model({
+      'greetings.py': '```python\ndef welcome(name):\n    return name\n```',
+      'main.py': '```python\nfrom greetings import welcome\n```',
+    });
     const again = call('write_file', { path: 'greetings.py', content: 'def welcome(name):\n    return name\n' });
     const r = await withWholeFileWrites(m.client, [step], [again], TOOLS);
-    expect(r.calls.map((c) => c.args)).toEqual([{ path: 'main.py', content: 'from greetings import welcome\n' }]);
-    // main.py is shown beside greetings.py as it is now, to read.
-    expect(String(m.prompts[0].messages[0])).toContain('File greetings.py (to read, not to change)');
-
-    const done = {
-      ...step,
-      earlierCalls: [...step.earlierCalls!, { ...step.earlierCalls![0], args: { path: 'main.py' } }],
-    };
-    expect((await withWholeFileWrites(m.client, [done], [again], TOOLS)).calls).toEqual([]);
+    expect(r.calls).toEqual([]);
+    expect(m.prompts).toHaveLength(1);
+    expect(String(m.prompts[0].messages[0])).toMatch(/whole new content of greetings\.py\.$/);
   });
 
-  it('a rewrite that changes nothing moves to the next file named; with none changed, the model call stays', async () => {
+  it('a rewrite aimed at the test file stays on the test file; one that changes nothing keeps the model call', async () => {
     const step: WholeFileStep = {
       id: 's1',
-      instruction: 'The tests in test_calc.py fail. Fix the bug in calc.py.',
+      instruction: 'The tests in test_calc.py fail. Fix the bug in calc.py; do not change the tests.',
       files: [
         { path: 'test_calc.py', text: 'assert add(2, 3) == 5\n' },
         { path: 'calc.py', text: 'def add(a, b):\n    return a - b\n' },
       ],
     };
-    const fixed = model({
+    const same = model({
       'test_calc.py': '```\nassert add(2, 3) == 5\n```',
       'calc.py': '```\ndef add(a, b):\n    return a + b\n```',
     });
     const atTest = call('edit_file', { path: 'test_calc.py', old_string: 'x', new_string: 'y' });
-    const r = await withWholeFileWrites(fixed.client, [step], [atTest], TOOLS);
-    expect(r.calls.map((c) => c.args)).toEqual([{ path: 'calc.py', content: 'def add(a, b):\n    return a + b\n' }]);
-
-    const same = model({ 'test_calc.py': 'assert add(2, 3) == 5', 'calc.py': 'def add(a, b):\n    return a - b' });
-    expect((await withWholeFileWrites(same.client, [step], [atTest], TOOLS)).calls).toEqual([atTest]);
+    const r = await withWholeFileWrites(same.client, [step], [atTest], TOOLS);
+    // calc.py is never written from a call aimed at test_calc.py.
+    expect(r.calls).toEqual([atTest]);
+    expect(r.rewritten).toEqual([]);
+    expect(same.prompts).toHaveLength(1);
   });
 
   it("a new file holding the user's own details asks them, only where it may; otherwise it is written", async () => {
@@ -193,16 +186,9 @@ describe('whole-file writes in a pick', () => {
     expect(r.calls.map((c) => c.args)).toEqual([{ path: 'owner.txt', content: 'Ada Lovelace\n' }]);
     expect(later.prompts[0].system).not.toMatch(/QUESTION/);
 
-    // A step that does not speak of the user is never offered the question either.
-    const hello = model({ 'hello.py': 'QUESTION: what for?' });
-    const h = await withWholeFileWrites(
-      hello.client,
-      [{ id: 's1', instruction: 'Create hello.py that prints hello world.', newFiles: ['hello.py'] }],
-      [call('write_file', { path: 'hello.py', content: 'x' })],
-      TOOLS,
-      { mayAsk: true }
-    );
-    expect(h.questions).toEqual([]);
-    expect(hello.prompts[0].system).not.toMatch(/QUESTION/);
+    // An existing file is never asked about: the question is offered for new files only.
+    const existing = model({ 'settings.yaml': 'QUESTION: what for?' });
+    const e = await withWholeFileWrites(existing.client, [yamlStep], [write], TOOLS, { mayAsk: true });
+    expect(e.questions).toEqual([]);
   });
 });

@@ -96,42 +96,6 @@ describe('structured output through response_format (json_schema)', () => {
       expect(validate.safeParse(bad).success).toBe(false);
   });
 
-  it("pick_tools: paths are held to the project's files, and a write to the new files a step names", () => {
-    const schema = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
-    const ws = ['read_file', 'write_file', 'edit_file', 'grep'].map((name) =>
-      describeTool('workspace', { name, description: name, inputSchema: schema })
-    );
-    type Fn = { name: string; parameters: { properties: { path: { enum?: string[] } } } };
-    const paths = (opts: Parameters<typeof pickToolsFunctions>[2]) =>
-      Object.fromEntries(
-        (pickToolsFunctions(ws, ['s1'], opts) as unknown as Array<{ function: Fn }>)
-          .filter((f) => f.function.name !== 'no_suitable_tool')
-          .map((f) => [f.function.name.replace('workspace__', ''), f.function.parameters.properties.path.enum])
-      );
-    const existingFiles = ['README.md', 'calc.py'];
-    const shownInFull = new Set(['calc.py']);
-
-    // A file the prompt shows whole is not offered for reading; a write goes anywhere when the step names no new
-    // file, and to the new files it names (or calc.py, which it sees), never to README.md, only seen listed.
-    expect(paths({ existingFiles, shownInFull })).toEqual({
-      read_file: ['README.md'],
-      write_file: undefined,
-      edit_file: existingFiles,
-      grep: undefined,
-    });
-    expect(paths({ existingFiles, shownInFull, newFiles: ['owner.txt'] })).toMatchObject({
-      write_file: ['owner.txt', 'calc.py'],
-    });
-    // Without the whole listing nothing is held, and with every file shown there is no read_file.
-    expect(paths({ newFiles: ['owner.txt'] })).toEqual({
-      read_file: undefined,
-      write_file: undefined,
-      edit_file: undefined,
-      grep: undefined,
-    });
-    expect(Object.keys(paths({ existingFiles: ['calc.py'], shownInFull }))).not.toContain('read_file');
-  });
-
   it('reads calls from an answer, reports what it cannot read, and takes JSON out of a code fence', () => {
     expect(parseCalls('{"calls":[{"name":"a","arguments":{"x":1}},{"name":"b"}]}')).toEqual({
       calls: [{ name: 'a', args: { x: 1 } }],

@@ -100,7 +100,13 @@ export class Planning {
     const { progress, log } = this.task;
     let written;
     try {
-      written = await this.write('replan', `A step could not be completed: ${reason}`, progress.finishedViews());
+      written = await this.write(
+        'replan',
+        `A step could not be completed: ${reason}`,
+        progress.finishedViews(),
+        undefined,
+        'replan'
+      );
     } catch (err) {
       if (isCancellation(err) || failureCode(err, '') !== Failure.ModelOutputInvalid) throw err;
       log.emit({
@@ -151,7 +157,13 @@ export class Planning {
   }
 
   /** Asks the Planner for a plan (the activity's own promise: an async wrapper would add promises, see above). */
-  private write(summary: string, feedback?: string, finished?: StepResultView[], firstPick?: FirstPickAsk) {
+  private write(
+    summary: string,
+    feedback?: string,
+    finished?: StepResultView[],
+    firstPick?: FirstPickAsk,
+    feedbackFrom?: 'replan'
+  ) {
     const { input, progress } = this.task;
     this.task.setStatus('planning', summary);
     return modelNodes.writePlan.executeWithOptions({ summary }, [
@@ -163,6 +175,7 @@ export class Planning {
         recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
         previousPlan: progress.plan ?? undefined,
         feedback,
+        ...(feedbackFrom ? { feedbackFrom } : {}),
         finished: finished?.length ? finished : undefined,
         firstPick,
       },

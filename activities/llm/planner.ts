@@ -1,0 +1,173 @@
+/**
+ * The Planner (`write_plan`, docs/architecture.md §7): the goal and a dependency graph of steps, for every model
+ * alike. What the Planner writes is taken as written; a plan that copies the example of its instructions instead of
+ * planning the request is asked again with the reason (never patched over).
+ */
+import type { ToolAccess } from '../../common/config';
+import type { ModelUsage } from '../../common/model-protocol';
+import { planSchema, type Plan } from '../../common/plan';
+import type { StepResultView, Turn } from '../../common/task';
+import type { ToolDescriptor } from '../../common/tools';
+import type { ModelClient } from './model';
+import { filesSection, join, resultsText, section } from './prompt-text';
+import { turnsText, untrusted, withUntrustedRule } from './untrusted';
+
+export interface WritePlanInput {
+  projectDir: string;
+  toolAccess: ToolAccess;
+  request: string;
+  summary?: string;
+  recentTurns?: Turn[];
+  /** For a revision or a replan: the plan being replaced, and why. */
+  previousPlan?: Plan;
+  feedback?: string;
+  /** Whose the feedback is: the user's (a revision, the default) or Klea's own (a replan after a failed step). */
+  feedbackFrom?: 'user' | 'replan';
+  /** Steps already finished (a replan keeps them); the new plan may depend on their ids. */
+  finished?: StepResultView[];
+  /** A short listing of the project's files (filled in by the activity). */
+  files?: string;
+}
+
+/** The example the instructions show: a request from another project, and its plan. */
+const EXAMPLE_REQUEST = 'Rename the column qty to quantity in orders.csv and report.py, then run report.py.';
+const EXAMPLE_PLAN: Plan = {
+  goal: 'Rename qty to quantity in orders.csv and report.py, and check that report.py still runs.',
+  steps: [
+    {
+      id: 's1',
+      title: 'Rename in orders.csv',
+      instruction: 'In orders.csv, rename the column qty to quantity.',
+      depends_on: [],
+      needs_tool: true,
+      questions: [],
+      expect: { changes: ['orders.csv'] },
+    },
+    {
+      id: 's2',
+      title: 'Rename in report.py',
+      instruction: 'In report.py, rename every use of the column qty to quantity.',
+      depends_on: [],
+      needs_tool: true,
+      questions: [],
+      expect: { changes: ['report.py'] },
+    },
+    {
+      id: 's3',
+      title: 'Run report.py',
+      instruction: 'Run report.py and report what it prints.',
+      depends_on: ['s1', 's2'],
+      needs_tool: true,
+      questions: [],
+      expect: { check: 'python3 report.py' },
+    },
+  ],
+  review: { before_work: false, after_step_ids: [] },
+};
+
+export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
+function write_plan with it. You never answer the request yourself.
+- goal: what the user wants, in one sentence.
+- steps: the work as a dependency graph. A step is one job (find, read, change, create, delete, run); it may
+  make several tool calls. Separate jobs get separate steps. A step that needs another step's result lists it in
+  depends_on; steps that do not need each other do not depend on each other.
+- instruction: exactly what the step does, with the file names, names, values and commands the request gives.
+- expect, for a step that changes files or runs something: "changes" lists the files it creates, changes or
+  deletes; "check" is a shell command that exits 0 only if the step worked (the test or script the request asks
+  to run). Leave expect out for a step that only reads or searches.
+- questions: [] unless the step needs a fact only the user knows (their own name, a secret, a choice of theirs).
+- needs_tool: false only for a step that just thinks over the results of the steps it depends on.
+- review: before_work false and after_step_ids [] unless the request asks to review the plan or results.
+- A new plan after a failed step still does what the request asks: plan only what is left, another way.
+
+Example, from another project. Request: "${EXAMPLE_REQUEST}"
+${JSON.stringify(EXAMPLE_PLAN)}`;
+
+/** File names of the example (orders.csv, report.py): a plan that names one the task never did copied it. */
+const EXAMPLE_MARKS = [...new Set(EXAMPLE_REQUEST.match(/[\w-]+\.[A-Za-z]\w{0,7}\b/g) ?? [])];
+
+/**
+ * What the plan took from the instructions' example rather than from the task: an example file name that no text
+ * of the task holds (the request, the conversation, the listing, the project context, the earlier plan and
+ * results). Null when it took nothing.
+ */
+export function copiedFromExample(plan: Plan, taskText: string): string | null {
+  const planText = JSON.stringify(plan);
+  const copied = EXAMPLE_MARKS.filter((m) => planText.includes(m) && !taskText.includes(m));
+  return copied.length
+    ? `the plan names ${copied.join(', ')}, from the example in the instructions, not from this request: ` +
+        'write the plan for the request itself, with the files of this project'
+    : null;
+}
+
+/**
+ * What the Planner is told of the tools: only what differs from the usual (the workspace server with write
+ * access). A catalogue of tools would become a plan of tool names; the pick sees the tools themselves.
+ */
+function toolAbilities(tools: readonly ToolDescriptor[]): string {
+  if (!tools.length) return 'No tools are available: every step has needs_tool false.';
+  const names = new Set(tools.map((t) => t.qualifiedName));
+  const others = tools.filter((t) => t.server !== 'workspace').map((t) => `${t.name}: ${t.description.split('\n')[0]}`);
+  return [
+    names.has('workspace__write_file') ? '' : 'Access is read-only: no file can be changed and no command run.',
+    others.length ? `Beside the project's files and commands: ${others.join('; ')}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
+}
+
+export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
+  const toolList = toolAbilities(tools);
+  const turns = input.recentTurns && turnsText(input.recentTurns);
+  const user = join(
+    section('Request', input.request),
+    section('Project context (from the project instruction file)', projectContext),
+    section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
+    section('Recent conversation', turns),
+    filesSection(input.files),
+    toolList ? section('Tools', toolList) : '',
+    input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
+    input.finished?.length
+      ? section('Steps already finished (leave them out; you may depend on their ids)', resultsText(input.finished))
+      : '',
+    input.feedback
+      ? section(
+          input.feedbackFrom === 'replan' ? 'Why the plan must change' : "The user's feedback on the previous plan",
+          input.feedback
+        )
+      : '',
+    input.previousPlan ? 'The new plan does what the request above asks.' : ''
+  );
+  return { node: 'write_plan' as const, system: withUntrustedRule(WRITE_PLAN_SYSTEM), messages: [user] };
+}
+
+/** Everything of the task the Planner was shown, for `copiedFromExample`. */
+function taskText(input: WritePlanInput, projectContext: string): string {
+  return [
+    input.request,
+    input.summary ?? '',
+    ...(input.recentTurns ?? []).map((t) => t.text),
+    input.files ?? '',
+    projectContext,
+    input.previousPlan ? JSON.stringify(input.previousPlan) : '',
+    ...(input.finished ?? []).map((f) => `${f.title} ${f.instruction ?? ''} ${f.result ?? ''}`),
+    input.feedback ?? '',
+  ].join('\n');
+}
+
+export async function writePlan(
+  model: ModelClient,
+  input: WritePlanInput,
+  tools: readonly ToolDescriptor[],
+  projectContext: string
+): Promise<{ plan: Plan; usage: ModelUsage; repairs?: string[] }> {
+  const knownIds = input.finished?.map((f) => f.id) ?? [];
+  const shown = taskText(input, projectContext);
+  const { value, usage } = await model.structured(
+    writePlanPrompt(input, tools, projectContext),
+    planSchema(knownIds),
+    'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
+    { check: (v) => copiedFromExample(v.plan, shown) }
+  );
+  return { plan: value.plan, usage, ...(value.repairs.length ? { repairs: value.repairs } : {}) };
+}

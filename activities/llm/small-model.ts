@@ -1,0 +1,109 @@
+/**
+ * The help a small model gets (`model.profile: small`, docs/models.md): pure functions, each applied only under that
+ * profile. A `standard` model gets every tool in the server's order with its own schema, and its calls as made.
+ *
+ * None of them reads the words of a request: what they go by is the plan's structure (a step's `expect`), the
+ * project's listing and the calls a step has made, so a request in any language gets the same help.
+ *
+ * - `rankTools`: the order of the offered tools (a small model leans to the first it is offered).
+ * - `narrowPaths`: a `path` the sent schema holds to files that exist, or to the new files a step names.
+ * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
+ */
+import type { StepExpect } from '../../common/plan';
+import type { ToolDescriptor } from '../../common/tools';
+import type { OpenAIFunction } from './structured-output';
+
+export const READ_FILE = 'workspace__read_file';
+export const WRITE_FILE = 'workspace__write_file';
+export const EDIT_FILE = 'workspace__edit_file';
+const RUN_COMMAND = 'workspace__run_command';
+/** Workspace tools whose answer the pick prompt may already hold: the listing. */
+const LISTING_TOOLS = new Set(['workspace__list_dir', 'workspace__find_files']);
+/** Workspace tools that read or search (what a step with no `expect` does). */
+const READING_TOOLS = new Set([READ_FILE, 'workspace__grep', 'workspace__find_files', 'workspace__list_dir']);
+
+/** What `rankTools` looks at of a step. */
+export interface RankedStep {
+  expect?: StepExpect;
+  /** Files the step names that exist, shown whole or cut. */
+  files?: ReadonlyArray<{ path: string }>;
+  newFiles?: readonly string[];
+  earlierCalls?: ReadonlyArray<{ tool: string }>;
+}
+
+/**
+ * The offered tools in the order a small model should consider them, all of them kept:
+ * - first what the steps' plan says they do: writing (`write_file` for a new file, `edit_file` for an existing
+ *   one) for a step that is to change files, `run_command` for one with a check, the reading tools for a step
+ *   with no `expect`;
+ * - last the tools a step under way has called already, the listing tools when the prompt holds the whole listing,
+ *   and `read_file` when the prompt shows every step its files.
+ * Ties keep the server's order.
+ */
+export function rankTools(
+  tools: readonly ToolDescriptor[],
+  steps: readonly RankedStep[],
+  opts: { listingComplete?: boolean } = {}
+): ToolDescriptor[] {
+  const wanted = new Set<string>();
+  for (const s of steps) {
+    const changes = s.expect?.changes ?? [];
+    const creates = changes.some((c) => (s.newFiles ?? []).includes(c.replace(/^\.\//, '')));
+    if (changes.length) wanted.add(creates ? WRITE_FILE : EDIT_FILE).add(creates ? EDIT_FILE : WRITE_FILE);
+    if (s.expect?.check) wanted.add(RUN_COMMAND);
+    if (!s.expect) for (const t of READING_TOOLS) wanted.add(t);
+  }
+  const called = new Set(steps.flatMap((s) => s.earlierCalls ?? []).map((c) => c.tool));
+  const filesShown = steps.length > 0 && steps.every((s) => s.files?.length);
+  const order = [...wanted];
+  const score = (t: ToolDescriptor) => {
+    const known =
+      called.has(t.qualifiedName) ||
+      (opts.listingComplete && LISTING_TOOLS.has(t.qualifiedName)) ||
+      (filesShown && t.qualifiedName === READ_FILE);
+    const at = order.indexOf(t.qualifiedName);
+    return (known ? -1000 : 0) + (at < 0 ? 0 : 100 - at);
+  };
+  return tools
+    .map((t, i) => ({ t, i, s: score(t) }))
+    .sort((a, b) => b.s - a.s || a.i - b.i)
+    .map((x) => x.t);
+}
+
+/** What a pick's paths may be held to. */
+export interface PickPaths {
+  /** Every file of the project, when the listing holds them all; else no path is held to a list. */
+  existingFiles?: readonly string[] | null;
+  /** The files the prompt shows whole to every step of the pick. */
+  shownInFull?: ReadonlySet<string>;
+  /** Files the steps name that are not in the project yet. */
+  newFiles?: readonly string[];
+}
+
+/**
+ * The functions with each `path` a small model would otherwise make up held to a list, when the whole listing is
+ * known: `read_file` to the files not shown whole (unless every file is), `edit_file` to the files that exist, and
+ * `write_file` (when the steps name new files) to those and the files shown whole. Every tool stays offered. A
+ * model that is not held by a grammar may still call outside the list: the call runs like any other.
+ */
+export function narrowPaths(fns: readonly OpenAIFunction[], paths: PickPaths): OpenAIFunction[] {
+  const { existingFiles: existing, shownInFull = new Set<string>(), newFiles = [] } = paths;
+  if (!existing) return [...fns];
+  const readable = existing.filter((f) => !shownInFull.has(f));
+  const writable = newFiles.length ? [...new Set([...newFiles, ...shownInFull])] : null;
+  const heldTo = (name: string): readonly string[] | null =>
+    name === WRITE_FILE ? writable : name === READ_FILE ? readable : name === EDIT_FILE ? existing : null;
+  return fns.map((f) => {
+    const held = heldTo(f.function.name);
+    const params = f.function.parameters as { properties?: Record<string, Record<string, unknown>> };
+    const pathProp = params.properties?.path;
+    if (!held?.length || !pathProp) return f;
+    return {
+      ...f,
+      function: {
+        ...f.function,
+        parameters: { ...params, properties: { ...params.properties, path: { ...pathProp, enum: [...held] } } },
+      },
+    };
+  });
+}

@@ -1,0 +1,87 @@
+/**
+ * The small profile's help (activities/llm/small-model.ts): the order tools are offered in and the paths a sent
+ * schema holds, decided by the plan's structure and the listing, never by the words of a request.
+ */
+import { pickToolsFunctions } from '../../activities/llm/nodes';
+import { narrowPaths, rankTools } from '../../activities/llm/small-model';
+import { describeTool, type ToolDescriptor } from '../../common/tools';
+
+const tool = (name: string) =>
+  describeTool('workspace', {
+    name,
+    description: name,
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  });
+const workspace = ['read_file', 'list_dir', 'grep', 'write_file', 'edit_file', 'run_command'].map(tool);
+const names = (ts: ToolDescriptor[]) => ts.map((t) => t.name);
+
+describe('small profile: tool order', () => {
+  it('a step that is to create a file is offered write_file first, one that changes a file edit_file', () => {
+    expect(names(rankTools(workspace, [{ expect: { changes: ['hello.py'] }, newFiles: ['hello.py'] }]))[0]).toBe(
+      'write_file'
+    );
+    expect(names(rankTools(workspace, [{ expect: { changes: ['calc.py'] } }]))[0]).toBe('edit_file');
+  });
+
+  it('a step with a check is offered run_command before the reading tools', () => {
+    const ranked = names(rankTools(workspace, [{ expect: { check: 'python3 -m pytest' } }]));
+    expect(ranked[0]).toBe('run_command');
+  });
+
+  it('the order does not depend on the language of the request: the same plan gives the same order', () => {
+    // Nothing of the instruction is read: a step is ranked by its expect, its files and its calls.
+    const de = rankTools(workspace, [{ expect: { changes: ['hallo.py'] }, newFiles: ['hallo.py'] }]);
+    const zh = rankTools(workspace, [{ expect: { changes: ['hallo.py'] }, newFiles: ['hallo.py'] }]);
+    expect(names(de)).toEqual(names(zh));
+  });
+
+  it('what a step has called, the listing tools with the whole listing, and read_file with every file shown go last', () => {
+    const ranked = names(
+      rankTools(workspace, [{ earlierCalls: [{ tool: 'workspace__grep' }], files: [{ path: 'calc.py' }] }], {
+        listingComplete: true,
+      })
+    );
+    expect(ranked.slice(-3).sort()).toEqual(['grep', 'list_dir', 'read_file']);
+    expect(new Set(ranked)).toEqual(new Set(names(workspace)));
+  });
+
+  it('with no plan structure to go by, the server order stays', () => {
+    expect(names(rankTools(workspace, [{ expect: {} }]))).toEqual(names(workspace));
+  });
+});
+
+describe('small profile: paths held to a list', () => {
+  type Fn = { function: { name: string; parameters: { properties: { path?: { enum?: string[] } } } } };
+  const paths = (opts: Parameters<typeof narrowPaths>[1]) =>
+    Object.fromEntries(
+      (narrowPaths(pickToolsFunctions(workspace, ['s1']), opts) as unknown as Fn[])
+        .filter((f) => f.function.name !== 'no_suitable_tool')
+        .map((f) => [f.function.name.replace('workspace__', ''), f.function.parameters.properties.path?.enum])
+    );
+  const existingFiles = ['README.md', 'calc.py'];
+  const shownInFull = new Set(['calc.py']);
+
+  it("holds an edit to the project's files and a read to those not shown; every tool stays offered", () => {
+    const held = paths({ existingFiles, shownInFull });
+    expect(held).toMatchObject({ read_file: ['README.md'], edit_file: existingFiles, write_file: undefined });
+    expect(Object.keys(held)).toEqual(names(workspace));
+  });
+
+  it('a write goes to the new files the steps name, or to a file shown whole', () => {
+    expect(paths({ existingFiles, shownInFull, newFiles: ['owner.txt'] })).toMatchObject({
+      write_file: ['owner.txt', 'calc.py'],
+    });
+  });
+
+  it('without the whole listing nothing is held; with every file shown read_file stays offered, unheld', () => {
+    expect(Object.values(paths({ newFiles: ['owner.txt'] })).every((v) => v === undefined)).toBe(true);
+    const all = paths({ existingFiles: ['calc.py'], shownInFull });
+    expect(Object.keys(all)).toContain('read_file');
+    expect(all.read_file).toBeUndefined();
+  });
+
+  it('the standard profile sends every schema as the server gave it', () => {
+    for (const f of pickToolsFunctions(workspace, ['s1']) as unknown as Fn[])
+      expect(f.function.parameters.properties.path?.enum).toBeUndefined();
+  });
+});

@@ -204,8 +204,10 @@ export function createActivities(deps: ActivityDeps) {
     ...tools,
     ...createRewindActivities({ config: deps.config, log: deps.log }),
 
+    /** The router, which takes a message naming a file of the project as work at once (llm/route-request.ts). */
     async routeRequest(input: RouteRequestInput): Promise<RouteRequestResult> {
-      return routeRequest(model, input);
+      const files = input.projectDir ? listedFiles(await projectFiles(input.projectDir)) : [];
+      return routeRequest(model, input, files);
     },
 
     /**

@@ -100,7 +100,11 @@ export const RewindResponseSchema = RewindOutlineSchema.extend({
   rerun: z.boolean().optional(),
   runId: z.string().optional().describe('the run that goes on from the step, or ends `rewound`'),
   previousRunId: z.string().optional().describe('the run that was reset (kept; linked in the Temporal UI)'),
-  lastSeq: z.number().int().optional().describe("the task's events from here on follow the rewind (the first is `rewound`)"),
+  lastSeq: z
+    .number()
+    .int()
+    .optional()
+    .describe("the task's events from here on follow the rewind (the first is `rewound`)"),
   temporalUiUrl: z.string(),
 });
 

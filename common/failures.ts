@@ -44,6 +44,8 @@ export const Failure = {
   ResetOutsideRewind: 'ResetOutsideRewind',
   /** A rewind could not be carried out (the reset, or a step with no point to reset to). */
   RewindFailed: 'RewindFailed',
+  /** No step of the plan achieved its instruction: the task ends failed, its answer saying what was tried. */
+  NothingAchieved: 'NothingAchieved',
   /** The task failed with an untyped error: the fallback code, so every failure has one. */
   TaskFailed: 'TaskFailed',
 } as const;

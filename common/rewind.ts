@@ -46,7 +46,9 @@ export const RewindOutlineSchema = z.object({
   files: z.array(RewindFileSchema),
   conflicts: z.array(RewindConflictSchema).describe('files the user changed since the task touched them'),
   sensitive: z.array(z.string()).describe('sensitive files the steps changed: never kept, so left as they are'),
-  tooLarge: z.array(z.string()).describe('steps whose changes were too large to keep: their files are left as they are'),
+  tooLarge: z
+    .array(z.string())
+    .describe('steps whose changes were too large to keep: their files are left as they are'),
 });
 export type RewindOutline = z.infer<typeof RewindOutlineSchema>;
 

@@ -120,4 +120,6 @@ export interface ToolCallResult {
   bytes: number;
   /** When cut: where the full output is kept (`sha256:<hex>`, a file in `tools.results_dir`). */
   ref?: string;
+  /** For a workspace command: the project files it created, changed or deleted (paths relative to the project). */
+  changed?: string[];
 }

@@ -19,7 +19,7 @@ const isObject = (v: unknown): v is object => (typeof v === 'object' && v !== nu
 
 /** Reads every accessor that `target`'s prototypes define: zod's lazy members build and store themselves. */
 function readLazyMembers(target: object): void {
-  for (let proto = Object.getPrototypeOf(target); proto && proto !== Object.prototype; ) {
+  for (let proto = Object.getPrototypeOf(target); proto && proto !== Object.prototype;) {
     for (const key of Reflect.ownKeys(proto)) {
       const desc = Object.getOwnPropertyDescriptor(proto, key);
       if (!desc?.get || Object.prototype.hasOwnProperty.call(target, key)) continue;

@@ -40,6 +40,15 @@ import {
 export const RESULT_TEXT_CAP = 16 * 1024;
 /** Structured content larger than this is left out of a call's result. */
 export const STRUCTURED_CAP = 32 * 1024;
+/** Most paths a call's result says it changed (a command that touches more is judged on these). */
+export const CHANGED_FILES_MAX = 200;
+
+/** The project files a workspace command reports it changed (`changed_files`), kept apart from the capped rest. */
+function changedFiles(structured: Record<string, unknown> | undefined): string[] | null {
+  const list = structured?.changed_files;
+  if (!Array.isArray(list)) return null;
+  return list.filter((p): p is string => typeof p === 'string' && p.length <= 4096).slice(0, CHANGED_FILES_MAX);
+}
 
 export interface ListToolsInput {
   projectDir: string;
@@ -252,10 +261,12 @@ export function createToolActivities(deps: ToolDeps) {
         result.structuredContent && JSON.stringify(result.structuredContent).length <= STRUCTURED_CAP
           ? result.structuredContent
           : undefined;
+      const changed = input.server === WORKSPACE_SERVER ? changedFiles(result.structuredContent) : null;
       return {
         status: result.isError ? 'error' : 'ok',
         ...cut,
         ...(structured ? { structured } : {}),
+        ...(changed ? { changed } : {}),
         ...(ref ? { ref } : {}),
       };
     },

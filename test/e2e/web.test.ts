@@ -140,11 +140,16 @@ describe('the web page, end to end', () => {
     const title = 'List the notes\r\x1b[2KDelete \u202Etxt.seton';
     const command = `cat ${secret}\r\x1b[2Kecho harmless \x1b]52;c;ZXZpbA==\x07`;
     fake.on('route_request', { call: { route: 'task', reply: null } });
+    // s2 thinks without tools, so the task achieves something and its answer is composed.
     fake.on('write_plan', {
-      call: plan([step('s1', 'List the notes', { title })], { before_work: true }, 'Tidy \u2066up\u2069'),
+      call: plan(
+        [step('s1', 'List the notes', { title }), step('s2', 'Say what ran', { needs_tool: false })],
+        { before_work: true },
+        'Tidy \u2066up\u2069'
+      ),
     });
     fake.on('pick_tools', { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command } }] });
-    fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'denied' } });
+    fake.on('do_step', { content: 'Nothing ran.' });
     fake.on('compose_answer', { content: 'Done.\u202E regdab a si siht' });
 
     // Act: a new chat (the first test left its session read-only), then the request.
@@ -156,7 +161,9 @@ describe('the web page, end to end', () => {
     // Assert: each control is there to read, as a visible stand-in, and none is in the page's text as it is.
     await page.getByRole('form', { name: 'Review the plan' }).waitFor();
     const card = page.locator('.msg.task').last();
-    expect(await card.locator('.step-title').textContent()).toBe('s1 · List the notes␍␛[2KDelete ⟦U+202E⟧txt.seton');
+    expect(await card.locator('.step-title').first().textContent()).toBe(
+      's1 · List the notes␍␛[2KDelete ⟦U+202E⟧txt.seton'
+    );
     expect(await card.locator('.goal').textContent()).toBe('Goal: Tidy ⟦U+2066⟧up⟦U+2069⟧');
     await page.getByRole('button', { name: 'Approve' }).click();
     const prompt = card.getByRole('group', { name: `Permission for ${secret}` });
@@ -167,7 +174,9 @@ describe('the web page, end to end', () => {
     await shot('8-controls-shown');
     await prompt.getByRole('button', { name: 'Deny' }).click();
     await card.locator('.answer').getByText('regdab').waitFor();
-    expect(await card.locator('.answer .md p').first().textContent()).toBe('Done.⟦U+202E⟧ regdab a si siht');
+    // The step that was denied is listed first, by Klea; then the model's answer, its controls made visible.
+    expect(await card.locator('.answer .md p').first().textContent()).toMatch(/^Not achieved/);
+    expect(await card.locator('.answer .md').textContent()).toContain('Done.⟦U+202E⟧ regdab a si siht');
     const text = await page.locator('body').innerText();
     // eslint-disable-next-line no-control-regex -- the assertion looks for control characters
     expect(text).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/);

@@ -336,10 +336,10 @@ describe('API', () => {
       ).toBe(200);
 
       const done = await waitTask(taskId, (s) => s.status === 'done');
-      // The denied step did not achieve its instruction: the answer says so under what the model wrote.
+      // The denied step did not achieve its instruction: the answer says so first, above what the model wrote.
       expect(done).toMatchObject({
         answer: expect.stringMatching(
-          /^I was not allowed to read it\.\n\n\*\*Not achieved\*\* \(1 of the plan's steps\)/
+          /^\*\*Not achieved\*\* \(1 of 2 steps\):\n- s1 .*\n\nI was not allowed to read it\.$/
         ),
         notAchieved: [{ stepId: 's1', reason: expect.stringContaining('denied by the user') }],
         verification: 'unverified',

@@ -154,10 +154,10 @@ describe('attack suites', () => {
     fake.always('pick_tools', {
       calls: [{ name: 'workspace__write_file', args: { step_id: 'w', path: 'keep.txt', content: 'overwritten' } }],
     });
-    fake.on('compose_answer', { content: 'Writing is not allowed in read-only mode.' });
     const t = await TaskDriver.start(env, 'Overwrite keep.txt', p.dir, { toolAccess: 'read_only' });
     const result = await t.result();
-    expect(result.status).toBe('done');
+    // Nothing the request asked was done: the task ends failed, its answer saying why and that access is read-only.
+    expect(result).toMatchObject({ status: 'failed', answer: expect.stringMatching(/refused[\s\S]*Read-only access/) });
     expect(readFileSync(path.join(p.dir, 'keep.txt'), 'utf8')).toBe('original');
     expect(await t.countOf('replanned')).toBe(3); // bounded
     expect((await t.scheduledActivities()).filter((a) => a.type === 'callTool')).toHaveLength(4); // each refused at dispatch

@@ -245,7 +245,10 @@ describe('long tasks continue as new and stay one task', () => {
     expect(seqs(all)).toEqual(range(1, last.seq));
     // (It reads an earlier run only for events it lacks: the task may go through a whole run between two polls.)
     expect(second.earlierReads().every((q) => q.after >= atReview.seq)).toBe(true);
-    const runs = (await stateOf()).runs as { current: number; earlier: Array<{ runId: string; firstSeq: number; lastSeq: number }> };
+    const runs = (await stateOf()).runs as {
+      current: number;
+      earlier: Array<{ runId: string; firstSeq: number; lastSeq: number }>;
+    };
     expect(runs.current).toBeGreaterThanOrEqual(3);
 
     // Act 2: fresh APIs read the finished task from a seq a little before what its last run holds, and then from

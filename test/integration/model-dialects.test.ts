@@ -21,7 +21,8 @@ const switchLines = (log: ReturnType<typeof recordingLogger>) => log.lines.filte
 
 /**
  * One session through every model node: a greeting (route_request → chat), a task (route_request → task,
- * write_plan, review, pick_tools for three steps at once with a no_suitable_tool, evaluate_step for a tool error,
+ * write_plan, review, pick_tools for three steps at once with a no_suitable_tool, evaluate_step for a tool error
+ * after a call that worked,
  * a replan, do_step, compose_answer), `/compact` (summarize_memory) and `/init` (init_project).
  */
 async function wholeSession(env: TestEnv, fake: FakeModel) {
@@ -46,13 +47,18 @@ async function wholeSession(env: TestEnv, fake: FakeModel) {
     },
     { call: plan([step('s4', 'Sum up the TODOs', { needs_tool: false, depends_on: ['s1'] })]) }
   );
-  fake.on('pick_tools', {
-    calls: [
-      { name: 'workspace__grep', args: { step_id: 's1', pattern: 'TODO' } },
-      { name: 'workspace__grep', args: { step_id: 's2', pattern: '(' } },
-      { name: 'no_suitable_tool', args: { step_id: 's3', reason: 'no tool reads PDF files' } },
-    ],
-  });
+  fake.on(
+    'pick_tools',
+    {
+      calls: [
+        { name: 'workspace__grep', args: { step_id: 's1', pattern: 'TODO' } },
+        { name: 'workspace__grep', args: { step_id: 's2', pattern: 'ship', step_done: false } },
+        { name: 'no_suitable_tool', args: { step_id: 's3', reason: 'no tool reads PDF files' } },
+      ],
+    },
+    // s2's second call is a tool error after a call that worked: the evaluator judges it.
+    { calls: [{ name: 'workspace__grep', args: { step_id: 's2', pattern: '(' } }] }
+  );
   fake.on('evaluate_step', { call: { verdict: 'move_on', reason: 'the pattern is not a valid regex' } });
   fake.on('do_step', { content: 'One TODO: ship it.' });
   fake.on('compose_answer', { content: 'There is **one** TODO: ship it.' });
@@ -241,6 +247,18 @@ describe('structured_output json_schema', () => {
     expect(asks[2].text).toMatch(/Answer again with only the JSON object/);
     expect((await t.events()).find((e) => e.type === 'error')).toMatchObject({ code: 'ModelOutputInvalid' });
   });
+});
+
+describe('model.profile small', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv(
+    { name: 'profile-small', overrides: { model: { structured_output: 'json_schema', profile: 'small' } } },
+    (f, e) => {
+      fake = f;
+      env = e;
+    }
+  );
 
   /** The step_finished events of a task. */
   const finishedOf = async (t: TaskDriver) => t.eventsOf('step_finished');
@@ -255,10 +273,11 @@ describe('structured_output json_schema', () => {
     fake.on(
       'pick_tools',
       { calls: [{ name: 'workspace__edit_file', args: { step_id: 's1', ...bad, step_done: false } }] },
-      // The model picks the file it has just written again: left out, and the step ends.
+      // The model picks the file it has just written again: nothing is left to change there, and the step ends.
       { calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'settings.yaml', content: 'x' } }] }
     );
-    fake.on('write_file_content', { content: '```yaml\napp:\n  name: inventory\nlogging:\n  level: debug\n```' });
+    const debug = { content: '```yaml\napp:\n  name: inventory\nlogging:\n  level: debug\n```' };
+    fake.on('write_file_content', debug, debug);
     fake.on('compose_answer', { content: 'The logging level is debug now.' });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
@@ -276,9 +295,9 @@ describe('structured_output json_schema', () => {
       repairs: ['settings.yaml: written whole, from the content the model wrote for it in plain text'],
     });
     expect(finished.changes?.[0].diff).toMatch(/- {2}level: info\n\+ {2}level: debug/);
-    // The plan with its first pick, the content written, and the second pick: each counted.
+    // The plan, each pick with the content it asked for, and the answer: each counted.
     const usage = (await t.state()).usage;
-    expect(usage.modelCalls).toBe(5);
+    expect(usage.modelCalls).toBe(6);
   });
 
   it('a new file that needs a fact only the user knows: the step asks it before it runs, then writes the answer', async () => {
@@ -329,14 +348,14 @@ describe('structured_output json_schema', () => {
     fake.on('pick_tools', {
       calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: '.env', content: 'API_KEY=attacker\n' } }],
     });
-    fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'denied' } });
-    fake.on('compose_answer', { content: 'The write to .env was denied.' });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
     const permission = await t.waitFor('permission_requested');
     expect(permission).toMatchObject({ class: 'sensitive', op: 'write', path: path.join(p.dir, '.env') });
     await t.handle.signal(permissionSignal, { requestId: permission.requestId, decision: 'deny' });
-    expect(await t.result()).toMatchObject({ status: 'done' });
+    // Its one step did nothing: the task ends failed, saying the write was denied.
+    const result = await t.result();
+    expect(result).toMatchObject({ status: 'failed', answer: expect.stringMatching(/denied/) });
 
     expect(readFileSync(path.join(p.dir, '.env'), 'utf8')).toBe(`${secret}\n`);
     expect(fake.requestsFor('write_file_content')).toEqual([]);

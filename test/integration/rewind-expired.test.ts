@@ -14,6 +14,8 @@ import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 
 /** 600 KiB: two of them do not fit in a 1 MiB store. */
 const big = (c: string) => `${c.repeat(1023)}\n`.repeat(600);
+/** What a task writes over a big file: half of it kept (a write that drops most of a file is refused). */
+const halved = (c: string, note: string) => `${c.repeat(1023)}\n`.repeat(300) + note;
 
 describe('rewind of a task whose checkpoints were dropped', () => {
   let fake: FakeModel;
@@ -40,13 +42,13 @@ describe('rewind of a task whose checkpoints were dropped', () => {
     const p = makeProject({ 'big.txt': big('a'), 'big2.txt': big('b') });
     // Each task replaces a large file: its checkpoint keeps the large content it replaced. Both do not fit, and
     // the first task's checkpoint is dropped.
-    const first = await writeTask(p.dir, 'big.txt', 'small\n');
-    const second = await writeTask(p.dir, 'big2.txt', 'small too\n');
+    const first = await writeTask(p.dir, 'big.txt', halved('a', 'small\n'));
+    const second = await writeTask(p.dir, 'big2.txt', halved('b', 'small too\n'));
 
     const res = await request(app).post(`/tasks/${first.taskId}/rewind`).send({ toStep: 's1' });
     expect(res.status).toBe(410);
     expect(res.body.error.message).toMatch(/no longer kept.*tools\.checkpoints\.max_mb/);
-    expect(readFileSync(path.join(p.dir, 'big.txt'), 'utf8')).toBe('small\n');
+    expect(readFileSync(path.join(p.dir, 'big.txt'), 'utf8')).toBe(halved('a', 'small\n'));
     expect((await request(app).get(`/tasks/${first.taskId}`)).body.status).toBe('done');
 
     // The newer task is still known: its rewind goes ahead, and says plainly what it could not keep.
@@ -54,7 +56,7 @@ describe('rewind of a task whose checkpoints were dropped', () => {
     expect(undo.status).toBe(200);
     if (undo.body.tooLarge.length) {
       expect(undo.body).toMatchObject({ tooLarge: ['s1'], files: [] });
-      expect(readFileSync(path.join(p.dir, 'big2.txt'), 'utf8')).toBe('small too\n');
+      expect(readFileSync(path.join(p.dir, 'big2.txt'), 'utf8')).toBe(halved('b', 'small too\n'));
     } else {
       expect(undo.body.files).toEqual([{ path: 'big2.txt', action: 'restore', step: 's1' }]);
       expect(readFileSync(path.join(p.dir, 'big2.txt'), 'utf8')).toBe(big('b'));

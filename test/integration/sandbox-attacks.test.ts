@@ -17,7 +17,7 @@ import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
-import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
 import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
 import { processesWith } from '../support/processes';
 
@@ -93,12 +93,10 @@ describe('the command sandbox', () => {
   ): Promise<{ t: TaskDriver; asked: number; outputs: string[] }> {
     const steps = calls.map((_, i) => step(`s${i + 1}`, `Run call ${i + 1}`, { depends_on: i ? [`s${i}`] : [] }));
     fake.on('write_plan', { call: plan(steps) });
-    fake.on(
-      'pick_tools',
-      ...calls.map((c, i) => ({ calls: [{ name: c.name, args: { step_id: `s${i + 1}`, ...c.args } }] }))
-    );
+    // Each step's own call; a step whose call failed has nothing more to try in its repair rounds.
+    fake.always('pick_tools', picksByStep(Object.fromEntries(calls.map((c, i) => [`s${i + 1}`, [c]]))));
     fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'the output is the answer' } });
-    fake.on('compose_answer', { content: 'done' });
+    fake.always('compose_answer', { content: 'done' });
     const t = await TaskDriver.start(env, 'Run these commands', projectDir);
     let asked = 0;
     for (;;) {
@@ -287,13 +285,16 @@ describe('the command sandbox where it cannot run, and when it is turned off', (
   it('refuses commands with the reason and the fix; never runs them unsandboxed', async () => {
     const p = makeProject();
     fake.on('write_plan', { call: plan([step('s1', 'Touch a file')]) });
-    fake.on('pick_tools', {
-      calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'touch ran.txt' } }],
-    });
-    fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'cannot run' } });
-    fake.on('compose_answer', { content: 'could not run it' });
+    fake.always(
+      'pick_tools',
+      picksByStep({ s1: [{ name: 'workspace__run_command', args: { command: 'touch ran.txt' } }] })
+    );
     const t = await TaskDriver.start(env, 'Touch a file', p.dir);
-    expect((await t.result()).status).toBe('done');
+    // The one command was refused: nothing achieved, and the answer says what stopped it.
+    expect(await t.result()).toMatchObject({
+      status: 'failed',
+      answer: expect.stringMatching(/the command sandbox cannot run here/),
+    });
     const finished = (await t.events()).find((e) => e.type === 'step_finished');
     expect(JSON.stringify(finished)).toMatch(/run_command refused: the command sandbox cannot run here/);
     expect(JSON.stringify(finished)).toMatch(/No permissions to creating new namespace/);

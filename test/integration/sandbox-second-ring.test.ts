@@ -13,7 +13,7 @@ import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
-import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
 import { permissionSignal } from '../../workflows/task/messages';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -71,12 +71,10 @@ describe('the command sandbox, second ring', () => {
   ): Promise<{ t: TaskDriver; asked: Array<Extract<KleaEvent, { type: 'permission_requested' }>>; outputs: string[] }> {
     const steps = calls.map((_, i) => step(`s${i + 1}`, `Make call ${i + 1}`, { depends_on: i ? [`s${i}`] : [] }));
     fake.on('write_plan', { call: plan(steps) });
-    fake.on(
-      'pick_tools',
-      ...calls.map((c, i) => ({ calls: [{ name: c.name, args: { step_id: `s${i + 1}`, ...c.args } }] }))
-    );
+    // Each step's own call; a step whose call failed has nothing more to try in its repair rounds.
+    fake.always('pick_tools', picksByStep(Object.fromEntries(calls.map((c, i) => [`s${i + 1}`, [c]]))));
     fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'the output is the answer' } });
-    fake.on('compose_answer', { content: 'done' });
+    fake.always('compose_answer', { content: 'done' });
     const t = await TaskDriver.start(env, 'Make these calls', projectDir);
     const during = whileRunning?.(t);
     for (;;) {
@@ -189,7 +187,8 @@ describe('the command sandbox, second ring', () => {
     for (let i = 0; i < 12; i++) files[`src/m${i % 10}/deep${i}/.env`] = `SECRET_${i}=canary-${i}\n`;
     const p = makeProject(files);
     const { t, outputs } = await runCalls(p.dir, [cmd("find . -name '*nv' | xargs cat; echo ran > ran.txt")]);
-    expect((await t.result()).status).toBe('done');
+    // The one command was refused: the task achieved nothing, and says so.
+    expect((await t.result()).status).toBe('failed');
     expect(outputs[0]).toMatch(/run_command refused: more than 300 files and directories/);
     expect(outputs[0]).toMatch(/tools\.sandbox\.scan_limit/);
     expect(await everythingShown(t)).not.toMatch(/canary-\d/);
@@ -211,7 +210,8 @@ describe('the command sandbox, second ring', () => {
       writeFileSync(path.join(p.dir, '4913.save'), 'SECRET=new-canary\n');
       renameSync(path.join(p.dir, '4913.save'), path.join(p.dir, '.env'));
     });
-    expect((await t.result()).status).toBe('done');
+    // The one command was stopped: the task achieved nothing, and says so.
+    expect((await t.result()).status).toBe('failed');
     expect(outputs[0]).toMatch(/stopped: \.env \(a sensitive file\) appeared or was replaced while the command ran/);
     expect(outputs[0]).not.toMatch(/killed after/);
     expect(await everythingShown(t)).not.toMatch(/new-canary|old-canary/);

@@ -89,12 +89,15 @@ describe('sessions that sleep and wake', () => {
   const eventsOf = async (app: Express, sessionId: string): Promise<KleaEvent[]> =>
     (await request(app).get(`/sessions/${sessionId}/events?after=0`)).body.events as KleaEvent[];
 
-  /** A task that reads a file outside the project: asks, unless a session grant covers it. */
-  function readOutside(file: string) {
+  /**
+   * A task that reads a file outside the project: asks, unless a session grant covers it. One the user denies
+   * (`allowed` false) achieves nothing and ends failed without composing an answer.
+   */
+  function readOutside(file: string, allowed = true) {
     fake.on('route_request', task);
     fake.on('write_plan', { call: plan([step('s1', 'Read the outside file')]) });
     fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: file } }] });
-    fake.on('compose_answer', { content: 'outside data' });
+    if (allowed) fake.on('compose_answer', { content: 'outside data' });
   }
 
   async function grantOutsideFile(app: Express, sessionId: string, file: string) {
@@ -304,7 +307,7 @@ describe('sessions that sleep and wake', () => {
 
     // Past its expiry, the awake session hands it to no task: the path is asked about again.
     await until('the grant has lapsed', () => (Date.now() > Date.parse(grant.expiresAt) + 100 ? true : undefined));
-    readOutside(outsideFile);
+    readOutside(outsideFile, false);
     const sent = await request(shortGrants).post(`/sessions/${id}/messages`).send({ text: 'read it again' });
     const t = await TaskDriver.attach(env, sent.body.taskId);
     const ask = await t.waitFor('permission_requested');
@@ -357,7 +360,7 @@ describe('sessions that sleep and wake', () => {
       'path.grantId: grant ids look like g1 (see grants in GET /sessions/:id)',
     ]);
     // The next task asks again.
-    readOutside(outsideFile);
+    readOutside(outsideFile, false);
     const sent = await request(awake).post(`/sessions/${id}/messages`).send({ text: 'read it' });
     const t = await TaskDriver.attach(env, sent.body.taskId);
     const ask = await t.waitFor('permission_requested');
@@ -369,7 +372,12 @@ describe('sessions that sleep and wake', () => {
    * A task that reads `file` in each of `steps` steps (one after the other), pausing for review where `review` asks:
    * each pause holds the task still while the test changes its grants.
    */
-  function readOutsideInSteps(file: string, steps: string[], review: { before_work?: boolean; after_step_ids?: string[] }) {
+  function readOutsideInSteps(
+    file: string,
+    steps: string[],
+    review: { before_work?: boolean; after_step_ids?: string[] },
+    allowed = true
+  ) {
     fake.on('route_request', task);
     fake.on('write_plan', {
       call: plan(
@@ -379,7 +387,7 @@ describe('sessions that sleep and wake', () => {
     });
     for (const id of steps)
       fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: id, path: file } }] });
-    fake.on('compose_answer', { content: 'read' });
+    if (allowed) fake.on('compose_answer', { content: 'read' });
   }
 
   it('a grant revoked while a task waits is not used by that task: its next call on the path asks again', async () => {
@@ -388,7 +396,7 @@ describe('sessions that sleep and wake', () => {
     writeFileSync(outsideFile, 'outside data');
     const id = await newSession(awake, p.dir);
     await grantOutsideFile(awake, id, outsideFile);
-    readOutsideInSteps(outsideFile, ['s1'], { before_work: true });
+    readOutsideInSteps(outsideFile, ['s1'], { before_work: true }, false);
     const sent = await request(awake).post(`/sessions/${id}/messages`).send({ text: 'read it once more' });
     const t = await TaskDriver.attach(env, sent.body.taskId);
     // The task started holding the grant, and waits for its review: nothing moves until the test approves.
@@ -404,7 +412,8 @@ describe('sessions that sleep and wake', () => {
     expect(ask.reason).toMatch(/the grant for the session \(g1\) was revoked$/);
     await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
     const result = await t.result();
-    expect(result.status).toBe('done');
+    // Its one step was denied: nothing achieved.
+    expect(result.status).toBe('failed');
     const finished = await t.eventsOf('step_finished');
     expect(finished.map((e) => e.calls?.map((c) => c.status))).toEqual([['denied']]);
     expect((await stateOf(awake, id)).grants).toEqual([]);
@@ -450,7 +459,7 @@ describe('sessions that sleep and wake', () => {
     const id = await newSession(shortGrants, p.dir);
     await grantOutsideFile(shortGrants, id, outsideFile);
     const [grant] = (await stateOf(shortGrants, id)).grants;
-    readOutsideInSteps(outsideFile, ['s1'], { before_work: true });
+    readOutsideInSteps(outsideFile, ['s1'], { before_work: true }, false);
     const sent = await request(shortGrants).post(`/sessions/${id}/messages`).send({ text: 'read it later' });
     const t = await TaskDriver.attach(env, sent.body.taskId);
     await t.waitFor('review_requested');
@@ -463,7 +472,7 @@ describe('sessions that sleep and wake', () => {
     const ask = await t.waitFor('permission_requested');
     expect(ask.reason).toBe(`outside the project directory; the grant for the session lapsed at ${grant.expiresAt}`);
     await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'deny' });
-    expect((await t.result()).status).toBe('done');
+    expect((await t.result()).status).toBe('failed');
   });
 
   it('a session with more events than a run carries: every reader gets them all once, from its earlier runs', async () => {

@@ -26,7 +26,8 @@ describe('sessionWorkflow', () => {
   it('answers chat inline and hands tasks to a child taskWorkflow', async () => {
     const p = makeProject({ 'a.txt': 'alpha' });
     const s = await SessionDriver.start(env, p.dir);
-    fake.on('route_request', chat('Hi! What shall we do?'), task);
+    // The second message names a file: it is work, routed without asking the model.
+    fake.on('route_request', chat('Hi! What shall we do?'));
     fake.on('write_plan', { call: plan([step('s1', 'Read a.txt')]) });
     fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
     fake.on('compose_answer', { content: 'a.txt says alpha.' });
@@ -46,7 +47,7 @@ describe('sessionWorkflow', () => {
     expect(state.tasks).toEqual([r.taskId]);
     // The task got only what it needs: the request and the memory, routed already.
     expect(fake.requestsFor('write_plan')[0].text).toContain('Hi! What shall we do?');
-    expect(fake.requestsFor('route_request')).toHaveLength(2);
+    expect(fake.requestsFor('route_request')).toHaveLength(1);
   });
 
   it('queues messages that arrive during a task and answers them in order after it', async () => {
@@ -208,7 +209,12 @@ describe('sessionWorkflow', () => {
     const s = await SessionDriver.start(env, p.dir);
     fake.on('route_request', task);
     fake.on('write_plan', { call: plan([step('s1', 'grep')]) });
-    fake.on('pick_tools', { calls: [{ name: 'workspace__grep', args: { step_id: 's1', pattern: '(' } }] });
+    // A call that works, then a tool error: the evaluator judges it.
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__grep', args: { step_id: 's1', pattern: 'f', step_done: false } }] },
+      { calls: [{ name: 'workspace__grep', args: { step_id: 's1', pattern: '(' } }] }
+    );
     fake.on('evaluate_step', { call: { verdict: 'move_on', reason: 'bad regex, fine' } });
     fake.on('compose_answer', { content: 'done' });
     const r = await s.submit('search');

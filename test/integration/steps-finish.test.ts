@@ -82,17 +82,21 @@ describe('steps that finish their instruction', () => {
     expect(pickFunctions.find((f) => f.name === 'workspace__write_file')?.parameters?.required).toContain('step_done');
   });
 
-  it('a pick is shown the files its step names: the first call can be the edit, and reading them is not offered', async () => {
+  it('a pick is shown the files its step names, and may still call any tool the server offers: a read of a shown file runs', async () => {
     const p = makeProject({ 'config.json': '{"port": 8080}\n', 'app.py': 'print(1)\n' });
     fake.on('write_plan', { call: plan([step('s1', 'Change the port in config.json to 9090')]) });
-    fake.on('pick_tools', {
-      calls: [
-        {
-          name: 'workspace__edit_file',
-          args: { step_id: 's1', path: 'config.json', old_string: '8080', new_string: '9090', step_done: true },
-        },
-      ],
-    });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'config.json', step_done: false } }] },
+      {
+        calls: [
+          {
+            name: 'workspace__edit_file',
+            args: { step_id: 's1', path: 'config.json', old_string: '8080', new_string: '9090', step_done: true },
+          },
+        ],
+      }
+    );
     fake.on('compose_answer', { content: 'The port is 9090 now.' });
 
     const t = await TaskDriver.start(env, 'Set the port to 9090', p.dir);
@@ -103,12 +107,19 @@ describe('steps that finish their instruction', () => {
     // The user's own words, and the file as it was, fenced as untrusted.
     expect(pick.text).toContain('Set the port to 9090');
     expect(pick.text).toMatch(/#### config\.json\n<untrusted source="config\.json">\n\{"port": 8080\}/);
-    // Reading is still offered for the file not shown; an edit can only aim at files that exist.
+    // Every tool is offered with the schema its server gave: nothing removed, no path held to a list.
     type Params = { properties?: { path?: { enum?: string[] } } } | undefined;
     const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters as Params]));
-    expect(fns.get('workspace__read_file')?.properties?.path?.enum).toEqual(['app.py']);
-    expect(fns.get('workspace__edit_file')?.properties?.path?.enum).toEqual(['app.py', 'config.json']);
-    expect(fns.get('workspace__write_file')?.properties?.path?.enum).toBeUndefined();
+    for (const name of ['workspace__read_file', 'workspace__edit_file', 'workspace__write_file'])
+      expect(fns.get(name)?.properties?.path).toBeDefined();
+    for (const f of fns.values()) expect(f?.properties?.path?.enum).toBeUndefined();
+    // The read ran as asked: one step of two calls, no replan, no review.
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls).toEqual([
+      { tool: 'workspace__read_file', status: 'ok' },
+      { tool: 'workspace__edit_file', status: 'ok' },
+    ]);
+    expect(await t.countOf('replanned')).toBe(0);
     fake.assertDone();
   });
 
@@ -132,9 +143,6 @@ describe('steps that finish their instruction', () => {
     expect(readFileSync(path.join(p.dir, 'README.md'), 'utf8')).toBe('# team tools\n');
     const [pick] = fake.requestsFor('pick_tools');
     expect(pick.text).toContain('New files it names (not in the project yet): owner.txt');
-    type Params = { properties?: { path?: { enum?: string[] } } } | undefined;
-    const fns = new Map(pick.toolSchemas.map((f) => [f.name, f.parameters as Params]));
-    expect(fns.get('workspace__write_file')?.properties?.path?.enum).toEqual(['owner.txt']);
     fake.assertDone();
   });
 
@@ -155,9 +163,9 @@ describe('steps that finish their instruction', () => {
     expect(pick.text).not.toContain('#### .env');
   });
 
-  it('a retry that makes the very calls that failed ends the step, not achieved, instead of retrying and replanning', async () => {
+  it('a failing edit leads to a read, not a repeat: the repeated call is never sent, the file is read and then fixed', async () => {
     const p = makeProject({ 'calc.py': CALC });
-    fake.on('write_plan', { call: plan([step('s1', 'Fix the bug in calc.py')]) });
+    fake.on('write_plan', { call: plan([step('s1', 'Fix the bug in calc.py', { expect: { changes: ['calc.py'] } })]) });
     const badEdit = {
       calls: [
         {
@@ -166,26 +174,91 @@ describe('steps that finish their instruction', () => {
         },
       ],
     };
-    // A model at temperature 0 answers the retry's pick as it answered the first.
-    fake.on('pick_tools', badEdit, badEdit);
-    fake.on('evaluate_step', { call: { verdict: 'retry', reason: 'the edit missed: try again' } });
-    fake.on('compose_answer', { content: 'The bug could not be fixed.' });
+    const goodEdit = {
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's1', path: 'calc.py', old_string: 'a - b', new_string: 'a + b', step_done: true },
+        },
+      ],
+    };
+    // A model at temperature 0 answers the repair round's pick as it answered the first.
+    fake.on('pick_tools', badEdit, badEdit, goodEdit);
+    fake.on('compose_answer', { content: 'Fixed: add now adds.' });
 
     const t = await TaskDriver.start(env, 'Fix the bug in calc.py', p.dir);
     const result = await t.result();
 
     expect(result).toMatchObject({ status: 'done' });
-    expect(result.notAchieved).toEqual([
-      expect.objectContaining({
-        stepId: 's1',
-        reason: expect.stringContaining('the same calls as the failed attempt'),
-      }),
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toContain('return a + b');
+    const [finished] = await t.eventsOf('step_finished');
+    // The failed edit went out once; its repeat became a read of the file, which the next pick saw.
+    expect(finished.calls).toEqual([
+      { tool: 'workspace__edit_file', status: 'error' },
+      { tool: 'workspace__read_file', status: 'ok' },
+      { tool: 'workspace__edit_file', status: 'ok' },
     ]);
-    // Two attempts, one judgement, no replan: not three attempts and three replans of the same call.
-    expect(fake.requestsFor('pick_tools')).toHaveLength(2);
-    expect(fake.requestsFor('evaluate_step')).toHaveLength(1);
-    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    expect(finished.repairs).toContainEqual(expect.stringMatching(/repeated a failed call: the file was read instead/));
+    const picks = fake.requestsFor('pick_tools');
+    expect(picks[1].text).toMatch(/Not done yet: every call failed.*old_string was not found/s);
+    expect(picks[2].text).toContain('workspace__read_file {"path":"calc.py"} -> ok');
+    expect(fake.requestsFor('evaluate_step')).toEqual([]);
+    fake.assertDone();
+  });
+
+  it('a step that changed nothing it was to change is repaired with that evidence, then not achieved; the task ends failed', async () => {
+    const p = makeProject({ 'calc.py': CALC });
+    fake.on('write_plan', { call: plan([step('s1', 'Fix the bug in calc.py', { expect: { changes: ['calc.py'] } })]) });
+    // Each pick runs something unrelated that succeeds and changes nothing.
+    const run = (command: string) => ({
+      calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command, step_done: true } }],
+    });
+    fake.on('pick_tools', run('ls'), run('echo ok'), run('true'));
+
+    const t = await TaskDriver.start(env, 'Fix the bug in calc.py', p.dir);
+    const result = await t.result();
+
+    expect(result).toMatchObject({
+      status: 'failed',
+      notAchieved: [{ stepId: 's1', reason: 'not achieved: calc.py was not changed' }],
+    });
+    expect(fake.requestsFor('pick_tools')[1].text).toContain('Not done yet: calc.py was not changed');
     expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe(CALC);
+    fake.assertDone();
+  });
+
+  it("a step with a check is done only when Klea's own run of the check exits 0", async () => {
+    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Fix calc.py so that test_calc.py passes', { expect: { check: 'python3 test_calc.py' } }),
+      ]),
+    });
+    const edit = (old_string: string, new_string: string) => ({
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's1', path: 'calc.py', old_string, new_string, step_done: true },
+        },
+      ],
+    });
+    // The first edit changes the wrong thing; the check fails, and the repair round sees why.
+    fake.on('pick_tools', edit('print(add(2, 3))', 'print(add(3, 2))'), edit('a - b', 'a + b'));
+    fake.on('compose_answer', { content: 'test_calc.py passes now.' });
+
+    const t = await TaskDriver.start(env, 'Fix calc.py so that test_calc.py passes', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls).toEqual([
+      { tool: 'workspace__edit_file', status: 'ok' },
+      { tool: 'workspace__run_command', status: 'error' },
+      { tool: 'workspace__edit_file', status: 'ok' },
+      { tool: 'workspace__run_command', status: 'ok' },
+    ]);
+    expect(fake.requestsFor('pick_tools')[1].text).toMatch(
+      /Not done yet: the check `python3 test_calc.py` failed: .*AssertionError/s
+    );
     fake.assertDone();
   });
 
@@ -351,7 +424,7 @@ describe('answers from results', () => {
     const result = await t.result();
 
     expect(result.status).toBe('done');
-    expect(result.answer).toMatch(/^Both files were read\.\n\n\*\*Not achieved\*\* \(1 of the plan's steps\):\n- s2 /);
+    expect(result.answer).toMatch(/^\*\*Not achieved\*\* \(1 of 2 steps\):\n- s2 .*\n\nBoth files were read\.$/);
     expect(result.answer).toContain('denied by the user');
     expect((await t.state()).notAchieved).toEqual([
       { stepId: 's2', title: 'Step s2', reason: expect.stringContaining('the user denied access') },

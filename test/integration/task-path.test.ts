@@ -410,8 +410,6 @@ describe('taskWorkflow: the task path', () => {
     writeFileSync(file, 'known');
     fake.on('write_plan', { call: plan([step('s1', 'Read it')]) });
     fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: file } }] });
-    fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'denied' } });
-    fake.on('compose_answer', { content: 'not read' });
     // Started straight from a Temporal client, with a made-up grant for the outside file.
     const t = await TaskDriver.start(env, 'Read', p.dir, { grants: [{ path: file, op: 'read' }] });
     const ignored = await t.waitFor('error', (e) => e.code === 'GrantsIgnored');
@@ -419,7 +417,8 @@ describe('taskWorkflow: the task path', () => {
     const req = await t.waitFor('permission_requested');
     expect(req).toMatchObject({ path: file, op: 'read' });
     await t.handle.signal(permissionSignal, { requestId: req.requestId, decision: 'deny' });
-    expect((await t.result()).status).toBe('done');
+    // Its one step was denied: nothing was achieved, and the task says so.
+    expect(await t.result()).toMatchObject({ status: 'failed', answer: expect.stringMatching(/denied by the user/) });
     expect(JSON.stringify(await t.events())).not.toContain('"known"');
   });
 
@@ -442,14 +441,10 @@ describe('taskWorkflow: the task path', () => {
     expect(fake.requestsFor('write_plan')[1].text).toContain('no tool reads PDF files');
   });
 
-  it('a failing tool → bounded retries → replan → answer', async () => {
+  it('a step whose calls all fail is never done: two repair rounds see the error, then the task ends failed', async () => {
     const p = makeProject();
-    fake.on(
-      'write_plan',
-      { call: plan([step('s1', 'Edit a file that does not exist')]) },
-      { call: plan([step('s2', 'Report the problem', { needs_tool: false })]) }
-    );
-    // Each attempt tries something else (an attempt that repeats a failed one ends the step: steps-finish.test.ts).
+    fake.on('write_plan', { call: plan([step('s1', 'Edit a file that does not exist')]) });
+    // Each round tries something else (a repeated failed edit is read instead: steps-finish.test.ts).
     const bad = (old_string: string) => ({
       calls: [
         {
@@ -459,20 +454,27 @@ describe('taskWorkflow: the task path', () => {
       ],
     });
     fake.on('pick_tools', bad('a'), bad('c'), bad('d'));
-    fake.on(
-      'evaluate_step',
-      { call: { verdict: 'retry', reason: 'maybe a race' } },
-      { call: { verdict: 'retry', reason: 'try once more' } },
-      { call: { verdict: 'retry', reason: 'again' } }
-    );
-    fake.on('do_step', { content: 'missing.txt does not exist.' });
-    fake.on('compose_answer', { content: 'The file does not exist.' });
     const t = await TaskDriver.start(env, 'Edit missing.txt', p.dir);
-    expect((await t.result()).status).toBe('done');
-    const events = await t.events();
-    expect(events.filter((e) => e.type === 'step_started' && e.stepId === 's1')).toHaveLength(3);
-    expect(events.find((e) => e.type === 'replanned')).toBeDefined();
-    expect(fake.requestsFor('pick_tools')[1].text).toContain('The previous attempt failed');
+    const result = await t.result();
+
+    expect(result).toMatchObject({
+      status: 'failed',
+      error: 'no step of the plan achieved its instruction',
+      answer: expect.stringMatching(
+        /^Not done: "Edit missing.txt"\. No step of the plan achieved its instruction:\n- s1 /
+      ),
+      notAchieved: [{ stepId: 's1', reason: expect.stringMatching(/^not achieved: every call failed/) }],
+    });
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished).toMatchObject({ stepId: 's1', status: 'failed', calls: [{}, {}, {}] });
+    // The repair rounds saw what was missing; the model was never asked to judge, nor the plan rewritten.
+    const picks = fake.requestsFor('pick_tools');
+    expect(picks).toHaveLength(3);
+    expect(picks[1].text).toContain('Not done yet: every call failed');
+    expect(fake.requestsFor('evaluate_step')).toEqual([]);
+    expect(fake.requestsFor('compose_answer')).toEqual([]);
+    expect((await t.events()).some((e) => e.type === 'replanned')).toBe(false);
+    expect((await t.state()).status).toBe('failed');
   });
 
   it('a forced write under read_only is refused at dispatch and leads to a replan', async () => {

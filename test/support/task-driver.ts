@@ -11,6 +11,33 @@ import { eventsQuery, stateQuery } from '../../workflows/task/messages';
 import type { TestEnv } from './harness';
 import { uniqueId } from './harness';
 
+/**
+ * A pick_tools reply for a model that has nothing more to try: `no_suitable_tool` for the first step of the
+ * request. Scripted with `fake.always('pick_tools', NOTHING_MORE)`, it answers the repair rounds of a step whose
+ * calls failed (the attack tests' commands fail by design), which then ends not achieved.
+ */
+export const NOTHING_MORE = (req: { text: string }) => ({
+  calls: [
+    {
+      name: 'no_suitable_tool',
+      args: { step_id: /### Step (\S+?):/.exec(req.text)?.[1] ?? 's1', reason: 'nothing else to try' },
+    },
+  ],
+});
+
+/**
+ * A pick_tools reply that answers each step with its own calls in turn (`byStep[stepId]`), whatever order the
+ * steps are picked in, and with `NOTHING_MORE` once a step's calls are used up (its repair rounds).
+ */
+export function picksByStep(byStep: Record<string, Array<{ name: string; args: Record<string, unknown> }>>) {
+  const left = new Map(Object.entries(byStep).map(([id, calls]) => [id, [...calls]]));
+  return (req: { text: string }) => {
+    const id = /### Step (\S+?):/.exec(req.text)?.[1] ?? '';
+    const next = left.get(id)?.shift();
+    return next ? { calls: [{ name: next.name, args: { step_id: id, ...next.args } }] } : NOTHING_MORE(req);
+  };
+}
+
 export function step(id: string, instruction: string, extra: Partial<PlanStep> = {}): PlanStep {
   return {
     id,

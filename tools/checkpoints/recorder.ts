@@ -81,9 +81,12 @@ export interface CheckpointRecorder {
   /**
    * Runs a command between two looks at the project and journals what changed. A failure to bring the index up to
    * date before the command is thrown (the command does not run); one after it is returned as `problem` (the step
-   * is journalled as not checkpointed).
+   * is journalled as not checkpointed). `changed` is the project paths the command created, changed or deleted.
    */
-  command<T>(cp: CallCheckpoint, run: () => Promise<T>): Promise<{ value: T; problem: string | null }>;
+  command<T>(
+    cp: CallCheckpoint,
+    run: () => Promise<T>
+  ): Promise<{ value: T; problem: string | null; changed: string[] }>;
   /** The project's stat index (tests and the benchmark). */
   statIndex(): Promise<StatIndex>;
 
@@ -288,8 +291,11 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       running--;
       t0 = performance.now();
       let problem: string | null = null;
+      let changed: string[] = [];
       try {
-        append(p, cp, lineOf(p, await p.index.refresh()));
+        const changes = await p.index.refresh();
+        changed = changes.filter((c) => c.before?.k !== 'd' && c.after?.k !== 'd').map((c) => c.rel);
+        append(p, cp, lineOf(p, changes));
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);
         try {
@@ -301,7 +307,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       cost += performance.now() - t0;
       opts.onCost?.(cp.tool, cost);
       if (failed) throw thrown;
-      return { value: value as T, problem };
+      return { value: value as T, problem, changed };
     },
 
     statIndex: async () => (await project()).index,

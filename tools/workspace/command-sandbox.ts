@@ -128,7 +128,9 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         readOnly: view.readOnly,
         scratchBytes: limits.memoryBytes,
         network,
-        env: { ...rest, PATH: SANDBOX_PATH },
+        // Python writes no bytecode into the project: a cached .pyc of a file changed within the same second (same
+        // size) would run the old code, and a step's check would judge a fix by it.
+        env: { ...rest, PATH: SANDBOX_PATH, PYTHONDONTWRITEBYTECODE: '1' },
         files,
       };
       // Security: with the network on, the sandbox still has no network of its own but loopback; the only way out

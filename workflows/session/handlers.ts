@@ -192,7 +192,14 @@ export function setSessionHandlers(session: Session): void {
         // Bounded, retries included: the caller waits on this update, and is answered with the error at the limit.
         const r = await modelNodes.routeRequest.executeWithOptions(
           { summary: 'route request', scheduleToCloseTimeout: input.routeTimeoutMs },
-          [{ text, summary: memory.summary || undefined, recentTurns: memory.recent() }]
+          [
+            {
+              text,
+              projectDir: input.projectDir,
+              summary: memory.summary || undefined,
+              recentTurns: memory.recent(),
+            },
+          ]
         );
         item.route = r.route === 'chat' && r.reply ? 'chat' : 'task';
         if (item.route === 'chat') {

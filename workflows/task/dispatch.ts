@@ -29,7 +29,14 @@ export function callKey(
 export function callOutcome(call: Pick<PickedCall, 'qualifiedName'>, r: ToolCallResult): CallOutcome {
   const text = r.ref ? `[full output of ${r.bytes} bytes kept as ${r.ref}]\n${r.text}` : r.text;
   const change = fileChangeOf(call.qualifiedName, r);
-  return { tool: call.qualifiedName, status: r.status, text, ...(change ? { change } : {}) };
+  const changed = change ? [change.path] : r.changed;
+  return {
+    tool: call.qualifiedName,
+    status: r.status,
+    text,
+    ...(change ? { change } : {}),
+    ...(changed?.length ? { changed } : {}),
+  };
 }
 
 /** The tools whose results carry a file's change (other servers' structured content is not trusted for it). */
@@ -91,12 +98,49 @@ export function callLabel(call: Pick<PickedCall, 'qualifiedName' | 'args'>): str
 }
 
 /**
- * Whether `call` repeats a call the step already made: same tool, same arguments. Within one attempt of a step a
- * repeat learns nothing new (a failed call fails again; a retry of the step starts afresh).
+ * The call of `made` that `call` repeats (same tool, same arguments) since the step last changed a file, or null.
+ * Within one attempt of a step such a repeat learns nothing new (a failed call fails again); once a file has
+ * changed, running the same command again is a new look (the tests after a fix).
  */
-export function repeatsCall(call: Pick<PickedCall, 'qualifiedName' | 'args'>, made: readonly MadeCall[]): boolean {
+export function repeatedCall(
+  call: Pick<PickedCall, 'qualifiedName' | 'args'>,
+  made: readonly MadeCall[]
+): MadeCall | null {
   const args = canonicalJson(call.args);
-  return made.some((m) => m.call.qualifiedName === call.qualifiedName && canonicalJson(m.call.args) === args);
+  for (let i = made.length - 1; i >= 0; i--) {
+    const m = made[i];
+    if (m.call.qualifiedName === call.qualifiedName && canonicalJson(m.call.args) === args) return m;
+    if (m.outcome.changed?.length) return null;
+  }
+  return null;
+}
+
+/** Whether `call` repeats a call the step already made since it last changed a file (`repeatedCall`). */
+export const repeatsCall = (call: Pick<PickedCall, 'qualifiedName' | 'args'>, made: readonly MadeCall[]): boolean =>
+  repeatedCall(call, made) !== null;
+
+/** The workspace tools that change a file named by their `path`. */
+const FILE_CHANGING: readonly string[] = ['workspace__write_file', 'workspace__edit_file'];
+
+/**
+ * For a call that repeats a failed change of a file: a read of that file instead, so the next pick sees the file as
+ * it is now rather than sending the same failing change again. Null for any other repeat.
+ */
+export function readInsteadOf(call: PickedCall, made: readonly MadeCall[]): PickedCall | null {
+  const earlier = repeatedCall(call, made);
+  const path = call.args.path;
+  if (!earlier || earlier.outcome.status !== 'error' || !FILE_CHANGING.includes(call.qualifiedName)) return null;
+  if (typeof path !== 'string') return null;
+  const read: PickedCall = {
+    stepId: call.stepId,
+    server: 'workspace',
+    tool: 'read_file',
+    qualifiedName: 'workspace__read_file',
+    args: { path },
+    readOnly: true,
+    idempotent: true,
+  };
+  return repeatsCall(read, made) ? null : read;
 }
 
 /**

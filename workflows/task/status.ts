@@ -63,13 +63,26 @@ export function answerWithAccess(text: string, toolAccess: string): string {
   return toolAccess === 'read_only' ? `${text.trimEnd()}\n\n${READ_ONLY_ANSWER_NOTE}` : text;
 }
 
-export function answerWithShortfalls(text: string, notAchieved: readonly NotAchieved[]): string {
-  if (!notAchieved.length) return text;
-  const lines = notAchieved.map((n) => {
+const shortfallLines = (notAchieved: readonly NotAchieved[]) =>
+  notAchieved.map((n) => {
     const reason = n.reason.length > 300 ? `${n.reason.slice(0, 299)}…` : n.reason;
     return `- ${n.stepId} "${n.title}": ${reason.replace(/\s+/g, ' ')}`;
   });
-  return `${text.trimEnd()}\n\n**Not achieved** (${notAchieved.length} of the plan's steps):\n${lines.join('\n')}`;
+
+/** The answer with the steps that did not achieve their instruction listed first, so none reads as done. */
+export function answerWithShortfalls(text: string, notAchieved: readonly NotAchieved[], steps?: number): string {
+  if (!notAchieved.length) return text;
+  const of = steps ? ` (${notAchieved.length} of ${steps} steps)` : '';
+  return `**Not achieved**${of}:\n${shortfallLines(notAchieved).join('\n')}\n\n${text.trim()}`;
+}
+
+/** The answer of a task none of whose steps achieved its instruction: each step, and what stopped it. */
+export function nothingAchievedAnswer(request: string, notAchieved: readonly NotAchieved[]): string {
+  const asked = request.length > 200 ? `${request.slice(0, 199)}…` : request;
+  return [
+    `Not done: "${asked.replace(/\s+/g, ' ')}". No step of the plan achieved its instruction:`,
+    ...shortfallLines(notAchieved),
+  ].join('\n');
 }
 
 export interface StatusView {

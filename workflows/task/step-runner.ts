@@ -17,14 +17,17 @@ import { grantSignal } from '../session/messages';
 import { modelNodes, toolCalls } from '../shared/activities';
 import {
   callKey,
+  callLabel,
   callOutcome,
   deniedOutcome,
   FileOrder,
   forbiddenOutcome,
+  readInsteadOf,
   repeatsCall,
   stepToolResult,
   type MadeCall,
 } from './dispatch';
+import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck } from './evidence';
 import { RESULT_CHARS } from './plan-progress';
 import type { Decision, GatedPath } from './permissions';
 import { callSummary, cut } from './text';
@@ -113,9 +116,11 @@ export class StepRunner {
 
   /**
    * A tool step's calls until it is complete: while its last call leaves it open (`step_done: false`), the step is
-   * picked again with what its calls returned, up to `maxCallsPerStep` calls; then triage judges the last round.
-   * A later pick that only repeats calls the step made ends it there; one that finds no tool for the step goes to
-   * triage as such.
+   * picked again with what its calls returned, up to `maxCallsPerStep` calls. When the model says the step is
+   * complete, its evidence judges (./evidence.ts; the step's check is run here, in the sandbox): what is missing is
+   * shown to the model in up to `MAX_REPAIR_ROUNDS` more picks, and a step still missing it is not achieved. A
+   * later pick that only repeats calls the step made ends it there (a repeated failed change of a file becomes a
+   * read of it); one that finds no tool for the step goes to triage as such.
    */
   private async finishToolStep(
     s: PlanStep,
@@ -129,29 +134,69 @@ export class StepRunner {
     const repairs: string[] = [...picked];
     let lastRound: CallOutcome[] = [];
     let laterNoTool: string | null = null;
-    for (let round = 1; ;) {
+    /** What the evidence showed missing when last judged, and whether it was judged after the last call. */
+    let missing: string | null = null;
+    let judged = false;
+    let repairRounds = 0;
+    const judge = async (round: number) => {
+      missing = missingEvidence(
+        made.map((m) => m.outcome),
+        s.expect,
+        await this.check(s, made, round)
+      );
+      judged = true;
+    };
+    let round = 1;
+    for (;;) {
       const outcomes =
         running.length === 1 ? [await running[0].outcome] : await Promise.all(running.map((r) => r.outcome));
       running.forEach((r, i) => made.push({ call: r.call, outcome: outcomes[i] }));
       lastRound = outcomes;
-      if (running.at(-1)?.call.stepDone !== false) break;
-      // A denied path is the user's decision and a refusal is policy: triage takes the step from there.
-      if (outcomes.some((o) => o.status === 'denied' || o.status === 'refused')) break;
+      judged = false;
+      // A denied path is the user's decision, a refusal is policy, and a call that crashed or timed out is tried
+      // again as a new attempt: triage takes the step from there.
+      if (outcomes.some(stops)) break;
+      const open = running.at(-1)?.call.stepDone === false;
       if (made.length >= input.maxCallsPerStep) {
-        repairs.push(`still open after ${made.length} calls: the step's budget (limits.max_calls_per_step) is spent`);
+        if (open)
+          repairs.push(`still open after ${made.length} calls: the step's budget (limits.max_calls_per_step) is spent`);
         break;
       }
+      if (!open) {
+        // The model says the step is complete: the evidence judges whether it is.
+        await judge(round);
+        if (!missing) break;
+        if (repairRounds >= MAX_REPAIR_ROUNDS) {
+          repairs.push(`${MAX_REPAIR_ROUNDS} repair round(s) did not make good what was missing`);
+          break;
+        }
+        repairRounds++;
+      }
       round++;
-      const next = await this.pick([s], made);
+      const next = await this.pick([s], made, missing ?? undefined);
       meter.modelCall(next.usage, s.id);
-      const fresh = next.calls.flatMap((call, i) =>
-        call.stepId === s.id && !repeatsCall(call, made) ? [{ call, guarded: next.guarded[i] }] : []
-      );
+      const fresh: Array<{ call: PickedCall; guarded: GuardedPath[] }> = [];
+      for (const [i, call] of next.calls.entries()) {
+        if (call.stepId !== s.id) continue;
+        if (!repeatsCall(call, made)) fresh.push({ call, guarded: next.guarded[i] });
+        else {
+          // A failed call is never sent again unchanged: a repeated failed change of a file reads it instead, and
+          // the step goes on with the file in view.
+          const read = readInsteadOf(call, made);
+          if (read) {
+            repairs.push(`${callLabel(call)} repeated a failed call: the file was read instead`);
+            fresh.push({
+              call: { ...read, stepDone: false },
+              guarded: next.guarded[i].map((g) => ({ ...g, op: 'read' as const })),
+            });
+          }
+        }
+      }
       const kept = fresh.slice(0, input.maxCallsPerStep - made.length);
       if (!kept.length) {
         const none = next.noSuitable.find((n) => n.stepId === s.id);
         if (next.calls.length) repairs.push('the next pick repeated a call the step had made: the step ends here');
-        else if (none) laterNoTool = none.reason;
+        else if (none && !missing) laterNoTool = none.reason;
         break;
       }
       repairs.push(...repairsFor(next.repairs, s.id));
@@ -161,11 +206,12 @@ export class StepRunner {
         );
       running = this.dispatch({ calls: kept.map((k) => k.call), guarded: kept.map((k) => k.guarded) }, files, round);
     }
+    // A step that ended another way (its budget, a pick that only repeated) is judged on what it did too.
+    if (!judged && !lastRound.some(stops) && !laterNoTool) await judge(round);
     const result = stepToolResult(s.id, made, noSuitable);
     // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
-    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls);
-    const d = decided instanceof Promise ? await decided : decided;
+    const d = await this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing);
     this.settle(
       s,
       d,
@@ -177,10 +223,34 @@ export class StepRunner {
   }
 
   /**
+   * Runs the step's check (its plan's `expect.check`) in the sandbox, through the permission gate like any command,
+   * and adds it to the step's calls; null when the step has none, or its own last call was that very command.
+   */
+  private async check(s: PlanStep, made: MadeCall[], round: number): Promise<CallOutcome | null> {
+    const command = checkToRun(s.expect, this.task.input.toolAccess === 'read_only');
+    if (!command) return null;
+    const own = ownCheck(made, command);
+    if (own) return own;
+    const call: PickedCall = {
+      stepId: s.id,
+      server: 'workspace',
+      tool: 'run_command',
+      qualifiedName: 'workspace__run_command',
+      args: { command },
+      readOnly: false,
+      idempotent: false,
+    };
+    const key = `${callKey(workflowInfo(), s.id, this.task.progress.attempts(s.id), made.length, round)}/check`;
+    const outcome = await this.runCall(call, [], [], key);
+    made.push({ call, outcome });
+    return outcome;
+  }
+
+  /**
    * The tool calls of a batch's steps, bound by `pick_tools` (the activity checks their paths too); `made`, for a
    * step left open, is what its calls so far returned.
    */
-  private pick(batch: PlanStep[], made: readonly MadeCall[] = []) {
+  private pick(batch: PlanStep[], made: readonly MadeCall[] = [], notDone?: string) {
     const { input, progress, questions } = this.task;
     return modelNodes.pickTools.executeWithOptions(
       {
@@ -198,6 +268,8 @@ export class StepRunner {
             instruction: questions.withAnswers(s).instruction,
             dependencyResults: progress.dependencyResults(s),
             previousFailure: progress.previousFailure(s.id),
+            ...(s.expect ? { expect: s.expect } : {}),
+            ...(notDone ? { notDone } : {}),
             ...(made.length
               ? {
                   earlierCalls: made.map(({ call, outcome }) => ({
@@ -338,9 +410,10 @@ export class StepRunner {
     s: PlanStep,
     noTool: string | null,
     calls: CallOutcome[],
-    madeCalls?: string
+    madeCalls?: string,
+    missing?: string | null
   ): TriageDecision | Promise<TriageDecision> {
-    const tin = this.task.progress.triageInput(s, noTool, calls, madeCalls);
+    const tin = { ...this.task.progress.triageInput(s, noTool, calls, madeCalls), missing: missing ?? null };
     const d = triage(tin);
     return d.outcome === 'evaluate' ? this.evaluate(s, calls, tin) : d;
   }
@@ -380,6 +453,9 @@ export class StepRunner {
       });
   }
 }
+
+/** An outcome that ends a step's rounds for triage to decide on: denied, refused, or failed to run at all. */
+const stops = (o: CallOutcome) => o.status === 'denied' || o.status === 'refused' || o.status === 'failed';
 
 /** A call dispatched for a step, and its outcome to come. */
 interface RunningCall {

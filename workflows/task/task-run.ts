@@ -319,13 +319,22 @@ export class TaskRun {
       error: this.error,
       newGrants: this.permissions.newGrants,
       usage: this.meter.totals(),
-      ...(ending === 'done' && this.progress.plan ? this.shortfalls() : {}),
+      ...((ending === 'done' || ending === 'failed') && this.progress.plan ? this.shortfalls() : {}),
     };
   }
 
   private shortfalls(): { notAchieved?: NotAchieved[] } {
     const missed = this.progress.notAchieved();
     return missed.length ? { notAchieved: missed } : {};
+  }
+
+  /**
+   * Ends a task none of whose steps achieved its instruction: failed, with an answer that says what was tried and
+   * what stopped each step (written here, not by the model: there are no results to ground anything else on).
+   */
+  nothingAchieved(answer: string): TaskResult {
+    this.giveAnswer(answer);
+    return this.fail(Failure.NothingAchieved, 'no step of the plan achieved its instruction');
   }
 
   fail(code: string, message: string): TaskResult {

@@ -12,6 +12,8 @@ export interface CallOutcome {
   text: string;
   /** For a write or edit of the workspace server: the file's change as a unified diff. */
   change?: FileChange;
+  /** The project files the call created, changed or deleted, as the workspace server reports them. */
+  changed?: string[];
 }
 
 export interface TriageInput {
@@ -26,6 +28,11 @@ export interface TriageInput {
    * A model at temperature 0 asked again answers the same way: another retry or replan would only repeat them.
    */
   repeatsFailedAttempt?: boolean;
+  /**
+   * What the evidence shows the step has not done, after its repair rounds (./evidence.ts): the step is not
+   * achieved, decided here without a model call.
+   */
+  missing?: string | null;
 }
 
 export type TriageDecision =
@@ -68,10 +75,14 @@ function firstTriage(input: TriageInput): TriageDecision {
     return input.attempts < input.maxAttempts ? { outcome: 'retry', reason } : replanOr(input, reason);
   }
 
+  const denied = by('denied');
+  // What the step's calls show it did not do (every call failed, a file not changed, a failed check): not achieved.
+  if (input.missing && !denied.length)
+    return { outcome: 'move_on', ok: false, reason: `not achieved: ${input.missing}` };
+
   const errors = by('error');
   if (errors.length) return { outcome: 'evaluate', reason: `${errors[0].tool} returned an error: ${errors[0].text}` };
 
-  const denied = by('denied');
   const ok = by('ok');
   if (denied.length) {
     // A denied path is the user's decision: the step continues with what it has, and says what was refused.

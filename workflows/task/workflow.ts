@@ -46,7 +46,7 @@ import { setTaskHandlers } from './handlers';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { allFinished, nextRound } from './plan-graph';
 import { Planning } from './planning';
-import { answerWithAccess, answerWithShortfalls } from './status';
+import { answerWithAccess, answerWithShortfalls, nothingAchievedAnswer } from './status';
 import { StepRunner } from './step-runner';
 import { TaskRun } from './task-run';
 
@@ -141,6 +141,10 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
     if (checkpoint) await checkpoint;
   }
 
+  // A task none of whose steps achieved anything ends failed, saying plainly what stopped each step.
+  const missed = progress.notAchieved();
+  if (progress.graph.length && missed.length === progress.graph.length)
+    return task.nothingAchieved(answerWithAccess(nothingAchievedAnswer(input.prompt, missed), input.toolAccess));
   task.setStatus('running', 'composing the answer');
   const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
     {
@@ -152,7 +156,7 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
     },
   ]);
   task.giveAnswer(
-    answerWithAccess(answerWithShortfalls(composed.text, progress.notAchieved()), input.toolAccess),
+    answerWithAccess(answerWithShortfalls(composed.text, missed, progress.graph.length), input.toolAccess),
     task.meter.modelCall(composed.usage)
   );
   return task.finish('done');
@@ -207,6 +211,7 @@ async function beginTask(task: TaskRun, planning: Planning): Promise<TaskResult 
     const route = await modelNodes.routeRequest.executeWithOptions({ summary: 'route request' }, [
       {
         text: input.prompt,
+        projectDir: input.projectDir,
         summary: input.summary || undefined,
         recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
       },

@@ -49,6 +49,8 @@ export function registerRunCommand(
       const cp = checkpoints?.forCall('run_command', meta);
       let result: CommandResult;
       let checkpointProblem: string | null = null;
+      /** The project files the command created, changed or deleted (known when it is checkpointed). */
+      let changed: string[] | null = null;
       if (cp && checkpoints) {
         const done = await checkpoints.command(cp, run).catch((err: unknown) => {
           if (!(err instanceof CheckpointUnavailable)) throw err;
@@ -58,6 +60,7 @@ export function registerRunCommand(
         });
         result = done.value;
         checkpointProblem = done.problem;
+        if (!done.problem) changed = done.changed;
       } else result = await run();
       const parts = [
         `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
@@ -78,7 +81,7 @@ export function registerRunCommand(
       if (result.stderr) parts.push(`--- stderr ---\n${result.stderr}`);
       return text(
         parts.join('\n'),
-        result as unknown as Record<string, unknown>,
+        { ...(result as unknown as Record<string, unknown>), ...(changed ? { changed_files: changed } : {}) },
         result.exit_code !== 0 || result.stopped !== null
       );
     })

@@ -20,6 +20,36 @@ function checkSize(bytes: number, limit: number, shown: string): void {
     );
 }
 
+/** A file this long or longer is not rewritten by a write that would drop most of it. */
+export const KEEP_CHECK_MIN_LINES = 20;
+
+/**
+ * Refuses a whole-file write that would remove most of an existing file (fewer than half its non-blank lines kept):
+ * a model that meant to change a part of a long file and wrote only that part. The model reads why, and how to do
+ * either on purpose.
+ */
+export function checkKept(before: string, after: string, shown: string): void {
+  const old = before.split('\n').filter((l) => l.trim());
+  if (old.length < KEEP_CHECK_MIN_LINES) return;
+  // Counted line by line: a line the new content holds once keeps one of the old ones, however often it was there.
+  const left = new Map<string, number>();
+  for (const l of after.split('\n')) left.set(l.trim(), (left.get(l.trim()) ?? 0) + 1);
+  let kept = 0;
+  for (const l of old) {
+    const n = left.get(l.trim()) ?? 0;
+    if (n > 0) {
+      left.set(l.trim(), n - 1);
+      kept++;
+    }
+  }
+  if (kept * 2 >= old.length) return;
+  throw new ToolError(
+    `refused: this write would remove ${old.length - kept} of the ${old.length} lines of ${shown} (write_file ` +
+      'replaces the whole file); nothing changed. To change a part of it, use edit_file. To replace it on purpose, ' +
+      'delete it first and then write it.'
+  );
+}
+
 export function registerWriteTools(server: McpServer, { gate, store, handle, limits, checkpoints }: ToolContext): void {
   /** Changes the file, journalling the change first when the call is checkpointed. */
   const change = <T>(meta: unknown, tool: string, c: WriteChange, apply: () => Promise<T>): Promise<T> => {
@@ -33,6 +63,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
       title: 'Write a file',
       description:
         'Create a file in the project (add a new one), or overwrite one, with the given content (parent directories are created). The write is atomic. ' +
+        'A write that would remove most of an existing long file is refused: change a part of a file with edit_file. ' +
         'The result reports the sha256 before and after; writing the same content again changes nothing.',
       inputSchema: {
         path: z.string().describe('file path, relative to the project directory'),
@@ -55,6 +86,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
         throw err;
       });
       const before = existing?.buf ?? null;
+      if (before) checkKept(before.toString('utf8'), a.content, a.path);
       // A file that ends with a newline keeps it: a model that leaves it out of the content means no change there.
       if (before?.at(-1) === 0x0a && a.content && !a.content.endsWith('\n')) a = { ...a, content: `${a.content}\n` };
       const stat = existing?.stat ?? null;

@@ -1,0 +1,138 @@
+/**
+ * Real tasks that generalise: what a user notices when Klea meets a request it was never tuned on. Plans are the
+ * Planner's own (never collapsed into the request), an example copied from the Planner's instructions is asked
+ * again, a request in another language that names a file is work, and a question about the project's `.env` starts
+ * a task that asks before it reads.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FakeModel } from '../support/fake-model';
+import type { TestEnv } from '../support/harness';
+import { SessionDriver } from '../support/session-driver';
+import { useFakeModelEnv } from '../support/suite';
+import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { permissionSignal } from '../../workflows/task/messages';
+
+describe('one planner for every model (a server that holds answers to a schema)', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv({ name: 'generalise-plan', overrides: { model: { structured_output: 'json_schema' } } }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('a three-step plan of a request that stands alone is kept as the Planner wrote it', async () => {
+    const p = makeProject({ 'a.txt': 'alpha\n', 'b.txt': 'beta\n' });
+    const request = 'Read a.txt, read b.txt, then tell me which is longer.';
+    const steps = [
+      step('s1', 'Read a.txt'),
+      step('s2', 'Read b.txt'),
+      step('s3', 'Say which is longer', { needs_tool: false, depends_on: ['s1', 's2'] }),
+    ];
+    fake.on('write_plan', { call: plan(steps, {}, request) });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } },
+        { name: 'workspace__read_file', args: { step_id: 's2', path: 'b.txt' } },
+      ],
+    });
+    fake.on('do_step', { content: 'a.txt is longer.' });
+    fake.on('compose_answer', { content: 'a.txt is longer (6 characters against 5).' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps.map((s) => [s.id, s.instruction])).toEqual(steps.map((s) => [s.id, s.instruction]));
+    expect(planned.repairs).toBeUndefined();
+    // The two reads ran as one batch, the third step after them.
+    expect((await t.eventsOf('step_finished')).map((e) => [e.stepId, e.status])).toEqual([
+      ['s1', 'done'],
+      ['s2', 'done'],
+      ['s3', 'done'],
+    ]);
+  });
+
+  it("a plan that copies the Planner's example is asked again with the reason, and the plan for the request runs", async () => {
+    const p = makeProject({ 'notes.md': '# notes\n' });
+    const copied = plan([step('s1', 'In orders.csv, rename the column qty to quantity.')]);
+    fake.on(
+      'write_plan',
+      { call: copied },
+      { call: plan([step('s1', 'Read notes.md', { needs_tool: true })], {}, 'Show notes.md') }
+    );
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'notes.md' } }] });
+    fake.on('compose_answer', { content: 'notes.md holds one heading.' });
+
+    const t = await TaskDriver.start(env, 'What is in notes.md?', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    const asks = fake.requestsFor('write_plan');
+    expect(asks).toHaveLength(2);
+    expect(asks[1].text).toMatch(/rejected: the plan names orders\.csv, from the example in the instructions/);
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps[0].instruction).toBe('Read notes.md');
+    // The control: the example itself is in the instructions the Planner saw, so the check sees what it guards.
+    expect(asks[0].system).toContain('orders.csv');
+  });
+});
+
+describe('work in any language, and a question about .env', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv({ name: 'generalise-route' }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('a request in German to create a file starts a task, without asking the router, and the file is written', async () => {
+    const p = makeProject({ 'README.md': '# Projekt\n' });
+    const s = await SessionDriver.start(env, p.dir);
+    const text = 'Erstelle eine Datei hallo.py, die "Hallo Welt" ausgibt.';
+    fake.on('write_plan', {
+      call: plan([step('s1', text, { expect: { changes: ['hallo.py'] } })], {}, text),
+    });
+    fake.on('pick_tools', {
+      calls: [
+        { name: 'workspace__write_file', args: { step_id: 's1', path: 'hallo.py', content: 'print("Hallo Welt")\n' } },
+      ],
+    });
+    fake.on('compose_answer', { content: 'hallo.py gibt jetzt "Hallo Welt" aus.' });
+
+    const r = await s.submit(text);
+
+    expect(r.kind).toBe('task');
+    const t = await TaskDriver.attach(env, r.taskId!);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'hallo.py'), 'utf8')).toBe('print("Hallo Welt")\n');
+    expect(fake.requestsFor('route_request')).toEqual([]);
+  });
+
+  it('a question about what .env says starts a task that asks before it reads the file', async () => {
+    const p = makeProject({ '.env': 'DATABASE_URL=postgres://db.internal/app\n' });
+    const s = await SessionDriver.start(env, p.dir);
+    fake.on('write_plan', { call: plan([step('s1', 'Read .env')]) });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: '.env' } }] });
+    fake.on('compose_answer', { content: 'The database is at db.internal.' });
+
+    const r = await s.submit('Que dit mon .env sur la base de données ?');
+
+    expect(r.kind).toBe('task');
+    const t = await TaskDriver.attach(env, r.taskId!);
+    const ask = await t.waitFor('permission_requested');
+    expect(ask).toMatchObject({ path: path.join(p.dir, '.env'), op: 'read', class: 'sensitive' });
+    // Nothing of the file reached the model before the user allowed it.
+    for (const req of fake.requests) expect(req.text).not.toContain('db.internal');
+    await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'allow_once' });
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'The database is at db.internal.' });
+    expect(fake.requestsFor('route_request')).toEqual([]);
+  });
+
+  it('the control: a greeting in German still goes to the router', async () => {
+    const p = makeProject();
+    const s = await SessionDriver.start(env, p.dir);
+    fake.on('route_request', { call: { route: 'chat', reply: 'Hallo!' } });
+    expect(await s.submit('Hallo, wie geht es dir?')).toEqual({ kind: 'chat', reply: 'Hallo!' });
+    expect(fake.requestsFor('route_request')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,134 @@
+/**
+ * A step is done on evidence (workflows/task/evidence.ts): what its calls did, the files they changed and the check
+ * Klea runs, never the model's say-so; a failed call is not sent again unchanged; a task with nothing achieved says
+ * so plainly.
+ */
+import { checkKept } from '../../tools/workspace/tools/write';
+import { readInsteadOf, repeatsCall, type MadeCall } from '../../workflows/task/dispatch';
+import { checkToRun, missingEvidence, ownCheck } from '../../workflows/task/evidence';
+import { answerWithShortfalls, nothingAchievedAnswer } from '../../workflows/task/status';
+import { triage, type CallOutcome } from '../../workflows/task/triage';
+import type { PickedCall } from '../../common/tools';
+
+const ok = (tool: string, changed?: string[]): CallOutcome => ({ tool, status: 'ok', text: 'fine', changed });
+const err = (tool: string, text = 'exit code: 1'): CallOutcome => ({ tool, status: 'error', text });
+const call = (name: string, args: Record<string, unknown>): PickedCall => ({
+  stepId: 's1',
+  server: 'workspace',
+  tool: name,
+  qualifiedName: `workspace__${name}`,
+  args,
+  readOnly: false,
+  idempotent: false,
+});
+const made = (c: PickedCall, outcome: CallOutcome): MadeCall => ({ call: c, outcome });
+
+describe('evidence of a step', () => {
+  it('a step whose calls all failed did nothing, whatever the model says', () => {
+    expect(missingEvidence([err('workspace__run_command', "can't open file 'x.py'")])).toMatch(
+      /every call failed.*can't open file/
+    );
+    expect(missingEvidence([err('a'), ok('b')])).toBeNull();
+    // A denied call is the user's decision, not the step's failure.
+    expect(missingEvidence([{ tool: 'a', status: 'denied', text: 'denied' }])).toBeNull();
+  });
+
+  it('a step that is to change files is done only when each of them changed', () => {
+    const cmd = ok('workspace__run_command', []);
+    expect(missingEvidence([cmd], { changes: ['calc.py'] })).toBe('calc.py was not changed');
+    expect(missingEvidence([ok('workspace__edit_file', ['calc.py'])], { changes: ['./calc.py'] })).toBeNull();
+    expect(missingEvidence([ok('workspace__edit_file', ['a.py'])], { changes: ['a.py', 'b.py'] })).toBe(
+      'b.py was not changed'
+    );
+  });
+
+  it('a step with a check is done only when the check exits 0', () => {
+    const expect_ = { check: 'python3 -m unittest' };
+    expect(missingEvidence([ok('x')], expect_, err('workspace__run_command', 'FAILED (failures=1)'))).toMatch(
+      /the check `python3 -m unittest` failed: FAILED/
+    );
+    expect(missingEvidence([ok('x')], expect_, ok('workspace__run_command'))).toBeNull();
+    // A check the shell cannot run at all (a command this machine lacks) says nothing of the step.
+    expect(
+      missingEvidence([ok('x')], expect_, err('workspace__run_command', 'exit code: 127\npytest: not found'))
+    ).toBeNull();
+    expect(checkToRun(expect_, false)).toBe('python3 -m unittest');
+    expect(checkToRun(expect_, true)).toBeNull();
+    expect(checkToRun(undefined, false)).toBeNull();
+  });
+
+  it("the step's own last run of the check command is the check", () => {
+    const run = call('run_command', { command: 'python3 -m unittest' });
+    expect(ownCheck([made(run, ok('workspace__run_command'))], 'python3 -m unittest')).toMatchObject({ status: 'ok' });
+    const edit = call('edit_file', { path: 'a.py' });
+    expect(ownCheck([made(run, ok('r')), made(edit, ok('e', ['a.py']))], 'python3 -m unittest')).toBeNull();
+  });
+
+  it('triage: missing evidence ends the step not achieved, without asking the model', () => {
+    const d = triage({
+      noTool: null,
+      calls: [err('workspace__edit_file')],
+      attempts: 1,
+      maxAttempts: 3,
+      replansLeft: 3,
+      missing: 'calc.py was not changed',
+    });
+    expect(d).toEqual({ outcome: 'move_on', ok: false, reason: 'not achieved: calc.py was not changed' });
+  });
+});
+
+describe('a failed call is never sent again unchanged', () => {
+  const edit = call('edit_file', { path: 'calc.py', old_string: 'x', new_string: 'y' });
+
+  it('a repeated failed edit becomes a read of its file', () => {
+    const history = [made(edit, err('workspace__edit_file', 'old_string was not found'))];
+    expect(repeatsCall(edit, history)).toBe(true);
+    expect(readInsteadOf(edit, history)).toMatchObject({
+      qualifiedName: 'workspace__read_file',
+      args: { path: 'calc.py' },
+    });
+    // Once read, the read is not repeated either.
+    const read = readInsteadOf(edit, history)!;
+    expect(readInsteadOf(edit, [...history, made(read, ok('workspace__read_file'))])).toBeNull();
+  });
+
+  it('after a file changed, the same command again is a new look, not a repeat', () => {
+    const test = call('run_command', { command: 'python3 test.py' });
+    const fix = call('edit_file', { path: 'calc.py', old_string: 'a', new_string: 'b' });
+    expect(repeatsCall(test, [made(test, err('r'))])).toBe(true);
+    expect(repeatsCall(test, [made(test, err('r')), made(fix, ok('e', ['calc.py']))])).toBe(false);
+  });
+});
+
+describe('whole-file writes that would destroy a file', () => {
+  const long = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n');
+
+  it('a write keeping less than half of a long file is refused, saying how to do either on purpose', () => {
+    expect(() => checkKept(long, 'line 3\nline 4\n', 'big.py')).toThrow(
+      /remove 38 of the 40 lines of big\.py.*edit_file/
+    );
+  });
+
+  it('a write keeping most of it, or any write to a short file, goes ahead', () => {
+    expect(() => checkKept(long, long.replace('line 7', 'line seven'), 'big.py')).not.toThrow();
+    expect(() => checkKept('a\nb\nc\n', 'z\n', 'short.txt')).not.toThrow();
+    // Lines are counted one by one: one copy of a line that was there 40 times keeps one of them.
+    expect(() => checkKept('same\n'.repeat(40), 'same\n', 'same.txt')).toThrow(/remove 39 of the 40 lines/);
+  });
+});
+
+describe('honest endings', () => {
+  const missed = [{ stepId: 's1', title: 'Run it', reason: "not achieved: every call failed; can't open file" }];
+
+  it('a task with nothing achieved says what was asked, each step and what stopped it', () => {
+    const text = nothingAchievedAnswer('Run stats.py and tell me the mean.', missed);
+    expect(text).toMatch(/^Not done: "Run stats.py and tell me the mean."/);
+    expect(text).toContain(`- s1 "Run it": not achieved: every call failed; can't open file`);
+  });
+
+  it('a partly achieved task lists what was not achieved first', () => {
+    const text = answerWithShortfalls('The mean is 4.', missed, 2);
+    expect(text.startsWith('**Not achieved** (1 of 2 steps):\n- s1')).toBe(true);
+    expect(text.endsWith('The mean is 4.')).toBe(true);
+  });
+});

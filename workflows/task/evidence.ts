@@ -1,0 +1,68 @@
+/**
+ * What shows that a tool step did its work (pure). A step is judged by what happened, not by the model's say-so:
+ * a step whose calls all failed did nothing; a step that was to change files did so only if they changed; a step
+ * with a check worked only if the check, run by Klea itself in the sandbox, exits 0. What is missing is shown to
+ * the model in up to `MAX_REPAIR_ROUNDS` more picks, and then the step is not achieved.
+ */
+import type { StepExpect } from '../../common/plan';
+import { cut } from './text';
+import type { CallOutcome } from './triage';
+
+/** Picks a step gets to make good what its evidence shows missing, before it counts as not achieved. */
+export const MAX_REPAIR_ROUNDS = 2;
+/** How much of a failed call's or check's output the reason (and the repair pick) sees. */
+const OUTPUT_CHARS = 800;
+
+const plainPath = (p: string) =>
+  p
+    .trim()
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
+
+/** Whether a call did not do what it was asked (a denied or refused call is the user's or the policy's). */
+const failed = (c: CallOutcome) => c.status === 'error' || c.status === 'failed';
+
+/**
+ * What the step's calls (and its check, when it has one and it ran) show is not done, or null when nothing is
+ * missing. Calls that were denied or refused are left to triage: the user's decision is not the step's failure.
+ */
+export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpect, check?: CallOutcome | null) {
+  const tried = calls.filter((c) => c.status !== 'denied' && c.status !== 'refused');
+  if (tried.length && tried.every(failed)) {
+    const last = tried[tried.length - 1];
+    return `every call failed; the last, ${last.tool}: ${cut(last.text, OUTPUT_CHARS)}`;
+  }
+  const changed = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
+  const unchanged = (expect?.changes ?? []).map(plainPath).filter((p) => p && !changed.has(p));
+  if (unchanged.length) return `${unchanged.join(', ')} ${unchanged.length > 1 ? 'were' : 'was'} not changed`;
+  if (check && check.status !== 'ok' && !unrunnable(check))
+    return `the check \`${expect?.check ?? ''}\` failed: ${cut(check.text, OUTPUT_CHARS)}`;
+  return null;
+}
+
+/**
+ * A check the shell could not run at all (not found, or not executable: exit 127 or 126) says nothing of the step:
+ * the Planner named a command this machine does not have. It is shown in the step's calls, and not held against it.
+ */
+export const unrunnable = (check: CallOutcome) => /^exit code: 12[67]\b/.test(check.text);
+
+/**
+ * The command Klea runs to check a step, or null: none asked, or none can run (read-only access), or the step's
+ * own last call ran that very command after its last change (its outcome is the check's).
+ */
+export function checkToRun(expect: StepExpect | undefined, readOnly: boolean): string | null {
+  const command = expect?.check?.trim();
+  return command && !readOnly ? command : null;
+}
+
+/** The step's last call, when it ran `command` and nothing changed after it: the check's outcome already. */
+export function ownCheck(
+  made: ReadonlyArray<{ call: { qualifiedName: string; args: Record<string, unknown> }; outcome: CallOutcome }>,
+  command: string
+): CallOutcome | null {
+  const last = made[made.length - 1];
+  if (!last || last.call.qualifiedName !== 'workspace__run_command') return null;
+  const cmd = typeof last.call.args.command === 'string' ? last.call.args.command.trim() : '';
+  const cwd = last.call.args.cwd;
+  return cmd === command && (cwd === undefined || cwd === '.' || cwd === '') ? last.outcome : null;
+}

@@ -32,15 +32,32 @@ export const RouteRequestOutputSchema = z
   });
 export type RouteRequestOutput = z.infer<typeof RouteRequestOutputSchema>;
 
-/** Token usage as the server reports it (never estimated locally). */
+/**
+ * Token usage as the server reports it (never estimated locally). Where the server says so, how much of the prompt
+ * it evaluated and how much it took from its cache of an earlier prompt's unchanged beginning (llama.cpp's
+ * `timings.prompt_n` and `timings.cache_n`; OpenAI's `prompt_tokens_details.cached_tokens`).
+ */
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;
+  promptEvaluated?: number;
+  promptCached?: number;
 }
+
+/** The optional counts of `a` and `b` summed, present when either has them. */
+const cacheCounts = (a: Partial<ModelUsage>, b: Partial<ModelUsage>) => ({
+  ...(a.promptEvaluated !== undefined || b.promptEvaluated !== undefined
+    ? { promptEvaluated: (a.promptEvaluated ?? 0) + (b.promptEvaluated ?? 0) }
+    : {}),
+  ...(a.promptCached !== undefined || b.promptCached !== undefined
+    ? { promptCached: (a.promptCached ?? 0) + (b.promptCached ?? 0) }
+    : {}),
+});
 
 export const addUsage = (a: ModelUsage, b: ModelUsage): ModelUsage => ({
   inputTokens: a.inputTokens + b.inputTokens,
   outputTokens: a.outputTokens + b.outputTokens,
+  ...cacheCounts(a, b),
 });
 export const ZERO_USAGE: ModelUsage = { inputTokens: 0, outputTokens: 0 };
 
@@ -49,6 +66,16 @@ export const CallUsageSchema = z.object({
   inputTokens: z.number().int(),
   outputTokens: z.number().int(),
   modelCalls: z.number().int(),
+  promptEvaluated: z
+    .number()
+    .int()
+    .optional()
+    .describe('prompt tokens the server evaluated (where it reports it: llama.cpp, OpenAI)'),
+  promptCached: z
+    .number()
+    .int()
+    .optional()
+    .describe("prompt tokens the server took from its cache of an earlier prompt's unchanged beginning"),
 });
 export type CallUsage = z.infer<typeof CallUsageSchema>;
 export const ZERO_CALL_USAGE: CallUsage = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
@@ -61,4 +88,5 @@ export const addCalls = (a: CallUsage, b: MeteredUsage): CallUsage => ({
   inputTokens: a.inputTokens + b.inputTokens,
   outputTokens: a.outputTokens + b.outputTokens,
   modelCalls: a.modelCalls + (b.modelCalls ?? 1),
+  ...cacheCounts(a, b),
 });

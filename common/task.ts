@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './settings';
 import { GrantSchema, PathOpSchema, type Grant } from './path-guard';
+import { CallUsageSchema } from './model-protocol';
 import { PlanShape, PlanStepSchema } from './plan';
 import { PlanDiffSchema } from './plan-diff';
 import { TaskStatusSchema } from './status';
@@ -184,12 +185,7 @@ export const PendingInterruptSchema = z.discriminatedUnion('kind', [
 ]);
 export type PendingInterrupt = z.infer<typeof PendingInterruptSchema>;
 
-export const TaskUsageSchema = z.object({
-  inputTokens: z.number().int(),
-  outputTokens: z.number().int(),
-  modelCalls: z.number().int(),
-  toolCalls: z.number().int(),
-});
+export const TaskUsageSchema = CallUsageSchema.extend({ toolCalls: z.number().int() });
 
 /** A step that did not achieve its instruction: it failed, or it never ran. */
 export const NotAchievedSchema = z.object({ stepId: z.string(), title: z.string(), reason: z.string() });

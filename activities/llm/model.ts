@@ -108,7 +108,24 @@ export interface ModelClient {
 
 function usageOf(message: AIMessage): ModelUsage {
   const u = message.usage_metadata;
-  return u ? { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0 } : ZERO_USAGE;
+  if (!u) return ZERO_USAGE;
+  return { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0, ...promptCacheOf(message) };
+}
+
+/**
+ * How much of the prompt the server evaluated and how much it took from its cache, where it says: llama.cpp's
+ * server in `timings` (`prompt_n`, `cache_n`), OpenAI in the usage's cached tokens.
+ */
+function promptCacheOf(message: AIMessage): Pick<ModelUsage, 'promptEvaluated' | 'promptCached'> {
+  const raw = message.additional_kwargs?.__raw_response as { timings?: Record<string, unknown> } | undefined;
+  const t = raw?.timings;
+  const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
+  const evaluated = count(t?.prompt_n);
+  const cached = count(t?.cache_n);
+  if (evaluated !== undefined && cached !== undefined) return { promptEvaluated: evaluated, promptCached: cached };
+  const openai = count(message.usage_metadata?.input_token_details?.cache_read);
+  const input = message.usage_metadata?.input_tokens ?? 0;
+  return openai !== undefined ? { promptEvaluated: Math.max(0, input - openai), promptCached: openai } : {};
 }
 
 function contentOf(message: AIMessage): string {
@@ -212,6 +229,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         // Temporal owns retries (with backoff and visibility); a hidden inner retry loop would hide them.
         maxRetries: 0,
         streaming: false,
+        // The whole answer beside the message: llama.cpp's server says in `timings` how much of the prompt came from
+        // its cache (`promptCacheOf`).
+        __includeRawResponse: true,
       })
     : undefined;
   const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);

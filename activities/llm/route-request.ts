@@ -2,7 +2,7 @@
 import {
   RouteRequestOutputSchema,
   ZERO_USAGE,
-  type ModelUsage,
+  type MeteredUsage,
   type RouteRequestOutput,
 } from '../../common/model-protocol';
 import type { ModelClient } from './model';
@@ -19,7 +19,7 @@ export interface RouteRequestInput {
 }
 
 export interface RouteRequestResult extends RouteRequestOutput {
-  usage: ModelUsage;
+  usage: MeteredUsage;
 }
 
 export const ROUTE_REQUEST_SYSTEM = `You are the entry router of Klea, a research and coding agent.
@@ -70,7 +70,9 @@ export async function routeRequest(
   input: RouteRequestInput,
   projectFiles: readonly string[] = []
 ): Promise<RouteRequestResult> {
-  if (namesWork(input.text, projectFiles)) return { route: 'task', reply: null, usage: ZERO_USAGE };
+  // Decided here: no model call to count.
+  if (namesWork(input.text, projectFiles))
+    return { route: 'task', reply: null, usage: { ...ZERO_USAGE, modelCalls: 0 } };
   const { value, usage } = await model.structured(
     routeRequestPrompt(input),
     RouteRequestOutputSchema,

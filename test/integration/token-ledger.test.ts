@@ -11,20 +11,28 @@ import type { Express } from 'express';
 import { createApp } from '../../api/app';
 import type { KleaEvent } from '../../common/events';
 import { KleaModelCalls, KleaTokens } from '../../common/search-attributes';
-import type { FakeModel, RecordedRequest } from '../support/fake-model';
+import { FAKE_CACHED_TOKENS, type FakeModel, type RecordedRequest } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import { until } from '../support/until';
 
-type Usage = { inputTokens: number; outputTokens: number; modelCalls: number };
-const ZERO: Usage = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
+type Usage = {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  promptEvaluated: number;
+  promptCached: number;
+};
+const ZERO: Usage = { inputTokens: 0, outputTokens: 0, modelCalls: 0, promptEvaluated: 0, promptCached: 0 };
 const add = (a: Usage, b: Usage | undefined): Usage =>
   b
     ? {
         inputTokens: a.inputTokens + b.inputTokens,
         outputTokens: a.outputTokens + b.outputTokens,
         modelCalls: a.modelCalls + b.modelCalls,
+        promptEvaluated: a.promptEvaluated + b.promptEvaluated,
+        promptCached: a.promptCached + b.promptCached,
       }
     : a;
 const usageOf = (e: KleaEvent) => (e as { usage?: Usage }).usage;
@@ -63,8 +71,7 @@ describe('the token ledger', () => {
     fake.on('route_request', { call: { route: 'chat', reply: 'Hello!' } });
     expect((await send(sessionId, 'hi')).kind).toBe('chat');
 
-    // A task with a tool step and a text step.
-    fake.on('route_request', { call: { route: 'task', reply: null } });
+    // A task with a tool step and a text step (the message names a file: routed without a model call).
     fake.on('write_plan', {
       call: plan([step('s1', 'Read a.txt'), step('s2', 'Summarise', { needs_tool: false, depends_on: ['s1'] })]),
     });
@@ -84,6 +91,8 @@ describe('the token ledger', () => {
     const onEvents = events.filter((e) => ['plan', 'step_finished', 'answer'].includes(e.type));
     expect(onEvents.every((e) => usageOf(e) !== undefined)).toBe(true);
     expect(onEvents.map(usageOf).reduce(add, ZERO)).toEqual(reportedForTask);
+    // What the server said of its prompt cache is in the ledger too (llama.cpp's timings).
+    expect(reportedForTask.promptCached).toBe(FAKE_CACHED_TOKENS * reportedForTask.modelCalls);
     const state = (await request(app).get(`/tasks/${taskId}`)).body;
     expect(state.usage).toEqual({ ...reportedForTask, toolCalls: 1 });
 

@@ -33,6 +33,9 @@ export interface FakeToolCall {
  */
 export type FakeDialect = 'openai' | 'ignores_tool_choice' | 'refuses_tool_choice' | 'response_format_only';
 
+/** Prompt tokens every answer of the fake says came from the server's cache (`timings.cache_n`). */
+export const FAKE_CACHED_TOKENS = 3;
+
 export const PROSE_INSTEAD_OF_CALL = 'Sure! I would be glad to help with that. Let me know what else you need.';
 
 export type FakeReply =
@@ -62,7 +65,7 @@ export interface RecordedRequest {
   text: string;
   system: string;
   /** The usage this fake answered with (a successful completion only). */
-  usage?: { inputTokens: number; outputTokens: number };
+  usage?: { inputTokens: number; outputTokens: number; promptEvaluated: number; promptCached: number };
 }
 
 interface Script {
@@ -112,11 +115,15 @@ export class FakeModel {
     inputTokens: number;
     outputTokens: number;
     modelCalls: number;
+    promptEvaluated: number;
+    promptCached: number;
   } {
-    const sum = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
+    const sum = { inputTokens: 0, outputTokens: 0, modelCalls: 0, promptEvaluated: 0, promptCached: 0 };
     for (const r of this.requests.filter((q) => q.usage && which(q))) {
       sum.inputTokens += r.usage!.inputTokens;
       sum.outputTokens += r.usage!.outputTokens;
+      sum.promptEvaluated += r.usage!.promptEvaluated;
+      sum.promptCached += r.usage!.promptCached;
       sum.modelCalls++;
     }
     return sum;
@@ -169,9 +176,17 @@ export class FakeModel {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string): Promise<void> {
     let recorded: RecordedRequest | undefined = undefined;
     const send = (status: number, body: unknown) => {
-      const usage = (body as { usage?: { prompt_tokens: number; completion_tokens: number } }).usage;
+      const { usage, timings } = body as {
+        usage?: { prompt_tokens: number; completion_tokens: number };
+        timings?: { prompt_n: number; cache_n: number };
+      };
       if (recorded && status === 200 && usage)
-        recorded.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
+        recorded.usage = {
+          inputTokens: usage.prompt_tokens,
+          outputTokens: usage.completion_tokens,
+          promptEvaluated: timings?.prompt_n ?? 0,
+          promptCached: timings?.cache_n ?? 0,
+        };
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
@@ -333,5 +348,7 @@ function completion(
       completion_tokens: 10,
       total_tokens: Math.ceil(raw.length / 4) + 10,
     },
+    // As llama.cpp's server says it: the prompt tokens it evaluated, and those it took from its cache.
+    timings: { prompt_n: Math.ceil(raw.length / 4) - FAKE_CACHED_TOKENS, cache_n: FAKE_CACHED_TOKENS },
   };
 }

@@ -34,7 +34,7 @@ describe('work, whatever the language', () => {
     await expect(routeRequest(model, { text: 'Lege todo.txt an' })).resolves.toEqual({
       route: 'task',
       reply: null,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0 },
     });
   });
 });

@@ -31,7 +31,7 @@ export class UsageMeter {
     this.usage = addCalls(this.usage, u);
     if (stepId) this.steps.set(stepId, addCalls(this.steps.get(stepId) ?? ZERO_CALL_USAGE, u));
     this.onCall();
-    return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, modelCalls: u.modelCalls ?? 1 };
+    return addCalls(ZERO_CALL_USAGE, u);
   }
 
   /** The step's model calls since it last finished (for its `step_finished` event), and starts it afresh. */

@@ -257,9 +257,11 @@ function modelSection(key: ModelKey, entry: ModelEntry | undefined): string[] {
   for (const agent of AGENTS) {
     const run = entry.agents[agent];
     if (!run) continue;
+    const bothHalves = new Set(run.tasks.map((t) => t.split)).size === 2;
     for (const half of ['dev', 'holdout', 'all'] as const) {
       const tasks = run.tasks.filter((t) => half === 'all' || t.split === half);
-      if (!tasks.length) continue;
+      // A run of one half has no total of its own to show.
+      if (!tasks.length || (half === 'all' && !bothHalves)) continue;
       const s = summarise(tasks);
       lines.push(
         `| ${AGENT_TITLES[agent]} | ${half} | ${s.solved} / ${s.total} | ${s.percent} | ${s.medianSeconds} | ${s.maxSeconds} | ${s.overTime} |` +

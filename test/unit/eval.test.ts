@@ -737,7 +737,9 @@ describe('eval judgement, targets and report', () => {
       '| Klea ahead of mini-swe-agent with the same model | **yes** | Klea 1, mini-swe-agent 0 of the same 1 |'
     );
     expect(md).toContain('| Klea | dev | 1 / 1 | 100 | 10 | 10 | 0 | 3 | 3000 / 20 | 900 | 2100 |');
+    expect(md).toContain('| Klea | all | 1 / 2 | 50 |');
     expect(md).toContain('| mini-swe-agent | dev | 0 / 1 | 0 |');
+    expect(md).not.toContain('| mini-swe-agent | all |');
     expect(md).toContain('| leap | holdout | no | ended failed: x \\| y | 10 | 3 | 900 / 2100 | 0 / 0 | — |');
     expect(md).toContain('Not run yet on this suite: `make eval MODEL=1.5b`');
     expect(md).toContain(

@@ -538,7 +538,7 @@ export const HOLDOUT_TASKS: readonly EvalTask[] = [
       const bullet = fixed
         .split(/^###/m)[0]
         .split('\n')
-        .find((l) => /^[-*] /.test(l) && /csv/i.test(l) && /last row/i.test(l));
+        .find((l) => /^[-*] /.test(l) && /csv/i.test(l) && /(last|final) (row|line)/i.test(l));
       return bullet
         ? allOf(onlyChanged(o.changes, ['CHANGELOG.md']), solved(`Unreleased → Fixed: "${oneLine(bullet, 80)}"`))
         : unsolved('the Fixed subsection has no entry about the CSV export and the last row');
@@ -561,7 +561,7 @@ export const HOLDOUT_TASKS: readonly EvalTask[] = [
       const project = toml.project ?? {};
       if (project.version !== '2.1.0') return unsolved(`version is ${JSON.stringify(project.version)}`);
       const deps = (project.dependencies as string[] | undefined) ?? [];
-      const requests = deps.filter((d) => /^requests\s*>=\s*2\.31(\.0)?\s*$/.test(d));
+      const requests = deps.filter((d) => /^requests\s*>=\s*2\.31(\.0)?\s*(,\s*<\s*[\d.]+\s*)?$/.test(d));
       const rest = deps.filter((d) => !requests.includes(d));
       if (requests.length !== 1) return unsolved(`dependencies are ${JSON.stringify(deps)}`);
       if (rest.join() !== 'numpy>=1.26,click>=8.1')
@@ -770,7 +770,8 @@ export const HOLDOUT_TASKS: readonly EvalTask[] = [
         return unsolved(`server.yaml is not valid YAML any more (${oneLine((err as Error).message, 80)})`);
       }
       const server = (value as { server?: { port?: unknown; tls?: unknown } } | null)?.server;
-      if (server?.port !== 8443 || server?.tls !== true)
+      const on = server?.tls === true || (typeof server?.tls === 'string' && /^(true|yes|on)$/i.test(server.tls));
+      if (server?.port !== 8443 || !on)
         return unsolved(`server.port is ${JSON.stringify(server?.port)}, server.tls ${JSON.stringify(server?.tls)}`);
       const changed = changedKeys(parseYaml(SERVER_YAML), value);
       return changed.join() === 'server.port,server.tls'

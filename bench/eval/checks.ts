@@ -39,7 +39,7 @@ export function mentionsFile(text: string, name: string): boolean {
  * some other reason, or none, does not tell the user why nothing happened.
  */
 export function saysNoWriteAccess(text: string): boolean {
-  const verb = '(?:write|edit|modify|change|update|add|append|save)';
+  const verb = '(?:write|edit|modify|change|update|add|append|save|delete|remove)';
   return new RegExp(
     [
       'read[- ]only',

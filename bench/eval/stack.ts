@@ -34,6 +34,8 @@ export async function startKlea(opts: {
   projectsDir: string;
   modelBaseUrl: string;
   modelName: string;
+  /** KLEA_MODEL_PROFILE for the stack. */
+  profile: 'standard' | 'small';
   logFile: string;
 }): Promise<KleaStack> {
   if (!existsSync(START_JS)) throw new Error(`${START_JS} is missing: run "npm run build"`);
@@ -52,6 +54,7 @@ export async function startKlea(opts: {
     KLEA_CONFIG: config,
     OPENAI_BASE_URL: opts.modelBaseUrl,
     KLEA_MODEL: opts.modelName,
+    KLEA_MODEL_PROFILE: opts.profile,
     KLEA_PROJECT_DIR: opts.projectsDir,
     KLEA_DATA_DIR: data,
     KLEA_TEMPORAL_DB: path.join(data, 'temporal.db'),

@@ -126,17 +126,41 @@ export interface RepairedPlan {
 /**
  * Repairs what is unambiguous in a plan, rather than asking the model again (a small model asked again the same
  * way tends to answer the same): a step that repeats a finished step (same id) is dropped and the finished
- * result kept; a dependency on something that is no step (a tool name, say) or on the step itself is dropped, as
+ * result kept; a step that repeats an earlier one word for word (same instruction, tool need and dependencies) is
+ * dropped, its dependents depending on the earlier one; a dependency on something that is no step (a tool name, say) or on the step itself is dropped, as
  * is a review checkpoint after an unknown step. What stays ambiguous (ids used twice, a cycle) is left to
  * `planProblems`. A replan that only repeats finished steps leaves no step: the work is done.
  */
 export function repairPlan(plan: Plan, knownIds: readonly string[] = []): RepairedPlan {
   const repairs: string[] = [];
-  const steps = plan.steps.filter((s) => {
-    if (!knownIds.includes(s.id)) return true;
-    repairs.push(`step "${s.id}" repeated a finished step: left out, its result kept`);
-    return false;
-  });
+  /** A step left out as a copy of another: its dependents depend on that one instead. */
+  const sameAs = new Map<string, string>();
+  const kept: PlanStep[] = [];
+  for (const s of plan.steps) {
+    if (knownIds.includes(s.id)) {
+      repairs.push(`step "${s.id}" repeated a finished step: left out, its result kept`);
+      continue;
+    }
+    // The same work twice (same instruction, tool need and dependencies) would run twice on the same files.
+    const twin = kept.find(
+      (k) =>
+        k.id !== s.id &&
+        k.instruction.trim() === s.instruction.trim() &&
+        k.needs_tool === s.needs_tool &&
+        canonicalJson([...k.depends_on].sort()) === canonicalJson([...s.depends_on].sort())
+    );
+    if (twin) {
+      sameAs.set(s.id, twin.id);
+      repairs.push(`step "${s.id}" repeated step "${twin.id}" word for word: left out`);
+      continue;
+    }
+    kept.push(s);
+  }
+  const steps = kept.map((s) =>
+    s.depends_on.some((d) => sameAs.has(d))
+      ? { ...s, depends_on: [...new Set(s.depends_on.map((d) => sameAs.get(d) ?? d))] }
+      : s
+  );
   const ids = new Set([...steps.map((s) => s.id), ...knownIds]);
   const repaired = steps.map((s) => {
     const depends_on = [...new Set(s.depends_on)].filter((d) => {
@@ -148,13 +172,15 @@ export function repairPlan(plan: Plan, knownIds: readonly string[] = []): Repair
     return depends_on.length === s.depends_on.length ? s : { ...s, depends_on };
   });
   const stepIds = new Set(steps.map((s) => s.id));
-  const after = plan.review.after_step_ids.filter((id) => {
+  const after = [...new Set(plan.review.after_step_ids.map((id) => sameAs.get(id) ?? id))].filter((id) => {
     if (stepIds.has(id)) return true;
     repairs.push(`review after "${id}", which is no step of the plan: dropped`);
     return false;
   });
   const review =
-    after.length === plan.review.after_step_ids.length ? plan.review : { ...plan.review, after_step_ids: after };
+    canonicalJson(after) === canonicalJson(plan.review.after_step_ids)
+      ? plan.review
+      : { ...plan.review, after_step_ids: after };
   return { plan: { ...plan, steps: repaired, review }, repairs };
 }
 

@@ -12,6 +12,7 @@ import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protoc
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { isCut, type NamedFile } from './named-files';
+import { EDIT_FILE, PLANNED_WRITES, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
 code block, and nothing else. Keep every line the step does not ask to change as it is.`;
@@ -30,8 +31,6 @@ export function questionOf(answer: string): string | null {
   return q ? q.slice(0, 300) : null;
 }
 
-export const WRITE_FILE = 'workspace__write_file';
-export const EDIT_FILE = 'workspace__edit_file';
 const CHANGES_A_FILE = new Set([WRITE_FILE, EDIT_FILE]);
 
 /** A code fence longer than any run of backticks in `text`. */
@@ -169,7 +168,7 @@ export async function withWholeFileWrites(
     const aimed = shown.find((f) => plainPath(f.path) === target);
     const isNew = !aimed && (step.newFiles ?? []).map(plainPath).includes(target);
     if (!aimed && !isNew) {
-      res.calls.push(call);
+      if (!PLANNED_WRITES.has(call)) res.calls.push(call);
       continue;
     }
     // Only the file the pick named: a write never moves to another file.
@@ -190,7 +189,7 @@ export async function withWholeFileWrites(
         idempotent: writer.idempotent,
         args: { path, content: r.content },
       });
-    } else if (!written.has(target)) res.calls.push(call);
+    } else if (!written.has(target) && !PLANNED_WRITES.has(call)) res.calls.push(call);
   }
   return res;
 }

@@ -14,7 +14,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
-import { narrowPaths, rankTools } from './small-model';
+import { narrowPaths, rankTools, writesForUnchanged } from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -39,8 +39,10 @@ export interface PickStep {
   newFiles?: string[];
   /** What shows the step worked (the plan's `expect`). */
   expect?: StepExpect;
-  /** For a repair round: what the evidence shows is not done yet (common/evidence.ts). */
+  /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */
   notDone?: string;
+  /** For a repair round: the files of `expect.changes` not changed yet. */
+  unchanged?: string[];
 }
 
 /** A call a step already made, as the next pick of the same step sees it. */
@@ -296,9 +298,12 @@ export async function pickTools(
       noSuitable.push({ stepId: id, reason: `the tool call could not be read (${bad.name}): ${bad.error}` });
     }
   }
-  // A small model's change to a file is written whole, from plain text (./file-content).
+  // A small model's change to a file is written whole, from plain text (./file-content); in a repair round, a file
+  // the step's plan names that is still unchanged is written when the model's pick changes nothing.
   const whole = small
-    ? await withWholeFileWrites(model, input.steps, calls, tools, { mayAsk: opts.mayAsk })
+    ? await withWholeFileWrites(model, input.steps, small ? writesForUnchanged(input.steps, calls) : calls, tools, {
+        mayAsk: opts.mayAsk,
+      })
     : { calls, usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   const usage = whole.modelCalls
     ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }

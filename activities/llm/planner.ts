@@ -9,6 +9,7 @@ import { planSchema, type Plan } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
+import { listedFiles } from './named-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -155,6 +156,34 @@ function taskText(input: WritePlanInput, projectContext: string): string {
   ].join('\n');
 }
 
+/** A path as a step's `expect.changes` may name it: a file of the project, or a file name (a new file). */
+const FILE_NAME = /^(?:\.\/)?(?:[\w.-]+\/)*(?:[\w-]+\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w.-]*)$/;
+
+/**
+ * The plan with each `expect.changes` entry that names no file (neither a file of the listing nor a file name: a
+ * value such as "5432") left out, and what was left out, for the plan's repairs. Without it, such an entry could
+ * never change, and its step would be judged not done whatever it did.
+ */
+export function fileChangesOnly(plan: Plan, listed: readonly string[]): { plan: Plan; repairs: string[] } {
+  const repairs: string[] = [];
+  const known = new Set(listed);
+  const steps = plan.steps.map((s) => {
+    const changes = s.expect?.changes;
+    if (!changes?.length) return s;
+    const files = changes.filter((c) => known.has(c.replace(/^\.\//, '')) || FILE_NAME.test(c.trim()));
+    if (files.length === changes.length) return s;
+    const dropped = changes.filter((c) => !files.includes(c));
+    repairs.push(
+      `step "${s.id}": expect.changes named ${dropped.map((d) => JSON.stringify(d)).join(', ')}, no file: left out`
+    );
+    const { changes: _changes, ...others } = s.expect ?? {};
+    const expect = files.length ? { ...others, changes: files } : others;
+    const { expect: _expect, ...step } = s;
+    return Object.keys(expect).length ? { ...step, expect } : step;
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
 export async function writePlan(
   model: ModelClient,
   input: WritePlanInput,
@@ -169,5 +198,7 @@ export async function writePlan(
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     { check: (v) => copiedFromExample(v.plan, shown) }
   );
-  return { plan: value.plan, usage, ...(value.repairs.length ? { repairs: value.repairs } : {}) };
+  const checked = fileChangesOnly(value.plan, listedFiles(input.files));
+  const repairs = [...value.repairs, ...checked.repairs];
+  return { plan: checked.plan, usage, ...(repairs.length ? { repairs } : {}) };
 }

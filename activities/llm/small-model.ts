@@ -8,9 +8,11 @@
  * - `rankTools`: the order of the offered tools (a small model leans to the first it is offered).
  * - `narrowPaths`: a `path` the sent schema holds to files that exist, or to the new files a step names.
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
+ * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
  */
 import type { StepExpect } from '../../common/plan';
-import type { ToolDescriptor } from '../../common/tools';
+import type { PickedCall, ToolDescriptor } from '../../common/tools';
+import { isCut } from './named-files';
 import type { OpenAIFunction } from './structured-output';
 
 export const READ_FILE = 'workspace__read_file';
@@ -106,4 +108,53 @@ export function narrowPaths(fns: readonly OpenAIFunction[], paths: PickPaths): O
       },
     };
   });
+}
+
+/**
+ * The writes `writesForUnchanged` made, which carry no content of their own: one the whole-file write cannot fill
+ * is dropped, never sent as it is.
+ */
+export const PLANNED_WRITES = new WeakSet<PickedCall>();
+
+/** Tools whose call may change a file. */
+const MAY_CHANGE = new Set([WRITE_FILE, EDIT_FILE, RUN_COMMAND]);
+
+/** What `writesForUnchanged` looks at of a step in a repair round. */
+export interface RepairStep {
+  id: string;
+  /** The files of `expect.changes` its calls have not changed. */
+  unchanged?: readonly string[];
+  /** Files it names, shown whole or cut (`isCut`). */
+  files?: ReadonlyArray<{ path: string; text: string }>;
+  newFiles?: readonly string[];
+}
+
+/**
+ * The calls of a repair round with, for each step whose evidence says a file of its plan's `expect.changes` is not
+ * changed yet and whose pick changes nothing again (it reads once more), a `write_file` of that file in place of
+ * those calls, for the whole-file writes to write from plain text. Only a file the prompt shows whole, or a new
+ * file the step names: a file seen only in part is never written whole. The write goes where the plan aimed it,
+ * and through the permission gate like any other.
+ */
+export function writesForUnchanged(steps: readonly RepairStep[], calls: readonly PickedCall[]): PickedCall[] {
+  let out = [...calls];
+  for (const s of steps) {
+    const own = out.filter((c) => c.stepId === s.id);
+    if (!s.unchanged?.length || own.some((c) => MAY_CHANGE.has(c.qualifiedName))) continue;
+    const whole = (s.files ?? []).filter((f) => !isCut(f)).map((f) => f.path);
+    const target = s.unchanged.find((p) => whole.includes(p) || (s.newFiles ?? []).includes(p));
+    if (!target) continue;
+    const write: PickedCall = {
+      stepId: s.id,
+      server: 'workspace',
+      tool: 'write_file',
+      qualifiedName: WRITE_FILE,
+      args: { path: target, content: '' },
+      readOnly: false,
+      idempotent: true,
+    };
+    PLANNED_WRITES.add(write);
+    out = [...out.filter((c) => c.stepId !== s.id), write];
+  }
+  return out;
 }

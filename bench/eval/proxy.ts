@@ -5,6 +5,7 @@
  * from the KV cache), `timings.predicted_n`, and `usage`. Tasks run one at a time, so each call is put down to the
  * task running when it was made (`label`); calls made between tasks are kept apart.
  */
+import { appendFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -105,7 +106,11 @@ export interface RecordingProxy {
 }
 
 /** Starts a proxy on a free loopback port in front of `upstreamBaseUrl` (`http://127.0.0.1:PORT/v1`). */
-export async function startRecordingProxy(upstreamBaseUrl: string): Promise<RecordingProxy> {
+export async function startRecordingProxy(
+  upstreamBaseUrl: string,
+  /** A file to append each exchange to (a JSON line: the task, the request and the answer), to read why. */
+  exchangesFile?: string
+): Promise<RecordingProxy> {
   const upstream = new URL(upstreamBaseUrl);
   const calls: ServerCall[] = [];
   const proxy: RecordingProxy = {
@@ -125,6 +130,8 @@ export async function startRecordingProxy(upstreamBaseUrl: string): Promise<Reco
     const started = Date.now();
     const path = req.url ?? '/';
     const recorded = req.method === 'POST' && /\/(chat\/)?completions$/.test(path.split('?')[0]);
+    const sent: Buffer[] = [];
+    if (recorded && exchangesFile) req.on('data', (chunk: Buffer) => sent.push(chunk));
     const headers = { ...req.headers, host: upstream.host };
     const out = http.request(
       { hostname: upstream.hostname, port: upstream.port, method: req.method, path, headers },
@@ -137,6 +144,11 @@ export async function startRecordingProxy(upstreamBaseUrl: string): Promise<Reco
         });
         answer.on('end', () => {
           res.end();
+          if (recorded && exchangesFile)
+            appendFileSync(
+              exchangesFile,
+              `${JSON.stringify({ label, request: Buffer.concat(sent).toString('utf8'), answer: Buffer.concat(chunks).toString('utf8') })}\n`
+            );
           if (recorded)
             calls.push({
               label,

@@ -272,6 +272,7 @@ async function main() {
 
   rmSync(path.join(OUT_DIR, 'tasks'), { recursive: true, force: true });
   rmSync(path.join(OUT_DIR, 'peer'), { recursive: true, force: true });
+  rmSync(path.join(OUT_DIR, 'exchanges.jsonl'), { force: true });
   mkdirSync(path.join(OUT_DIR, 'tasks'), { recursive: true });
   mkdirSync(path.join(OUT_DIR, 'peer'), { recursive: true });
   const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-eval-')));
@@ -306,7 +307,7 @@ async function main() {
       logFile: path.join(OUT_DIR, 'llama.log'),
       installer,
     });
-    proxy = await startRecordingProxy(llama.baseUrl);
+    proxy = await startRecordingProxy(llama.baseUrl, path.join(OUT_DIR, 'exchanges.jsonl'));
     const server = { name: serverName(), threads: llama.threads, ctx: CTX, nPredict: N_PREDICT };
     const agentRun = (agent: AgentName, version: string, date: string, loadStart: number, records: TaskRecord[]) => ({
       agent,

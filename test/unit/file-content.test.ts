@@ -11,6 +11,7 @@ import {
 } from '../../activities/llm/file-content';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
 import { boundNamedFiles } from '../../activities/llm/named-files';
+import { writesForUnchanged } from '../../activities/llm/small-model';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 
 const tool = (name: string): ToolDescriptor => ({
@@ -190,5 +191,24 @@ describe('whole-file writes in a pick', () => {
     const existing = model({ 'settings.yaml': 'QUESTION: what for?' });
     const e = await withWholeFileWrites(existing.client, [yamlStep], [write], TOOLS, { mayAsk: true });
     expect(e.questions).toEqual([]);
+  });
+});
+
+describe('a write the repair round planned', () => {
+  it('is filled by the whole-file write, or dropped when nothing can be written: never sent empty', async () => {
+    const [planned] = writesForUnchanged(
+      [{ id: 's1', unchanged: ['hello.py'], newFiles: ['hello.py'] }],
+      [call('read_file', { path: 'README.md' })]
+    );
+    const step: WholeFileStep = { id: 's1', instruction: 'In hello.py, print hello world.', newFiles: ['hello.py'] };
+    const filled = await withWholeFileWrites(
+      model({ 'hello.py': '```python\nprint("hello world")\n```' }).client,
+      [step],
+      [planned],
+      TOOLS
+    );
+    expect(filled.calls.map((c) => c.args)).toEqual([{ path: 'hello.py', content: 'print("hello world")\n' }]);
+    const empty = await withWholeFileWrites(model({ 'hello.py': '' }).client, [step], [planned], TOOLS);
+    expect(empty.calls).toEqual([]);
   });
 });

@@ -174,3 +174,31 @@ describe('triage', () => {
     expect(applyVerdict('move_on', 'fine', base)).toMatchObject({ outcome: 'move_on', ok: true });
   });
 });
+
+describe('a step that repeats another word for word', () => {
+  it('is left out, told in the repairs, and its dependents depend on the one kept', () => {
+    const same = { title: 'Fix', instruction: 'In calc.py, fix the bug.', needs_tool: true, questions: [] };
+    const r = repairPlan({
+      goal: 'g',
+      steps: [
+        { id: 's1', depends_on: [], ...same },
+        { id: 's2', depends_on: [], ...same, title: 'Fix again' },
+        {
+          id: 's3',
+          title: 'Run',
+          instruction: 'Run the tests.',
+          depends_on: ['s1', 's2'],
+          needs_tool: true,
+          questions: [],
+        },
+      ],
+      review: { before_work: false, after_step_ids: ['s2'] },
+    });
+    expect(r.plan.steps.map((s) => [s.id, s.depends_on])).toEqual([
+      ['s1', []],
+      ['s3', ['s1']],
+    ]);
+    expect(r.plan.review.after_step_ids).toEqual(['s1']);
+    expect(r.repairs).toEqual(['step "s2" repeated step "s1" word for word: left out']);
+  });
+});

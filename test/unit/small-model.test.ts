@@ -3,7 +3,9 @@
  * schema holds, decided by the plan's structure and the listing, never by the words of a request.
  */
 import { pickToolsFunctions } from '../../activities/llm/nodes';
-import { narrowPaths, rankTools } from '../../activities/llm/small-model';
+import { boundNamedFiles } from '../../activities/llm/named-files';
+import { fileChangesOnly } from '../../activities/llm/planner';
+import { narrowPaths, PLANNED_WRITES, rankTools, writesForUnchanged } from '../../activities/llm/small-model';
 import { describeTool, type ToolDescriptor } from '../../common/tools';
 
 const tool = (name: string) =>
@@ -83,5 +85,69 @@ describe('small profile: paths held to a list', () => {
   it('the standard profile sends every schema as the server gave it', () => {
     for (const f of pickToolsFunctions(workspace, ['s1']) as unknown as Fn[])
       expect(f.function.parameters.properties.path?.enum).toBeUndefined();
+  });
+});
+
+describe('small profile: a repair round writes the file the plan names when the pick changes nothing', () => {
+  const read = {
+    stepId: 's1',
+    server: 'workspace',
+    tool: 'read_file',
+    qualifiedName: 'workspace__read_file',
+    args: { path: 'README.md' },
+    readOnly: true,
+    idempotent: true,
+  };
+
+  it('a pick that only reads again becomes a write of the unchanged new file, for the whole-file write to fill', () => {
+    const [write] = writesForUnchanged([{ id: 's1', unchanged: ['hello.py'], newFiles: ['hello.py'] }], [read]);
+    expect(write).toMatchObject({ stepId: 's1', qualifiedName: 'workspace__write_file', args: { path: 'hello.py' } });
+    expect(PLANNED_WRITES.has(write)).toBe(true);
+  });
+
+  it('a pick that changes something, a file seen only in part, or a step with nothing missing is left alone', () => {
+    const edit = { ...read, tool: 'edit_file', qualifiedName: 'workspace__edit_file', args: { path: 'a.py' } };
+    expect(
+      writesForUnchanged([{ id: 's1', unchanged: ['a.py'], files: [{ path: 'a.py', text: 'x' }] }], [edit])
+    ).toEqual([edit]);
+    const [cut] = boundNamedFiles([{ path: 'big.py', text: 'x\n'.repeat(5000) }]);
+    expect(writesForUnchanged([{ id: 's1', unchanged: ['big.py'], files: [cut] }], [read])).toEqual([read]);
+    expect(writesForUnchanged([{ id: 's1', unchanged: [] }], [read])).toEqual([read]);
+  });
+});
+
+describe("a plan's expect.changes names files only", () => {
+  it('a value that is no file is left out and told; files of the listing and new file names stay', () => {
+    const plan = {
+      goal: 'g',
+      steps: [
+        {
+          id: 's1',
+          title: 't',
+          instruction: 'i',
+          depends_on: [],
+          needs_tool: true,
+          questions: [],
+          expect: { changes: ['5432'] },
+        },
+        {
+          id: 's2',
+          title: 't',
+          instruction: 'i',
+          depends_on: [],
+          needs_tool: true,
+          questions: [],
+          expect: { changes: ['Makefile', 'new.py', 'port'], check: 'make' },
+        },
+      ],
+      review: { before_work: false, after_step_ids: [] },
+    };
+    const r = fileChangesOnly(plan, ['Makefile']);
+    expect(r.plan.steps[0].expect).toBeUndefined();
+    expect(r.plan.steps[1].expect).toEqual({ changes: ['Makefile', 'new.py'], check: 'make' });
+    expect(r.repairs).toEqual([
+      'step "s1": expect.changes named "5432", no file: left out',
+      'step "s2": expect.changes named "port", no file: left out',
+    ]);
   });
 });

@@ -32,8 +32,7 @@ export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpe
     const last = tried[tried.length - 1];
     return `every call failed; the last, ${last.tool}: ${cut(last.text, OUTPUT_CHARS)}`;
   }
-  const changed = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
-  const unchanged = (expect?.changes ?? []).map(plainPath).filter((p) => p && !changed.has(p));
+  const unchanged = unchangedFiles(calls, expect);
   if (unchanged.length) return `${unchanged.join(', ')} ${unchanged.length > 1 ? 'were' : 'was'} not changed`;
   if (check && check.status !== 'ok' && !unrunnable(check))
     return `the check \`${expect?.check ?? ''}\` failed: ${cut(check.text, OUTPUT_CHARS)}`;
@@ -45,6 +44,12 @@ export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpe
  * the Planner named a command this machine does not have. It is shown in the step's calls, and not held against it.
  */
 export const unrunnable = (check: CallOutcome) => /^exit code: 12[67]\b/.test(check.text);
+
+/** The files of the step's `expect.changes` that none of its calls changed. */
+export function unchangedFiles(calls: readonly CallOutcome[], expect?: StepExpect): string[] {
+  const changed = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
+  return (expect?.changes ?? []).map(plainPath).filter((p) => p && !changed.has(p));
+}
 
 /**
  * The command Klea runs to check a step, or null: none asked, or none can run (read-only access), or the step's

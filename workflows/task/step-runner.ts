@@ -27,7 +27,7 @@ import {
   stepToolResult,
   type MadeCall,
 } from './dispatch';
-import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck } from './evidence';
+import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck, unchangedFiles } from './evidence';
 import { RESULT_CHARS } from './plan-progress';
 import type { Decision, GatedPath } from './permissions';
 import { callSummary, cut } from './text';
@@ -269,7 +269,15 @@ export class StepRunner {
             dependencyResults: progress.dependencyResults(s),
             previousFailure: progress.previousFailure(s.id),
             ...(s.expect ? { expect: s.expect } : {}),
-            ...(notDone ? { notDone } : {}),
+            ...(notDone
+              ? {
+                  notDone,
+                  unchanged: unchangedFiles(
+                    made.map((m) => m.outcome),
+                    s.expect
+                  ),
+                }
+              : {}),
             ...(made.length
               ? {
                   earlierCalls: made.map(({ call, outcome }) => ({

@@ -38,7 +38,7 @@ async function kleaTask(
   const steps = Array.from({ length: n }, (_, i) => ({
     id: `s${i + 1}`,
     title: `step ${i + 1}`,
-    instruction: 'do it',
+    instruction: `do part ${i + 1}`,
     depends_on: opts.chain && i > 0 ? [`s${i}`] : [],
     needs_tool: true,
     questions: [],

@@ -20,7 +20,7 @@ export function registerRunCommand(
     {
       title: 'Run a shell command',
       description:
-        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory: count the lines of a file (wc -l <file>), run a script or the tests, see what code returns (a Python script runs as python3 <file>). Returns the exit code and the output (cut at a cap). ' +
+        'Run a shell command (/bin/sh -c) in the project directory or a subdirectory and get its exit code and output (cut at a cap). ' +
         'Secrets in the environment are removed. Killed after timeout_ms. Use it to build, test, or inspect; prefer the file tools for reading and editing files. ' +
         'It runs in a sandbox: only the project (and paths the user granted) exist, and the network is off unless the user turned it on; ' +
         'then public internet hosts are reached through the proxy named by HTTP_PROXY/HTTPS_PROXY (curl, npm, pip and git use it), never this machine or its network.',

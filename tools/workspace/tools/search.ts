@@ -49,7 +49,7 @@ export function registerSearchTools(server: McpServer, { limits, gate, handle }:
     {
       title: 'Search file contents',
       description:
-        'Search the files for a regular expression (JavaScript syntax): find which file defines or mentions something. Returns "path:line: text" per match. Skips .git, node_modules, binary and very large files. ' +
+        'Search the files for a regular expression (JavaScript syntax). Returns "path:line: text" per match. Skips .git, node_modules, binary and very large files. ' +
         'A search that runs longer than a time limit is stopped with an error.',
       inputSchema: {
         pattern: z.string().min(1).describe('regular expression'),

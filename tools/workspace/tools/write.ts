@@ -126,7 +126,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
     {
       title: 'Edit a file',
       description:
-        'Change a file by replacing an exact string in it: fix a bug, set, add or rename something. old_string must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. ' +
+        'Change a file by replacing an exact string in it. old_string must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. ' +
         'Fails, changing nothing, when old_string is missing or not unique. The result reports the sha256 before and after.',
       inputSchema: {
         path: z.string().describe('file path, relative to the project directory'),

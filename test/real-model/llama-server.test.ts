@@ -30,7 +30,7 @@ const TRANSCRIPT = path.join(REPO_ROOT, '.klea', 'test', 'real-model-exchanges.j
 const STRUCTURED_NODES = ['route_request', 'write_plan', 'pick_tools', 'evaluate_step'];
 /** Failure codes that name what went wrong (the task path's own, or a typed model failure). */
 const KNOWN_CODES =
-  /^(ModelOutputInvalid|ModelRequestRefused|ModelUnavailable|ModelServerError|PlanStuck|TaskFailed|ToolDenied)$/;
+  /^(ModelOutputInvalid|ModelRequestRefused|ModelUnavailable|ModelServerError|PlanStuck|TaskFailed|ToolDenied|NothingAchieved)$/;
 
 type Message = { content?: string | null; tool_calls?: unknown[] };
 const messageOf = (x: Exchange): Message | undefined =>

@@ -284,6 +284,30 @@ describe('steps that finish their instruction', () => {
     fake.assertDone();
   });
 
+  it('a pick that only repeats, while the step has not done what it is to do, gets a repair round with what is missing', async () => {
+    const p = makeProject({ 'calc.py': CALC });
+    fake.on('write_plan', { call: plan([step('s1', 'Fix calc.py', { expect: { changes: ['calc.py'] } })]) });
+    const grep = { name: 'workspace__grep', args: { step_id: 's1', pattern: 'return', step_done: false } };
+    const fix = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'calc.py', old_string: 'a - b', new_string: 'a + b', step_done: true },
+    };
+    fake.on('pick_tools', { calls: [grep] }, { calls: [grep] }, { calls: [fix] });
+    fake.on('compose_answer', { content: 'Fixed.' });
+
+    const t = await TaskDriver.start(env, 'Fix calc.py', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toContain('return a + b');
+    const picks = fake.requestsFor('pick_tools');
+    expect(picks[1].text).not.toContain('Not done yet');
+    expect(picks[2].text).toContain('Not done yet: calc.py was not changed');
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.repairs).toContainEqual(
+      'round 2 only repeated calls the step had made: asked again with what is missing'
+    );
+  });
+
   it('a pick that repeats a call the step already made ends the step rather than looping', async () => {
     const p = makeProject({ 'a.txt': 'alpha' });
     const read = { name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt', step_done: false } };

@@ -172,38 +172,37 @@ export class StepRunner {
         }
         repairRounds++;
       }
-      round++;
-      const next = await this.pick([s], made, missing ?? undefined);
-      meter.modelCall(next.usage, s.id);
-      const fresh: Array<{ call: PickedCall; guarded: GuardedPath[] }> = [];
-      for (const [i, call] of next.calls.entries()) {
-        if (call.stepId !== s.id) continue;
-        if (!repeatsCall(call, made)) fresh.push({ call, guarded: next.guarded[i] });
-        else {
-          // A failed call is never sent again unchanged: a repeated failed change of a file reads it instead, and
-          // the step goes on with the file in view.
-          const read = readInsteadOf(call, made);
-          if (read) {
-            repairs.push(`${callLabel(call)} repeated a failed call: the file was read instead`);
-            fresh.push({
-              call: { ...read, stepDone: false },
-              guarded: next.guarded[i].map((g) => ({ ...g, op: 'read' as const })),
-            });
-          }
+      // The next calls. A pick that only repeats calls the step made is, while the evidence says the step is not
+      // done, a repair round: the model is asked again with what is missing.
+      let kept: Array<{ call: PickedCall; guarded: GuardedPath[] }> = [];
+      for (;;) {
+        round++;
+        const next = await this.pick([s], made, missing ?? undefined);
+        meter.modelCall(next.usage, s.id);
+        kept = this.freshCalls(s, next, made, repairs).slice(0, input.maxCallsPerStep - made.length);
+        if (kept.length) {
+          repairs.push(...repairsFor(next.repairs, s.id));
+          if (kept.length < next.calls.length)
+            repairs.push(
+              `${next.calls.length - kept.length} call(s) of round ${round} left out (repeats, or over the budget)`
+            );
+          break;
         }
-      }
-      const kept = fresh.slice(0, input.maxCallsPerStep - made.length);
-      if (!kept.length) {
         const none = next.noSuitable.find((n) => n.stepId === s.id);
-        if (next.calls.length) repairs.push('the next pick repeated a call the step had made: the step ends here');
-        else if (none && !missing) laterNoTool = none.reason;
+        if (!next.calls.length && none && !missing) {
+          laterNoTool = none.reason;
+          break;
+        }
+        if (!judged) await judge(round);
+        if (missing && repairRounds < MAX_REPAIR_ROUNDS) {
+          repairRounds++;
+          repairs.push(`round ${round} only repeated calls the step had made: asked again with what is missing`);
+          continue;
+        }
+        repairs.push('the next pick repeated a call the step had made: the step ends here');
         break;
       }
-      repairs.push(...repairsFor(next.repairs, s.id));
-      if (kept.length < next.calls.length)
-        repairs.push(
-          `${next.calls.length - kept.length} call(s) of round ${round} left out (repeats, or over the budget)`
-        );
+      if (!kept.length) break;
       running = this.dispatch({ calls: kept.map((k) => k.call), guarded: kept.map((k) => k.guarded) }, files, round);
     }
     // A step that ended another way (its budget, a pick that only repeated) is judged on what it did too.
@@ -220,6 +219,34 @@ export class StepRunner {
       [...result.repairs, ...repairs],
       madeCalls
     );
+  }
+
+  /**
+   * The calls of a later pick for step `s` that it has not made already. A failed call is never sent again
+   * unchanged: a repeated failed change of a file reads the file instead, and the step goes on with it in view.
+   */
+  private freshCalls(
+    s: PlanStep,
+    next: { calls: PickedCall[]; guarded: GuardedPath[][] },
+    made: readonly MadeCall[],
+    repairs: string[]
+  ): Array<{ call: PickedCall; guarded: GuardedPath[] }> {
+    const fresh: Array<{ call: PickedCall; guarded: GuardedPath[] }> = [];
+    for (const [i, call] of next.calls.entries()) {
+      if (call.stepId !== s.id) continue;
+      if (!repeatsCall(call, made)) {
+        fresh.push({ call, guarded: next.guarded[i] });
+        continue;
+      }
+      const read = readInsteadOf(call, made);
+      if (!read) continue;
+      repairs.push(`${callLabel(call)} repeated a failed call: the file was read instead`);
+      fresh.push({
+        call: { ...read, stepDone: false },
+        guarded: next.guarded[i].map((g) => ({ ...g, op: 'read' as const })),
+      });
+    }
+    return fresh;
   }
 
   /**

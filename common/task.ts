@@ -200,11 +200,7 @@ export const TaskRunLinkSchema = z.strictObject({
 });
 export type TaskRunLink = z.infer<typeof TaskRunLinkSchema>;
 
-const UsageSchema = z.strictObject({
-  inputTokens: z.number().int(),
-  outputTokens: z.number().int(),
-  modelCalls: z.number().int(),
-});
+const UsageSchema = z.strictObject(CallUsageSchema.shape);
 
 /**
  * What a task hands to the next run when it continues as new, between rounds of steps (no review, permission

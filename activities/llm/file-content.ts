@@ -50,6 +50,8 @@ export interface FileContentInput {
   current: string | null;
   /** The step's instruction (with the user's answers). */
   instruction: string;
+  /** The user's request in their own words, when it says more than the step (a Planner's rewording may lose it). */
+  request?: string;
   /** The other files the step names, to read (shown only beside an existing file: a new file is written alone). */
   context: readonly NamedFile[];
   /** The model may ask the user for a fact about them instead (`ASK_RULE`). */
@@ -68,7 +70,12 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
     node: 'write_file_content',
     system: input.mayAsk ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}` : WRITE_FILE_CONTENT_SYSTEM,
     messages: [
-      [...parts, `Step: ${input.instruction}`, `Reply with the whole new content of ${input.path}.`].join('\n\n'),
+      [
+        ...parts,
+        ...(input.request && input.request.trim() !== input.instruction.trim() ? [`Request: ${input.request}`] : []),
+        `Step: ${input.instruction}`,
+        `Reply with the whole new content of ${input.path}.`,
+      ].join('\n\n'),
     ],
   };
 }
@@ -128,7 +135,7 @@ export async function withWholeFileWrites(
   steps: readonly WholeFileStep[],
   calls: readonly PickedCall[],
   tools: readonly ToolDescriptor[],
-  opts: { mayAsk?: boolean } = {}
+  opts: { mayAsk?: boolean; request?: string } = {}
 ): Promise<WholeFileWrites> {
   const writer = tools.find((t) => t.qualifiedName === WRITE_FILE);
   const res: WholeFileWrites = { calls: [], usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
@@ -141,6 +148,7 @@ export async function withWholeFileWrites(
         path,
         current: current ? current.text : null,
         instruction: step.instruction,
+        request: opts.request,
         context: (step.files ?? []).filter((f) => f !== current && !isCut(f)),
         mayAsk,
       })

@@ -303,6 +303,7 @@ export async function pickTools(
   const whole = small
     ? await withWholeFileWrites(model, input.steps, small ? writesForUnchanged(input.steps, calls) : calls, tools, {
         mayAsk: opts.mayAsk,
+        request: input.request,
       })
     : { calls, usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   const usage = whole.modelCalls

@@ -68,6 +68,21 @@ describe('the content a small model writes for a file', () => {
     expect(contentOfAnswer('```\n\n```')).toBeNull();
   });
 
+  it("shows the user's request before the step when it says more than the step", () => {
+    const p = fileContentPrompt({
+      path: 'dates.py',
+      current: 'x = 1\n',
+      instruction: 'In dates.py, fix the leap year.',
+      request: 'is_leap(1900) is True, which is wrong. Fix dates.py.',
+      context: [],
+    });
+    expect(String(p.messages[0])).toMatch(
+      /Request: is_leap\(1900\) is True, which is wrong\. Fix dates\.py\.\n\nStep: In dates\.py, fix the leap year\./
+    );
+    const same = fileContentPrompt({ path: 'a', current: null, instruction: 'Do x.', request: 'Do x.', context: [] });
+    expect(String(same.messages[0])).not.toContain('Request:');
+  });
+
   it('shows the file in a fence longer than any it holds, with the files to read, and the step last', () => {
     const p = fileContentPrompt({
       path: 'README.md',

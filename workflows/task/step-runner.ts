@@ -199,7 +199,7 @@ export class StepRunner {
           repairs.push(`round ${round} only repeated calls the step had made: asked again with what is missing`);
           continue;
         }
-        repairs.push('the next pick repeated a call the step had made: the step ends here');
+        if (next.calls.length) repairs.push('the next pick repeated a call the step had made: the step ends here');
         break;
       }
       if (!kept.length) break;

@@ -245,6 +245,14 @@ export async function ask(
         const command = e.call?.args.command;
         if (typeof command === 'string') say(`  $ ${command.split('\n').join('\n  > ')}`);
         else if (e.call) say(`  ${one(e.call.tool)} ${one(JSON.stringify(e.call.args))}`);
+        // A change to an agent instruction file (AGENTS.md) is shown as its diff, each line marked as the CLI's own.
+        if (e.change)
+          say(
+            `  ${e.change.diff
+              .split('\n')
+              .map((l) => `| ${one(l)}`)
+              .join('\n  ')}`
+          );
         const a = (
           await question(
             `${one(e.tool)} wants to ${one(e.op)} ${one(e.path)} (${one(e.reason)}): allow [o]nce, for the [s]ession, or [d]eny? `

@@ -62,10 +62,15 @@ export const DEFAULT_SENSITIVE_PATTERNS = [
 
 /**
  * Files that tools on the host run or load on their own, later, with the user's authority: git's configuration and
- * hooks, editor task and launch settings, direnv's `.envrc`, Klea's own configuration. Commands see them read-only
- * (and cannot create them where they are missing); write_file and edit_file ask first, as for a sensitive file.
+ * hooks (in every repository of the project, below its root too), the instructions coding agents read, other
+ * agents' and editors' configuration, CI workflows, package managers' settings, files Python runs at start, direnv's
+ * `.envrc`, Klea's own configuration. A pattern without "/", or one starting with two stars and a slash, holds at
+ * any depth, outside `node_modules/`. Commands see them read-only and cannot create them; write_file and edit_file
+ * ask first, as for a sensitive file. A repository's `.git` entry is protected besides, wherever it is
+ * (common/path-guard.ts).
  */
 export const DEFAULT_PROTECTED_PATTERNS = [
+  // git, in every repository of the project
   '.git/config',
   '.git/config.worktree',
   '.git/commondir',
@@ -73,9 +78,37 @@ export const DEFAULT_PROTECTED_PATTERNS = [
   '.git/info/**',
   '.git/modules/**/config',
   '.git/modules/**/hooks/**',
-  '.vscode/**',
-  '.idea/**',
-  '.devcontainer/**',
+  '.gitmodules',
+  '.gitattributes',
+  // the instructions coding agents read (Klea reads AGENTS.md, else CLAUDE.md)
+  'AGENTS.md',
+  'AGENTS.override.md',
+  'CLAUDE.md',
+  'CLAUDE.local.md',
+  'GEMINI.md',
+  '.cursorrules',
+  '.windsurfrules',
+  '.clinerules',
+  // other agents' and editors' configuration: MCP servers, hooks, tasks
+  '.mcp.json',
+  '**/.claude/**',
+  '**/.codex/**',
+  '**/.cursor/**',
+  '**/.gemini/**',
+  '**/.continue/**',
+  '**/.windsurf/**',
+  '.aider*',
+  '**/.vscode/**',
+  '**/.idea/**',
+  '**/.devcontainer/**',
+  '**/.github/workflows/**',
+  // package managers
+  '.npmrc',
+  '.yarnrc*',
+  // what Python runs at every start of a virtualenv
+  '**/lib/python*/site-packages/*.pth',
+  '**/lib/python*/site-packages/sitecustomize.py',
+  '**/lib/python*/site-packages/usercustomize.py',
   '.envrc',
   'klea.yaml',
 ];

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { globToRegExp } from './glob';
+import type { FileChange } from './text-diff';
 import { basename, isAbsolute, isWithin, normalize, relativeTo } from './posix-path';
 
 export type PathClass = 'inside' | 'outside' | 'sensitive' | 'forbidden';
@@ -215,11 +216,98 @@ export class SensitiveMatcher {
   }
 }
 
+/** A repository's own entry: a `.git` directory or a `.git` file (a `gitdir:` pointer), at any depth. */
+export const REPOSITORY_ENTRY = '.git';
+
+/** Whether a name is `.git`, as git on a case-insensitive file system would take it. */
+export const isRepositoryEntry = (name: string): boolean => canonicalName(name) === REPOSITORY_ENTRY;
+
+/** A dependency folder: package managers rewrite it whole, and nothing in it is a project's own settings. */
+const DEPENDENCIES = 'node_modules';
+
+/**
+ * Whether a root-relative path lies in a dependency folder (`node_modules/` at any depth). The protected patterns
+ * that match at any depth (`AGENTS.md`, `.github/workflows/` below the root) do not apply there: packages ship such files, and
+ * npm must stay free to replace them. A pattern that names `node_modules` itself still does.
+ */
+export function inDependencies(relative: string): boolean {
+  return relative
+    .split('/')
+    .slice(0, -1)
+    .some((seg) => canonicalName(seg) === DEPENDENCIES);
+}
+
+/**
+ * The protected files (`tools.protected_patterns`): files that tools on the host run or load later, with the user's
+ * authority. Besides the patterns, always: a repository's `.git` entry at any depth (a `.git` file redirects git to
+ * another git directory). Git's own patterns (`.git/config`, `.git/hooks/**`) hold in every repository of the
+ * project, the ones below its root included: a path in a `.git` directory is also matched as `.git/<the rest>`.
+ */
+export class ProtectedMatcher {
+  private readonly all: SensitiveMatcher;
+  private readonly named: SensitiveMatcher;
+  constructor(readonly patterns: readonly string[]) {
+    this.all = new SensitiveMatcher(patterns);
+    this.named = new SensitiveMatcher(patterns.filter((p) => canonicalName(p).includes(DEPENDENCIES)));
+  }
+
+  /** The pattern a root-relative path matches (`.git` for a repository's own entry), or null. */
+  match(relative: string): string | null {
+    const rel = relative.replace(/^\.\//, '');
+    if (inDependencies(rel)) return this.named.match(rel);
+    const segments = rel.split('/');
+    if (isRepositoryEntry(segments[segments.length - 1])) return REPOSITORY_ENTRY;
+    const hit = this.all.match(rel);
+    if (hit) return hit;
+    // In a repository below the root: `sub/.git/hooks/x` is protected as `.git/hooks/x` is.
+    let git = segments.length - 2;
+    while (git > 0 && !isRepositoryEntry(segments[git])) git--;
+    return git > 0 ? this.all.match([REPOSITORY_ENTRY, ...segments.slice(git + 1)].join('/')) : null;
+  }
+}
+
+/** The files coding agents read as standing instructions (Klea reads AGENTS.md, else CLAUDE.md). */
+const AGENT_INSTRUCTIONS = [
+  'agents.md',
+  'agents.override.md',
+  'claude.md',
+  'claude.local.md',
+  'gemini.md',
+  '.cursorrules',
+  '.windsurfrules',
+  '.clinerules',
+];
+
+/** Whether a path names an agent instruction file (any depth). */
+export const isAgentInstructions = (p: string): boolean => AGENT_INSTRUCTIONS.includes(canonicalName(basename(p)));
+
+/** Why a protected file is protected, for a permission request and a command's result. */
+export function protectedWhy(pattern: string): string {
+  const p = canonicalName(pattern);
+  if (p === REPOSITORY_ENTRY)
+    return "git runs a repository's hooks and settings (core.fsmonitor among them) at the next git command there";
+  if (/(^|\/)\.git\//.test(p)) return "git's settings or hooks: git runs them at your next git command";
+  if (isAgentInstructions(p))
+    return "an agent instruction file: every later plan (Klea's, and other coding agents') reads it as standing instructions";
+  if (/\.mcp\.json|\.(cursor|claude|codex|gemini|continue|windsurf)\/|\.aider/.test(p))
+    return "another agent's or editor's configuration: it may start programs (MCP servers, hooks) on this machine";
+  if (/\.(vscode|idea|devcontainer)\//.test(p))
+    return 'editor settings: their tasks, launch settings and containers run programs';
+  if (/\.github\/workflows/.test(p)) return "CI workflows: they run at the next push, with the repository's secrets";
+  if (/\.git(modules|attributes)$/.test(p))
+    return "git's submodules or attributes (which repositories git fetches, which filters it runs)";
+  if (/\.(npmrc|yarnrc)/.test(p)) return "a package manager's settings (its registries, tokens and script shell)";
+  if (/\.pth$|customize\.py$/.test(p)) return 'Python runs it at every start of that environment';
+  if (/\.envrc$/.test(p)) return 'direnv loads it when you enter the directory';
+  if (/klea\.yaml$/.test(p)) return "Klea's own configuration";
+  return 'tools on the host run or load it later, with your authority';
+}
+
 /** What classifies a path besides the sensitive patterns: the operation, protected files and Klea's own state. */
 export interface ClassifyExtras {
   op?: PathOp;
   /** Files host tools run or load later: a write to one is asked about like a sensitive file. */
-  protectedFiles?: SensitiveMatcher;
+  protectedFiles?: ProtectedMatcher;
   /** Real paths of Klea's own state (data directory, results, workspace state): no tool may touch them. */
   ownState?: readonly string[];
 }
@@ -265,10 +353,7 @@ export function classifyPath(
   if (hit) return { class: 'sensitive', reason: `a sensitive file (matches "${hit}")` };
   const guarded = extras.op === 'write' ? extras.protectedFiles?.match(rel) : null;
   if (guarded)
-    return {
-      class: 'sensitive',
-      reason: `a protected file (matches "${guarded}"): tools on the host run or load it later, with your authority`,
-    };
+    return { class: 'sensitive', reason: `a protected file (matches "${guarded}"): ${protectedWhy(guarded)}` };
   return { class: 'inside', reason: 'inside the project directory' };
 }
 
@@ -287,6 +372,8 @@ export interface GuardedPath {
   real: string;
   class: PathClass;
   reason: string;
+  /** For a write or an edit of an agent instruction file: what it would change (the user sees it when asked). */
+  change?: FileChange;
 }
 
 /** Whether grants cover an operation on a path: a write or execute grant covers reads of the same path too. */

@@ -7,6 +7,7 @@ import { PlanShape, PlanStepSchema } from './plan';
 import { PlanDiffSchema } from './plan-diff';
 import { TaskStatusSchema } from './status';
 import { TaskRoundSchema } from './rewind';
+import { FileChangeSchema } from './text-diff';
 
 // The workflows know path-guard's grant by these names (a session's grants are ordinary grants).
 export { GrantSchema };
@@ -155,6 +156,9 @@ export const PermissionRequestSchema = z.object({
     .object({ tool: z.string(), args: z.record(z.string(), z.unknown()) })
     .optional()
     .describe('the whole call the path is part of (for run_command, the full command line), so nobody approves blind'),
+  change: FileChangeSchema.optional().describe(
+    'for write_file or edit_file on an agent instruction file (AGENTS.md, CLAUDE.md): what it would change, as a unified diff'
+  ),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 

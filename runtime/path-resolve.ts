@@ -13,6 +13,7 @@ import {
   classifyPath,
   decodedVariants,
   extractPathCandidates,
+  ProtectedMatcher,
   SensitiveMatcher,
   strictest,
   toAbsolute,
@@ -122,7 +123,7 @@ export interface GuardOptions {
 export function guardToolCall(call: GuardedCall, opts: GuardOptions): GuardedPath[] {
   const root = resolveRoot(opts.projectDir);
   const matcher = new SensitiveMatcher(opts.sensitivePatterns);
-  const protectedFiles = new SensitiveMatcher(opts.protectedPatterns ?? []);
+  const protectedFiles = new ProtectedMatcher(opts.protectedPatterns ?? []);
   return extractPathCandidates(call).map((c) => guardOne(c.raw, c.arg, c.op, root, matcher, opts, protectedFiles));
 }
 
@@ -133,7 +134,7 @@ export function guardOne(
   root: RootFacts,
   matcher: SensitiveMatcher,
   opts: GuardOptions,
-  protectedFiles = new SensitiveMatcher(opts.protectedPatterns ?? [])
+  protectedFiles = new ProtectedMatcher(opts.protectedPatterns ?? [])
 ): GuardedPath {
   const home = opts.homeDir ?? os.homedir();
   const readings = [raw, ...decodedVariants(raw)].map((variant) => {

@@ -1,7 +1,7 @@
 // The decisions a task waits for, as forms: a plan review (with what a revision changed), a step's questions, and
 // permissions for paths (with the whole call). Each answer goes through `decide`, given by the page.
 import { el } from './dom.js';
-import { diffMarks } from './diffs.js';
+import { diffMarks, diffView } from './diffs.js';
 
 /** A call as the person deciding should read it: a command line as it is, other arguments as JSON. */
 function describeCall(call) {
@@ -130,6 +130,8 @@ function create(deps) {
             el('p', {}, [el('code', { text: r.path }), ' — ' + r.reason]),
             // The whole call, so nobody approves "execute /home/u" without seeing the rest of the command.
             r.call ? el('pre', { class: 'permission-call', text: describeCall(r.call) }) : null,
+            // A change to an agent instruction file (AGENTS.md), which every later plan reads: shown as its diff.
+            r.change ? diffView(r.change) : null,
             el('div', { class: 'buttons' }, [
               el('button', {
                 type: 'button',

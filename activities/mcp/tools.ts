@@ -24,6 +24,7 @@ import {
 import { dataPath } from '../../runtime/data-dir';
 import { signGrants } from '../../runtime/grant-signing';
 import { requireAllowedProject } from '../project/allowed';
+import { instructionChange } from '../project/instruction-change';
 import type { Logger } from '../../runtime/log';
 import { guardToolCall, type GuardedPath } from '../../runtime/path-resolve';
 import { type McpPool } from './pool';
@@ -203,7 +204,7 @@ export function createToolActivities(deps: ToolDeps) {
 
     async checkPaths(input: CheckPathsInput): Promise<GuardedPath[]> {
       const { tool } = await findTool(input.projectDir, input.server, input.tool).catch(() => ({ tool: undefined }));
-      return guardToolCall(
+      const guarded = guardToolCall(
         {
           server: input.server,
           tool: input.tool,
@@ -218,6 +219,12 @@ export function createToolActivities(deps: ToolDeps) {
           ownState: ownStatePaths(deps.config),
         }
       );
+      if (input.server !== WORKSPACE_SERVER) return guarded;
+      // A change to the instructions every later plan reads is shown to the user as a diff when they are asked.
+      return guarded.map((g) => {
+        const change = instructionChange(input.tool, input.args, g, input.projectDir);
+        return change ? { ...g, change } : g;
+      });
     },
 
     async callTool(input: CallToolInput): Promise<ToolCallResult> {

@@ -221,17 +221,21 @@ describe('the command sandbox', () => {
       cmd(
         'mkdir -p build && echo "3 1 2" | tr " " "\\n" | sort > build/sorted.txt && ' +
           "node -e \"console.log(require('fs').readFileSync('build/sorted.txt','utf8').split('\\n').join(','))\" && " +
-          'python3 -c "import os; print(sorted(os.listdir(\'.\')))" 2>&1 | tee build/listing.txt && cat notes.txt'
+          "python3 -c \"import os; print(sorted(n for n in os.listdir('.') if n[0] != '.'))\" 2>&1 | tee build/listing.txt && " +
+          'ls -d .vscode .git .mcp.json && cat notes.txt'
       ),
     ]);
     expect((await t.result()).status).toBe('done');
     expect(readFileSync(path.join(p.dir, 'build/sorted.txt'), 'utf8')).toBe('1\n2\n3\n');
     expect(outputs[0]).toContain('1,2,3');
-    // Beside the project's files, the empty read-only placeholders of protected paths not there yet (.vscode, ...).
-    expect(outputs[0]).toMatch(
-      /\['\.devcontainer', '\.envrc', '\.git', '\.idea', '\.vscode', 'build', 'klea\.yaml', 'notes\.txt'\]/
+    // Beside the project's files, the empty read-only placeholders of protected paths not there yet (.vscode,
+    // AGENTS.md, ...), gone once the command is over.
+    expect(outputs[0]).toContain(
+      "['AGENTS.md', 'AGENTS.override.md', 'CLAUDE.local.md', 'CLAUDE.md', 'GEMINI.md', 'build', 'klea.yaml', 'notes.txt']"
     );
-    expect(existsSync(path.join(p.dir, '.vscode'))).toBe(false);
+    expect(outputs[0]).toMatch(/^\.git\n\.mcp\.json\n\.vscode$/m);
+    for (const placeholder of ['.vscode', '.git', 'AGENTS.md', '.mcp.json'])
+      expect(existsSync(path.join(p.dir, placeholder))).toBe(false);
     expect(outputs[0]).toContain('inside the project');
     const shown = await sandboxShown(env, t);
     expect(shown.context).toEqual({ sandbox: 'on', note: null });

@@ -10,6 +10,7 @@ import {
   commandPathTokens,
   extractPathCandidates,
   protectedAnchor,
+  ProtectedMatcher,
   SensitiveMatcher,
   type PathClass,
 } from '../../common/path-guard';
@@ -321,6 +322,87 @@ describe("protected files and Klea's own state", () => {
     expect(protectedAnchor('.envrc')).toEqual({ path: '.envrc', dir: false });
     expect(protectedAnchor('.git/modules/**/hooks/**')).toBeNull();
     expect(protectedAnchor('*.code-workspace')).toBeNull();
+    expect(protectedAnchor('AGENTS.md')).toEqual({ path: 'AGENTS.md', dir: false });
+    expect(protectedAnchor('**/.github/workflows/**')).toEqual({ path: '.github/workflows', dir: true });
+    expect(protectedAnchor('.aider*')).toBeNull();
+    expect(protectedAnchor('**/lib/python*/site-packages/*.pth')).toBeNull();
+  });
+
+  it("attack: agent instructions and other programs' configuration, at any depth, are protected files", () => {
+    const m = new ProtectedMatcher(DEFAULT_PROTECTED_PATTERNS);
+    for (const p of [
+      'AGENTS.md',
+      'docs/api/AGENTS.md',
+      'CLAUDE.md',
+      'pkg/CLAUDE.local.md',
+      'GEMINI.md',
+      '.mcp.json',
+      'sub/.mcp.json',
+      '.cursor/mcp.json',
+      'app/.cursor/rules/x.mdc',
+      '.claude/settings.json',
+      '.codex/config.toml',
+      '.gemini/settings.json',
+      '.continue/config.yaml',
+      '.windsurf/rules.md',
+      '.aider.conf.yml',
+      'web/.vscode/tasks.json',
+      '.github/workflows/ci.yml',
+      'sub/.github/workflows/x.yml',
+      '.gitmodules',
+      'lib/.gitattributes',
+      '.npmrc',
+      'web/.yarnrc.yml',
+      '.venv/lib/python3.11/site-packages/evil.pth',
+      'env/lib/python3.12/site-packages/sitecustomize.py',
+    ])
+      expect([p, m.match(p)]).toEqual([p, expect.any(String)]);
+    for (const p of [
+      'README.md',
+      'docs/agents.txt',
+      '.github/ISSUE_TEMPLATE/bug.md',
+      'src/x.pth',
+      'a/site-packages/x.pth',
+    ])
+      expect([p, m.match(p)]).toEqual([p, null]);
+  });
+
+  it('attack: a repository below the root is protected as the top one is, its .git (directory or file) included', () => {
+    const m = new ProtectedMatcher(DEFAULT_PROTECTED_PATTERNS);
+    expect(m.match('.git')).toBe('.git');
+    expect(m.match('vendor/lib/.git')).toBe('.git');
+    expect(m.match('vendor/lib/.GIT')).toBe('.git');
+    expect(m.match('vendor/lib/.git/config')).toBe('.git/config');
+    expect(m.match('vendor/lib/.git/hooks/pre-commit')).toBe('.git/hooks/**');
+    expect(m.match('vendor/lib/.git/info/attributes')).toBe('.git/info/**');
+    expect(m.match('vendor/lib/.git/objects/ab/cd')).toBeNull();
+    expect(m.match('vendor/lib/.git/index')).toBeNull();
+    // A write_file that would make a .git file (a gitdir: pointer) is asked about.
+    const dotGit = guard({ path: 'sub/.git' }, false);
+    expect(dotGit.class).toBe('sensitive');
+    expect(dotGit.reason).toMatch(/^a protected file \(matches "\.git"\): git runs a repository's hooks and settings/);
+    expect(guard({ path: 'sub/.git/config' }, false).class).toBe('sensitive');
+  });
+
+  it('dependency folders are left to the package manager; a pattern that names node_modules still holds there', () => {
+    const m = new ProtectedMatcher(DEFAULT_PROTECTED_PATTERNS);
+    for (const p of [
+      'node_modules/pkg/AGENTS.md',
+      'node_modules/pkg/.github/workflows/ci.yml',
+      'web/node_modules/x/.git',
+    ])
+      expect([p, m.match(p)]).toEqual([p, null]);
+    expect(new ProtectedMatcher(['node_modules/**']).match('node_modules/pkg/index.js')).toBe('node_modules/**');
+    // A directory named like it above the root is no dependency folder.
+    expect(m.match('node_modules')).toBeNull();
+  });
+
+  it('write_file on AGENTS.md asks, saying why: an agent instruction file', () => {
+    const w = guard({ path: 'AGENTS.md' }, false);
+    expect(w).toMatchObject({ class: 'sensitive', op: 'write' });
+    expect(w.reason).toMatch(/^a protected file \(matches "AGENTS\.md"\): an agent instruction file/);
+    expect(guard({ path: 'docs/CLAUDE.md' }, false).class).toBe('sensitive');
+    expect(guard({ path: 'AGENTS.md' }, true).class).toBe('inside');
   });
 
   it('the new sensitive defaults: .envrc, *.tfvars but not its example, .pgpass, .vault-token, .terraformrc, gh hosts', () => {

@@ -33,6 +33,11 @@ export interface SandboxPolicy {
   scratchBytes: number;
   /** The session allows the network (name resolution files are bound; the way out is sandbox-egress.ts). */
   network: boolean;
+  /**
+   * A file of git ignore rules naming the placeholders of this command (`/AGENTS.md`), bound as git's own ignore
+   * file in HOME, so `git add -A` in the command does not stage them.
+   */
+  gitIgnore?: string;
   /** More mounts (the egress proxy's socket and bridge), made before the root turns read-only. */
   extraMounts?: readonly string[];
   /** Environment of the command (already scrubbed of secrets). */
@@ -146,6 +151,8 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
     args.push(...(h.dir ? ['--tmpfs', h.path, '--remount-ro', h.path] : ['--ro-bind', policy.files.empty, h.path]));
   }
 
+  // git reads $HOME/.config/git/ignore when nothing else is set (XDG_CONFIG_HOME is not passed in).
+  if (policy.gitIgnore) args.push('--ro-bind', policy.gitIgnore, `${SANDBOX_HOME}/.config/git/ignore`);
   args.push(...(policy.extraMounts ?? []));
   // Security: nothing outside the binds and the sized scratch space can be written (the root is memory too).
   args.push('--remount-ro', '/');

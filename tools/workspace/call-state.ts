@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
 import { atomicWrite, readJson, sha256 } from './fs-ops';
+import { noteToolWrite } from './sandbox-view';
 import { text } from './tool-result';
 
 /** Where one keyed call keeps its intent while it runs and its result once it is done. */
@@ -125,6 +126,8 @@ export function createCallStateStore(opts: CallStateStoreOptions): CallStateStor
       }
       await fs.mkdir(path.dirname(change.real), { recursive: true });
       await atomicWrite(change.real, change.content, change.mode);
+      // A command running meanwhile must not take this write (a protected file, say) for its own.
+      noteToolWrite(change.real);
       if (state && holdAfterChange?.tool === state.tool) {
         await fs.writeFile(path.join(holdAfterChange.markerDir, `${state.tool}.held`), String(process.pid));
         await new Promise<never>(() => {});

@@ -5,7 +5,8 @@
  * the process and memory caps of command-limits.ts; or, only when the operator chose `mode: none`, as a plain shell. Where bubblewrap cannot run, commands are refused with the reason;
  * they never silently run unsandboxed.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promises as fs } from 'node:fs';
@@ -53,6 +54,38 @@ export interface CommandSandbox {
   prepare(command: string, cwd: string, meta: unknown): Promise<CommandLaunch>;
   /** Removes the cgroups still kept for commands (the server is done). */
   close(): Promise<void>;
+}
+
+/**
+ * The environment a sandboxed command starts with: the server's, without secrets, and without what names the host's
+ * places (its PATH, HOME, TMPDIR, XDG directories) or its agents and buses (ssh and gpg agents, D-Bus, the display):
+ * those paths do not exist in the sandbox, and a command has no business looking for them.
+ */
+export function sandboxEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out = scrubEnv(env);
+  for (const k of Object.keys(out))
+    if (
+      /^(PATH|HOME|TMPDIR|XDG_[A-Z_]+|SSH_AUTH_SOCK|SSH_AGENT_PID|GPG_AGENT_INFO|DBUS_[A-Z_]+|DISPLAY|WAYLAND_DISPLAY|XAUTHORITY)$/.test(
+        k
+      )
+    )
+      delete out[k];
+  return out;
+}
+
+/** The git ignore file naming these root-relative placeholders, written once per set in the server's own directory. */
+function ignoreFile(dir: string, placeholders: readonly string[]): string {
+  const text = [...placeholders]
+    .sort()
+    .map((p) => `/${p.replace(/([\\*?[!#])/g, '\\$1')}`)
+    .join('\n');
+  const file = path.join(dir, `git-ignore-${createHash('sha256').update(text).digest('hex').slice(0, 16)}`);
+  if (!existsSync(file)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(`${file}.tmp`, `${text}\n`, { mode: 0o644 });
+    renameSync(`${file}.tmp`, file);
+  }
+  return file;
 }
 
 export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions): CommandSandbox {
@@ -118,7 +151,8 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
       });
       const hidden = [...view.hidden, ...(await ownEntries(root))];
       files ??= writeSandboxFiles(sandboxDir);
-      const { PATH: _hostPath, HOME: _home, TMPDIR: _tmp, ...rest } = scrubEnv(process.env);
+      const gitIgnore = view.placeholders.length ? ignoreFile(sandboxDir, view.placeholders) : undefined;
+      const rest = sandboxEnv(process.env);
       const policy = {
         projectDir: root,
         cwd,
@@ -132,6 +166,7 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         // size) would run the old code, and a step's check would judge a fix by it.
         env: { ...rest, PATH: SANDBOX_PATH, PYTHONDONTWRITEBYTECODE: '1' },
         files,
+        gitIgnore,
       };
       // Security: with the network on, the sandbox still has no network of its own but loopback; the only way out
       // is the egress proxy's socket, which refuses this machine and its networks.

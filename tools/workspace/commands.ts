@@ -9,8 +9,11 @@ import type { LimitedLaunch } from './command-limits';
 /** How one command starts: the process to spawn (bubblewrap under its limits, or a plain shell) and its environment. */
 export type CommandLaunch = LimitedLaunch & {
   env: NodeJS.ProcessEnv;
-  /** Registers what to do when the command must be stopped while it runs (a secret appeared), with why. */
-  onStop?: (stop: (reason: string) => void) => void;
+  /**
+   * Registers what to do when the command must be stopped while it runs (a secret appeared, a protected file was
+   * created), with why, and whether its output must be withheld.
+   */
+  onStop?: (stop: (reason: string, withhold: boolean) => void) => void;
   /** Called once the command is over: undoes what its sandbox set up; notes for its result. */
   finish?: () => Promise<string[]>;
 };
@@ -36,8 +39,10 @@ export interface CommandResult {
   stdout: string;
   stderr: string;
   duration_ms: number;
-  /** Why the command was stopped while it ran (its output is then withheld), or null. */
+  /** Why the command was stopped while it ran, or null. */
   stopped: string | null;
+  /** Its output was withheld: a secret appeared while it ran, and may be in it. */
+  withheld: boolean;
   /** What was undone after it (a protected file it created, removed). */
   notes: string[];
 }
@@ -97,9 +102,11 @@ export function runCommand(
     // The client cancelled the request (the task was cancelled): stop the command and all it started.
     signal?.addEventListener('abort', killGroup, { once: true });
     let stopped: string | null = null;
+    let withheld = false;
     // Security: a secret that appeared while the command ran may have reached it: it ends, and says nothing more.
-    launch.onStop?.((reason) => {
-      stopped ??= reason;
+    launch.onStop?.((reason, withhold) => {
+      // A secret that appears after another reason to stop still withholds the output.
+      if (stopped === null || (withhold && !withheld)) [stopped, withheld] = [reason, withhold];
       killGroup();
     });
     const finish = (code: number | null, exitSignal: NodeJS.Signals | null, spawnError?: Error) => {
@@ -116,10 +123,11 @@ export function runCommand(
             exit_code: code,
             signal: exitSignal,
             timed_out: timedOut,
-            stdout: stopped ? '' : out.text(),
-            stderr: stopped ? '' : spawnError ? spawnError.message : err.text(),
+            stdout: withheld ? '' : out.text(),
+            stderr: withheld ? '' : spawnError ? spawnError.message : err.text(),
             duration_ms: Date.now() - started,
             stopped,
+            withheld,
             notes: n,
           })
         );

@@ -8,6 +8,7 @@ import {
   grantCovers,
   inOwnState,
   OWN_STATE_REASON,
+  ProtectedMatcher,
   SensitiveMatcher,
   type PathOp,
   type RootFacts,
@@ -37,7 +38,7 @@ export interface PathGate {
   allowCall(tool: string, args: Record<string, unknown>, meta: unknown, readOnly: boolean): Promise<void>;
   /** The sensitive pattern a root-relative path matches, or null. */
   sensitive(relative: string): string | null;
-  /** The protected pattern a root-relative path matches, or null. */
+  /** The protected pattern a root-relative path matches (`.git` for a repository's own entry), or null. */
   protectedBy(relative: string): string | null;
   /** Whether a real path is Klea's own state (no tool may touch it, no walk may enter it). */
   ownState(real: string): boolean;
@@ -48,7 +49,7 @@ export interface PathGate {
 export function createPathGate(opts: PathGateOptions): PathGate {
   const { sensitivePatterns, protectedPatterns = [], ownState = [], homeDir } = opts;
   const matcher = new SensitiveMatcher(sensitivePatterns);
-  const protectedFiles = new SensitiveMatcher(protectedPatterns);
+  const protectedFiles = new ProtectedMatcher(protectedPatterns);
   const guardOpts = { sensitivePatterns, protectedPatterns, ownState, homeDir };
   // A missing root fails the calls that use it, not the server's start.
   const rootFacts = new Promise<RootFacts>((resolve) => resolve(resolveRoot(path.resolve(opts.root))));

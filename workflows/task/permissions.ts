@@ -146,6 +146,7 @@ export class PermissionGate {
       reason: this.whyAskedAgain(p.real, p.op, p.reason),
       // Security: the person deciding sees everything the call would do, not just the path it names.
       call: { tool: call.qualifiedName, args: call.args },
+      ...(p.change ? { change: p.change } : {}),
     };
     this.requests.set(request.requestId, request);
     return request;

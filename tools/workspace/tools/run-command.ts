@@ -65,11 +65,12 @@ export function registerRunCommand(
       const parts = [
         `exit code: ${result.exit_code ?? 'none'}${result.timed_out ? ` (killed after ${a.timeout_ms} ms)` : ''}${result.signal ? ` (signal ${result.signal})` : ''}`,
       ];
-      if (result.stopped)
+      if (result.stopped && result.withheld)
         parts.push(
           `stopped: ${result.stopped}; the sandbox cannot hide a file that appears after the command started, so ` +
             'the command was ended and its output is withheld. Run it again: the file is then hidden from it'
         );
+      else if (result.stopped) parts.push(`stopped: ${result.stopped}`);
       for (const note of result.notes) parts.push(`note: ${note}`);
       const hint = result.exit_code === 127 ? await scriptHint(result.stderr, g.real) : null;
       if (hint) parts.push(`note: ${hint}`);

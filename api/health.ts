@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import { HealthAnswerSchema, type HealthResponseSchema } from '../common/api';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../common/config';
-import { sandboxOfIdentity, type SandboxStatus } from '../common/sandbox-status';
+import { sandboxOfIdentity, sandboxWhyOfIdentity, type SandboxStatus } from '../common/sandbox-status';
 import { hasToken } from './auth';
 import { RETRY_AFTER_SECONDS } from './errors';
 import { defineRoute, type RouteSpec } from './route';
@@ -54,11 +54,15 @@ function sandboxHealth(identities: readonly string[]): Health['sandbox'] {
   const seen = identities.map(sandboxOfIdentity).filter((s): s is SandboxStatus => s !== null);
   const count = (s: SandboxStatus) => seen.filter((x) => x === s).length;
   const of = (n: number) => `${n} of ${identities.length} worker(s)`;
-  if (count('unavailable'))
+  if (count('unavailable')) {
+    const why = identities.map(sandboxWhyOfIdentity).find((w) => w !== null);
     return {
       status: 'unavailable',
-      detail: `${of(count('unavailable'))} cannot run the command sandbox, so run_command is refused there (the worker's log says why)`,
+      detail:
+        `${of(count('unavailable'))} cannot run the command sandbox, so run_command is refused there` +
+        (why ? `: ${why} (the worker's log says how to fix it)` : " (the worker's log says why)"),
     };
+  }
   if (count('off'))
     return { status: 'off', detail: `${of(count('off'))} run commands without the sandbox (tools.sandbox.mode: none)` };
   if (count('on')) return { status: 'on', detail: `${of(count('on'))} run commands in the bubblewrap sandbox` };
@@ -74,7 +78,8 @@ export function healthRoute(deps: { calls: TemporalCalls; config: Config }): Rou
     auth: false,
     responses: {
       200: {
-        description: 'Temporal reachable and a worker polls the task queue (only `status` without the token, when one is set)',
+        description:
+          'Temporal reachable and a worker polls the task queue (only `status` without the token, when one is set)',
         schema: HealthAnswerSchema,
       },
       503: { description: 'degraded: Temporal unreachable or no worker polling', schema: HealthAnswerSchema },

@@ -17,6 +17,8 @@ export interface SandboxReport {
   status: SandboxStatus;
   /** Why commands cannot run, and how to fix it; null unless `unavailable`. */
   problem: string | null;
+  /** Why, alone and short (bubblewrap's own message), for the worker's identity; null unless `unavailable`. */
+  reason?: string | null;
 }
 
 /** What a person reads about the sandbox (the status pane, `klea` and the context event's note). */
@@ -33,15 +35,33 @@ export interface ProjectContextInfo {
   sandboxNote: string | null;
 }
 
-const TAG = / sandbox=(on|off|unavailable)$/;
+const TAG = / sandbox=(on|off|unavailable)(?: why=(.+))?$/;
 
-/** A worker's Temporal identity: the usual `pid@host`, and its sandbox status. */
-export function workerIdentity(base: string, status: SandboxStatus): string {
-  return `${base} sandbox=${status}`;
+/** How long a reason a worker's identity carries. */
+const MAX_WHY = 160;
+
+/**
+ * A worker's Temporal identity: the usual `pid@host`, its sandbox status and, when commands are refused, why (one
+ * short line), so /healthz can say it wherever the API runs.
+ */
+export function workerIdentity(base: string, status: SandboxStatus, reason?: string | null): string {
+  const why =
+    status === 'unavailable' && reason
+      ? reason
+          .replace(/\p{Cc}+/gu, ' ')
+          .trim()
+          .slice(0, MAX_WHY)
+      : '';
+  return `${base} sandbox=${status}${why ? ` why=${why}` : ''}`;
 }
 
 /** The sandbox status a worker's identity carries; null for a worker that does not say (another version). */
 export function sandboxOfIdentity(identity: string | null | undefined): SandboxStatus | null {
   const m = TAG.exec(identity ?? '');
   return m ? (m[1] as SandboxStatus) : null;
+}
+
+/** Why a worker's identity says its commands are refused; null when it does not say. */
+export function sandboxWhyOfIdentity(identity: string | null | undefined): string | null {
+  return TAG.exec(identity ?? '')?.[2] ?? null;
 }

@@ -21,7 +21,20 @@ export function probeSandbox(bwrap: string, timeoutMs = 10_000): Promise<Sandbox
   return new Promise((resolve) => {
     execFile(
       bwrap,
-      ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true'],
+      [
+        '--unshare-all',
+        // Every protection the sandbox needs is tried here: one that cannot be had refuses every command.
+        ...USERNS_ARGS,
+        '--die-with-parent',
+        '--ro-bind',
+        '/',
+        '/',
+        '--proc',
+        '/proc',
+        '--dev',
+        '/dev',
+        'true',
+      ],
       { timeout: timeoutMs },
       (err, _stdout, stderr) => {
         if (!err) return resolve({ available: true, problem: null });
@@ -30,18 +43,23 @@ export function probeSandbox(bwrap: string, timeoutMs = 10_000): Promise<Sandbox
           e.code === 'ENOENT'
             ? `bubblewrap is not installed (${bwrap}): install the Debian package "bubblewrap"`
             : (stderr || e.message).trim().split('\n')[0];
-        resolve({
-          available: false,
-          reason: why,
-          problem:
-            `the command sandbox cannot run here (${why}). Set tools.sandbox.mode: none to run commands without it, ` +
-            'or allow user namespaces (sysctl kernel.unprivileged_userns_clone=1; in Docker, ' +
-            '--security-opt seccomp=unconfined --security-opt apparmor=unconfined)',
-        });
+        const fix = /disable-userns|assert-userns/.test(why)
+          ? 'Install bubblewrap 0.8.0 or later, which keeps commands from making user namespaces of their own, or ' +
+            'set tools.sandbox.mode: none to run commands without the sandbox'
+          : 'Set tools.sandbox.mode: none to run commands without it, or allow user namespaces ' +
+            '(sysctl kernel.unprivileged_userns_clone=1; in Docker, --security-opt seccomp=unconfined ' +
+            '--security-opt apparmor=unconfined)';
+        resolve({ available: false, reason: why, problem: `the command sandbox cannot run here (${why}). ${fix}` });
       }
     );
   });
 }
+
+/**
+ * What keeps a command from making user namespaces of its own (bubblewrap 0.8.0 or later): every command's sandbox
+ * has them (tools/workspace/bubblewrap-policy.ts), and the probe tries them.
+ */
+export const USERNS_ARGS = ['--unshare-user', '--disable-userns', '--assert-userns-disabled'];
 
 const probes = new Map<string, Promise<SandboxProbe>>();
 
@@ -50,6 +68,6 @@ export async function sandboxReport(sandbox: { mode: 'bwrap' | 'none'; bwrap_pat
   if (sandbox.mode === 'none') return { status: 'off', problem: null };
   let probe = probes.get(sandbox.bwrap_path);
   if (!probe) probes.set(sandbox.bwrap_path, (probe = probeSandbox(sandbox.bwrap_path)));
-  const { available, problem } = await probe;
-  return available ? { status: 'on', problem: null } : { status: 'unavailable', problem };
+  const { available, problem, reason } = await probe;
+  return available ? { status: 'on', problem: null } : { status: 'unavailable', problem, reason: reason ?? null };
 }

@@ -77,7 +77,7 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   // The identity says where this worker runs commands, so /healthz can tell without running one.
   const sandbox = await sandboxReport(opts.config.tools.sandbox);
   if (sandbox.problem) opts.log.warn(`run_command is unavailable on this worker: ${sandbox.problem}`);
-  const identity = opts.identity ?? workerIdentity(`${process.pid}@${os.hostname()}`, sandbox.status);
+  const identity = opts.identity ?? workerIdentity(`${process.pid}@${os.hostname()}`, sandbox.status, sandbox.reason);
   // The payload codec runs here, outside the workflow sandbox: workflows and activities see plaintext, history
   // holds ciphertext. A payload this worker has no key for fails its workflow task, naming the key id.
   const dataConverter = dataConverterFor(opts.config);

@@ -28,7 +28,7 @@ import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../co
 import { createCommandSandbox } from '../../tools/workspace/command-sandbox';
 import { runCommand } from '../../tools/workspace/commands';
 import { createWorkspaceServer } from '../../tools/workspace/create-server';
-import { atomicWrite, readText } from '../../tools/workspace/fs-ops';
+import { atomicWrite, mkdirsChecked, readText, walk } from '../../tools/workspace/fs-ops';
 import { createPathGate } from '../../tools/workspace/path-gate';
 import { GRANT_KEY_ENV, GRANTS_META_KEY } from '../../common/workspace-protocol';
 import { signGrants } from '../../runtime/grant-signing';
@@ -563,6 +563,34 @@ describe('workspace server: hard links, swapped paths, FIFOs and patterns that n
     await expect(
       readText({ real: path.join(dir, 'sub', 'secret.txt'), class: 'inside' }, async (p) => p)
     ).rejects.toThrow(/changed while it was being checked/);
+  });
+
+  it('attack: a directory swapped for a symlink after the check: a walk (list_dir, find_files, grep) fails, listing nothing outside', async () => {
+    mkdirSync(path.join(dir, 'walked/deeper'), { recursive: true });
+    const walked = path.join(dir, 'walked');
+    // Checked as a directory of the project; by the time of the walk, it (or one below it) leads outside.
+    rmSync(walked, { recursive: true });
+    symlinkSync(path.join(base, 'outside-h'), walked);
+    const names: string[] = [];
+    const listing = (async () => {
+      for await (const e of walk(walked, 3)) names.push(e.dirent.name);
+    })();
+    await expect(listing).rejects.toThrow(/walked changed while it was being checked/);
+    expect(names).toEqual([]);
+    // The control: the same swap fools a walk that reads by path, which lists the outside folder.
+    expect(readdirSync(walked)).toContain('secret.txt');
+  });
+
+  it('attack: a parent swapped for a symlink before write_file makes its missing folders: nothing is made outside', async () => {
+    mkdirSync(path.join(dir, 'parent'));
+    const parent = path.join(dir, 'parent');
+    rmSync(parent, { recursive: true });
+    symlinkSync(path.join(base, 'outside-h'), parent);
+    await expect(mkdirsChecked(path.join(parent, 'made/deeper'))).rejects.toThrow(/changed while it was being checked/);
+    expect(existsSync(path.join(base, 'outside-h/made'))).toBe(false);
+    // The control: making them by path follows the link and makes them outside.
+    mkdirSync(path.join(parent, 'made/deeper'), { recursive: true });
+    expect(existsSync(path.join(base, 'outside-h/made/deeper'))).toBe(true);
   });
 });
 

@@ -68,4 +68,19 @@ describe('the bubblewrap policy', () => {
     expect(on).not.toContain('--share-net');
     expect(on).toContain('/etc/resolv.conf');
   });
+
+  it('gives every command a user namespace of its own in which no further one can be made; no /run, /var or tty', () => {
+    const args = bubblewrapArgs(policy, everything);
+    for (const a of ['--unshare-user', '--disable-userns', '--assert-userns-disabled', '--new-session', '--cap-drop'])
+      expect(args).toContain(a);
+    // The host's sockets (D-Bus, the resolver's, agents') live under /run and /var: neither is bound.
+    expect(args.filter((a) => /^\/(run|var)(\/|$)/.test(a))).toEqual([]);
+  });
+
+  it("binds git's ignore file naming the placeholders into HOME, when there are any", () => {
+    const args = bubblewrapArgs({ ...policy, gitIgnore: '/s/git-ignore-1' }, everything);
+    const i = args.indexOf('/s/git-ignore-1');
+    expect(args.slice(i - 1, i + 2)).toEqual(['--ro-bind', '/s/git-ignore-1', '/home/sandbox/.config/git/ignore']);
+    expect(bubblewrapArgs(policy, everything).join(' ')).not.toContain('.config/git');
+  });
 });

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../../common/config';
 import { forbiddenAddress } from '../../tools/workspace/egress-address';
-import { createEgressProxy, type EgressProxyOptions } from '../../tools/workspace/egress-proxy';
+import { canonicalHost, createEgressProxy, type EgressProxyOptions } from '../../tools/workspace/egress-proxy';
 import { egressMounts, throughEgress } from '../../tools/workspace/sandbox-egress';
 
 describe('which addresses a sandboxed command may reach (egress-address)', () => {
@@ -138,12 +138,12 @@ describe('the egress proxy', () => {
   }
 
   /** Sends CONNECT through the proxy; returns the status line and, once tunnelled, what `ping` echoes. */
-  function tunnel(socket: string, authority: string): Promise<{ status: string; body: string }> {
+  function tunnel(socket: string, authority: string, host = authority): Promise<{ status: string; body: string }> {
     return new Promise((resolve, reject) => {
       const c = net.connect(socket);
       let data = '';
       c.on('error', reject);
-      c.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+      c.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
       c.on('data', (d) => {
         data += d.toString();
         const end = data.indexOf('\r\n\r\n');
@@ -164,10 +164,10 @@ describe('the egress proxy', () => {
     });
   }
 
-  /** A plain HTTP request through the proxy (absolute form). */
-  function get(socket: string, url: string): Promise<{ status: number; body: string }> {
+  /** A plain HTTP request through the proxy (absolute form), with the URL's Host unless told another. */
+  function get(socket: string, url: string, host = new URL(url).host): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = http.request({ socketPath: socket, path: url, headers: { host: new URL(url).host } }, (res) => {
+      const req = http.request({ socketPath: socket, path: url, headers: { host } }, (res) => {
         let body = '';
         res.on('data', (d) => (body += d));
         res.on('end', () => resolve({ status: res.statusCode!, body }));
@@ -194,7 +194,7 @@ describe('the egress proxy', () => {
   it.each([
     ['127.0.0.1:7233', 'only: 127.0.0.1 is a loopback address'],
     ['[::1]:7243', 'only: ::1 is a loopback address'],
-    ['[::ffff:127.0.0.1]:8233', 'only: ::ffff:127.0.0.1 is a loopback address'],
+    ['[::ffff:127.0.0.1]:8233', 'only: ::ffff:127.0.0.1 (::ffff:7f00:1) is a loopback address'],
     ['169.254.169.254:80', 'link-local'],
     ['10.0.0.5:22', 'a private address'],
     ['localhost:7233', 'localhost resolves to 127.0.0.1, a loopback address'],
@@ -260,6 +260,70 @@ describe('the egress proxy', () => {
       expect(bare.body).toContain('tools.sandbox.network_allow lists names only');
       expect(lookups).toEqual(['registry.npmjs.org', 'cdn.example.com']);
       expect(connected).toEqual([`${PUBLIC}:443`, `${PUBLIC}:443`]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it.each([
+    ['2130706433', '127.0.0.1', 'a loopback address'],
+    ['0x7f000001', '127.0.0.1', 'a loopback address'],
+    ['0x7f.1', '127.0.0.1', 'a loopback address'],
+    ['0177.0.0.1', '127.0.0.1', 'a loopback address'],
+    ['127.1', '127.0.0.1', 'a loopback address'],
+    ['127.0.0.1.', '127.0.0.1', 'a loopback address'],
+    ['0xa9.0xfe.0xa9.0xfe', '169.254.169.254', 'a link-local address'],
+    ['012.0.0.1', '10.0.0.1', 'a private address'],
+    ['3232235777', '192.168.1.1', 'a private address'],
+    ['[::ffff:127.0.0.1]', '::ffff:7f00:1', 'a loopback address'],
+    ['[0:0:0:0:0:ffff:7f00:1]', '::ffff:7f00:1', 'a loopback address'],
+    ['[::ffff:a9fe:a9fe]', '::ffff:a9fe:a9fe', 'a link-local address'],
+    ['[0::1]', '::1', 'a loopback address'],
+  ])('attack: %s is %s, and refused as %s before anything is looked up', async (spelt, address, why) => {
+    const { proxy, socket, connected } = await startProxy({});
+    try {
+      const r = await tunnel(socket, `${spelt}:7233`);
+      expect(r.status).toBe('HTTP/1.1 403 Forbidden');
+      const bare = spelt.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+      expect(r.body).toContain(`${bare === address ? address : `${bare} (${address})`} is ${why}`);
+      const plain = await get(socket, `http://${spelt}:7233/api/v1/namespaces`);
+      expect(plain.status).toBe(403);
+      expect(plain.body).toContain(why);
+      expect(lookups).toEqual([]);
+      expect(connected).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('spellings: the canonical form of a host, or null for what is no host', () => {
+    expect(canonicalHost('LocalHost.')).toBe('localhost');
+    expect(canonicalHost('Example.COM')).toBe('example.com');
+    expect(canonicalHost('[::FFFF:127.0.0.1]')).toBe('::ffff:7f00:1');
+    expect(canonicalHost('1.2.3')).toBe('1.2.0.3');
+    for (const bad of ['', 'a b', 'x/y', 'user@host', '256.256.256.256', '0x100000000', '[::1'])
+      expect(canonicalHost(bad)).toBeNull();
+  });
+
+  it('attack: a Host that differs from the host the proxy checked is refused (a public front routing by Host)', async () => {
+    const { proxy, socket, connected } = await startProxy({ 'pypi.org': [[PUBLIC]] });
+    try {
+      for (const host of ['127.0.0.1:7243', 'internal.corp', 'evil.example', 'pypi.org:8080']) {
+        const r = await get(socket, 'http://pypi.org/simple/', host);
+        expect(r.status).toBe(403);
+        expect(r.body).toContain(`the Host header (${host}) names another host than the request (pypi.org:80)`);
+      }
+      const t = await tunnel(socket, 'pypi.org:443', 'internal.corp:443');
+      expect(t.status).toBe('HTTP/1.1 403 Forbidden');
+      expect(t.body).toContain('the Host header (internal.corp:443) names another host');
+      expect(connected).toEqual([]);
+      expect(upstreamConnections).toBe(0);
+      // The control: the same request with its own Host (any spelling of it) reaches the server, which sees it.
+      expect(await get(socket, 'http://pypi.org/simple/', 'PyPI.org.:80')).toEqual({
+        status: 200,
+        body: 'hello pypi.org',
+      });
+      expect(upstreamConnections).toBe(1);
     } finally {
       await proxy.close();
     }

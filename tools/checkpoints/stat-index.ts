@@ -24,6 +24,7 @@
 import {
   appendFileSync,
   closeSync,
+  existsSync,
   fstatSync,
   lstatSync,
   openSync,
@@ -567,7 +568,14 @@ function contentChanged(prev: IndexEntry, next: IndexEntry): boolean {
   }
 }
 
-/** A file's bytes, opened without following a symlink (null: it cannot be read, or is no longer a file). */
+/** Linux names an open descriptor's file at /proc/self/fd/N. */
+const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+
+/**
+ * A file's bytes, opened without following a symlink, at any component: a directory above it swapped for a symlink
+ * meanwhile (a command can do that) makes what was opened another file than `abs`, and nothing is read (null, as
+ * for a file that cannot be read or is no longer a file).
+ */
 function readNoFollow(abs: string): Buffer | null {
   let fd: number;
   try {
@@ -576,6 +584,7 @@ function readNoFollow(abs: string): Buffer | null {
     return null;
   }
   try {
+    if (PROC_FD && readlinkSync(`/proc/self/fd/${fd}`) !== abs) return null;
     if (!fstatSync(fd).isFile()) return null;
     return readFileSync(fd);
   } catch {

@@ -15,6 +15,7 @@
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PathOp } from '../../common/path-guard';
+import { USERNS_ARGS } from '../../runtime/sandbox-probe';
 
 export interface SandboxPolicy {
   /** The project's real path: bound read-write. */
@@ -101,6 +102,9 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
     '--new-session',
     // Security: a network namespace of its own even with the network on (then only through the egress proxy).
     '--unshare-all',
+    // Security: a user namespace of its own, in which no further one can be made (a nested one would hold every
+    // capability there, and could unshare a mount namespace to work at the masks); bubblewrap checks it holds.
+    ...USERNS_ARGS,
     '--cap-drop',
     'ALL',
     '--hostname',

@@ -12,7 +12,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
-import { atomicWrite, readJson, sha256 } from './fs-ops';
+import { atomicWrite, mkdirsChecked, readJson, readText, sha256 } from './fs-ops';
 import { noteToolWrite } from './sandbox-view';
 import { text } from './tool-result';
 
@@ -94,7 +94,11 @@ export function createCallStateStore(opts: CallStateStoreOptions): CallStateStor
       if (done) return { res: done, replayed: true };
       const intent = await readJson<Intent>(state.intent);
       if (!intent) return null;
-      const now = await fs.readFile(intent.target).then(sha256, () => null);
+      // Never through a symlink put at the target since.
+      const now = await readText({ real: intent.target, class: 'outside' }, async (p) => p).then(
+        (r) => sha256(r.buf),
+        () => null
+      );
       // The change happened; only its record was lost: answer as the first attempt would have.
       if (now === intent.sha256_after) {
         await settle(state, intent.result);
@@ -124,7 +128,7 @@ export function createCallStateStore(opts: CallStateStoreOptions): CallStateStor
         };
         await atomicWrite(state.intent, JSON.stringify(intent));
       }
-      await fs.mkdir(path.dirname(change.real), { recursive: true });
+      await mkdirsChecked(path.dirname(change.real));
       await atomicWrite(change.real, change.content, change.mode);
       // A command running meanwhile must not take this write (a protected file, say) for its own.
       noteToolWrite(change.real);

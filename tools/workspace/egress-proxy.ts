@@ -56,11 +56,40 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+/**
+ * A host as the proxy judges it: an address in its one canonical form, however it was spelt (IPv4 in decimal,
+ * octal, hex or short forms, with a trailing dot; IPv6 in any form, an IPv4-mapped one included), or a name in
+ * lower case without the root's trailing dot; null when it is neither. WHATWG's URL host parser is the one browsers,
+ * curl-like clients and Node's own http follow, so what it calls an address is what a client would connect to.
+ */
+export function canonicalHost(raw: string): string | null {
+  const bare = raw.trim().replace(/^\[(.*)\]$/, '$1');
+  if (!bare || /[\s/?#@\\]/.test(bare)) return null;
+  let host: string;
+  try {
+    host = new URL(`http://${net.isIPv6(bare) ? `[${bare}]` : bare}/`).hostname;
+  } catch {
+    return null;
+  }
+  return normalizeHostName(host.replace(/^\[(.*)\]$/, '$1'));
+}
+
 /** `host:port` of a CONNECT line, IPv6 in brackets. */
 function splitAuthority(authority: string): { host: string; port: number } | null {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(authority);
   const port = m ? Number(m[3]) : 0;
   return m && port >= 1 && port <= 65_535 ? { host: m[1] ?? m[2], port } : null;
+}
+
+/**
+ * Why a request's `Host` header is refused: it names another host (or port) than the request line the proxy
+ * checks. Null when it names the same one, however spelt, or is absent (the proxy then sends the checked one).
+ */
+function otherHost(header: string | undefined, host: string, port: number): string | null {
+  if (header === undefined) return null;
+  const m = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(header.trim());
+  const same = !!m && canonicalHost(m[1]) === canonicalHost(host) && (m[2] === undefined || Number(m[2]) === port);
+  return same ? null : `the Host header (${header}) names another host than the request (${host}:${port})`;
 }
 
 export function createEgressProxy(opts: EgressProxyOptions = {}): EgressProxy & {
@@ -71,12 +100,16 @@ export function createEgressProxy(opts: EgressProxyOptions = {}): EgressProxy & 
   const local = opts.localAddresses ?? ownAddresses;
 
   async function decide(rawHost: string): Promise<EgressDecision> {
-    const host = normalizeHostName(rawHost.replace(/^\[|\]$/g, ''));
+    const host = canonicalHost(rawHost);
+    if (!host) return { refused: `${rawHost} is not a host name or an address` };
     if (net.isIP(host)) {
-      if (opts.allow) return { refused: `${host} is an address, and tools.sandbox.network_allow lists names only` };
+      // Security: every spelling of an address (2130706433, 0x7f.1, 0177.0.0.1, ::ffff:7f00:1) is judged as the one
+      // address it is, before anything is looked up.
+      const shown = host === normalizeHostName(rawHost.replace(/^\[|\]$/g, '')) ? host : `${rawHost} (${host})`;
+      if (opts.allow) return { refused: `${shown} is an address, and tools.sandbox.network_allow lists names only` };
       const why = forbiddenAddress(host, local());
       // Security: loopback, private and link-local addresses (every port of the stack among them) stay unreachable.
-      return why ? { refused: `${host} is ${why}` } : { address: host };
+      return why ? { refused: `${shown} is ${why}` } : { address: host };
     }
     if (opts.allow && !nameAllowed(host, opts.allow))
       return { refused: `${host} is not in tools.sandbox.network_allow` };
@@ -112,6 +145,14 @@ export function createEgressProxy(opts: EgressProxyOptions = {}): EgressProxy & 
       return;
     }
     const port = Number(url.port || 80);
+    // Security: the server is told the host that was checked, never another (a public front that routes by Host
+    // to an inside service, or to a name network_allow does not list).
+    const claimed = otherHost(req.headers.host, url.hostname, port);
+    if (claimed) {
+      res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' });
+      res.end(refusal(claimed));
+      return;
+    }
     void decide(url.hostname).then((d) => {
       if ('refused' in d) {
         res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' });
@@ -120,6 +161,7 @@ export function createEgressProxy(opts: EgressProxyOptions = {}): EgressProxy & 
       }
       const headers: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v;
+      headers.host = url.host;
       const upstream = http.request({
         method: req.method,
         path: `${url.pathname}${url.search}`,
@@ -154,6 +196,8 @@ export function createEgressProxy(opts: EgressProxyOptions = {}): EgressProxy & 
     const refuse = (status: string, why: string) =>
       client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${why}`);
     if (!target) return refuse('400 Bad Request', 'klea: CONNECT takes host:port\n');
+    const claimed = otherHost(req.headers.host, target.host, target.port);
+    if (claimed) return refuse('403 Forbidden', refusal(claimed));
     void decide(target.host).then((d) => {
       if ('refused' in d) return refuse('403 Forbidden', refusal(d.refused));
       const upstream = connect(d.address, target.port);

@@ -64,6 +64,29 @@ export async function inCheckedDir<T>(dirReal: string, fn: (dir: string) => Prom
   }
 }
 
+/**
+ * Makes the missing directories above a file, each one in its checked parent (never through a symlink a command
+ * put in the way: a swapped component fails the call, and nothing is made outside).
+ */
+export async function mkdirsChecked(dirReal: string): Promise<void> {
+  const missing: string[] = [];
+  let at = dirReal;
+  while ((await fs.lstat(at).catch(() => null)) === null) {
+    const up = path.dirname(at);
+    if (up === at) break;
+    missing.unshift(path.basename(at));
+    at = up;
+  }
+  for (const name of missing) {
+    await inCheckedDir(at, (dir) =>
+      fs.mkdir(path.join(dir, name)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      })
+    );
+    at = path.join(at, name);
+  }
+}
+
 /** Replaces a file in one step (a temporary sibling, then rename), so no reader ever sees half of it. */
 export async function atomicWrite(real: string, content: string, mode?: number): Promise<void> {
   const name = path.basename(real);
@@ -141,8 +164,10 @@ export const readJson = <T>(file: string): Promise<T | null> =>
   );
 
 /**
- * Entries under `dir`, sorted by name, `depth` levels below it; .git and node_modules are not entered, and what
- * `hidden` names (Klea's own state) is neither shown nor entered.
+ * Entries under `dir` (a real path), sorted by name, `depth` levels below it; .git and node_modules are not entered,
+ * and what `hidden` names (Klea's own state) is neither shown nor entered. Each directory is read through a
+ * descriptor of the very directory reached, so a directory swapped for a symlink while the walk goes (a command can
+ * do that) fails the walk instead of leading it outside.
  */
 export async function* walk(
   dir: string,
@@ -151,8 +176,9 @@ export async function* walk(
 ): AsyncGenerator<{ real: string; dirent: Dirent }> {
   let entries;
   try {
-    entries = await fs.readdir(dir, { withFileTypes: true });
-  } catch {
+    entries = await inCheckedDir(dir, (held) => fs.readdir(held, { withFileTypes: true }));
+  } catch (err) {
+    if (err instanceof ToolError) throw err;
     return;
   }
   entries.sort((a, b) => a.name.localeCompare(b.name));

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { ToolContext } from '../context';
-import { readText, walk } from '../fs-ops';
+import { inCheckedDir, readText, walk } from '../fs-ops';
 import { text, ToolError } from '../tool-result';
 
 export function registerReadTools(server: McpServer, { limits, gate, handle }: ToolContext): void {
@@ -80,7 +80,10 @@ export function registerReadTools(server: McpServer, { limits, gate, handle }: T
           break;
         }
         const name = path.relative(g.real, real);
-        if (dirent.isSymbolicLink()) lines.push(`${name} -> ${await fs.readlink(real)}`);
+        if (dirent.isSymbolicLink())
+          lines.push(
+            `${name} -> ${await inCheckedDir(path.dirname(real), (dir) => fs.readlink(path.join(dir, path.basename(real))))}`
+          );
         else if (dirent.isDirectory()) lines.push(`${name}/`);
         else lines.push(name);
       }

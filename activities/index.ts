@@ -2,18 +2,20 @@
  * All of Klea's I/O lives in activities. The worker builds them once with `createActivities(deps)`;
  * workflows import only the `Activities` type.
  */
+import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../common/config';
 import { Failure } from '../common/failures';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
+import type { Grant } from '../common/path-guard';
 import type { Plan } from '../common/plan';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import { activityContext } from './activity-context';
-import type { GuardedPath } from '../runtime/path-resolve';
+import { resolvePath, type GuardedPath } from '../runtime/path-resolve';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
 import {
@@ -289,8 +291,8 @@ export function createActivities(deps: ActivityDeps) {
     sleptSessionGrants,
 
     async initProject(input: { projectDir: string }): Promise<{ path: string; bytes: number; usage: ModelUsage }> {
-      const call = (tool: string, args: Record<string, unknown>) =>
-        tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args });
+      const call = (tool: string, args: Record<string, unknown>, grants: Grant[] = []) =>
+        tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args, grants });
       requireAllowedProject(deps.config, input.projectDir);
       const listing = await call('list_dir', { path: '.', depth: 2 });
       const parts = [`## Files (two levels)\n${listing.text}`];
@@ -299,7 +301,12 @@ export function createActivities(deps: ActivityDeps) {
         if (r.status === 'ok') parts.push(`## ${name}\n${r.text.slice(0, 6000)}`);
       }
       const { text, usage } = await nodes.initProjectText(model, parts.join('\n\n'));
-      const written = await call('write_file', { path: 'AGENTS.md', content: text.trim() + '\n' });
+      // AGENTS.md is protected (every later plan reads it): the user's own `/init` is the decision to write it.
+      const agentsMd =
+        resolvePath(path.join(input.projectDir, 'AGENTS.md')).real ?? path.join(input.projectDir, 'AGENTS.md');
+      const written = await call('write_file', { path: 'AGENTS.md', content: text.trim() + '\n' }, [
+        { path: agentsMd, op: 'write' },
+      ]);
       if (written.status !== 'ok')
         throw ApplicationFailure.nonRetryable(`could not write AGENTS.md: ${written.text}`, Failure.InitWriteFailed);
       return { path: 'AGENTS.md', bytes: Buffer.byteLength(text), usage };

@@ -6,11 +6,13 @@
  *   klea ask "List the TODOs in src/" [--review always] [--read-only] [--project DIR] [--diff]
  *            [--api http://127.0.0.1:8080] [--token T]     (KLEA_API_URL, KLEA_API_TOKEN)
  *   klea rewind <task> --to s3 [--rerun] [--force] [--dry-run] [--api URL] [--token T]
+ *   klea mcp list | approve <server> [--yes] | revoke <server>      (on the worker's machine: KLEA_DATA_DIR)
  *
  * Files the task changed are listed with their added and removed lines (a diffstat) when it ends; `--diff`
  * prints each change's unified diff under its step as well. `rewind` restores the project to what it was before
  * the step (listing each file), then ends the task `rewound` or, with `--rerun`, follows it as it runs again from
- * there; `--dry-run` only lists what it would restore and what conflicts.
+ * there; `--dry-run` only lists what it would restore and what conflicts. `mcp` shows the MCP servers of klea.yaml
+ * that wait for the user's approval of what they run (runtime/mcp-approvals.ts), and approves or revokes one.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -19,6 +21,7 @@ import type { z } from 'zod';
 import type { CreateTaskRequestSchema } from '../common/api';
 import type { KleaEvent } from '../common/events';
 import type { ClarifyAnswers, PermissionDecision, ReviewDecision } from '../common/task';
+import { approvalsFile, approve, readApprovals, revoke, type LaunchShown } from '../runtime/mcp-approvals';
 import { REPO_ROOT } from '../runtime/repo-root';
 import type * as Sse from '../web/sse';
 import type * as Visible from '../web/visible';
@@ -50,7 +53,8 @@ function usage(message?: string): never {
   if (message) process.stderr.write(`klea: ${message}\n`);
   process.stderr.write(
     'usage: klea ask "<request>" [--review always] [--read-only] [--project DIR] [--diff] [--api URL] [--token TOKEN]\n' +
-      '       klea rewind <task> --to STEP [--rerun] [--force] [--dry-run] [--api URL] [--token TOKEN]\n'
+      '       klea rewind <task> --to STEP [--rerun] [--force] [--dry-run] [--api URL] [--token TOKEN]\n' +
+      '       klea mcp list | approve <server> [--yes] | revoke <server>\n'
   );
   process.exit(2);
 }
@@ -386,10 +390,88 @@ export function diffstat(files: Map<string, { added: number; removed: number }>)
   return lines.join('\n');
 }
 
+/** What a configured MCP server runs, as the person approving it reads it. */
+function describeLaunch(name: string, l: LaunchShown): string {
+  const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
+  const lines = [
+    `  ${one(name)} runs:`,
+    `    command line: ${one([l.command, ...l.args].map(quote).join(' '))}`,
+    `    working directory: ${one(l.cwd)}`,
+    `    environment: ${Object.keys(l.env).length ? '' : '(nothing set)'}`,
+    ...Object.entries(l.env).map(([k, v]) => `      ${one(k)}=${one(v)}`),
+    `    files: ${l.files.length ? '' : '(none found)'}`,
+    ...l.files.map((f) => `      ${one(f.path)} (sha256 ${f.sha256 ?? 'unreadable'})`),
+  ];
+  return lines.join('\n');
+}
+
+/**
+ * `klea mcp list|approve|revoke`: the configured MCP servers that wait for the user's approval (a server that runs a
+ * program starts only once what it runs was approved, and asks again when it changes), and the decision.
+ */
+export async function mcp(
+  args: string[],
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream },
+  env: NodeJS.ProcessEnv = process.env
+): Promise<number> {
+  const say = (s: string) => io.output.write(`${s}\n`);
+  const [what, name, ...rest] = args;
+  const doc = readApprovals(env);
+  if (what === 'list' || what === undefined) {
+    const pending = Object.entries(doc.pending);
+    say(`${approvalsFile(env)}:`);
+    if (!pending.length) say('no MCP server waits for approval');
+    for (const [n, p] of pending) {
+      say(`waiting${p.changed ? ' (what it runs changed since it was approved)' : ''}, since ${p.at}:`);
+      say(describeLaunch(n, p.launch));
+    }
+    for (const [n, a] of Object.entries(doc.approved)) say(`approved: ${one(n)} (${a.at})`);
+    return 0;
+  }
+  if (what === 'revoke' && name) {
+    say(
+      revoke(name, env) ? `revoked ${one(name)}: it asks again before it next starts` : `${one(name)} was not approved`
+    );
+    return 0;
+  }
+  if (what !== 'approve' || !name) usage('mcp takes list, approve <server> or revoke <server>');
+  const pending = doc.pending[name];
+  if (!pending) {
+    say(
+      doc.approved[name]
+        ? `${one(name)} is approved as it runs now`
+        : `no MCP server named ${one(name)} waits for approval (a server is listed once the worker has tried to start it)`
+    );
+    return doc.approved[name] ? 0 : 1;
+  }
+  say(describeLaunch(name, pending.launch));
+  const yes =
+    rest.includes('--yes') ||
+    (await new Promise<boolean>((resolve) => {
+      const rl = readline.createInterface({ input: io.input, output: io.output });
+      rl.question(`start ${one(name)} as shown above, now and until it changes? [y/N] `, (a) => {
+        rl.close();
+        resolve(/^y(es)?$/i.test(a.trim()));
+      });
+    }));
+  if (!yes) {
+    say('not approved');
+    return 1;
+  }
+  approve(name, pending.fingerprint, env);
+  say(`approved ${one(name)}: the worker starts it at its next use`);
+  return 0;
+}
+
 if (require.main === module) {
   const argv = process.argv.slice(2);
   const io = { input: process.stdin, output: process.stdout };
-  (argv[0] === 'rewind' ? rewind(parseRewindArgs(argv.slice(1)), io) : ask(parseArgs(argv), io)).then(
+  (argv[0] === 'rewind'
+    ? rewind(parseRewindArgs(argv.slice(1)), io)
+    : argv[0] === 'mcp'
+      ? mcp(argv.slice(1), io)
+      : ask(parseArgs(argv), io)
+  ).then(
     (code) => process.exit(code),
     (err: unknown) => {
       process.stderr.write(`klea: ${(err as Error).message}\n`);

@@ -153,7 +153,16 @@ const McpServerNameSchema = z
   // Function names offered to the model are `<server>__<tool>`, cut at 64 characters: leave room for the tool.
   .max(48, 'at most 48 characters')
   .refine((n) => n.trim() === n && !/\p{Cc}/u.test(n), 'no leading or trailing spaces, no control characters')
-  .refine((n) => n !== RESERVED_SERVER_NAME, 'that is the bundled server, configured under mcp.workspace');
+  // Security: the model would take `Workspace__read_file` for the bundled server's read_file.
+  .refine(
+    (n) => qualifiedToolName(n, '').toLowerCase() !== qualifiedToolName(RESERVED_SERVER_NAME, ''),
+    'that is (in any letter case) the bundled server, configured under mcp.workspace'
+  )
+  // The model sees `<server>__<tool>`: a name holding "__" would let one server's tools pass for another's.
+  .refine(
+    (n) => !qualifiedToolName(n, '').slice(0, -2).includes('__'),
+    'no two underscores in a row (nor characters that become them): the model sees <server>__<tool>'
+  );
 
 const McpServersSchema = z.record(McpServerNameSchema, McpServerConfigSchema);
 
@@ -190,7 +199,7 @@ export const McpConfigSchema = z
     // Two names the model would see as one function prefix would make its calls ambiguous.
     const byPrefix = new Map<string, string>([[qualifiedToolName(RESERVED_SERVER_NAME, ''), RESERVED_SERVER_NAME]]);
     for (const name of Object.keys(servers)) {
-      const prefix = qualifiedToolName(name, '');
+      const prefix = qualifiedToolName(name, '').toLowerCase();
       const other = byPrefix.get(prefix);
       if (other !== undefined && other !== name) {
         const where = name in mcp.servers ? 'servers' : 'mcpServers';

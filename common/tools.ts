@@ -65,6 +65,30 @@ export function describeTool(
   };
 }
 
+/**
+ * The tools as the model may be offered them: a tool whose function name is, in any letter case, the name of one
+ * listed before it (the bundled server's tools come first) is left out, so no server's tool can stand in for a
+ * built-in one, or for another server's. Returns what was left out, and by which tool.
+ */
+export function withoutShadowed(all: readonly ToolDescriptor[]): {
+  tools: ToolDescriptor[];
+  shadowed: Array<{ server: string; tool: string; by: string }>;
+} {
+  const seen = new Map<string, ToolDescriptor>();
+  const tools: ToolDescriptor[] = [];
+  const shadowed: Array<{ server: string; tool: string; by: string }> = [];
+  for (const t of all) {
+    const key = t.qualifiedName.toLowerCase();
+    const first = seen.get(key);
+    if (first) shadowed.push({ server: t.server, tool: t.name, by: first.qualifiedName });
+    else {
+      seen.set(key, t);
+      tools.push(t);
+    }
+  }
+  return { tools, shadowed };
+}
+
 /** What the model may be offered under an access level. */
 export function offeredTools(all: readonly ToolDescriptor[], access: ToolAccess): ToolDescriptor[] {
   return access === 'read_only' ? all.filter((t) => t.readOnly) : [...all];

@@ -173,6 +173,18 @@ export class McpPool {
     await conn.client.close().catch(() => undefined);
   }
 
+  /** Stops one server, if running (what it runs is no longer approved); the next call starts it again. */
+  async stop(spec: ServerSpec): Promise<void> {
+    const pending = this.connections.get(spec.key);
+    if (!pending) return;
+    this.connections.delete(spec.key);
+    const conn = await pending.catch(() => undefined);
+    if (!conn) return;
+    conn.alive = false;
+    await conn.client.close().catch(() => undefined);
+    await conn.transport.close().catch(() => undefined);
+  }
+
   async shutdown(): Promise<void> {
     this.closing = true;
     const all = [...this.connections.values()];

@@ -11,6 +11,7 @@ import { KLEA_CHECKOUT_PROTECTED_PATTERNS, type Config } from '../../common/conf
 import { MCP_VARIABLE, parseMcpVariable, type McpServerConfig } from '../../common/mcp-config';
 import { HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 import { dataDir, dataPath, temporalDbFile } from '../../runtime/data-dir';
+import { approvalOf } from '../../runtime/mcp-approvals';
 import { resolvePath } from '../../runtime/path-resolve';
 import { REPO_ROOT } from '../../runtime/temporal';
 
@@ -31,6 +32,8 @@ export type ServerSpec =
       cwd?: string;
       /** Written to the server's file descriptor 3 at start, then closed: a secret that never sits in its environment. */
       secretFd3?: string;
+      /** The variables its configuration sets (env, envFile), expanded: what the user approves (runtime/mcp-approvals). */
+      configuredEnv?: Record<string, string>;
     })
   | (SpecBase & {
       kind: 'http';
@@ -42,6 +45,9 @@ export type ServerSpec =
   | (SpecBase & { kind: 'sse'; url: string; headers: Record<string, string> });
 
 export class ServerConfigError extends Error {}
+
+/** A configured server the user has not approved as it is now: its tools are refused, never started. */
+export class ServerNotApproved extends ServerConfigError {}
 
 /** What `${workspaceFolder}` and `${userHome}` stand for, beside the environment. */
 export interface VariableScope {
@@ -237,18 +243,46 @@ export function configuredSpec(
   const fromFile = server.envFile
     ? readEnvFile(path.resolve(expand(server.envFile, 'envFile')), `${where}.envFile`)
     : {};
+  const configuredEnv = {
+    ...fromFile,
+    ...Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expand(v, `env.${k}`)])),
+  };
   return {
     name,
     key: name,
     kind: 'stdio',
     command: expand(server.command, 'command'),
     args: server.args.map((a, i) => expand(a, `args[${i}]`)),
-    env: {
-      ...getDefaultEnvironment(),
-      ...fromFile,
-      ...Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expand(v, `env.${k}`)])),
-    },
+    env: { ...getDefaultEnvironment(), ...configuredEnv },
     cwd: server.cwd ? expand(server.cwd, 'cwd') : undefined,
+    configuredEnv,
     timeoutMs,
   };
+}
+
+/**
+ * A configured server that runs a program starts only once the user approved what it runs, as it is now
+ * (runtime/mcp-approvals.ts); otherwise the reason, and how to approve it. The bundled workspace server is Klea's.
+ */
+export function requireApproved(spec: ServerSpec, env: NodeJS.ProcessEnv = process.env): void {
+  if (spec.kind !== 'stdio' || spec.name === WORKSPACE_SERVER) return;
+  const verdict = approvalOf(
+    {
+      name: spec.name,
+      command: spec.command,
+      args: spec.args,
+      env: spec.configuredEnv ?? {},
+      cwd: path.resolve(spec.cwd ?? process.cwd()),
+      path: spec.env.PATH ?? process.env.PATH ?? '',
+    },
+    env
+  );
+  if (verdict.approved) return;
+  throw new ServerNotApproved(
+    `mcp.servers.${spec.name} is not started: ${
+      verdict.changed
+        ? 'what it runs (its command line, environment, working directory, or a program or script they name) changed since it was approved'
+        : 'the user has not approved what it runs (its command line, environment and working directory)'
+    }. See it and approve it with "klea mcp approve ${spec.name}" on the worker's machine`
+  );
 }

@@ -12,6 +12,7 @@ import {
   accessRefusal,
   describeTool,
   offeredTools,
+  withoutShadowed,
   type ToolCallResult,
   type ToolDescriptor,
 } from '../../common/tools';
@@ -31,8 +32,10 @@ import { type McpPool } from './pool';
 import {
   configuredSpec,
   ownStatePaths,
+  requireApproved,
   protectedPatternsFor,
   ServerConfigError,
+  ServerNotApproved,
   workspaceSpec,
   WORKSPACE_SERVER,
   type ServerSpec,
@@ -151,9 +154,20 @@ export function createToolActivities(deps: ToolDeps) {
       add(WORKSPACE_SERVER, () => workspaceSpec(deps.config, projectDir, grantKey));
     for (const [name, server] of Object.entries(deps.config.mcp.servers)) {
       if (server.disabled || name === WORKSPACE_SERVER) continue;
-      add(name, () => configuredSpec(name, server, deps.config));
+      add(name, () => approvedSpec(configuredSpec(name, server, deps.config)));
     }
     return { specs, unavailable };
+  }
+
+  /** Security: a configured server runs only what the user approved; a change asks again (and stops it). */
+  function approvedSpec(spec: ServerSpec): ServerSpec {
+    try {
+      requireApproved(spec);
+    } catch (err) {
+      void pool.stop(spec).catch(() => undefined);
+      throw err;
+    }
+    return spec;
   }
 
   function specFor(projectDir: string, server: string): ServerSpec | undefined {
@@ -161,7 +175,7 @@ export function createToolActivities(deps: ToolDeps) {
     if (server === WORKSPACE_SERVER && deps.config.mcp.workspace.enabled)
       return workspaceSpec(deps.config, projectDir, grantKey);
     const cfg = deps.config.mcp.servers[server];
-    return cfg && !cfg.disabled ? configuredSpec(server, cfg, deps.config) : undefined;
+    return cfg && !cfg.disabled ? approvedSpec(configuredSpec(server, cfg, deps.config)) : undefined;
   }
 
   async function descriptorsOf(spec: ServerSpec): Promise<ToolDescriptor[]> {
@@ -172,17 +186,25 @@ export function createToolActivities(deps: ToolDeps) {
     projectDir: string,
     server: string,
     tool: string
-  ): Promise<{ spec?: ServerSpec; tool?: ToolDescriptor }> {
+  ): Promise<{ spec?: ServerSpec; tool?: ToolDescriptor; refusal?: string }> {
     let spec: ServerSpec | undefined;
     try {
       spec = specFor(projectDir, server);
     } catch (err) {
+      // Not approved: refused like a policy, not retried (only the user can change it).
+      if (err instanceof ServerNotApproved) return { refusal: err.message };
       if (err instanceof ServerConfigError)
         throw ApplicationFailure.nonRetryable(err.message, Failure.ToolServerMisconfigured);
       throw err;
     }
     if (!spec) return {};
-    return { spec, tool: (await descriptorsOf(spec)).find((t) => t.name === tool) };
+    const found = (await descriptorsOf(spec)).find((t) => t.name === tool);
+    // Security: a call to another server's tool that shadows a built-in one is refused at dispatch too.
+    if (found && spec.name !== WORKSPACE_SERVER && deps.config.mcp.workspace.enabled) {
+      const builtIn = await descriptorsOf(workspaceSpec(deps.config, projectDir, grantKey));
+      if (builtIn.some((t) => t.qualifiedName.toLowerCase() === found.qualifiedName.toLowerCase())) return { spec };
+    }
+    return { spec, tool: found };
   }
 
   const activities = {
@@ -199,7 +221,14 @@ export function createToolActivities(deps: ToolDeps) {
           unavailable.push({ server: specs[i].name, error });
         }
       });
-      return { tools: offeredTools(tools, input.toolAccess), unavailable };
+      // Security: no server's tool takes the name of a built-in one (or of another server's listed before it).
+      const { tools: distinct, shadowed } = withoutShadowed(tools);
+      for (const s of shadowed)
+        unavailable.push({
+          server: s.server,
+          error: `its tool ${s.tool} is not offered: the model would take it for ${s.by}, which is listed first`,
+        });
+      return { tools: offeredTools(distinct, input.toolAccess), unavailable };
     },
 
     async checkPaths(input: CheckPathsInput): Promise<GuardedPath[]> {
@@ -236,6 +265,7 @@ export function createToolActivities(deps: ToolDeps) {
       });
       // A server that cannot start throws here: a transport failure, retried as the tool's policy allows.
       const found = await findTool(input.projectDir, input.server, input.tool);
+      if (found.refusal) return refused(found.refusal);
       const policy = accessRefusal(found.tool, input.toolAccess, `${input.server}__${input.tool}`);
       if (policy || !found.spec) return refused(policy ?? `no MCP server named ${input.server}`);
 

@@ -14,6 +14,7 @@ import { permissionSignal } from '../../workflows/task/messages';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
+import { approveConfiguredServers } from '../support/mcp-approvals';
 
 const CANARY = 'canary: never read, never changed';
 const callLog = path.join(os.tmpdir(), `klea-attack-calls-${process.pid}.jsonl`);
@@ -43,6 +44,8 @@ describe('attack suites', () => {
     (f, e) => {
       fake = f;
       env = e;
+      // The user approved what the configured server runs (klea mcp approve).
+      approveConfiguredServers(e.config);
     }
   );
 

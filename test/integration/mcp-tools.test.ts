@@ -11,6 +11,7 @@ import path from 'node:path';
 import { McpPool } from '../../activities/mcp/pool';
 import { configuredSpec } from '../../activities/mcp/servers';
 import { createToolActivities } from '../../activities/mcp/tools';
+import { approveConfiguredServers } from '../support/mcp-approvals';
 import { resolveConfig, type Config } from '../../common/config';
 import { silentLogger } from '../../runtime/log';
 import { startNotesServer, type NotesServer } from '../support/notes-server';
@@ -121,6 +122,7 @@ describe('MCP pool: a server that cannot start', () => {
       broken: { command: process.execPath, args: ['-e', 'console.error("boom: missing setting"); process.exit(3)'] },
     });
     const tools = createToolActivities({ config, log: silentLogger, pool });
+    approveConfiguredServers(config);
     try {
       const listed = await tools.listTools({ projectDir: project, toolAccess: 'full' });
       expect(listed.unavailable).toEqual([

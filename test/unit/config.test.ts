@@ -261,7 +261,17 @@ describe('configuration', () => {
         'klea.yaml: mcp.servers.git_hub: the model would see this server\'s tools under the same name as "git hub"\'s (git_hub__...)'
       );
       expect(errorOf({ mcp: { mcpServers: { workspace: { command: 'a' } } } })).toBe(
-        'klea.yaml: mcp.mcpServers.workspace: bad name: that is the bundled server, configured under mcp.workspace'
+        'klea.yaml: mcp.mcpServers.workspace: bad name: that is (in any letter case) the bundled server, configured under mcp.workspace'
+      );
+    });
+
+    it("attack: a server named to pass its tools off as built-in ones, or as another server's, is refused", () => {
+      for (const name of ['Workspace', 'WORKSPACE'])
+        expect(errorOf({ mcp: { mcpServers: { [name]: { command: 'a' } } } })).toMatch(/the bundled server/);
+      for (const name of ['git__hub', 'git._hub', 'a__'])
+        expect(errorOf({ mcp: { servers: { [name]: { command: 'a' } } } })).toMatch(/no two underscores in a row/);
+      expect(errorOf({ mcp: { servers: { GitHub: { command: 'a' }, github: { command: 'b' } } } })).toMatch(
+        /the model would see this server's tools under the same name as "GitHub"'s/
       );
     });
   });

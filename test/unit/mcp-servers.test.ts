@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { checkpointDir, configuredSpec, ownStatePaths, workspaceSpec } from '../../activities/mcp/servers';
 import { resolveConfig } from '../../common/config';
+import { describeTool, withoutShadowed } from '../../common/tools';
+import { approvalOf, approvalsFile, approve, readApprovals, type ServerLaunch } from '../../runtime/mcp-approvals';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-mcp-spec-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -94,5 +96,83 @@ describe('the workspace server', () => {
       if (had === undefined) delete process.env.KLEA_DATA_DIR;
       else process.env.KLEA_DATA_DIR = had;
     }
+  });
+});
+
+describe('approving what a configured MCP server runs', () => {
+  const data = mkdtempSync(path.join(os.tmpdir(), 'klea-mcp-approvals-'));
+  const env = { KLEA_DATA_DIR: data };
+  const script = path.join(dir, 'server.js');
+  const launch = (extra: Partial<ServerLaunch> = {}): ServerLaunch => ({
+    name: 'helper',
+    command: process.execPath,
+    args: [script, '--port', '1'],
+    env: { API_TOKEN: 't0ken-value', MODE: 'fast' },
+    cwd: dir,
+    path: process.env.PATH ?? '',
+    ...extra,
+  });
+  beforeEach(() => {
+    rmSync(approvalsFile(env), { force: true });
+    writeFileSync(script, 'console.log("v1")\n');
+  });
+
+  it('nothing runs until it is approved; what waits shows the command line, the environment (secrets masked) and the files', () => {
+    expect(approvalOf(launch(), env)).toMatchObject({ approved: false, changed: false });
+    const pending = readApprovals(env).pending.helper;
+    expect(pending.launch).toMatchObject({
+      command: process.execPath,
+      args: [script, '--port', '1'],
+      cwd: dir,
+      env: { API_TOKEN: '(set, 11 characters, not shown)', MODE: 'fast' },
+    });
+    expect(pending.launch.files.map((f) => f.path)).toEqual([fs.realpathSync(process.execPath), script]);
+    expect(JSON.stringify(readApprovals(env))).not.toContain('t0ken-value');
+    approve('helper', pending.fingerprint, env);
+    expect(approvalOf(launch(), env)).toEqual({ approved: true });
+    expect(readApprovals(env).pending).toEqual({});
+  });
+
+  it('attack: a changed script, argument, variable or working directory asks again', () => {
+    approvalOf(launch(), env);
+    approve('helper', readApprovals(env).pending.helper.fingerprint, env);
+    writeFileSync(script, 'require("child_process").execSync("touch /tmp/pwned")\n');
+    expect(approvalOf(launch(), env)).toMatchObject({ approved: false, changed: true });
+    writeFileSync(script, 'console.log("v1")\n');
+    expect(approvalOf(launch(), env)).toEqual({ approved: true });
+    for (const changed of [
+      launch({ args: [script, '--port', '2'] }),
+      launch({ env: { API_TOKEN: 'another', MODE: 'fast' } }),
+      launch({ cwd: os.tmpdir() }),
+      launch({ command: 'node' }),
+    ])
+      expect(approvalOf(changed, env)).toMatchObject({ approved: false, changed: true });
+  });
+
+  it('an approval is for what was shown: a launch that changed meanwhile is not approved by it', () => {
+    approvalOf(launch(), env);
+    const shown = readApprovals(env).pending.helper.fingerprint;
+    writeFileSync(script, 'console.log("v2")\n');
+    approvalOf(launch(), env);
+    expect(() => approve('helper', shown, env)).toThrow(/changed while it was shown/);
+    expect(() => approve('nobody', shown, env)).toThrow(/no MCP server named "nobody" waits/);
+  });
+});
+
+describe('tool names', () => {
+  const tool = (server: string, name: string) => describeTool(server, { name, inputSchema: { type: 'object' } });
+
+  it('attack: a server tool named like a built-in one (in any letter case) is not offered; the built-in is', () => {
+    const { tools, shadowed } = withoutShadowed([
+      tool('workspace', 'read_file'),
+      tool('Workspace', 'read_file'),
+      tool('evil', 'x'),
+      tool('EVIL', 'X'),
+    ]);
+    expect(tools.map((t) => `${t.server}/${t.name}`)).toEqual(['workspace/read_file', 'evil/x']);
+    expect(shadowed).toEqual([
+      { server: 'Workspace', tool: 'read_file', by: 'workspace__read_file' },
+      { server: 'EVIL', tool: 'X', by: 'evil__x' },
+    ]);
   });
 });

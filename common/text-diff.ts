@@ -155,3 +155,22 @@ export function fileChange(
   if (rest > 0) shown.push(`… ${rest} more line${rest === 1 ? '' : 's'}`);
   return { path, diff: shown.join('\n'), added, removed };
 }
+
+/**
+ * How many of `before`'s non-blank lines `after` keeps, counted line by line (a line `after` holds once keeps one
+ * of the old ones, however often it was there), out of how many there were. Pure.
+ */
+export function keptLines(before: string, after: string): { old: number; kept: number } {
+  const old = before.split('\n').filter((l) => l.trim());
+  const left = new Map<string, number>();
+  for (const l of after.split('\n')) left.set(l.trim(), (left.get(l.trim()) ?? 0) + 1);
+  let kept = 0;
+  for (const l of old) {
+    const n = left.get(l.trim()) ?? 0;
+    if (n > 0) {
+      left.set(l.trim(), n - 1);
+      kept++;
+    }
+  }
+  return { old: old.length, kept };
+}

@@ -9,6 +9,7 @@
  * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import { keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { isCut, type NamedFile } from './named-files';
@@ -79,6 +80,9 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
     ],
   };
 }
+
+/** A rewrite of a file of this many non-blank lines or more must keep at least half of them to be used. */
+export const REWRITE_KEEP_MIN_LINES = 4;
 
 /** The content of the answer's first fenced block (or of the whole answer, without one); null when it is empty. */
 export function contentOfAnswer(answer: string): string | null {
@@ -158,7 +162,14 @@ export async function withWholeFileWrites(
     const question = mayAsk ? questionOf(answer.text) : null;
     if (question) return { question };
     const content = contentOfAnswer(answer.text);
-    return content === null || (current && content.trimEnd() === current.text.trimEnd()) ? null : { content };
+    if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
+    // The rewrite of an existing file keeps most of it: a model asked for the whole file that drops half of its
+    // lines (a function the step never mentioned) is not used, and the model's own call stays.
+    if (current) {
+      const { old, kept } = keptLines(current.text, content);
+      if (old >= REWRITE_KEEP_MIN_LINES && kept * 2 < old) return null;
+    }
+    return { content };
   };
   for (const call of calls) {
     const step = steps.find((s) => s.id === call.stepId);

@@ -227,3 +227,23 @@ describe('a write the repair round planned', () => {
     expect(empty.calls).toEqual([]);
   });
 });
+
+describe('a rewrite that drops most of the file', () => {
+  it('is not used: the model call stays, and the function the step never mentioned is not lost', async () => {
+    const dates =
+      'def is_leap(year):\n    """True for leap years."""\n    return year % 4 == 0\n\n\ndef days_in_february(year):\n    return 29 if is_leap(year) else 28\n';
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'In dates.py, fix is_leap for 1900.',
+      files: [{ path: 'dates.py', text: dates }],
+    };
+    const dropped = model({
+      'dates.py':
+        '```python\ndef is_leap(year):\n    """True for leap years."""\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n```',
+    });
+    const own = call('edit_file', { path: 'dates.py', old_string: 'year % 4 == 0', new_string: 'year % 400 == 0' });
+    const r = await withWholeFileWrites(dropped.client, [step], [own], TOOLS);
+    expect(r.calls).toEqual([own]);
+    expect(r.rewritten).toEqual([]);
+  });
+});

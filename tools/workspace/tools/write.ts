@@ -6,7 +6,7 @@
 import { closestText } from '../closest-text';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { fileChange } from '../../../common/text-diff';
+import { fileChange, keptLines } from '../../../common/text-diff';
 import type { WriteChange } from '../../checkpoints/recorder';
 import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
@@ -29,22 +29,11 @@ export const KEEP_CHECK_MIN_LINES = 20;
  * either on purpose.
  */
 export function checkKept(before: string, after: string, shown: string): void {
-  const old = before.split('\n').filter((l) => l.trim());
-  if (old.length < KEEP_CHECK_MIN_LINES) return;
-  // Counted line by line: a line the new content holds once keeps one of the old ones, however often it was there.
-  const left = new Map<string, number>();
-  for (const l of after.split('\n')) left.set(l.trim(), (left.get(l.trim()) ?? 0) + 1);
-  let kept = 0;
-  for (const l of old) {
-    const n = left.get(l.trim()) ?? 0;
-    if (n > 0) {
-      left.set(l.trim(), n - 1);
-      kept++;
-    }
-  }
-  if (kept * 2 >= old.length) return;
+  const { old, kept } = keptLines(before, after);
+  if (old < KEEP_CHECK_MIN_LINES) return;
+  if (kept * 2 >= old) return;
   throw new ToolError(
-    `refused: this write would remove ${old.length - kept} of the ${old.length} lines of ${shown} (write_file ` +
+    `refused: this write would remove ${old - kept} of the ${old} lines of ${shown} (write_file ` +
       'replaces the whole file); nothing changed. To change a part of it, use edit_file. To replace it on purpose, ' +
       'delete it first and then write it.'
   );

@@ -1,8 +1,7 @@
 /**
- * The project files a step names. A small model told to "change the port in config.json" spends its first call
- * reading config.json and its second reading it again; shown the file with the instruction, its first call can be
- * the edit. The names come from the project's listing (so only files that exist), matched as whole words of the
- * step's text, by path or by base name when that is unique.
+ * The project files a step names, shown to the pick with their current content so its first call can act on them
+ * rather than read them. The names come from the project's listing (so only files that exist), matched as whole
+ * words of the step's text, by path or by base name when that is unique.
  */
 
 /** How much of one named file the pick sees, and of all of them. */
@@ -43,7 +42,7 @@ export function namedFiles(listing: string | undefined, text: string): string[] 
     const names = baseCount.get(base) === 1 && base !== f ? [f, base] : [f];
     let at = -1;
     for (const name of names) {
-      // A whole name: not part of a longer path or word (calc.py is not named by test_calc.py).
+      // A whole name: not part of a longer path or word (a.py is not named by test_a.py).
       const m = new RegExp(`(?<![\\w./-])(?:\\./)?${escape(name)}(?![\\w/-]|\\.\\w)`).exec(text);
       if (m && (at < 0 || m.index < at)) at = m.index;
     }
@@ -56,7 +55,7 @@ export function namedFiles(listing: string | undefined, text: string): string[] 
 }
 
 /**
- * A file name in prose: a path whose last part has an extension starting with a letter (`owner.txt`,
+ * A file name in prose: a path whose last part has an extension starting with a letter (`notes.txt`,
  * `src/app.ts`), or a dot-file of five letters or more (`.gitignore`; `.pyc` is an extension, not a file).
  */
 const FILE_NAME =

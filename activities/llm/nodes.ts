@@ -301,7 +301,7 @@ export async function pickTools(
   // A small model's change to a file is written whole, from plain text (./file-content); in a repair round, a file
   // the step's plan names that is still unchanged is written when the model's pick changes nothing.
   const whole = small
-    ? await withWholeFileWrites(model, input.steps, small ? writesForUnchanged(input.steps, calls) : calls, tools, {
+    ? await withWholeFileWrites(model, input.steps, writesForUnchanged(input.steps, calls), tools, {
         mayAsk: opts.mayAsk,
         request: input.request,
       })

@@ -17,7 +17,7 @@ import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
-import { makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
+import { everythingShown, makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
 import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
 import { processesWith } from '../support/processes';
 
@@ -27,15 +27,6 @@ const SECRETS = {
 };
 const CANARY = 'canary: outside the project, never to be read';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
-
-/** Everything a user or an operator could see of a task: its events, its state and its Temporal history. */
-async function everythingShown(t: TaskDriver): Promise<string> {
-  const history = await t.handle.fetchHistory();
-  const decoded = JSON.stringify(history, (_k, v: unknown) =>
-    v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v
-  );
-  return [JSON.stringify(await t.events()), JSON.stringify(await t.state()), decoded].join('\n');
-}
 
 /** Where the task's `context` event and /healthz say commands run. */
 async function sandboxShown(env: TestEnv, t: TaskDriver) {

@@ -13,21 +13,12 @@ import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
-import { makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
+import { everythingShown, makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
 import { permissionSignal } from '../../workflows/task/messages';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 /** A shell word that yields `s` without spelling it (so the permission gate cannot see the path). */
 const hiddenWord = (s: string) => `$(echo ${b64(s)} | base64 -d)`;
-
-/** Everything a user or an operator could see of a task: its events, its state and its Temporal history. */
-async function everythingShown(t: TaskDriver): Promise<string> {
-  const history = await t.handle.fetchHistory();
-  const decoded = JSON.stringify(history, (_k, v: unknown) =>
-    v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v
-  );
-  return [JSON.stringify(await t.events()), JSON.stringify(await t.state()), decoded].join('\n');
-}
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' });
 

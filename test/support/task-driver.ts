@@ -38,6 +38,15 @@ export function picksByStep(byStep: Record<string, Array<{ name: string; args: R
   };
 }
 
+/** Everything a user or an operator could see of a task: its events, its state and its Temporal history. */
+export async function everythingShown(t: TaskDriver): Promise<string> {
+  const history = await t.handle.fetchHistory();
+  const decoded = JSON.stringify(history, (_k, v: unknown) =>
+    v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v
+  );
+  return [JSON.stringify(await t.events()), JSON.stringify(await t.state()), decoded].join('\n');
+}
+
 export function step(id: string, instruction: string, extra: Partial<PlanStep> = {}): PlanStep {
   return {
     id,

@@ -46,11 +46,14 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(planned.plan.steps.map((s) => [s.id, s.instruction])).toEqual(steps.map((s) => [s.id, s.instruction]));
     expect(planned.repairs).toBeUndefined();
     // The two reads ran as one batch, the third step after them.
-    expect((await t.eventsOf('step_finished')).map((e) => [e.stepId, e.status])).toEqual([
+    // Steps of one batch finish in either order; the step that needs both comes last.
+    const finished = (await t.eventsOf('step_finished')).map((e) => [e.stepId, e.status]);
+    expect(finished.slice(0, 2).sort()).toEqual([
       ['s1', 'done'],
       ['s2', 'done'],
-      ['s3', 'done'],
     ]);
+    expect(finished[2]).toEqual(['s3', 'done']);
+    expect(finished).toHaveLength(3);
   });
 
   it("a plan that copies the Planner's example is asked again with the reason, and the plan for the request runs", async () => {

@@ -184,7 +184,13 @@ export function createActivities(deps: ActivityDeps) {
           toolAccess: input.toolAccess,
           request: input.request,
           goal: written.plan.goal,
-          steps: steps.map((s) => ({ id: s.id, title: s.title, instruction: s.instruction, dependencyResults: [] })),
+          steps: steps.map((s) => ({
+            id: s.id,
+            title: s.title,
+            instruction: s.instruction,
+            dependencyResults: [],
+            ...(s.expect ? { expect: s.expect } : {}),
+          })),
           // The listing the plan was written with: the project has not changed since.
           files: input.files,
         },

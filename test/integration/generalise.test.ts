@@ -109,6 +109,9 @@ describe('work in any language, and a question about .env', () => {
     expect(await t.result()).toMatchObject({ status: 'done' });
     expect(readFileSync(path.join(p.dir, 'hallo.py'), 'utf8')).toBe('print("Hallo Welt")\n');
     expect(fake.requestsFor('route_request')).toEqual([]);
+    // The first pick, made with the plan, sees what the plan expects of the step, as every later pick does.
+    const [firstPick] = fake.requestsFor('pick_tools');
+    expect(firstPick.text).toContain('Done when: hallo.py changed.');
   });
 
   it('a question about what .env says starts a task that asks before it reads the file', async () => {

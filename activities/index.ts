@@ -9,7 +9,7 @@ import { Failure } from '../common/failures';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
 import type { Grant } from '../common/path-guard';
-import type { Plan } from '../common/plan';
+import { plannedFiles, type Plan } from '../common/plan';
 import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
 import type { ToolDescriptor } from '../common/tools';
@@ -127,14 +127,31 @@ export function createActivities(deps: ActivityDeps) {
     );
   }
 
-  /** The files a step's instruction names (activities/llm/named-files.ts), as they are now. */
+  /**
+   * The files a step's plan aims at (its `expect.changes`) and its instruction names (activities/llm/named-files.ts),
+   * as they are now.
+   */
   async function stepFiles(projectDir: string, listing: string | undefined, step: nodes.PickStep) {
     // And the files the step's calls so far read or changed, as they are now: an edit is aimed at text it sees.
     const touched = (step.earlierCalls ?? []).map((c) => c.args.path).filter((p): p is string => typeof p === 'string');
     const listed = new Set(listedFiles(listing));
-    const names = [...new Set([...namedFiles(listing, step.instruction), ...touched.filter((p) => listed.has(p))])];
+    const names = [
+      ...new Set([
+        ...plannedFiles(step).filter((p) => listed.has(p)),
+        ...namedFiles(listing, step.instruction),
+        ...touched.filter((p) => listed.has(p)),
+      ]),
+    ];
     return namedFileTexts(projectDir, names);
   }
+
+  /** The files a step is to create: those its plan's `expect.changes` and its instruction name that do not exist. */
+  const stepNewFiles = (existing: readonly string[], step: nodes.PickStep) => {
+    const known = new Set(existing);
+    return [
+      ...new Set([...plannedFiles(step).filter((p) => !known.has(p)), ...newFileNames(existing, step.instruction)]),
+    ];
+  };
 
   /** A pick, with every call's paths checked (where they resolve, and whether outside the project or sensitive). */
   async function pickChecked(
@@ -148,7 +165,7 @@ export function createActivities(deps: ActivityDeps) {
       input.steps.map(async (s) => ({
         ...s,
         files: await stepFiles(input.projectDir, files, s),
-        ...(existing ? { newFiles: newFileNames(existing, s.instruction) } : {}),
+        ...(existing ? { newFiles: stepNewFiles(existing, s) } : {}),
       }))
     );
     const picked = await nodes.pickTools(model, { ...input, files, steps }, offeredTools, opts);

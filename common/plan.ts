@@ -35,6 +35,17 @@ export const StepExpectSchema = z.strictObject({
 });
 export type StepExpect = z.infer<typeof StepExpectSchema>;
 
+/** A path as the plan wrote it, as the project names it (no leading "./", no trailing "/"). */
+export const plainPath = (p: string) =>
+  p
+    .trim()
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
+
+/** The files a step's plan says it creates or changes (its `expect.changes`), as the project names them. */
+export const plannedFiles = (step: { expect?: StepExpect }): string[] =>
+  (step.expect?.changes ?? []).map(plainPath).filter(Boolean);
+
 export const PlanStepSchema = z.strictObject({
   id: StepIdSchema.describe('short unique id, e.g. "s1"'),
   title: z.string().min(1).max(200).describe('a few words'),

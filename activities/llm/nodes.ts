@@ -7,14 +7,14 @@ import { z } from 'zod';
 import type { ToolAccess } from '../../common/config';
 import type { PickRepair } from '../../common/first-pick';
 import { addUsage, ZERO_USAGE, type MeteredUsage, type ModelUsage } from '../../common/model-protocol';
-import { EvaluateStepOutputSchema, type PlanStep, type StepExpect } from '../../common/plan';
+import { EvaluateStepOutputSchema, plannedFiles, type PlanStep, type StepExpect } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
-import { narrowPaths, rankTools, writesForUnchanged } from './small-model';
+import { narrowPaths, rankTools, writesForNewFiles, writesForUnchanged } from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -243,6 +243,43 @@ export async function pickTools(
   tools: readonly ToolDescriptor[],
   opts: { mayAsk?: boolean } = {}
 ): Promise<PickToolsResult> {
+  if (model.profile !== 'small' || allFiles(input.files) === null) return modelPick(model, input, tools, opts);
+  // A small model's steps that only create files get them written without a pick (./small-model); a step whose
+  // write got no content, and every other step, is picked by the model as usual.
+  const planned = await withWholeFileWrites(model, input.steps, writesForNewFiles(input.steps), tools, {
+    mayAsk: opts.mayAsk,
+    request: input.request,
+  });
+  const covered = new Set([...planned.calls, ...planned.questions].map((c) => c.stepId));
+  const rest = input.steps.filter((s) => !covered.has(s.id));
+  const picked: PickToolsResult = rest.length
+    ? await modelPick(model, { ...input, steps: rest }, tools, opts)
+    : { calls: [], noSuitable: [], usage: { ...ZERO_USAGE, modelCalls: 0 } };
+  if (!planned.modelCalls) return picked;
+  const repairs = [
+    ...planned.rewritten.map((r) => ({ stepId: r.stepId, repair: `${r.path}: written whole, as the plan names it` })),
+    ...(picked.repairs ?? []),
+  ];
+  const questions = [...planned.questions, ...(picked.questions ?? [])];
+  return {
+    calls: [...planned.calls, ...picked.calls],
+    noSuitable: picked.noSuitable,
+    usage: {
+      ...addUsage(planned.usage, picked.usage),
+      modelCalls: planned.modelCalls + (picked.usage.modelCalls ?? 1),
+    },
+    ...(repairs.length ? { repairs } : {}),
+    ...(questions.length ? { questions } : {}),
+  };
+}
+
+/** The model's pick for the steps, with the small profile's narrowing and whole-file writes. */
+async function modelPick(
+  model: ModelClient,
+  input: PickToolsInput,
+  tools: readonly ToolDescriptor[],
+  opts: { mayAsk?: boolean }
+): Promise<PickToolsResult> {
   const stepIds = input.steps.map((s) => s.id);
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
   const small = model.profile === 'small';
@@ -256,6 +293,7 @@ export async function pickTools(
           existingFiles: existing,
           shownInFull: shownInFull(input.steps),
           newFiles: [...new Set(input.steps.flatMap((s) => s.newFiles ?? []))],
+          planned: [...new Set(input.steps.flatMap((s) => plannedFiles(s)))],
         })
       : fns,
     { maxCalls: stepIds.length * MAX_CALLS_PER_STEP }

@@ -9,8 +9,9 @@
  * - `narrowPaths`: a `path` the sent schema holds to files that exist, or to the new files a step names.
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
+ * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
  */
-import type { StepExpect } from '../../common/plan';
+import { plannedFiles, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { isCut } from './named-files';
 import type { OpenAIFunction } from './structured-output';
@@ -80,21 +81,31 @@ export interface PickPaths {
   shownInFull?: ReadonlySet<string>;
   /** Files the steps name that are not in the project yet. */
   newFiles?: readonly string[];
+  /** The files the steps' plan says they create or change (`expect.changes`): writes go there and nowhere else. */
+  planned?: readonly string[];
 }
 
 /**
  * The functions with each `path` a small model would otherwise make up held to a list, when the whole listing is
- * known: `read_file` to the files not shown whole (unless every file is), `edit_file` to the files that exist, and
- * `write_file` (when the steps name new files) to those and the files shown whole. Every tool stays offered. A
- * model that is not held by a grammar may still call outside the list: the call runs like any other.
+ * known: `read_file` to the files not shown whole (unless every file is); `write_file` and `edit_file` to the files
+ * the steps' plan is to change when it names them (a write elsewhere would be a side effect no one planned), else
+ * `edit_file` to the files that exist and `write_file` (when the steps name new files) to those and the files shown
+ * whole. Every tool stays offered. A model that is not held by a grammar may still call outside the list: the call
+ * runs like any other.
  */
 export function narrowPaths(fns: readonly OpenAIFunction[], paths: PickPaths): OpenAIFunction[] {
-  const { existingFiles: existing, shownInFull = new Set<string>(), newFiles = [] } = paths;
+  const { existingFiles: existing, shownInFull = new Set<string>(), newFiles = [], planned = [] } = paths;
   if (!existing) return [...fns];
   const readable = existing.filter((f) => !shownInFull.has(f));
-  const writable = newFiles.length ? [...new Set([...newFiles, ...shownInFull])] : null;
+  const plannedEdits = planned.filter((f) => existing.includes(f));
+  const writable = planned.length
+    ? [...new Set(planned)]
+    : newFiles.length
+      ? [...new Set([...newFiles, ...shownInFull])]
+      : null;
+  const editable = planned.length ? plannedEdits : existing;
   const heldTo = (name: string): readonly string[] | null =>
-    name === WRITE_FILE ? writable : name === READ_FILE ? readable : name === EDIT_FILE ? existing : null;
+    name === WRITE_FILE ? writable : name === READ_FILE ? readable : name === EDIT_FILE ? editable : null;
   return fns.map((f) => {
     const held = heldTo(f.function.name);
     const params = f.function.parameters as { properties?: Record<string, Record<string, unknown>> };
@@ -157,4 +168,43 @@ export function writesForUnchanged(steps: readonly RepairStep[], calls: readonly
     out = [...out.filter((c) => c.stepId !== s.id), write];
   }
   return out;
+}
+
+/** What `writesForNewFiles` looks at of a step. */
+export interface CreatingStep {
+  id: string;
+  expect?: StepExpect;
+  /** Files the step names or plans that are not in the project yet. */
+  newFiles?: readonly string[];
+  earlierCalls?: ReadonlyArray<unknown>;
+  notDone?: string;
+}
+
+/**
+ * For each step that has made no call yet and whose plan says it only creates files (every file of its
+ * `expect.changes` is new), a `write_file` of each of them, for the whole-file writes to fill: offered the tools, a
+ * small model could only aim that call, and often aims another. The writes go where the plan aimed them, through the
+ * permission gate like any other; a step whose write gets no content is picked as usual.
+ */
+export function writesForNewFiles(steps: readonly CreatingStep[]): PickedCall[] {
+  const calls: PickedCall[] = [];
+  for (const s of steps) {
+    const files = plannedFiles(s);
+    const fresh = new Set(s.newFiles ?? []);
+    if (!files.length || s.earlierCalls?.length || s.notDone || !files.every((f) => fresh.has(f))) continue;
+    for (const path of new Set(files)) {
+      const write: PickedCall = {
+        stepId: s.id,
+        server: 'workspace',
+        tool: 'write_file',
+        qualifiedName: WRITE_FILE,
+        args: { path, content: '' },
+        readOnly: false,
+        idempotent: true,
+      };
+      PLANNED_WRITES.add(write);
+      calls.push(write);
+    }
+  }
+  return calls;
 }

@@ -300,6 +300,47 @@ describe('model.profile small', () => {
     expect(usage.modelCalls).toBe(6);
   });
 
+  it('a step whose plan only creates a file has it written from plain text without a pick; the next step is picked', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({ 'README.md': '# scratch\n' });
+    const request = 'Create hello.sh that prints hello world, then run it.';
+    fake.on('write_plan', {
+      call: plan(
+        [
+          step('s1', 'Create hello.sh that prints hello world.', { expect: { changes: ['hello.sh'] } }),
+          step('s2', 'Run hello.sh.', { depends_on: ['s1'], expect: { check: 'sh hello.sh' } }),
+        ],
+        {},
+        request
+      ),
+    });
+    fake.on('write_file_content', { content: '```sh\necho hello world\n```' });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__run_command', args: { step_id: 's2', command: 'sh hello.sh' } }],
+    });
+    fake.on('compose_answer', { content: 'hello.sh prints hello world.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'hello.sh'), 'utf8')).toBe('echo hello world\n');
+    expect(readFileSync(path.join(p.dir, 'README.md'), 'utf8')).toBe('# scratch\n');
+    const [first, second] = await finishedOf(t);
+    expect(first).toMatchObject({
+      stepId: 's1',
+      status: 'done',
+      calls: [{ tool: 'workspace__write_file', status: 'ok' }],
+      repairs: ['hello.sh: written whole, as the plan names it'],
+    });
+    expect(second).toMatchObject({ stepId: 's2', status: 'done' });
+    // The model was asked for the content of hello.sh, and to pick only for the step that runs it.
+    expect(fake.requestsFor('write_file_content')[0].text).toContain('hello.sh is a new file');
+    const picks = fake.requestsFor('pick_tools');
+    expect(picks).toHaveLength(1);
+    expect(picks[0].text).toContain('### Step s2');
+    expect(picks[0].text).not.toContain('### Step s1');
+  });
+
   it('a new file that needs a fact only the user knows: the step asks it before it runs, then writes the answer', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'README.md': '# team tools\n' });

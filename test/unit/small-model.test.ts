@@ -5,7 +5,13 @@
 import { pickToolsFunctions } from '../../activities/llm/nodes';
 import { boundNamedFiles } from '../../activities/llm/named-files';
 import { fileChangesOnly } from '../../activities/llm/planner';
-import { narrowPaths, PLANNED_WRITES, rankTools, writesForUnchanged } from '../../activities/llm/small-model';
+import {
+  narrowPaths,
+  PLANNED_WRITES,
+  rankTools,
+  writesForNewFiles,
+  writesForUnchanged,
+} from '../../activities/llm/small-model';
 import { describeTool, type ToolDescriptor } from '../../common/tools';
 
 const tool = (name: string) =>
@@ -75,6 +81,16 @@ describe('small profile: paths held to a list', () => {
     });
   });
 
+  it("a write goes only to the files the steps' plan is to change, when it names them", () => {
+    expect(paths({ existingFiles, shownInFull, newFiles: ['owner.txt'], planned: ['calc.py'] })).toMatchObject({
+      write_file: ['calc.py'],
+      edit_file: ['calc.py'],
+      read_file: ['README.md'],
+    });
+    // The control: without a plan naming files, a file shown whole may be written too.
+    expect(paths({ existingFiles, shownInFull, newFiles: ['owner.txt'] }).write_file).toContain('calc.py');
+  });
+
   it('without the whole listing nothing is held; with every file shown read_file stays offered, unheld', () => {
     expect(Object.values(paths({ newFiles: ['owner.txt'] })).every((v) => v === undefined)).toBe(true);
     const all = paths({ existingFiles: ['calc.py'], shownInFull });
@@ -113,6 +129,32 @@ describe('small profile: a repair round writes the file the plan names when the 
     const [cut] = boundNamedFiles([{ path: 'big.py', text: 'x\n'.repeat(5000) }]);
     expect(writesForUnchanged([{ id: 's1', unchanged: ['big.py'], files: [cut] }], [read])).toEqual([read]);
     expect(writesForUnchanged([{ id: 's1', unchanged: [] }], [read])).toEqual([read]);
+  });
+});
+
+describe('small profile: a step that only creates files is written without a pick', () => {
+  it('each new file its plan names becomes a write, for the whole-file write to fill', () => {
+    const calls = writesForNewFiles([
+      { id: 's1', expect: { changes: ['./hello.py', 'test_hello.py'] }, newFiles: ['hello.py', 'test_hello.py'] },
+    ]);
+    expect(calls.map((c) => [c.stepId, c.qualifiedName, c.args.path])).toEqual([
+      ['s1', 'workspace__write_file', 'hello.py'],
+      ['s1', 'workspace__write_file', 'test_hello.py'],
+    ]);
+    expect(calls.every((c) => PLANNED_WRITES.has(c))).toBe(true);
+  });
+
+  it('a step that changes an existing file, has no plan of changes, or is under way is left to the pick', () => {
+    expect(
+      writesForNewFiles([{ id: 's1', expect: { changes: ['hello.py', 'README.md'] }, newFiles: ['hello.py'] }])
+    ).toEqual([]);
+    expect(writesForNewFiles([{ id: 's1', expect: { check: 'python3 hello.py' }, newFiles: ['hello.py'] }])).toEqual(
+      []
+    );
+    const fresh = { id: 's1', expect: { changes: ['hello.py'] }, newFiles: ['hello.py'] };
+    expect(writesForNewFiles([{ ...fresh, earlierCalls: [{}] }])).toEqual([]);
+    expect(writesForNewFiles([{ ...fresh, notDone: 'the check failed' }])).toEqual([]);
+    expect(writesForNewFiles([fresh])).toHaveLength(1);
   });
 });
 

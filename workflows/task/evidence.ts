@@ -4,7 +4,7 @@
  * with a check worked only if the check, run by Klea itself in the sandbox, exits 0. What is missing is shown to
  * the model in up to `MAX_REPAIR_ROUNDS` more picks, and then the step is not achieved.
  */
-import type { StepExpect } from '../../common/plan';
+import { plainPath, plannedFiles, type StepExpect } from '../../common/plan';
 import { cut } from './text';
 import type { CallOutcome } from './triage';
 
@@ -12,12 +12,6 @@ import type { CallOutcome } from './triage';
 export const MAX_REPAIR_ROUNDS = 2;
 /** How much of a failed call's or check's output the reason (and the repair pick) sees. */
 const OUTPUT_CHARS = 800;
-
-const plainPath = (p: string) =>
-  p
-    .trim()
-    .replace(/^\.\/+/, '')
-    .replace(/\/+$/, '');
 
 /** Whether a call did not do what it was asked (a denied or refused call is the user's or the policy's). */
 const failed = (c: CallOutcome) => c.status === 'error' || c.status === 'failed';
@@ -48,7 +42,7 @@ export const unrunnable = (check: CallOutcome) => /^exit code: 12[67]\b/.test(ch
 /** The files of the step's `expect.changes` that none of its calls changed. */
 export function unchangedFiles(calls: readonly CallOutcome[], expect?: StepExpect): string[] {
   const changed = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
-  return (expect?.changes ?? []).map(plainPath).filter((p) => p && !changed.has(p));
+  return plannedFiles({ expect }).filter((p) => !changed.has(p));
 }
 
 /**

@@ -14,7 +14,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
-import { narrowPaths, rankTools, writesForNewFiles, writesForUnchanged } from './small-model';
+import { narrowPaths, suggestedTools, writesForNewFiles, writesForUnchanged } from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -43,6 +43,8 @@ export interface PickStep {
   notDone?: string;
   /** For a repair round: the files of `expect.changes` not changed yet. */
   unchanged?: string[];
+  /** The tools its plan says it needs, likeliest first (the small profile's `suggestedTools`). */
+  suggested?: string[];
 }
 
 /** A call a step already made, as the next pick of the same step sees it. */
@@ -199,7 +201,8 @@ export function pickToolsPrompt(input: PickToolsInput) {
         s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
         s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : '',
         expectText(s.expect),
-        s.notDone ? `Not done yet: ${s.notDone}\nMake the call that fixes this; do not repeat a call that failed.` : ''
+        s.notDone ? `Not done yet: ${s.notDone}\nMake the call that fixes this; do not repeat a call that failed.` : '',
+        s.suggested?.length ? `Tools for this step: ${s.suggested.join(', ')}.` : ''
       )
     )
     .join('\n\n');
@@ -284,10 +287,10 @@ async function modelPick(
   const byName = new Map(tools.map((t) => [t.qualifiedName, t]));
   const small = model.profile === 'small';
   const existing = allFiles(input.files);
-  const offered = small ? rankTools(tools, input.steps, { listingComplete: existing !== null }) : tools;
-  const fns = pickToolsFunctions(offered, stepIds);
+  const fns = pickToolsFunctions(tools, stepIds);
+  const steps = small ? input.steps.map((s) => ({ ...s, suggested: suggestedTools(tools, s) })) : input.steps;
   const answer = await model.toolCalls(
-    pickToolsPrompt(input),
+    pickToolsPrompt({ ...input, steps }),
     small
       ? narrowPaths(fns, {
           existingFiles: existing,

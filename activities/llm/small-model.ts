@@ -5,7 +5,7 @@
  * None of them reads the words of a request: what they go by is the plan's structure (a step's `expect`), the
  * project's listing and the calls a step has made, so a request in any language gets the same help.
  *
- * - `rankTools`: the order of the offered tools (a small model leans to the first it is offered).
+ * - `suggestedTools`: the tools a step's plan says it needs, named in the pick's prompt.
  * - `narrowPaths`: a `path` the sent schema holds to files that exist, or to the new files a step names.
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
@@ -20,57 +20,35 @@ export const READ_FILE = 'workspace__read_file';
 export const WRITE_FILE = 'workspace__write_file';
 export const EDIT_FILE = 'workspace__edit_file';
 const RUN_COMMAND = 'workspace__run_command';
-/** Workspace tools whose answer the pick prompt may already hold: the listing. */
-const LISTING_TOOLS = new Set(['workspace__list_dir', 'workspace__find_files']);
-/** Workspace tools that read or search (what a step with no `expect` does). */
-const READING_TOOLS = new Set([READ_FILE, 'workspace__grep', 'workspace__find_files', 'workspace__list_dir']);
 
-/** What `rankTools` looks at of a step. */
-export interface RankedStep {
+/** What `suggestedTools` looks at of a step. */
+export interface SuggestStep {
   expect?: StepExpect;
   /** Files the step names that exist, shown whole or cut. */
-  files?: ReadonlyArray<{ path: string }>;
+  files?: ReadonlyArray<{ path: string; text: string }>;
   newFiles?: readonly string[];
-  earlierCalls?: ReadonlyArray<{ tool: string }>;
 }
 
 /**
- * The offered tools in the order a small model should consider them, all of them kept:
- * - first what the steps' plan says they do: writing (`write_file` for a new file, `edit_file` for an existing
- *   one) for a step that is to change files, `run_command` for one with a check, the reading tools for a step
- *   with no `expect`;
- * - last the tools a step under way has called already, the listing tools when the prompt holds the whole listing,
- *   and `read_file` when the prompt shows every step its files.
- * Ties keep the server's order.
+ * The tools the step's plan says it needs, first the likeliest, named at the end of the step in the pick's prompt
+ * (a small model leans to the first tool it is offered; the offered list itself keeps the server's order, so the
+ * prompt's long stable part stays the same from pick to pick and the server's prompt cache holds it):
+ * - writing (`write_file` for a new file, `edit_file` for an existing one) for a step that is to change files;
+ * - `run_command` for one with a check;
+ * - `read_file` only where a file the step names is not shown whole.
+ * None for a step with no `expect`: every tool is as likely.
  */
-export function rankTools(
-  tools: readonly ToolDescriptor[],
-  steps: readonly RankedStep[],
-  opts: { listingComplete?: boolean } = {}
-): ToolDescriptor[] {
-  const wanted = new Set<string>();
-  for (const s of steps) {
-    const changes = s.expect?.changes ?? [];
-    const creates = changes.some((c) => (s.newFiles ?? []).includes(c.replace(/^\.\//, '')));
-    if (changes.length) wanted.add(creates ? WRITE_FILE : EDIT_FILE).add(creates ? EDIT_FILE : WRITE_FILE);
-    if (s.expect?.check) wanted.add(RUN_COMMAND);
-    if (!s.expect) for (const t of READING_TOOLS) wanted.add(t);
+export function suggestedTools(tools: readonly ToolDescriptor[], step: SuggestStep): string[] {
+  const wanted: string[] = [];
+  const changes = plannedFiles(step);
+  if (changes.length) {
+    const creates = changes.some((c) => (step.newFiles ?? []).includes(c));
+    wanted.push(...(creates ? [WRITE_FILE, EDIT_FILE] : [EDIT_FILE, WRITE_FILE]));
   }
-  const called = new Set(steps.flatMap((s) => s.earlierCalls ?? []).map((c) => c.tool));
-  const filesShown = steps.length > 0 && steps.every((s) => s.files?.length);
-  const order = [...wanted];
-  const score = (t: ToolDescriptor) => {
-    const known =
-      called.has(t.qualifiedName) ||
-      (opts.listingComplete && LISTING_TOOLS.has(t.qualifiedName)) ||
-      (filesShown && t.qualifiedName === READ_FILE);
-    const at = order.indexOf(t.qualifiedName);
-    return (known ? -1000 : 0) + (at < 0 ? 0 : 100 - at);
-  };
-  return tools
-    .map((t, i) => ({ t, i, s: score(t) }))
-    .sort((a, b) => b.s - a.s || a.i - b.i)
-    .map((x) => x.t);
+  if (step.expect?.check) wanted.push(RUN_COMMAND);
+  if (wanted.length && (step.files ?? []).some(isCut)) wanted.push(READ_FILE);
+  const offered = new Set(tools.map((t) => t.qualifiedName));
+  return [...new Set(wanted)].filter((n) => offered.has(n));
 }
 
 /** What a pick's paths may be held to. */

@@ -8,7 +8,7 @@ import { fileChangesOnly } from '../../activities/llm/planner';
 import {
   narrowPaths,
   PLANNED_WRITES,
-  rankTools,
+  suggestedTools,
   writesForNewFiles,
   writesForUnchanged,
 } from '../../activities/llm/small-model';
@@ -23,38 +23,38 @@ const tool = (name: string) =>
 const workspace = ['read_file', 'list_dir', 'grep', 'write_file', 'edit_file', 'run_command'].map(tool);
 const names = (ts: ToolDescriptor[]) => ts.map((t) => t.name);
 
-describe('small profile: tool order', () => {
-  it('a step that is to create a file is offered write_file first, one that changes a file edit_file', () => {
-    expect(names(rankTools(workspace, [{ expect: { changes: ['hello.py'] }, newFiles: ['hello.py'] }]))[0]).toBe(
-      'write_file'
+describe('small profile: the tools a step needs, named in its pick', () => {
+  const suggested = (step: Parameters<typeof suggestedTools>[1]) =>
+    suggestedTools(workspace, step).map((n) => n.replace('workspace__', ''));
+
+  it('a step that is to create a file is told write_file first, one that changes a file edit_file', () => {
+    expect(suggested({ expect: { changes: ['hello.py'] }, newFiles: ['hello.py'] })).toEqual([
+      'write_file',
+      'edit_file',
+    ]);
+    expect(suggested({ expect: { changes: ['calc.py'] } })).toEqual(['edit_file', 'write_file']);
+  });
+
+  it('a step with a check is told run_command; read_file only when a file it names is shown in part', () => {
+    expect(suggested({ expect: { check: 'python3 -m pytest' } })).toEqual(['run_command']);
+    const [cut] = boundNamedFiles([{ path: 'big.py', text: 'x\n'.repeat(5000) }]);
+    expect(suggested({ expect: { changes: ['big.py'] }, files: [cut] })).toEqual([
+      'edit_file',
+      'write_file',
+      'read_file',
+    ]);
+    expect(suggested({ expect: { changes: ['a.py'] }, files: [{ path: 'a.py', text: 'x' }] })).not.toContain(
+      'read_file'
     );
-    expect(names(rankTools(workspace, [{ expect: { changes: ['calc.py'] } }]))[0]).toBe('edit_file');
   });
 
-  it('a step with a check is offered run_command before the reading tools', () => {
-    const ranked = names(rankTools(workspace, [{ expect: { check: 'python3 -m pytest' } }]));
-    expect(ranked[0]).toBe('run_command');
+  it('a step with no plan of changes or checks is told nothing: every tool is as likely', () => {
+    expect(suggested({ files: [{ path: 'calc.py', text: 'x' }] })).toEqual([]);
   });
 
-  it('the order does not depend on the language of the request: the same plan gives the same order', () => {
-    // Nothing of the instruction is read: a step is ranked by its expect, its files and its calls.
-    const de = rankTools(workspace, [{ expect: { changes: ['hallo.py'] }, newFiles: ['hallo.py'] }]);
-    const zh = rankTools(workspace, [{ expect: { changes: ['hallo.py'] }, newFiles: ['hallo.py'] }]);
-    expect(names(de)).toEqual(names(zh));
-  });
-
-  it('what a step has called, the listing tools with the whole listing, and read_file with every file shown go last', () => {
-    const ranked = names(
-      rankTools(workspace, [{ earlierCalls: [{ tool: 'workspace__grep' }], files: [{ path: 'calc.py' }] }], {
-        listingComplete: true,
-      })
-    );
-    expect(ranked.slice(-3).sort()).toEqual(['grep', 'list_dir', 'read_file']);
-    expect(new Set(ranked)).toEqual(new Set(names(workspace)));
-  });
-
-  it('with no plan structure to go by, the server order stays', () => {
-    expect(names(rankTools(workspace, [{ expect: {} }]))).toEqual(names(workspace));
+  it('the offered functions keep the server order for every pick (the prompt prefix the server caches)', () => {
+    const fns = pickToolsFunctions(workspace, ['s1']).map((f) => f.function.name.replace('workspace__', ''));
+    expect(fns).toEqual([...names(workspace), 'no_suitable_tool']);
   });
 });
 

@@ -161,16 +161,19 @@ export function fileChange(
  * of the old ones, however often it was there), out of how many there were. Pure.
  */
 export function keptLines(before: string, after: string): { old: number; kept: number } {
-  const old = before.split('\n').filter((l) => l.trim());
+  const old = before.split('\n').filter((l) => l.trim()).length;
+  return { old, kept: old - droppedLines(before, after).length };
+}
+
+/** `before`'s non-blank lines that `after` does not keep, counted as `keptLines` counts them, in order. Pure. */
+export function droppedLines(before: string, after: string): string[] {
   const left = new Map<string, number>();
   for (const l of after.split('\n')) left.set(l.trim(), (left.get(l.trim()) ?? 0) + 1);
-  let kept = 0;
-  for (const l of old) {
+  const dropped: string[] = [];
+  for (const l of before.split('\n').filter((x) => x.trim())) {
     const n = left.get(l.trim()) ?? 0;
-    if (n > 0) {
-      left.set(l.trim(), n - 1);
-      kept++;
-    }
+    if (n > 0) left.set(l.trim(), n - 1);
+    else dropped.push(l);
   }
-  return { old: old.length, kept };
+  return dropped;
 }

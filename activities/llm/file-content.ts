@@ -9,7 +9,8 @@
  * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { keptLines } from '../../common/text-diff';
+import { plainPath } from '../../common/plan';
+import { droppedLines, keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { isCut, type NamedFile } from './named-files';
@@ -57,7 +58,14 @@ export interface FileContentInput {
   context: readonly NamedFile[];
   /** The model may ask the user for a fact about them instead (`ASK_RULE`). */
   mayAsk?: boolean;
+  /** In a repair round: what the step's evidence shows is not done yet (a failed check's output, say). */
+  notDone?: string;
+  /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
+  dropped?: readonly string[];
 }
+
+/** How many of the lines a rewrite dropped its second ask shows. */
+export const DROPPED_SHOWN = 12;
 
 export function fileContentPrompt(input: FileContentInput): NodePrompt {
   const parts =
@@ -75,6 +83,13 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
         ...parts,
         ...(input.request && input.request.trim() !== input.instruction.trim() ? [`Request: ${input.request}`] : []),
         `Step: ${input.instruction}`,
+        ...(input.notDone ? [`Not done yet: ${input.notDone}`] : []),
+        ...(input.dropped?.length
+          ? [
+              `Your first answer left out these lines of ${input.path}. Keep each one the step does not ask to ` +
+                `change:\n${fenced(input.dropped.slice(0, DROPPED_SHOWN).join('\n'))}`,
+            ]
+          : []),
         `Reply with the whole new content of ${input.path}.`,
       ].join('\n\n'),
     ],
@@ -97,7 +112,26 @@ export function contentOfAnswer(answer: string): string | null {
   return trimmed ? `${trimmed}\n` : null;
 }
 
-const plainPath = (p: string) => p.replace(/^\.\//, '');
+/** Whether a rewrite that left out `dropped` of `before`'s lines removed most of a file of some length. */
+function tooMuchDropped(before: string, dropped: readonly string[]): boolean {
+  const { old } = keptLines(before, before);
+  return old >= REWRITE_KEEP_MIN_LINES && dropped.length * 2 > old;
+}
+
+/**
+ * Whether `content` holds most of the lines of `other` (a file shown to read) that `current` (the file being written)
+ * did not hold already: at least REWRITE_KEEP_MIN_LINES of them, and more than half.
+ */
+export function copiedIn(other: string, content: string, current: string): boolean {
+  const own = new Set(current.split('\n').map((l) => l.trim()));
+  const theirs = other
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !own.has(l));
+  if (theirs.length < REWRITE_KEEP_MIN_LINES) return false;
+  const { kept } = keptLines(theirs.join('\n'), content);
+  return kept * 2 > theirs.length;
+}
 
 export interface WholeFileStep {
   id: string;
@@ -105,6 +139,7 @@ export interface WholeFileStep {
   files?: NamedFile[];
   newFiles?: string[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
+  notDone?: string;
 }
 
 export interface WholeFileWrites {
@@ -145,30 +180,48 @@ export async function withWholeFileWrites(
   const res: WholeFileWrites = { calls: [], usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   if (!writer) return { ...res, calls: [...calls] };
   /** The new content of `path` for `step`, or a question, or null when it would change nothing. */
-  const rewrite = async (step: WholeFileStep, path: string, current: NamedFile | null) => {
+  const rewrite = async (
+    step: WholeFileStep,
+    path: string,
+    current: NamedFile | null
+  ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
-    const answer = await model.text(
-      fileContentPrompt({
-        path,
-        current: current ? current.text : null,
-        instruction: step.instruction,
-        request: opts.request,
-        context: (step.files ?? []).filter((f) => f !== current && !isCut(f)),
-        mayAsk,
-      })
-    );
-    res.usage = addUsage(res.usage, answer.usage);
-    res.modelCalls++;
-    const question = mayAsk ? questionOf(answer.text) : null;
+    const context = (step.files ?? []).filter((f) => f !== current && !isCut(f));
+    const ask = async (dropped?: string[]) => {
+      const answer = await model.text(
+        fileContentPrompt({
+          path,
+          current: current ? current.text : null,
+          instruction: step.instruction,
+          request: opts.request,
+          context,
+          mayAsk,
+          notDone: step.notDone,
+          ...(dropped ? { dropped } : {}),
+        })
+      );
+      res.usage = addUsage(res.usage, answer.usage);
+      res.modelCalls++;
+      return answer.text;
+    };
+    let text = await ask();
+    const question = mayAsk ? questionOf(text) : null;
     if (question) return { question };
-    const content = contentOfAnswer(answer.text);
-    if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
+    let content = contentOfAnswer(text);
     // The rewrite of an existing file keeps most of it: a model asked for the whole file that drops half of its
-    // lines (a function the step never mentioned) is not used, and the model's own call stays.
-    if (current) {
-      const { old, kept } = keptLines(current.text, content);
-      if (old >= REWRITE_KEEP_MIN_LINES && kept * 2 < old) return null;
+    // lines (a function the step never mentioned) is asked once more, shown what it left out; if it drops them
+    // again, it is not used, and the model's own call stays.
+    if (current && content !== null) {
+      const dropped = droppedLines(current.text, content);
+      if (tooMuchDropped(current.text, dropped)) {
+        text = await ask(dropped);
+        content = contentOfAnswer(text);
+        if (content !== null && tooMuchDropped(current.text, droppedLines(current.text, content))) return null;
+      }
     }
+    if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
+    // Nor is one that copies in a file it was shown to read: the model merged two files into one.
+    if (context.some((f) => copiedIn(f.text, content, current?.text ?? ''))) return null;
     return { content };
   };
   for (const call of calls) {

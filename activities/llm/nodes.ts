@@ -14,7 +14,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
 import { allFiles, isCut, type NamedFile } from './named-files';
-import { narrowPaths, suggestedTools, writesForNewFiles, writesForUnchanged } from './small-model';
+import { checksFirst, narrowPaths, suggestedTools, writesForNewFiles, writesForUnchanged } from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -246,20 +246,23 @@ export async function pickTools(
   tools: readonly ToolDescriptor[],
   opts: { mayAsk?: boolean } = {}
 ): Promise<PickToolsResult> {
-  if (model.profile !== 'small' || allFiles(input.files) === null) return modelPick(model, input, tools, opts);
-  // A small model's steps that only create files get them written without a pick (./small-model); a step whose
-  // write got no content, and every other step, is picked by the model as usual.
-  const planned = await withWholeFileWrites(model, input.steps, writesForNewFiles(input.steps), tools, {
+  if (model.profile !== 'small') return modelPick(model, input, tools, opts);
+  // A small model's steps that only run a check, or only create files, make that call without a pick
+  // (./small-model); a step whose write got no content, and every other step, is picked by the model as usual.
+  const checks = checksFirst(tools, input.steps);
+  const creating = allFiles(input.files) === null ? [] : writesForNewFiles(input.steps);
+  const planned = await withWholeFileWrites(model, input.steps, [...checks, ...creating], tools, {
     mayAsk: opts.mayAsk,
     request: input.request,
   });
   const covered = new Set([...planned.calls, ...planned.questions].map((c) => c.stepId));
+  if (!covered.size && !planned.modelCalls) return modelPick(model, input, tools, opts);
   const rest = input.steps.filter((s) => !covered.has(s.id));
   const picked: PickToolsResult = rest.length
     ? await modelPick(model, { ...input, steps: rest }, tools, opts)
     : { calls: [], noSuitable: [], usage: { ...ZERO_USAGE, modelCalls: 0 } };
-  if (!planned.modelCalls) return picked;
   const repairs = [
+    ...checks.map((c) => ({ stepId: c.stepId, repair: `\`${String(c.args.command)}\`: run first, the step's check` })),
     ...planned.rewritten.map((r) => ({ stepId: r.stepId, repair: `${r.path}: written whole, as the plan names it` })),
     ...(picked.repairs ?? []),
   ];

@@ -10,6 +10,7 @@
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
+ * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick.
  */
 import { plannedFiles, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
@@ -185,4 +186,34 @@ export function writesForNewFiles(steps: readonly CreatingStep[]): PickedCall[] 
     }
   }
   return calls;
+}
+
+/** What `checksFirst` looks at of a step. */
+export interface CheckingStep {
+  id: string;
+  expect?: StepExpect;
+  earlierCalls?: ReadonlyArray<unknown>;
+  notDone?: string;
+}
+
+/**
+ * For each step that has made no call yet and whose plan asks only for a check (an `expect.check`, no files to
+ * change), the check as its first call: a step that is to run something is done when that runs cleanly, and one
+ * whose check fails goes to its next pick with the output in view, as after any call. Only where `run_command` is
+ * offered (never with read-only access); it passes the permission gate like any command.
+ */
+export function checksFirst(tools: readonly ToolDescriptor[], steps: readonly CheckingStep[]): PickedCall[] {
+  const runner = tools.find((t) => t.qualifiedName === RUN_COMMAND);
+  if (!runner) return [];
+  return steps
+    .filter((s) => s.expect?.check?.trim() && !plannedFiles(s).length && !s.earlierCalls?.length && !s.notDone)
+    .map((s) => ({
+      stepId: s.id,
+      server: runner.server,
+      tool: runner.name,
+      qualifiedName: runner.qualifiedName,
+      args: { command: s.expect!.check!.trim() },
+      readOnly: runner.readOnly,
+      idempotent: runner.idempotent,
+    }));
 }

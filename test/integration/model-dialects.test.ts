@@ -300,7 +300,7 @@ describe('model.profile small', () => {
     expect(usage.modelCalls).toBe(6);
   });
 
-  it('a step whose plan only creates a file has it written from plain text without a pick; the next step is picked', async () => {
+  it('a file the plan only creates is written from plain text and the step that runs it runs its check: no pick at all', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'README.md': '# scratch\n' });
     const request = 'Create hello.sh that prints hello world, then run it.';
@@ -315,9 +315,6 @@ describe('model.profile small', () => {
       ),
     });
     fake.on('write_file_content', { content: '```sh\necho hello world\n```' });
-    fake.on('pick_tools', {
-      calls: [{ name: 'workspace__run_command', args: { step_id: 's2', command: 'sh hello.sh' } }],
-    });
     fake.on('compose_answer', { content: 'hello.sh prints hello world.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
@@ -332,13 +329,97 @@ describe('model.profile small', () => {
       calls: [{ tool: 'workspace__write_file', status: 'ok' }],
       repairs: ['hello.sh: written whole, as the plan names it'],
     });
-    expect(second).toMatchObject({ stepId: 's2', status: 'done' });
-    // The model was asked for the content of hello.sh, and to pick only for the step that runs it.
+    expect(second).toMatchObject({
+      stepId: 's2',
+      status: 'done',
+      calls: [{ tool: 'workspace__run_command', status: 'ok' }],
+      repairs: ["`sh hello.sh`: run first, the step's check"],
+    });
+    // The model was asked for the content of hello.sh and never to pick: each step's plan said what to call.
     expect(fake.requestsFor('write_file_content')[0].text).toContain('hello.sh is a new file');
+    expect(fake.requestsFor('pick_tools')).toEqual([]);
+  });
+
+  it('a step that creates a file beside one that reads is picked for the reading step only', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({ 'README.md': '# scratch\n' });
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Create hello.sh that prints hello world.', { expect: { changes: ['hello.sh'] } }),
+        step('s2', 'Read README.md.'),
+      ]),
+    });
+    fake.on('write_file_content', { content: '```sh\necho hello world\n```' });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's2', path: 'README.md' } }] });
+    fake.on('compose_answer', { content: 'Done.' });
+
+    const t = await TaskDriver.start(env, 'Create hello.sh and show me README.md.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'hello.sh'), 'utf8')).toBe('echo hello world\n');
     const picks = fake.requestsFor('pick_tools');
     expect(picks).toHaveLength(1);
     expect(picks[0].text).toContain('### Step s2');
     expect(picks[0].text).not.toContain('### Step s1');
+  });
+
+  it('a step whose plan only asks for a check runs it first, without a pick; it passes and the step is done', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({ 'stats.sh': 'echo "average: 42.5"\n' });
+    const request = 'Run stats.sh and tell me the average it prints.';
+    fake.on('write_plan', { call: plan([step('s1', 'Run stats.sh.', { expect: { check: 'sh stats.sh' } })]) });
+    fake.on('compose_answer', { content: 'The average is 42.5.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'The average is 42.5.' });
+
+    const [finished] = await finishedOf(t);
+    expect(finished).toMatchObject({
+      status: 'done',
+      calls: [{ tool: 'workspace__run_command', status: 'ok' }],
+      repairs: ["`sh stats.sh`: run first, the step's check"],
+    });
+    expect(finished.summary).toContain('average: 42.5');
+    expect(fake.requestsFor('pick_tools')).toEqual([]);
+    // The plan and the answer, nothing else.
+    expect((await t.state()).usage.modelCalls).toBe(2);
+  });
+
+  it("a failing check is shown to the next pick and to the file's rewrite, which makes it pass", async () => {
+    fake.dialect = 'openai';
+    const greet = 'greet() {\n  echo "Hello, $1"\n}\n';
+    const p = makeProject({
+      'greet.sh': greet,
+      'check.sh':
+        '. ./greet.sh\n[ "$(greet Ada)" = "Hello, Ada!" ] || { echo "greet Ada gave: $(greet Ada)"; exit 1; }\n',
+    });
+    const instruction = 'Make greet in greet.sh end with an exclamation mark, so that check.sh passes.';
+    fake.on('write_plan', {
+      call: plan([step('s1', instruction, { expect: { changes: ['greet.sh'], check: 'sh check.sh' } })]),
+    });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'greet.sh', old_string: 'x', new_string: 'y' },
+    };
+    fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
+    fake.on(
+      'write_file_content',
+      // The first rewrite misses the point: the check fails, and says how.
+      { content: '```sh\ngreet() {\n  echo "Hello, $1."\n}\n```' },
+      { content: '```sh\ngreet() {\n  echo "Hello, $1!"\n}\n```' }
+    );
+    fake.on('compose_answer', { content: 'greet ends with "!" now.' });
+
+    const t = await TaskDriver.start(env, instruction, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'greet.sh'), 'utf8')).toBe(greet.replace('$1', '$1!'));
+    const picks = fake.requestsFor('pick_tools');
+    expect(picks).toHaveLength(2);
+    expect(picks[1].text).toContain('Not done yet: the check `sh check.sh` failed');
+    const [first, second] = fake.requestsFor('write_file_content');
+    expect(first.text).not.toContain('Not done yet');
+    expect(second.text).toMatch(/Not done yet: the check `sh check.sh` failed: .*greet Ada gave: Hello, Ada\./s);
   });
 
   it('a new file that needs a fact only the user knows: the step asks it before it runs, then writes the answer', async () => {

@@ -4,6 +4,7 @@
  */
 import {
   contentOfAnswer,
+  copiedIn,
   fileContentPrompt,
   questionOf,
   withWholeFileWrites,
@@ -81,6 +82,29 @@ describe('the content a small model writes for a file', () => {
     );
     const same = fileContentPrompt({ path: 'a', current: null, instruction: 'Do x.', request: 'Do x.', context: [] });
     expect(String(same.messages[0])).not.toContain('Request:');
+  });
+
+  it('in a repair round, shows what the evidence says is not done after the step', () => {
+    const p = fileContentPrompt({
+      path: 'dates.py',
+      current: 'x = 1\n',
+      instruction: 'Fix is_leap.',
+      context: [],
+      notDone: 'the check `python3 check_dates.py` failed: AssertionError: 1900 was not a leap year',
+    });
+    expect(String(p.messages[0])).toMatch(
+      /Step: Fix is_leap\.\n\nNot done yet: the check `python3 check_dates\.py` failed: AssertionError: 1900 was not a leap year\n\nReply with the whole new content of dates\.py\.$/
+    );
+  });
+
+  it('a rewrite that copies in most of a file shown to read is a merge of two files', () => {
+    const check = 'from dates import is_leap\nassert is_leap(2024)\nassert not is_leap(1900)\nprint("ok")\n';
+    const dates = 'def is_leap(year):\n    return year % 4 == 0\n';
+    expect(copiedIn(check, `${check}\n${dates}`, dates)).toBe(true);
+    // The control: the fix itself, which takes one line of the other file (its import), is no merge.
+    expect(copiedIn(check, 'def is_leap(year):\n    return year % 4 == 0 and year % 100 != 0\n', dates)).toBe(false);
+    // Lines both files held already do not count: a file shown beside its own copy is rewritten freely.
+    expect(copiedIn(dates, dates, dates)).toBe(false);
   });
 
   it('shows the file in a fence longer than any it holds, with the files to read, and the step last', () => {
@@ -245,5 +269,38 @@ describe('a rewrite that drops most of the file', () => {
     const r = await withWholeFileWrites(dropped.client, [step], [own], TOOLS);
     expect(r.calls).toEqual([own]);
     expect(r.rewritten).toEqual([]);
+    // It was asked once more, shown the lines it left out.
+    expect(dropped.prompts).toHaveLength(2);
+    expect(String(dropped.prompts[1].messages[0])).toMatch(
+      /Your first answer left out these lines of dates\.py\. Keep each one the step does not ask to change:\n```\n {4}return year % 4 == 0\ndef days_in_february\(year\):\n {4}return 29 if is_leap\(year\) else 28\n```/
+    );
+    expect(r.modelCalls).toBe(2);
+  });
+
+  it('asked again with what it left out, a rewrite that keeps them is used', async () => {
+    const dates =
+      'def is_leap(year):\n    return year % 4 == 0\n\n\ndef days_in_february(year):\n    return 29 if is_leap(year) else 28\n';
+    const fixed = dates.replace('year % 4 == 0', 'year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)');
+    const prompts: NodePrompt[] = [];
+    const answers = ['```python\ndef is_leap(year):\n    return year % 400 == 0\n```', `\`\`\`python\n${fixed}\`\`\``];
+    const client = {
+      profile: 'small',
+      async text(prompt: NodePrompt) {
+        prompts.push(prompt);
+        return { text: answers[prompts.length - 1], usage: { inputTokens: 10, outputTokens: 5 } };
+      },
+    } as unknown as ModelClient;
+    const step: WholeFileStep = { id: 's1', instruction: 'Fix is_leap.', files: [{ path: 'dates.py', text: dates }] };
+    const own = call('edit_file', { path: 'dates.py', old_string: 'x', new_string: 'y' });
+    const r = await withWholeFileWrites(client, [step], [own], TOOLS);
+    expect(r.calls).toEqual([
+      {
+        ...own,
+        tool: 'write_file',
+        qualifiedName: 'workspace__write_file',
+        args: { path: 'dates.py', content: fixed },
+      },
+    ]);
+    expect(r.modelCalls).toBe(2);
   });
 });

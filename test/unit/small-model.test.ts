@@ -4,8 +4,9 @@
  */
 import { pickToolsFunctions } from '../../activities/llm/nodes';
 import { boundNamedFiles } from '../../activities/llm/named-files';
-import { fileChangesOnly } from '../../activities/llm/planner';
+import { fileChangesOnly, filesLeftOut } from '../../activities/llm/planner';
 import {
+  checksFirst,
   narrowPaths,
   PLANNED_WRITES,
   suggestedTools,
@@ -158,6 +159,28 @@ describe('small profile: a step that only creates files is written without a pic
   });
 });
 
+describe('small profile: a step whose plan only asks for a check runs it first', () => {
+  const withRunner = [...workspace];
+  it('the check becomes its first call; a step that changes files, is under way or has no check is left alone', () => {
+    const [call] = checksFirst(withRunner, [{ id: 's1', expect: { check: ' python3 stats.py ' } }]);
+    expect(call).toMatchObject({
+      stepId: 's1',
+      qualifiedName: 'workspace__run_command',
+      args: { command: 'python3 stats.py' },
+    });
+    expect(call.stepDone).toBeUndefined();
+    expect(checksFirst(withRunner, [{ id: 's1', expect: { check: 'make test', changes: ['a.py'] } }])).toEqual([]);
+    expect(checksFirst(withRunner, [{ id: 's1', expect: { check: 'make test' }, earlierCalls: [{}] }])).toEqual([]);
+    expect(checksFirst(withRunner, [{ id: 's1', expect: { check: 'make test' }, notDone: 'failed' }])).toEqual([]);
+    expect(checksFirst(withRunner, [{ id: 's1' }])).toEqual([]);
+  });
+
+  it('never where run_command is not offered (read-only access)', () => {
+    const readOnly = workspace.filter((t) => t.name !== 'run_command');
+    expect(checksFirst(readOnly, [{ id: 's1', expect: { check: 'python3 stats.py' } }])).toEqual([]);
+  });
+});
+
 describe("a plan's expect.changes names files only", () => {
   it('a value that is no file is left out and told; files of the listing and new file names stay', () => {
     const plan = {
@@ -191,5 +214,38 @@ describe("a plan's expect.changes names files only", () => {
       'step "s1": expect.changes named "5432", no file: left out',
       'step "s2": expect.changes named "port", no file: left out',
     ]);
+  });
+});
+
+describe('a plan that leaves out a file the request names', () => {
+  const planOf = (instruction: string, expect?: { changes?: string[] }) => ({
+    goal: 'Write top_customer.py',
+    steps: [
+      {
+        id: 's1',
+        title: 'Read',
+        instruction,
+        depends_on: [],
+        needs_tool: true,
+        questions: [],
+        ...(expect ? { expect } : {}),
+      },
+    ],
+    review: { before_work: false, after_step_ids: [] },
+  });
+  const request = 'Write a script top_customer.py that reads orders.csv and prints the top customer.';
+
+  it('is told which files its steps leave out (the goal does not count)', () => {
+    expect(filesLeftOut(planOf('Read orders.csv and list the customers.'), request)).toMatch(
+      /^the steps leave out top_customer\.py, which the request names/
+    );
+  });
+
+  it('a file named in an instruction or in expect.changes is there; a request naming no file asks nothing', () => {
+    expect(filesLeftOut(planOf('Write top_customer.py from orders.csv.'), request)).toBeNull();
+    expect(
+      filesLeftOut(planOf('Read orders.csv and write the script.', { changes: ['top_customer.py'] }), request)
+    ).toBeNull();
+    expect(filesLeftOut(planOf('Say hello.'), 'Wie geht es dir?')).toBeNull();
   });
 });

@@ -122,17 +122,17 @@ export interface RepairStep {
 /**
  * The calls of a repair round with, for each step whose evidence says a file of its plan's `expect.changes` is not
  * changed yet and whose pick changes nothing again (it reads once more), a `write_file` of that file in place of
- * those calls, for the whole-file writes to write from plain text. Only a file the prompt shows whole, or a new
- * file the step names: a file seen only in part is never written whole. The write goes where the plan aimed it,
- * and through the permission gate like any other.
+ * those calls, for the whole-file writes to write from plain text. Only a new file the step names: an existing
+ * file is changed only where the model aims a change at it (a plan may name a file that a step only reads: a data
+ * file a question is about, say). The write goes where the plan aimed it, and through the permission gate like any
+ * other.
  */
 export function writesForUnchanged(steps: readonly RepairStep[], calls: readonly PickedCall[]): PickedCall[] {
   let out = [...calls];
   for (const s of steps) {
     const own = out.filter((c) => c.stepId === s.id);
     if (!s.unchanged?.length || own.some((c) => MAY_CHANGE.has(c.qualifiedName))) continue;
-    const whole = (s.files ?? []).filter((f) => !isCut(f)).map((f) => f.path);
-    const target = s.unchanged.find((p) => whole.includes(p) || (s.newFiles ?? []).includes(p));
+    const target = s.unchanged.find((p) => (s.newFiles ?? []).includes(p));
     if (!target) continue;
     const write: PickedCall = {
       stepId: s.id,

@@ -122,6 +122,11 @@ describe('small profile: a repair round writes the file the plan names when the 
     expect(PLANNED_WRITES.has(write)).toBe(true);
   });
 
+  it('an existing file the plan names is never written for the model: a question about a data file leaves it as it is', () => {
+    const users = { path: 'users.json', text: '[{"name": "ana", "active": true}]\n' };
+    expect(writesForUnchanged([{ id: 's1', unchanged: ['users.json'], files: [users] }], [read])).toEqual([read]);
+  });
+
   it('a pick that changes something, a file seen only in part, or a step with nothing missing is left alone', () => {
     const edit = { ...read, tool: 'edit_file', qualifiedName: 'workspace__edit_file', args: { path: 'a.py' } };
     expect(

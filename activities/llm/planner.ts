@@ -65,22 +65,6 @@ const EXAMPLE_PLAN: Plan = {
   ],
   review: { before_work: false, after_step_ids: [] },
 };
-/** The second example: a question, whose one step only reads and so expects nothing. */
-const QUESTION_REQUEST = 'Which customer in orders.csv ordered the largest qty in total?';
-const QUESTION_PLAN: Plan = {
-  goal: 'Name the customer with the largest total qty in orders.csv.',
-  steps: [
-    {
-      id: 's1',
-      title: 'Total qty per customer',
-      instruction: 'Read orders.csv and add up the qty of each customer.',
-      depends_on: [],
-      needs_tool: true,
-      questions: [],
-    },
-  ],
-  review: { before_work: false, after_step_ids: [] },
-};
 
 export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
 function write_plan with it. You never answer the request yourself.
@@ -97,15 +81,11 @@ function write_plan with it. You never answer the request yourself.
 - review: before_work false and after_step_ids [] unless the request asks to review the plan or results.
 - A new plan after a failed step still does what the request asks: plan only what is left, another way.
 
-Examples, from another project. Request: "${EXAMPLE_REQUEST}"
-${JSON.stringify(EXAMPLE_PLAN)}
-Request: "${QUESTION_REQUEST}"
-${JSON.stringify(QUESTION_PLAN)}`;
+Example, from another project. Request: "${EXAMPLE_REQUEST}"
+${JSON.stringify(EXAMPLE_PLAN)}`;
 
-/** File names of the examples (orders.csv, report.py): a plan that names one the task never did copied it. */
-const EXAMPLE_MARKS = [
-  ...new Set(`${EXAMPLE_REQUEST} ${QUESTION_REQUEST}`.match(/[\w-]+\.[A-Za-z]\w{0,7}\b/g) ?? []),
-];
+/** File names of the example (orders.csv, report.py): a plan that names one the task never did copied it. */
+const EXAMPLE_MARKS = [...new Set(EXAMPLE_REQUEST.match(/[\w-]+\.[A-Za-z]\w{0,7}\b/g) ?? [])];
 
 /**
  * What the plan took from the instructions' example rather than from the task: an example file name that no text
@@ -232,8 +212,8 @@ export async function writePlan(
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     {
       check: (v) => copiedFromExample(v.plan, shown),
-      // A replan plans only what is left: the finished steps may hold the rest of the request's files.
-      ...(input.finished?.length ? {} : { checkOnce: (v: { plan: Plan }) => filesLeftOut(v.plan, input.request) }),
+      // Only the first plan: a revision follows the user's feedback, and a replan plans what is left, another way.
+      ...(input.previousPlan ? {} : { checkOnce: (v: { plan: Plan }) => filesLeftOut(v.plan, input.request) }),
     }
   );
   const checked = fileChangesOnly(value.plan, listedFiles(input.files));

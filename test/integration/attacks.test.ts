@@ -169,7 +169,7 @@ describe('attack suites', () => {
 
   it('a tool that returns 5 MB: the step gets a cut result and history stays small', async () => {
     const p = makeProject({ 'huge.txt': 'z'.repeat(5 * 1024 * 1024) });
-    fake.on('write_plan', { call: plan([step('s1', 'Dump it')]) });
+    fake.on('write_plan', { call: plan([step('s1', 'Dump huge.txt')]) });
     fake.on('pick_tools', {
       calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'cat huge.txt' } }],
     });

@@ -426,7 +426,7 @@ describe('taskWorkflow: the task path', () => {
     const p = makeProject();
     fake.on(
       'write_plan',
-      { call: plan([step('s1', 'Open the PDF')]) },
+      { call: plan([step('s1', 'Open report.pdf')]) },
       { call: plan([step('s2', 'Explain that PDFs cannot be read here', { needs_tool: false })]) }
     );
     fake.on('pick_tools', {
@@ -443,7 +443,7 @@ describe('taskWorkflow: the task path', () => {
 
   it('a step whose calls all fail is never done: two repair rounds see the error, then the task ends failed', async () => {
     const p = makeProject();
-    fake.on('write_plan', { call: plan([step('s1', 'Edit a file that does not exist')]) });
+    fake.on('write_plan', { call: plan([step('s1', 'Edit missing.txt, a file that does not exist')]) });
     // Each round tries something else (a repeated failed edit is read instead: steps-finish.test.ts).
     const bad = (old_string: string) => ({
       calls: [

@@ -383,12 +383,6 @@ export const ConfigSchema = z.strictObject({
            * project (or granted directory) with more is refused rather than run with a secret visible.
            */
           scan_limit: z.number().int().min(100).max(100_000_000).default(200_000),
-          /** Removed: a key from older configs, refused by name so the file is corrected rather than misread. */
-          warm: z
-            .never({
-              error: 'removed: every command now runs in a sandbox built when it starts; delete the key',
-            })
-            .optional(),
         })
         .prefault({}),
     })

@@ -449,11 +449,6 @@ export function resolveConfig(
   env: Readonly<Record<string, string | undefined>>,
   source = 'klea.yaml'
 ): Config {
-  const moved = (fileValue as { api?: Record<string, unknown> } | null)?.api?.allowed_project_roots;
-  if (moved !== undefined)
-    throw new ConfigError(
-      `${source}: api.allowed_project_roots is now project.allowed_roots (the worker enforces it too): move it there`
-    );
   const fromFile = ConfigSchema.safeParse(fileValue ?? {});
   if (!fromFile.success) throw new ConfigError(formatConfigIssues(source, fromFile.error));
 

@@ -255,7 +255,6 @@ export const ConfigSchema = z.strictObject({
       port: z.number().int().min(0).max(65535).default(8080),
       /** Bearer token for every route but /healthz (env KLEA_API_TOKEN). */
       token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
-      /** Project directories a client may ask for must lie under one of these (default: project.dir). */
       /**
        * Host names (or host:port) the API answers besides loopback names (env KLEA_API_ALLOWED_HOSTS, comma
        * separated); a request for any other Host gets 403, so a DNS name rebound to this machine gets nothing.

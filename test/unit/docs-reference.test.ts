@@ -11,7 +11,7 @@
  *   §2's code map.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
@@ -21,8 +21,20 @@ import { ConfigSchema, ENV_OVERRIDES, resolveConfig } from '../../common/config'
 
 const ROOT = path.join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
-const tracked = (): string[] =>
-  execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' }).split('\0').filter(Boolean);
+/** The repository's files (git's list; in a copy without git, every file but the ignored folders'). */
+function tracked(): string[] {
+  try {
+    return execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .split('\0')
+      .filter(Boolean);
+  } catch {
+    const ignored = new Set(['.git', 'node_modules', 'dist', '.tools', '.klea', 'coverage', 'test-artifacts']);
+    return readdirSync(ROOT, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+      .filter((f) => !f.split('/').some((part) => ignored.has(part)));
+  }
+}
 
 /** One section of a page: from its `## N.` heading to the next `## ` heading. */
 function section(page: string, n: number): string {

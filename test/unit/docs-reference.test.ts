@@ -151,7 +151,7 @@ describe('the reference pages name everything the code has', () => {
     expect(scenarios.filter((s) => !page.includes(`\`${s}\``))).toEqual([]);
   });
 
-  it("docs/architecture.md §2's code map has every top-level folder of the code, and every room of workflows/ and activities/", () => {
+  it("docs/architecture.md §2's code map has every top-level folder and every folder of workflows/ and activities/", () => {
     const map = section('docs/architecture.md', 2);
     const folders = (depth: number, under = '') =>
       [

@@ -294,7 +294,7 @@ export const TaskResultSchema = z.object({
   verification: z.literal('unverified'),
   error: z.string().nullable(),
   newGrants: z.array(GrantSchema),
-  /** What the task used (absent from tasks that ended before the token ledger). */
+  /** What the task used (absent when its run did not return a result: the session writes one, `unstartedTask`). */
   usage: TaskUsageSchema.optional(),
   /** The steps that did not achieve their instruction (absent: none). */
   notAchieved: z.array(NotAchievedSchema).optional(),

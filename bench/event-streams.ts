@@ -13,11 +13,10 @@ import { createApp } from '../api/app';
 import { projectDirResolver } from '../api/projects';
 import type { KleaEvent } from '../common/events';
 import { KleaStatus } from '../common/search-attributes';
-import type { TaskInput } from '../common/task';
 import { REPO_ROOT } from '../runtime/repo-root';
 import type * as Sse from '../web/sse';
 import type { BenchResult } from './history';
-import { startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptParkedTasks, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 // The parser the page and the CLI use; plain JavaScript served as it is, so not in the build (as in cli/index.ts).
 const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
@@ -129,13 +128,7 @@ export async function benchEventStreams(
   const seconds = opts.seconds ?? 60;
   const finishedCount = Math.min(opts.finished ?? 20, tasks);
   const sessionId = `s-evbench${Date.now().toString(36)}`;
-  env.fake.always('write_plan', {
-    call: {
-      goal: 'wait for a review',
-      steps: [{ id: 's1', title: 'x', instruction: 'x', depends_on: [], needs_tool: false, questions: [] }],
-      review: { before_work: true, after_step_ids: [] },
-    },
-  });
+  scriptParkedTasks(env.fake, 'wait for a review');
   env.fake.always('do_step', { content: 'done' });
   env.fake.always('compose_answer', { content: 'done' });
 
@@ -145,18 +138,14 @@ export async function benchEventStreams(
   const ids = Array.from({ length: tasks }, (_, i) => `task-${sessionId}-${i + 1}`);
   for (let i = 0; i < tasks; i += 50) {
     await Promise.all(
-      ids.slice(i, i + 50).map((taskId) => {
-        const input: TaskInput = {
+      ids.slice(i, i + 50).map((taskId) =>
+        startKleaTask(env.client, env.config.temporal.task_queue, {
           taskId,
           sessionId,
           prompt: 'wait for a review',
           projectDir,
-          mode: 'general',
-          toolAccess: 'full',
-          route: false,
-        };
-        return startKleaTask(env.client, env.config.temporal.task_queue, input);
-      })
+        })
+      )
     );
   }
   // Waited for through describe (search attributes), so that no query is made before the count starts.

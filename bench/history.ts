@@ -5,8 +5,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { TaskInput } from '../common/task';
-import { historyBytes, offeredStepIds, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { historyBytes, scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 export interface BenchResult {
   name: string;
@@ -17,35 +16,24 @@ export interface BenchResult {
 }
 
 async function runTask(env: BenchEnv, steps: number, dir: string): Promise<number> {
-  const planSteps = Array.from({ length: steps }, (_, i) => ({
-    id: `s${i + 1}`,
-    title: `Read part ${i + 1}`,
-    instruction: `Read part${(i % 5) + 1}.txt and note what it says.`,
-    depends_on: i === 0 ? [] : [`s${i}`],
-    needs_tool: true,
-    questions: [],
-  }));
-  env.fake.on('write_plan', {
-    call: { goal: `Read ${steps} parts`, steps: planSteps, review: { before_work: false, after_step_ids: [] } },
-  });
-  env.fake.always('pick_tools', (req) => ({
-    calls: offeredStepIds(req.toolSchemas).map((id) => ({
-      name: 'workspace__read_file',
-      args: { step_id: id, path: `part${(Number(id.slice(1)) % 5) + 1}.txt` },
+  scriptToolSteps(env.fake, {
+    goal: `Read ${steps} parts`,
+    steps: Array.from({ length: steps }, (_, i) => ({
+      id: `s${i + 1}`,
+      title: `Read part ${i + 1}`,
+      instruction: `Read part${(i % 5) + 1}.txt and note what it says.`,
+      depends_on: i === 0 ? [] : [`s${i}`],
     })),
-  }));
-  env.fake.on('compose_answer', { content: `Read ${steps} parts.` });
+    call: (id) => ({ name: 'read_file', args: { path: `part${(Number(id.slice(1)) % 5) + 1}.txt` } }),
+    answer: `Read ${steps} parts.`,
+  });
   const taskId = `task-bench-${steps}-${Date.now()}`;
-  const input: TaskInput = {
+  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, {
     taskId,
     sessionId: 'bench',
     prompt: `Read ${steps} parts`,
     projectDir: dir,
-    mode: 'general',
-    toolAccess: 'full',
-    route: false,
-  };
-  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, input);
+  });
   const result = (await handle.result()) as { status: string; error: string | null };
   if (result.status !== 'done') throw new Error(`bench task failed: ${result.error}`);
   env.fake.reset();

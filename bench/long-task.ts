@@ -8,9 +8,9 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { TaskInputSchema, type TaskInput } from '../common/task';
+import { TaskInputSchema } from '../common/task';
 import type { BenchResult } from './history';
-import { offeredStepIds, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 const STEPS = 400;
 const LIMIT_BYTES = 10 * 2 ** 20;
@@ -33,35 +33,24 @@ async function runTask(env: BenchEnv, partBytes: number) {
   mkdirSync(dir, { recursive: true });
   for (let i = 1; i <= 5; i++)
     writeFileSync(path.join(dir, `part${i}.txt`), `Part ${i}: ${'lorem ipsum '.repeat(partBytes / 12)}\n`);
-  const planSteps = Array.from({ length: STEPS }, (_, i) => ({
-    id: `s${i + 1}`,
-    title: `Read part ${i + 1}`,
-    instruction: `Read part${(i % 5) + 1}.txt and note what it says.`,
-    depends_on: i >= 4 ? [`s${i - 3}`] : [],
-    needs_tool: true,
-    questions: [],
-  }));
-  env.fake.on('write_plan', {
-    call: { goal: `Read ${STEPS} parts`, steps: planSteps, review: { before_work: false, after_step_ids: [] } },
-  });
-  env.fake.always('pick_tools', (req) => ({
-    calls: offeredStepIds(req.toolSchemas).map((id) => ({
-      name: 'workspace__read_file',
-      args: { step_id: id, path: `part${(Number(id.slice(1)) % 5) + 1}.txt` },
+  scriptToolSteps(env.fake, {
+    goal: `Read ${STEPS} parts`,
+    steps: Array.from({ length: STEPS }, (_, i) => ({
+      id: `s${i + 1}`,
+      title: `Read part ${i + 1}`,
+      instruction: `Read part${(i % 5) + 1}.txt and note what it says.`,
+      depends_on: i >= 4 ? [`s${i - 3}`] : [],
     })),
-  }));
-  env.fake.on('compose_answer', { content: `Read ${STEPS} parts.` });
+    call: (id) => ({ name: 'read_file', args: { path: `part${(Number(id.slice(1)) % 5) + 1}.txt` } }),
+    answer: `Read ${STEPS} parts.`,
+  });
   const taskId = `task-bench-long-${partBytes}-${Date.now()}`;
-  const input: TaskInput = {
+  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, {
     taskId,
     sessionId: 'bench',
     prompt: `Read ${STEPS} parts`,
     projectDir: dir,
-    mode: 'general',
-    toolAccess: 'full',
-    route: false,
-  };
-  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, input);
+  });
   const result = (await handle.result()) as { status: string; error: string | null };
   env.fake.reset();
   if (result.status !== 'done') throw new Error(`bench task failed: ${result.error}`);

@@ -24,12 +24,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { isFinalStatus } from '../common/events';
-import type { TaskInput } from '../common/task';
 import { stateQuery } from '../workflows/task/messages';
 import { parkedQuery, type bareParked } from './bare-workflows';
 import type { BenchResult } from './history';
 import type { MemoryReading, MemoryWorkerArgs } from './memory-worker';
-import { startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptParkedTasks, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 import { untilPolling } from '../test/support/until';
 
 const PARKED = 500;
@@ -154,29 +153,13 @@ async function bareBundle(): Promise<string> {
 
 export async function benchMemory(env: BenchEnv): Promise<BenchResult> {
   const projectDir = mkdtempSync(path.join(os.tmpdir(), 'klea-bench-'));
-  env.fake.always('write_plan', {
-    call: {
-      goal: 'park',
-      steps: [{ id: 's1', title: 'x', instruction: 'x', depends_on: [], needs_tool: false, questions: [] }],
-      review: { before_work: true, after_step_ids: [] },
-    },
-  });
+  scriptParkedTasks(env.fake, 'park');
   const klea: Side = {
     kind: 'klea',
     bundlePath: path.join(__dirname, '..', 'workflow-bundle.js'),
     projectDir,
-    start: (e, queue, taskId) => {
-      const input: TaskInput = {
-        taskId,
-        sessionId: 'bench-memory',
-        prompt: 'park',
-        projectDir,
-        mode: 'general',
-        toolAccess: 'full',
-        route: false,
-      };
-      return startKleaTask(e.client, queue, input);
-    },
+    start: (e, queue, taskId) =>
+      startKleaTask(e.client, queue, { taskId, sessionId: 'bench-memory', prompt: 'park', projectDir }),
     isParked: async (e, id) => {
       const state = await e.client.workflow.getHandle(id).query(stateQuery);
       if (isFinalStatus(state.status)) throw new Error(`bench task ${id} ended (${state.status}): ${state.error}`);

@@ -12,10 +12,9 @@
 import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { TaskInput } from '../common/task';
 import type { BenchResult } from './history';
 import { scriptHandAgent, startHandAgent, type HandAgent } from './hand-agent';
-import { offeredStepIds, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
 const project = () => {
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-')));
@@ -35,34 +34,25 @@ async function kleaTask(
   n: number,
   opts: { chain: boolean; call: { name: string; args: Record<string, unknown> } }
 ): Promise<number> {
-  const steps = Array.from({ length: n }, (_, i) => ({
-    id: `s${i + 1}`,
-    title: `step ${i + 1}`,
-    instruction: `do part ${i + 1}`,
-    depends_on: opts.chain && i > 0 ? [`s${i}`] : [],
-    needs_tool: true,
-    questions: [],
-  }));
-  env.fake.on('write_plan', { call: { goal: 'bench', steps, review: { before_work: false, after_step_ids: [] } } });
-  env.fake.always('pick_tools', (req) => ({
-    calls: offeredStepIds(req.toolSchemas).map((id) => ({
-      name: `workspace__${opts.call.name}`,
-      args: { step_id: id, ...opts.call.args },
+  scriptToolSteps(env.fake, {
+    goal: 'bench',
+    steps: Array.from({ length: n }, (_, i) => ({
+      id: `s${i + 1}`,
+      title: `step ${i + 1}`,
+      instruction: `do part ${i + 1}`,
+      depends_on: opts.chain && i > 0 ? [`s${i}`] : [],
     })),
-  }));
-  env.fake.always('compose_answer', { content: 'done' });
+    call: () => opts.call,
+    answer: 'done',
+  });
   const taskId = `task-bench-s-${++seq}-${Date.now()}`;
-  const input: TaskInput = {
+  const started = performance.now();
+  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, {
     taskId,
     sessionId: 'bench',
     prompt: 'bench',
     projectDir,
-    mode: 'general',
-    toolAccess: 'full',
-    route: false,
-  };
-  const started = performance.now();
-  const handle = await startKleaTask(env.client, env.config.temporal.task_queue, input);
+  });
   const result = await handle.result();
   if (result.status !== 'done') throw new Error(`bench task ${taskId} ended ${result.status}: ${result.error}`);
   return performance.now() - started;

@@ -1,4 +1,7 @@
-/** Shared set-up for benchmarks: a real dev server, a Klea worker on the prebuilt bundle, and the fake model. */
+/**
+ * Shared set-up for benchmarks: a real dev server, a Klea worker on the prebuilt bundle, and the fake model, with the
+ * scripts the benchmarks give that model and the way they start a task.
+ */
 import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import type { Client, WorkflowHandle } from '@temporalio/client';
@@ -6,6 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { taskStartAttributes } from '../common/search-attributes';
 import type { TaskInput } from '../common/task';
 import type { taskWorkflow } from '../workflows';
+import type { FakeModel, FakeReply } from '../test/support/fake-model';
 import { startStack, type Stack } from '../test/support/stack';
 
 export type BenchEnv = Stack;
@@ -22,17 +26,76 @@ export async function historyBytes(client: Client, workflowId: string): Promise<
 }
 
 /** Step ids offered in a pick_tools request (the enum of the step_id parameter). */
-export function offeredStepIds(toolSchemas: Array<{ parameters?: Record<string, unknown> }>): string[] {
+function offeredStepIds(toolSchemas: Array<{ parameters?: Record<string, unknown> }>): string[] {
   const props = (toolSchemas[0]?.parameters as { properties?: { step_id?: { enum?: string[] } } })?.properties;
   return props?.step_id?.enum ?? [];
 }
 
-/** Starts a task the way a session starts its tasks (with their first search attributes), on `taskQueue`. */
+/** A step of a scripted plan: a tool step, depending on nothing, unless it says otherwise. */
+export interface ScriptedStep {
+  id: string;
+  title: string;
+  instruction: string;
+  depends_on?: string[];
+  needs_tool?: boolean;
+}
+
+/** The Planner's answer: `steps` as one plan, which asks for a review before any work when `reviewFirst`. */
+export function planReply(goal: string, steps: ScriptedStep[], reviewFirst = false): FakeReply {
+  return {
+    call: {
+      goal,
+      steps: steps.map((s) => ({
+        id: s.id,
+        title: s.title,
+        instruction: s.instruction,
+        depends_on: s.depends_on ?? [],
+        needs_tool: s.needs_tool ?? true,
+        questions: [],
+      })),
+      review: { before_work: reviewFirst, after_step_ids: [] },
+    },
+  };
+}
+
+/**
+ * Scripts one task of tool steps: its plan, a pick that makes the call `call(stepId)` for every step it is offered
+ * (a workspace tool, by its name on the server), and the answer.
+ */
+export function scriptToolSteps(
+  fake: FakeModel,
+  task: {
+    goal: string;
+    steps: ScriptedStep[];
+    call(stepId: string): { name: string; args: Record<string, unknown> };
+    answer: string;
+  }
+): void {
+  fake.on('write_plan', planReply(task.goal, task.steps));
+  fake.always('pick_tools', (req) => ({
+    calls: offeredStepIds(req.toolSchemas).map((id) => {
+      const { name, args } = task.call(id);
+      return { name: `workspace__${name}`, args: { step_id: id, ...args } };
+    }),
+  }));
+  fake.always('compose_answer', { content: task.answer });
+}
+
+/** Scripts tasks that park: each plans one step that needs no tool and asks for a review before it. */
+export function scriptParkedTasks(fake: FakeModel, goal: string): void {
+  fake.always('write_plan', planReply(goal, [{ id: 's1', title: 'x', instruction: 'x', needs_tool: false }], true));
+}
+
+/**
+ * Starts a task the way a session starts its tasks (with their first search attributes), on `taskQueue`: in the
+ * general mode, with full tool access, not routed (it is a task).
+ */
 export function startKleaTask(
   client: Client,
   taskQueue: string,
-  input: TaskInput
+  task: Pick<TaskInput, 'taskId' | 'sessionId' | 'prompt' | 'projectDir'>
 ): Promise<WorkflowHandle<typeof taskWorkflow>> {
+  const input: TaskInput = { ...task, mode: 'general', toolAccess: 'full', route: false };
   return client.workflow.start<typeof taskWorkflow>('taskWorkflow', {
     taskQueue,
     workflowId: input.taskId,

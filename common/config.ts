@@ -255,7 +255,6 @@ export const ConfigSchema = z.strictObject({
       port: z.number().int().min(0).max(65535).default(8080),
       /** Bearer token for every route but /healthz (env KLEA_API_TOKEN). */
       token: z.string().min(16, 'must be at least 16 characters').nullable().default(null),
-      /** Project directories a client may ask for must lie under one of these (default: project.dir). */
       /**
        * Host names (or host:port) the API answers besides loopback names (env KLEA_API_ALLOWED_HOSTS, comma
        * separated); a request for any other Host gets 403, so a DNS name rebound to this machine gets nothing.
@@ -383,12 +382,6 @@ export const ConfigSchema = z.strictObject({
            * project (or granted directory) with more is refused rather than run with a secret visible.
            */
           scan_limit: z.number().int().min(100).max(100_000_000).default(200_000),
-          /** Removed: a key from older configs, refused by name so the file is corrected rather than misread. */
-          warm: z
-            .never({
-              error: 'removed: every command now runs in a sandbox built when it starts; delete the key',
-            })
-            .optional(),
         })
         .prefault({}),
     })
@@ -455,11 +448,6 @@ export function resolveConfig(
   env: Readonly<Record<string, string | undefined>>,
   source = 'klea.yaml'
 ): Config {
-  const moved = (fileValue as { api?: Record<string, unknown> } | null)?.api?.allowed_project_roots;
-  if (moved !== undefined)
-    throw new ConfigError(
-      `${source}: api.allowed_project_roots is now project.allowed_roots (the worker enforces it too): move it there`
-    );
   const fromFile = ConfigSchema.safeParse(fileValue ?? {});
   if (!fromFile.success) throw new ConfigError(formatConfigIssues(source, fromFile.error));
 

@@ -10,8 +10,9 @@ export const StepIdSchema = z
   .regex(/^[A-Za-z0-9_-]{1,40}$/, 'step ids use letters, digits, _ and - (at most 40)');
 
 /**
- * Every array and string a model writes is bounded: a small model at temperature 0 can repeat an item until it
- * runs out of tokens, and a schema-constrained server stops it only at the bounds the JSON schema carries.
+ * Every array and string a model writes is bounded: a model that starts repeating an item (at temperature 0 nothing
+ * breaks the loop) goes on until it runs out of tokens, and a schema-constrained server stops it only at the bounds
+ * the JSON schema carries.
  */
 export const MAX_PLAN_STEPS = 500; // a long task runs hundreds of steps (its runs continue as new)
 
@@ -135,12 +136,12 @@ export interface RepairedPlan {
 }
 
 /**
- * Repairs what is unambiguous in a plan, rather than asking the model again (a small model asked again the same
- * way tends to answer the same): a step that repeats a finished step (same id) is dropped and the finished
- * result kept; a step that repeats an earlier one word for word (same instruction, tool need and dependencies) is
- * dropped, its dependents depending on the earlier one; a dependency on something that is no step (a tool name, say) or on the step itself is dropped, as
- * is a review checkpoint after an unknown step. What stays ambiguous (ids used twice, a cycle) is left to
- * `planProblems`. A replan that only repeats finished steps leaves no step: the work is done.
+ * Repairs what is unambiguous in a plan, rather than asking the model again (at temperature 0, a model asked the same
+ * way answers the same way): a step that repeats a finished step (same id) is dropped and the finished result kept; a
+ * step that repeats an earlier one word for word (same instruction, tool need and dependencies) is dropped, its
+ * dependents depending on the earlier one; a dependency on something that is no step (a tool name, say) or on the step
+ * itself is dropped, as is a review checkpoint after an unknown step. What stays ambiguous (ids used twice, a cycle)
+ * is left to `planProblems`. A replan that only repeats finished steps leaves no step: the work is done.
  */
 export function repairPlan(plan: Plan, knownIds: readonly string[] = []): RepairedPlan {
   const repairs: string[] = [];

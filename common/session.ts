@@ -18,8 +18,7 @@ export interface SummarizeInput {
 export interface SummarizeResult {
   summary: string;
   foldedChars: number;
-  /** Absent from summaries made before the token ledger. */
-  usage?: ModelUsage;
+  usage: ModelUsage;
 }
 
 export const MemorySettingsSchema = z.strictObject({
@@ -48,13 +47,12 @@ export type QueuedMessage = z.infer<typeof QueuedMessageSchema>;
 export const SessionCarrySchema = z.strictObject({
   mode: ModeSchema,
   toolAccess: ToolAccessSchema,
-  /** Absent in carries written before the setting existed. */
-  network: NetworkSchema.optional(),
+  network: NetworkSchema,
   review: ReviewPolicySchema,
   /** The grants held, each with its id and expiry. */
   grants: z.array(HeldGrantSchema),
   /** The number of the last grant made (grant ids are `g<n>`). */
-  grantCounter: z.number().int().default(0),
+  grantCounter: z.number().int(),
   summary: z.string(),
   turns: z.array(TurnSchema),
   summarisedChars: z.number().int(),
@@ -68,13 +66,13 @@ export const SessionCarrySchema = z.strictObject({
   sandbox: z.object({ status: SandboxStatusSchema, note: z.string().nullable() }).optional(),
   usage: CallUsageSchema.optional(),
   runs: z.number().int(),
-  /** When the session was last active (KleaLastActivity); absent in carries written before the inbox kept it. */
-  lastActivityAt: z.string().optional(),
+  /** When the session was last active (KleaLastActivity). */
+  lastActivityAt: z.string(),
   /**
    * The session's earlier runs (continued as new, or gone to sleep), oldest first, each with the seqs its events
-   * hold: a reader further behind than the carried events reads the rest there. Absent in older carries.
+   * hold: a reader further behind than the carried events reads the rest there.
    */
-  earlierRuns: z.array(TaskRunLinkSchema).optional(),
+  earlierRuns: z.array(TaskRunLinkSchema),
 });
 export type SessionCarry = z.infer<typeof SessionCarrySchema>;
 

@@ -29,7 +29,7 @@ export type HeldGrant = z.infer<typeof HeldGrantSchema>;
 /**
  * A grant as a running task holds it: the session's grants come with their id and expiry, so the task drops one the
  * moment it lapses or the session tells it of a revocation; a grant the task made itself carries the expiry the
- * task gave it. (Inputs and carries written before grants lapsed have neither: such a grant holds for the task.)
+ * task gave it. A grant with no expiry (given in the input of a task started without a session) holds for the task.
  */
 export const TaskGrantSchema = z.strictObject({
   path: z.string().min(1),
@@ -246,8 +246,7 @@ export const TaskCarrySchema = z.strictObject({
   budget: z.number().int().nullable(),
   lastSeq: z.number().int(),
   recentEvents: z.array(z.looseObject({ seq: z.number().int(), type: z.string() })),
-  /** Absent in a carry made before rounds were recorded: none then. */
-  rounds: z.array(TaskRoundSchema).default([]),
+  rounds: z.array(TaskRoundSchema),
 });
 export type TaskCarry = z.infer<typeof TaskCarrySchema>;
 
@@ -295,7 +294,7 @@ export const TaskResultSchema = z.object({
   verification: z.literal('unverified'),
   error: z.string().nullable(),
   newGrants: z.array(GrantSchema),
-  /** What the task used (absent from tasks that ended before the token ledger). */
+  /** What the task used (absent when its run did not return a result: the session writes one, `unstartedTask`). */
   usage: TaskUsageSchema.optional(),
   /** The steps that did not achieve their instruction (absent: none). */
   notAchieved: z.array(NotAchievedSchema).optional(),

@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import { pipeSockets } from './socket-pipe';
 
 const argv = process.argv.slice(2);
 const forwards: Array<{ socket: string; port: number }> = [];
@@ -28,15 +29,7 @@ if (argv[i] !== '--' || !program) {
 const servers = forwards.map(({ socket, port }) => {
   rmSync(socket, { force: true });
   const server = net.createServer((outside) => {
-    const inside = net.connect(port, '127.0.0.1');
-    const end = () => {
-      outside.destroy();
-      inside.destroy();
-    };
-    outside.on('error', end).on('close', end);
-    inside.on('error', end).on('close', end);
-    outside.pipe(inside);
-    inside.pipe(outside);
+    pipeSockets(outside, net.connect(port, '127.0.0.1'));
   });
   server.listen(socket);
   return server;

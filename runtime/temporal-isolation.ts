@@ -19,6 +19,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { isLoopbackName } from '../api/loopback';
+import { pipeSockets } from './socket-pipe';
 
 /** The forwarding runner, beside this module in dist/. */
 const FORWARD_SCRIPT = path.join(__dirname, 'socket-forward.js');
@@ -67,15 +68,7 @@ export function isolateTemporal(opts: {
 
   const grpcFront = net.createServer((outside) => {
     track(outside);
-    const inside = net.connect(grpcSocket);
-    const end = () => {
-      outside.destroy();
-      inside.destroy();
-    };
-    outside.on('error', end).on('close', end);
-    inside.on('error', end).on('close', end);
-    outside.pipe(inside);
-    inside.pipe(outside);
+    pipeSockets(outside, net.connect(grpcSocket));
   });
 
   const uiFront = http.createServer((req, res) => {

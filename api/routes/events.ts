@@ -1,14 +1,19 @@
 /**
- * The event routes of tasks and sessions: JSON with ?after=, else (Accept: text/event-stream) a live stream. Both
- * read the workflow's event feed (event-feed.ts), so what the API has already seen is served from memory.
+ * The event routes of tasks and sessions (`GET /tasks/:id/events`, `GET /sessions/:id/events`): one route on each,
+ * declared here once. JSON with ?after=, else (Accept: text/event-stream) a live stream. Both read the workflow's
+ * event feed (event-feed.ts), so what the API has already seen is served from memory.
  */
 import type { Request, Response } from 'express';
+import type { ZodType } from 'zod';
+import { EventListSchema, EventsQuerySchema } from '../../common/api';
 import type { EventFeeds, EventsQuery, FeedSource } from '../event-feed';
+import { TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
+import { defineRoute } from '../route';
 import { lastEventId, streamEvents } from '../sse';
 import type { Target } from '../temporal-calls';
 
 /** The stream's media type in the OpenAPI document, beside the JSON list. */
-export const eventStream = {
+const eventStream = {
   'text/event-stream': {
     description:
       "each event as `id: <seq>`, `event: <type>`, `data: <json>`; reconnect with Last-Event-ID; a task's stream " +
@@ -18,15 +23,40 @@ export const eventStream = {
 
 export type { EventsQuery };
 
-export function eventsHandler(deps: {
+interface EventsDeps {
   feeds: EventFeeds;
   targetOf: (id: string) => Target;
   eventsQuery: EventsQuery;
-  /** A task's log ends with its final `status` event (a session's never ends that way). */
-  endsWithStatus: boolean;
   /** Where the events before the latest run's are read (a task that continued as new). */
   earlierOf?: (target: Target) => FeedSource['earlier'];
-}) {
+}
+
+/**
+ * The events route of a task or a session: `path` and `operationId` as the API names them, the ids its `params`
+ * accept, and where its events are read.
+ */
+export function eventsRoute(
+  route: { noun: 'task' | 'session'; path: string; operationId: string; params: ZodType<{ id: string }> },
+  deps: EventsDeps
+) {
+  const { noun, ...named } = route;
+  return defineRoute({
+    method: 'get',
+    ...named,
+    summary: `${noun === 'task' ? 'Task' : 'Session'} events: a server-sent event stream, or JSON with ?after=seq`,
+    tags: [`${noun}s`],
+    query: EventsQuerySchema,
+    responses: {
+      200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
+      404: { description: `no such ${noun}` },
+      ...TEMPORAL_DOWN_OR_NO_WORKER,
+    },
+    // A task's log ends with its final `status` event (a session's never ends that way).
+    handler: eventsHandler({ ...deps, endsWithStatus: noun === 'task' }),
+  });
+}
+
+function eventsHandler(deps: EventsDeps & { endsWithStatus: boolean }) {
   const { feeds, targetOf, eventsQuery, endsWithStatus, earlierOf } = deps;
   return async ({
     params,

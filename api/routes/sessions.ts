@@ -7,8 +7,6 @@ import {
   AcceptedResponseSchema,
   CreateSessionRequestSchema,
   CreateSessionResponseSchema,
-  EventListSchema,
-  EventsQuerySchema,
   GrantParamsSchema,
   MessageRequestSchema,
   MessageResponseSchema,
@@ -32,7 +30,7 @@ import type { SessionStarter } from '../session-start';
 import type { SessionWaker } from '../session-wake';
 import { sessionTarget, sessionWorkflowId } from '../targets';
 import type { TemporalCalls } from '../temporal-calls';
-import { eventsHandler, eventStream } from './events';
+import { eventsRoute } from './events';
 
 export interface SessionRouteDeps {
   calls: TemporalCalls;
@@ -165,26 +163,9 @@ export function sessionRoutes({ calls, sessions, waker, runUrl, feeds }: Session
         return out;
       },
     }),
-    defineRoute({
-      method: 'get',
-      path: '/sessions/:id/events',
-      operationId: 'getSessionEvents',
-      summary: 'Session events: a server-sent event stream, or JSON with ?after=seq',
-      tags: ['sessions'],
-      params: SessionParamsSchema,
-      query: EventsQuerySchema,
-      responses: {
-        200: { description: 'the events after `after`, oldest first', schema: EventListSchema, also: eventStream },
-        404: { description: 'no such session' },
-        ...TEMPORAL_DOWN_OR_NO_WORKER,
-      },
-      handler: eventsHandler({
-        feeds,
-        targetOf: sessionTarget,
-        eventsQuery,
-        endsWithStatus: false,
-        earlierOf: (target) => earlierSessionEvents(calls, target),
-      }),
-    }),
+    eventsRoute(
+      { noun: 'session', path: '/sessions/:id/events', operationId: 'getSessionEvents', params: SessionParamsSchema },
+      { feeds, targetOf: sessionTarget, eventsQuery, earlierOf: (target) => earlierSessionEvents(calls, target) }
+    ),
   ];
 }

@@ -61,10 +61,12 @@ describe('the worker checks its own inputs', () => {
       carry: {
         mode: 'general',
         toolAccess: 'full',
+        network: 'off',
         review: 'plan',
         grants: [
           { id: 'g1', path: '/', op: 'write', grantedAt: '2020-01-01T00:00:00Z', expiresAt: '2999-01-01T00:00:00Z' },
         ],
+        grantCounter: 0,
         summary: '',
         turns: [],
         summarisedChars: 0,
@@ -76,6 +78,8 @@ describe('the worker checks its own inputs', () => {
         recentEvents: [],
         contextFile: null,
         runs: 1,
+        lastActivityAt: '2020-01-01T00:00:00Z',
+        earlierRuns: [],
       },
     });
     const ignored = await s.waitFor((e) => e.type === 'error', 'the grants are ignored');

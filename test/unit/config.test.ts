@@ -25,14 +25,6 @@ describe('configuration', () => {
     );
   });
 
-  it('refuses a removed key by name, saying what replaced it', () => {
-    expect(() => resolveConfig({ tools: { sandbox: { warm: 8 } } }, {})).toThrow(
-      new ConfigError(
-        'klea.yaml: tools.sandbox.warm: removed: every command now runs in a sandbox built when it starts; delete the key'
-      )
-    );
-  });
-
   it('names a key with the wrong type and what was expected', () => {
     let message = '';
     try {

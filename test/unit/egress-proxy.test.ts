@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -79,6 +79,13 @@ describe('the command sandbox with the network on: how it is built (sandbox-egre
     expect(throughEgress(['/bin/sh', '-c', 'npm ci'])).toEqual([
       '/run/klea/node', '/run/klea/egress-bridge.js', '/run/klea/egress.sock', '--', '/bin/sh', '-c', 'npm ci',
     ]); // prettier-ignore
+  });
+
+  it('keeps the bridge to Node built-ins: it is the one file of Klea bound into the sandbox', () => {
+    const source = readFileSync(path.join(__dirname, '../../tools/workspace/egress-bridge.ts'), 'utf8');
+    const imported = [...source.matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]);
+    expect(imported.length).toBeGreaterThan(0);
+    expect(imported.filter((name) => !name.startsWith('node:'))).toEqual([]);
   });
 });
 

@@ -3,7 +3,7 @@
  *
  * The workspace server records (recorder.ts, through `--checkpoint-dir`); the worker plans and applies rewinds and
  * lists a task's changes (rewind.ts). The store's layout is in store.ts, the stat index that finds what a command
- * changed in stat-index.ts, the size bound in space.ts.
+ * changed in stat-index.ts (with its file, watcher and walk beside it), the size bound in space.ts.
  */
 export {
   applyRewind,

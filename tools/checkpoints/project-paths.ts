@@ -1,10 +1,22 @@
 /**
  * Paths inside the project as checkpoints see them: which ones they cover, how a journal's path is checked before it
- * is used (a journal is untrusted input), what a path holds now, and the changes a rewind makes, each through a
- * descriptor of the very directory that was checked (never through a symlink put in the way).
+ * is used (a journal is untrusted input), what a path holds now (a file's bytes are read without following a
+ * symlink), and the changes a rewind makes, each through a descriptor of the very directory that was checked (never
+ * through a symlink put in the way).
  */
 import { randomBytes } from 'node:crypto';
-import { constants, promises as fs, lstatSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  promises as fs,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { inCheckedDir } from '../workspace/fs-ops';
 import { sha256, type State } from './store';
@@ -177,4 +189,30 @@ export async function removeDirIfEmpty(root: string, rel: string): Promise<boole
       () => false
     );
   });
+}
+
+/** Linux names an open descriptor's file at /proc/self/fd/N. */
+const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+
+/**
+ * A file's bytes, opened without following a symlink, at any component: a directory above it swapped for a symlink
+ * meanwhile (a command can do that) makes what was opened another file than `abs`, and nothing is read (null, as
+ * for a file that cannot be read or is no longer a file).
+ */
+export function readNoFollow(abs: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    if (PROC_FD && readlinkSync(`/proc/self/fd/${fd}`) !== abs) return null;
+    if (!fstatSync(fd).isFile()) return null;
+    return readFileSync(fd);
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * The text of a file closest to an `old_string` that is not in it: what an edit most likely meant, for its error
- * message. A model that misquotes a line ("logging_level: info" for "  level: info") is shown the real one to copy,
- * rather than told only to read the file again.
+ * message. An edit that misquotes a line (its indentation, a word of it) is answered with the real one to copy, rather
+ * than only with advice to read the file again.
  */
 
 /** Beyond these, an edit's error goes without a suggestion (the search stays cheap). */

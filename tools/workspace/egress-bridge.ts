@@ -4,6 +4,10 @@
  * ALL_PROXY naming that port, and ends as the command ends, with its exit status. It holds nothing the command
  * could not do itself: every check is the proxy's, outside the sandbox.
  *
+ * It imports nothing but Node's built-ins: it is the one file of Klea bound into the sandbox (sandbox-egress.ts), so
+ * a module it imported would not be there. That is why it keeps its own copy of the two-way pipe that
+ * runtime/socket-pipe.ts gives the rest of Klea.
+ *
  *   node egress-bridge.js <proxy socket> -- <program> [args...]
  */
 import { spawn } from 'node:child_process';
@@ -16,6 +20,7 @@ if (!socketPath || separator !== '--' || !program) {
   process.exit(2);
 }
 
+// The same as runtime/socket-pipe.ts's pipeSockets: either side closing or failing ends both.
 const bridge = net.createServer((client) => {
   const proxy = net.connect(socketPath);
   const end = () => {

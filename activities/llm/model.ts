@@ -69,11 +69,6 @@ export interface StructuredOptions<T> {
    * error, with the reason, within the same bounded re-asks.
    */
   check?: (value: T) => string | null;
-  /**
-   * A check whose problem is asked again once: a second answer with a problem is taken as it is (what the check
-   * finds may be the model's right choice).
-   */
-  checkOnce?: (value: T) => string | null;
 }
 
 export interface TextResult {
@@ -383,18 +378,13 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       let lastError = '';
       let lastKind: Answer['kind'] = 'value';
       const maxAttempts = config.model.max_reasks + 1;
-      let onceAsked = false;
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
         const { answer, usage: used } = await ask();
         usage = addUsage(usage, used);
         lastKind = answer.kind;
         if (answer.kind === 'value') {
           const parsed = schema.safeParse(answer.value);
-          let problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
-          if (parsed.success && problem === null && !onceAsked && attempt < maxAttempts) {
-            problem = opts.checkOnce?.(parsed.data) ?? null;
-            onceAsked = problem !== null;
-          }
+          const problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
           if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
         } else {

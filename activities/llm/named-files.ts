@@ -61,9 +61,6 @@ export function namedFiles(listing: string | undefined, text: string): string[] 
 const FILE_NAME =
   /(?<![\w./-])(?:\.\/)?((?:[\w-]+\/)*(?:[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z][\w-]{4,}))(?![\w/-]|\.\w)/g;
 
-/** The file names in a text (`FILE_NAME`), each once, in the order it names them. */
-export const fileNamesIn = (text: string): string[] => [...new Set([...text.matchAll(FILE_NAME)].map((m) => m[1]))];
-
 /**
  * The files the text names that the listing does not hold: files a step is to create. Only meaningful with the whole
  * listing (`allFiles`).
@@ -71,7 +68,8 @@ export const fileNamesIn = (text: string): string[] => [...new Set([...text.matc
 export function newFileNames(existing: readonly string[], text: string): string[] {
   const known = new Set(existing);
   const bases = new Set(existing.map((f) => f.slice(f.lastIndexOf('/') + 1)));
-  return fileNamesIn(text)
+  const found = [...text.matchAll(FILE_NAME)].map((m) => m[1]);
+  return [...new Set(found)]
     .filter((f) => !known.has(f) && !(f.indexOf('/') < 0 && bases.has(f)))
     .slice(0, NAMED_FILES_MAX);
 }

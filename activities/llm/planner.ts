@@ -9,7 +9,7 @@ import { planSchema, type Plan } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
-import { fileNamesIn, listedFiles } from './named-files';
+import { listedFiles } from './named-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -98,20 +98,6 @@ export function copiedFromExample(plan: Plan, taskText: string): string | null {
   return copied.length
     ? `the plan names ${copied.join(', ')}, from the example in the instructions, not from this request: ` +
         'write the plan for the request itself, with the files of this project'
-    : null;
-}
-
-/**
- * The files the request names that no step's instruction or expect holds: a plan that drops the file a request is
- * about (the script to write, the file to fix) carries out something else. Null when every one is there. Asked again
- * once (`checkOnce`): a file named only as an aside may rightly be left out.
- */
-export function filesLeftOut(plan: Plan, request: string): string | null {
-  const steps = JSON.stringify(plan.steps.map((s) => [s.title, s.instruction, s.expect ?? {}]));
-  const missing = fileNamesIn(request).filter((f) => !steps.includes(f));
-  return missing.length
-    ? `the steps leave out ${missing.join(', ')}, which the request names: write each file the request names ` +
-        'into the instruction (and expect) of the step that uses it'
     : null;
 }
 
@@ -210,11 +196,7 @@ export async function writePlan(
     writePlanPrompt(input, tools, projectContext),
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
-    {
-      check: (v) => copiedFromExample(v.plan, shown),
-      // Only the first plan: a revision follows the user's feedback, and a replan plans what is left, another way.
-      ...(input.previousPlan ? {} : { checkOnce: (v: { plan: Plan }) => filesLeftOut(v.plan, input.request) }),
-    }
+    { check: (v) => copiedFromExample(v.plan, shown) }
   );
   const checked = fileChangesOnly(value.plan, listedFiles(input.files));
   const repairs = [...value.repairs, ...checked.repairs];

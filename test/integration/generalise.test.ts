@@ -56,23 +56,6 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(finished).toHaveLength(3);
   });
 
-  it('a plan whose steps leave out a file the request names is asked again once; a second such plan is taken', async () => {
-    const p = makeProject({ 'orders.csv': 'customer,amount\nAda,3\n' });
-    const request = 'Write top_customer.py that prints the customer in orders.csv who spent the most.';
-    const loses = plan([step('s1', 'Read orders.csv and print the customer names.')], {}, request);
-    fake.on('write_plan', { call: loses }, { call: loses });
-    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'orders.csv' } }] });
-    fake.on('compose_answer', { content: 'Ada.' });
-
-    const t = await TaskDriver.start(env, request, p.dir);
-
-    // The user sees a task that ran, not a failure: what the check finds may be the model's right choice.
-    expect(await t.result()).toMatchObject({ status: 'done' });
-    const asks = fake.requestsFor('write_plan');
-    expect(asks).toHaveLength(2);
-    expect(asks[1].text).toMatch(/rejected: the steps leave out top_customer\.py, which the request names/);
-  });
-
   it("a plan that copies the Planner's example is asked again with the reason, and the plan for the request runs", async () => {
     const p = makeProject({ 'notes.md': '# notes\n' });
     const copied = plan([step('s1', 'In orders.csv, rename the column qty to quantity.')]);

@@ -4,7 +4,7 @@
  */
 import { pickToolsFunctions } from '../../activities/llm/nodes';
 import { boundNamedFiles } from '../../activities/llm/named-files';
-import { fileChangesOnly, filesLeftOut } from '../../activities/llm/planner';
+import { fileChangesOnly } from '../../activities/llm/planner';
 import {
   checksFirst,
   narrowPaths,
@@ -219,38 +219,5 @@ describe("a plan's expect.changes names files only", () => {
       'step "s1": expect.changes named "5432", no file: left out',
       'step "s2": expect.changes named "port", no file: left out',
     ]);
-  });
-});
-
-describe('a plan that leaves out a file the request names', () => {
-  const planOf = (instruction: string, expect?: { changes?: string[] }) => ({
-    goal: 'Write top_customer.py',
-    steps: [
-      {
-        id: 's1',
-        title: 'Read',
-        instruction,
-        depends_on: [],
-        needs_tool: true,
-        questions: [],
-        ...(expect ? { expect } : {}),
-      },
-    ],
-    review: { before_work: false, after_step_ids: [] },
-  });
-  const request = 'Write a script top_customer.py that reads orders.csv and prints the top customer.';
-
-  it('is told which files its steps leave out (the goal does not count)', () => {
-    expect(filesLeftOut(planOf('Read orders.csv and list the customers.'), request)).toMatch(
-      /^the steps leave out top_customer\.py, which the request names/
-    );
-  });
-
-  it('a file named in an instruction or in expect.changes is there; a request naming no file asks nothing', () => {
-    expect(filesLeftOut(planOf('Write top_customer.py from orders.csv.'), request)).toBeNull();
-    expect(
-      filesLeftOut(planOf('Read orders.csv and write the script.', { changes: ['top_customer.py'] }), request)
-    ).toBeNull();
-    expect(filesLeftOut(planOf('Say hello.'), 'Wie geht es dir?')).toBeNull();
   });
 });

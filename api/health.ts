@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { HealthAnswerSchema, type HealthResponseSchema } from '../common/api';
 import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config } from '../common/config';
 import { sandboxOfIdentity, sandboxWhyOfIdentity, type SandboxStatus } from '../common/sandbox-status';
+import { hostTaskQueue } from '../common/home';
 import { hasToken } from './auth';
 import { RETRY_AFTER_SECONDS } from './errors';
 import { defineRoute, type RouteSpec } from './route';
@@ -24,12 +25,27 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
   };
   const worker = { status: 'unknown' as 'ok' | 'none' | 'unknown', taskQueue, pollers: 0 };
   let sandbox: Health['sandbox'] = { status: 'unknown', detail: 'no worker has said where it runs commands' };
+  let hosts: NonNullable<Health['hosts']> = [];
   try {
     // A health check answers within seconds even when Temporal is down.
-    const { pollers, identities } = await calls.workerPresence(Math.min(3000, calls.callTimeoutMs));
+    const within = Math.min(3000, calls.callTimeoutMs);
+    const presence = await calls.workerPresence(within);
+    const { pollers, identities } = presence;
     worker.pollers = pollers;
     worker.status = pollers > 0 ? 'ok' : 'none';
     sandbox = sandboxHealth(identities);
+    // On a cluster: which worker hosts poll their own task queue, where their projects' activities run.
+    hosts = await Promise.all(
+      presence.hosts.map(async (hostId) => {
+        const at = await calls.hostPollers(hostId, within);
+        return {
+          hostId,
+          taskQueue: hostTaskQueue(hostId),
+          status: at.pollers > 0 ? ('ok' as const) : ('gone' as const),
+          pollers: at.pollers,
+        };
+      })
+    );
   } catch (err) {
     temporalStatus.status = 'unreachable';
     temporalStatus.error = err instanceof Error ? err.message : String(err);
@@ -46,6 +62,7 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
     },
     sandbox,
     temporalUi: uiUrl,
+    ...(hosts.length ? { hosts } : {}),
   };
 }
 

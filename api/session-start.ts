@@ -12,6 +12,7 @@ import { KleaLastActivity, KleaMode, KleaSessionId } from '../common/search-attr
 import type { SessionInput, SessionSleep } from '../common/session';
 import type { sessionWorkflow } from '../workflows';
 import { type ApiError, unavailable } from './errors';
+import { chooseHome } from './home';
 import type { ProjectDirResolver } from './projects';
 import { newSessionId, sessionTarget, sessionWorkflowId } from './targets';
 import type { TemporalCalls } from './temporal-calls';
@@ -59,7 +60,7 @@ export function sessionStarter(deps: {
     workflowId: sessionWorkflowId(sessionId),
     args: [input],
     staticSummary: `chat session ${sessionId}`,
-    staticDetails: `project ${input.projectDir}`,
+    staticDetails: `project ${input.projectDir}${input.home ? ` on host ${input.home.hostId}` : ''}`,
     typedSearchAttributes: [
       { key: KleaSessionId, value: sessionId },
       { key: KleaMode, value: mode },
@@ -72,6 +73,7 @@ export function sessionStarter(deps: {
     async start(body, sessionId = newSessionId(randomUUID())) {
       const projectDir = resolveProjectDir(body.projectDir);
       const mode = body.mode ?? config.general.mode;
+      const home = await chooseHome(calls, config, body.host, projectDir);
       const input: SessionInput = {
         sessionId,
         projectDir,
@@ -80,14 +82,22 @@ export function sessionStarter(deps: {
         network: body.network ?? config.tools.sandbox.network,
         review: body.review ?? config.general.review,
         ...runSettings(),
+        ...(home ? { home } : {}),
       };
       await calls.start(sessionTarget(sessionId), 'sessionWorkflow', startOptions(sessionId, input, mode));
       return sessionId;
     },
 
     wakeOptions(slept, runId) {
-      const { sessionId, projectDir, carry } = slept;
-      const input: SessionInput = { sessionId, projectDir, ...runSettings(), carry, wakeFrom: runId };
+      const { sessionId, projectDir, carry, home } = slept;
+      const input: SessionInput = {
+        sessionId,
+        projectDir,
+        ...runSettings(),
+        carry,
+        wakeFrom: runId,
+        ...(home ? { home } : {}),
+      };
       return startOptions(sessionId, input, carry.mode);
     },
 

@@ -3,6 +3,7 @@
  * unreachable server for about 20 s and waits for an update that no worker takes for ever. What a failed call
  * becomes for the API's client (404, 409, 503 ...) is decided in one place, `toApiError` (temporal-errors.ts).
  */
+import { hostOfIdentity, hostTaskQueue } from '../common/home';
 import { randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
@@ -379,7 +380,9 @@ export class TemporalCalls {
   }
 
   /** Workers that polled the task queue recently, and their identities. Throws Temporal's error when it cannot be asked. */
-  async workerPresence(timeoutMs = this.callTimeoutMs): Promise<{ pollers: number; identities: string[] }> {
+  async workerPresence(
+    timeoutMs = this.callTimeoutMs
+  ): Promise<{ pollers: number; identities: string[]; hosts: string[] }> {
     const res = await this.within(timeoutMs, () =>
       this.client.workflowService.describeTaskQueue({
         namespace: this.namespace,
@@ -391,7 +394,40 @@ export class TemporalCalls {
     const fresh = (res.pollers ?? []).filter(
       (p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS
     );
-    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? '') };
+    // Every host Temporal still lists (for some minutes after its worker stopped), so a gone host shows as gone.
+    const hosts = [...new Set((res.pollers ?? []).map((p) => hostOfIdentity(p.identity)))].filter(
+      (h): h is string => h !== null
+    );
+    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? ''), hosts: hosts.sort() };
+  }
+
+  /** The workers polling a host's task queue (`klea-host-<id>`, activities) recently. */
+  async hostPollers(hostId: string, timeoutMs = this.callTimeoutMs): Promise<{ pollers: number; known: boolean }> {
+    const res = await this.within(timeoutMs, () =>
+      this.client.workflowService.describeTaskQueue({
+        namespace: this.namespace,
+        taskQueue: { name: hostTaskQueue(hostId), kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      })
+    );
+    const now = Date.now();
+    const all = res.pollers ?? [];
+    const fresh = all.filter((p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS);
+    return { pollers: fresh.length, known: all.length > 0 };
+  }
+
+  /** The hosts seen on the task queue, each with whether a worker polls its own queue now. */
+  async hostsPresent(
+    timeoutMs = this.callTimeoutMs
+  ): Promise<Array<{ hostId: string; taskQueue: string; pollers: number }>> {
+    const { hosts } = await this.workerPresence(timeoutMs);
+    return Promise.all(
+      hosts.map(async (hostId) => ({
+        hostId,
+        taskQueue: hostTaskQueue(hostId),
+        pollers: (await this.hostPollers(hostId, timeoutMs)).pollers,
+      }))
+    );
   }
 
   /** When a worker was last seen polling (ms), by `requireWorker`. */

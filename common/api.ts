@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
+import { HostIdSchema } from './home';
 import { EventTypeSchema, TASK_STATUSES, TaskStatusSchema } from './events';
 import { StepIdSchema } from './plan';
 import { RewindOutlineSchema, RewindRequestSchema } from './rewind';
@@ -55,6 +56,17 @@ export const HealthResponseSchema = z.object({
       "the polling workers' command sandbox: on, off (tools.sandbox.mode: none), unavailable (commands refused)"
     ),
   temporalUi: z.string(),
+  hosts: z
+    .array(
+      z.object({
+        hostId: z.string(),
+        taskQueue: z.string(),
+        status: z.enum(['ok', 'gone']),
+        pollers: z.number().int().describe("workers seen polling the host's task queue recently"),
+      })
+    )
+    .optional()
+    .describe('on a cluster: the worker hosts that hold projects, and whether each polls its task queue now'),
 });
 
 /** What /healthz answers: everything with the token (or when none is set), else only whether it is up. */
@@ -74,6 +86,10 @@ export const CreateTaskRequestSchema = z.strictObject({
   network: NetworkSchema.optional(),
   review: ReviewPolicySchema.optional(),
   sessionId: IdSchema.optional(),
+  host: HostIdSchema.optional().describe(
+    'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>); ' +
+      'absent: the API chooses among the hosts that poll, the same one for the same project while they poll'
+  ),
 });
 
 export const CreateTaskResponseSchema = z.object({
@@ -114,6 +130,10 @@ export const CreateSessionRequestSchema = z.strictObject({
   toolAccess: ToolAccessSchema.optional(),
   network: NetworkSchema.optional(),
   review: ReviewPolicySchema.optional(),
+  host: HostIdSchema.optional().describe(
+    'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>); ' +
+      'absent: the API chooses among the hosts that poll, the same one for the same project while they poll'
+  ),
 });
 export const CreateSessionResponseSchema = z.object({ sessionId: z.string(), temporalUiUrl: z.string() });
 

@@ -5,6 +5,7 @@
  * mcp-config.ts.
  */
 import { z } from 'zod';
+import { DEFAULT_HOST_WAIT_MS, HostIdSchema } from './home';
 import { McpConfigSchema } from './mcp-config';
 import { NetworkAllowSchema } from './network-allow';
 import {
@@ -247,6 +248,16 @@ export const ConfigSchema = z.strictObject({
        * KLEA_WORKER_METRICS_ADDRESS, e.g. 127.0.0.1:9464); null: not served, nothing listens.
        */
       metrics_address: z.string().min(1).nullable().default(null),
+      /**
+       * The worker host this worker stands for on a cluster (env KLEA_HOST_ID): it also polls the task queue
+       * `klea-host-<id>`, where the activities of the projects it holds run (common/home.ts). null: one machine.
+       */
+      host_id: HostIdSchema.nullable().default(null),
+      /**
+       * How long an activity for a project's host waits to be taken before its task says `waiting_for_host` (env
+       * KLEA_HOST_WAIT_MS; the API hands it to each session it starts with a home).
+       */
+      host_wait_ms: z.number().int().min(100).max(3_600_000).default(DEFAULT_HOST_WAIT_MS),
     })
     .prefault({}),
   api: z
@@ -421,6 +432,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
   { env: 'KLEA_RESULTS_DIR', path: ['tools', 'results_dir'], kind: 'string' },
   { env: 'KLEA_WORKER_METRICS_ADDRESS', path: ['worker', 'metrics_address'], kind: 'string' },
+  { env: 'KLEA_HOST_ID', path: ['worker', 'host_id'], kind: 'string' },
+  { env: 'KLEA_HOST_WAIT_MS', path: ['worker', 'host_wait_ms'], kind: 'count' },
   { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
 ];
 

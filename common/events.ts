@@ -35,6 +35,7 @@ export const EVENT_TYPES = [
   'error',
   'status',
   'rewound',
+  'waiting_for_host',
 ] as const;
 export const EventTypeSchema = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof EventTypeSchema>;
@@ -192,6 +193,16 @@ export const RewoundEventSchema = z.object({
   fromRunId: z.string().describe('the run that was reset (kept, and linked in the Temporal UI)'),
 });
 
+/**
+ * On a cluster: an activity for the project's home host was not taken within `worker.host_wait_ms` (the host is
+ * gone or cut off). The task waits for it (and can be cancelled meanwhile); a `status` event says when it is back.
+ */
+export const WaitingForHostEventSchema = z.object({
+  type: z.literal('waiting_for_host'),
+  hostId: z.string().describe("the worker host that holds the task's project"),
+  stepId: z.string().optional().describe('the step whose call waits, when a step waits'),
+});
+
 export const EventBodySchema = z.discriminatedUnion('type', [
   ContextEventSchema,
   PlanEventSchema,
@@ -208,6 +219,7 @@ export const EventBodySchema = z.discriminatedUnion('type', [
   ErrorEventSchema,
   StatusEventSchema,
   RewoundEventSchema,
+  WaitingForHostEventSchema,
 ]);
 export type EventBody = z.infer<typeof EventBodySchema>;
 export type KleaEvent = EventBody & { seq: number; at: string };

@@ -3,6 +3,7 @@
  * again from there. Shared by the API, the `rewindWorkflow`, its activities and the task workflow.
  */
 import { z } from 'zod';
+import { HomeSchema } from './home';
 import { StepIdSchema } from './plan';
 
 export const RewindRequestSchema = z.strictObject({
@@ -79,6 +80,8 @@ export const RewindInputSchema = z.strictObject({
   force: z.boolean(),
   /** Only say what the rewind would do. */
   preview: z.boolean().default(false),
+  /** On a cluster: the task's home, where its checkpoints are and its files are restored (common/home.ts). */
+  home: HomeSchema.optional(),
 });
 export type RewindInput = z.input<typeof RewindInputSchema>;
 

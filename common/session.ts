@@ -5,6 +5,7 @@ import type { KleaEvent } from './events';
 import { CallUsageSchema, type CallUsage, type ModelUsage } from './model-protocol';
 import { SandboxStatusSchema } from './sandbox-status';
 import { HeldGrantSchema, TaskRunLinkSchema, TurnSchema, type HeldGrant, type TaskRunLink, type Turn } from './task';
+import { HomeSchema } from './home';
 
 export type { Turn };
 
@@ -104,6 +105,8 @@ export const SessionInputSchema = z.strictObject({
    * not taken from the input but read again from that run by the worker (see `sessionWorkflow`).
    */
   wakeFrom: z.string().min(1).optional(),
+  /** On a cluster: the worker host that holds the project, chosen when the session starts (common/home.ts). */
+  home: HomeSchema.optional(),
 });
 export type SessionInput = z.input<typeof SessionInputSchema>;
 
@@ -114,6 +117,8 @@ export const SessionSleepSchema = z.strictObject({
   projectDir: z.string(),
   sleptAt: z.string(),
   carry: SessionCarrySchema,
+  /** The session's home on a cluster: it wakes with the same one. */
+  home: HomeSchema.optional(),
 });
 export type SessionSleep = z.infer<typeof SessionSleepSchema>;
 
@@ -201,6 +206,8 @@ export interface SessionState {
   lastSeq: number;
   /** The session's earlier runs, oldest first, with the seqs of the events each holds (the newest 1000). */
   earlierRuns: TaskRunLink[];
+  /** On a cluster: the worker host that holds the session's project. */
+  home?: { hostId: string } | null;
 }
 
 export type SessionEvent = KleaEvent;

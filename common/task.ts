@@ -8,6 +8,7 @@ import { PlanDiffSchema } from './plan-diff';
 import { TaskStatusSchema } from './status';
 import { TaskRoundSchema } from './rewind';
 import { FileChangeSchema } from './text-diff';
+import { HomeSchema } from './home';
 
 // The workflows know path-guard's grant by these names (a session's grants are ordinary grants).
 export { GrantSchema };
@@ -77,6 +78,8 @@ export const TaskInputSchema = z.strictObject({
   continueAsNewAfterEvents: z.number().int().min(100).max(40_000).default(8_000),
   /** Set only by the task itself when it continues as new: everything the next run takes over. */
   carry: z.lazy(() => TaskCarrySchema).optional(),
+  /** On a cluster: the worker host that holds the project (its session's home, common/home.ts). */
+  home: HomeSchema.optional(),
 });
 export type TaskInput = z.input<typeof TaskInputSchema>;
 export type ParsedTaskInput = z.output<typeof TaskInputSchema>;
@@ -284,6 +287,16 @@ export const TaskStateSchema = z.object({
   rounds: z
     .array(TaskRoundSchema)
     .describe('the rounds of steps run so far, oldest first: a rewind to a step undoes its round and every later one'),
+  home: z
+    .strictObject({ hostId: z.string() })
+    .nullable()
+    .optional()
+    .describe("on a cluster: the worker host that holds the task's project, where its tool calls run"),
+  waitingForHost: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('the host the task waits for (gone or cut off) when it does; null otherwise'),
 });
 export type TaskState = z.infer<typeof TaskStateSchema>;
 

@@ -73,6 +73,9 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     address,
     namespace,
     taskQueue,
+    ...(config.worker.host_id
+      ? { host: config.worker.host_id, hostTaskQueue: `klea-host-${config.worker.host_id}` }
+      : {}),
     config: file ?? 'defaults',
     model: isModelConfigured(config) ? config.model.name : 'NOT CONFIGURED (set OPENAI_API_KEY / OPENAI_BASE_URL)',
     payloads: config.temporal.payload_key ? 'encrypted' : 'plain',

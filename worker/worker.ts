@@ -5,6 +5,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { createActivities } from '../activities';
 import { McpPool } from '../activities/mcp/pool';
 import type { Config } from '../common/config';
+import { hostTaskQueue } from '../common/home';
 import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
 import { dataConverterFor } from '../runtime/payload-codec';
@@ -37,6 +38,8 @@ export function sdkPrometheusOptions(bindAddress: string) {
 
 export interface KleaWorker {
   worker: Worker;
+  /** On a worker host (worker.host_id): the worker of its own task queue `klea-host-<id>`, activities only. */
+  hostWorker?: Worker;
   pool: McpPool;
   /** Where Klea's Prometheus metrics are served (`worker.metrics_address`), when they are. */
   metricsAddress?: string;
@@ -77,7 +80,11 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   // The identity says where this worker runs commands, so /healthz can tell without running one.
   const sandbox = await sandboxReport(opts.config.tools.sandbox);
   if (sandbox.problem) opts.log.warn(`run_command is unavailable on this worker: ${sandbox.problem}`);
-  const identity = opts.identity ?? workerIdentity(`${process.pid}@${os.hostname()}`, sandbox.status, sandbox.reason);
+  // On a cluster the identity names the worker host too (` host=<id>`), so the API finds the hosts that poll.
+  const hostId = opts.config.worker.host_id;
+  const identity =
+    opts.identity ??
+    workerIdentity(`${process.pid}@${os.hostname()}${hostId ? ` host=${hostId}` : ''}`, sandbox.status, sandbox.reason);
   // The payload codec runs here, outside the workflow sandbox: workflows and activities see plaintext, history
   // holds ciphertext. A payload this worker has no key for fails its workflow task, naming the key id.
   const dataConverter = dataConverterFor(opts.config);
@@ -96,12 +103,13 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
       )
     : undefined;
   if (metrics) opts.log.info('serving metrics', { address: `http://${metrics.address}/metrics` });
+  const activities = withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool }));
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: opts.workflowBundle,
-    activities: withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool })),
+    activities,
     identity,
     interceptors,
     sinks: workerSinks(opts.tracing),
@@ -121,13 +129,36 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     await metrics?.close();
     throw err;
   });
+  // A worker host also polls its own task queue, `klea-host-<id>`: the activities of the projects it holds
+  // (common/home.ts). Same activities, same MCP servers: one workspace server per project on this host.
+  const hostWorker = hostId
+    ? await Worker.create({
+        connection: opts.connection,
+        namespace: opts.namespace,
+        taskQueue: hostTaskQueue(hostId),
+        activities,
+        identity,
+        interceptors: { activity: interceptors.activity },
+        ...(dataConverter ? { dataConverter } : {}),
+        shutdownGraceTime: '10s',
+        maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
+      }).catch(async (err: unknown) => {
+        await metrics?.close();
+        throw err;
+      })
+    : undefined;
   return {
     worker,
+    hostWorker,
     pool,
     metricsAddress: metrics?.address,
     async run() {
       try {
-        await worker.run();
+        // Either one stopping (a signal, or shutdown()) stops the other: a host half polling is never left.
+        await Promise.all([
+          worker.run().finally(() => hostWorker?.getState() === 'RUNNING' && hostWorker.shutdown()),
+          hostWorker?.run().finally(() => worker.getState() === 'RUNNING' && worker.shutdown()),
+        ]);
       } finally {
         await pool.shutdown();
         await metrics?.close();

@@ -18,6 +18,7 @@ import { TEMPORAL_DOWN_OR_NO_WORKER } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
 import { taskTarget } from '../targets';
 import type { TemporalCalls } from '../temporal-calls';
+import { stateQuery } from '../../workflows/task/messages';
 
 /** How long a rewind call waits for the rewind to finish (it goes on durably if the call gives up). */
 export const REWIND_WAIT_MS = 120_000;
@@ -38,6 +39,8 @@ export function rewindRoutes({
     // No such task answers 404, one past retention 410, before a rewind is started for it.
     await calls.describe(target);
     await calls.requireWorker('rewind', target);
+    // On a cluster the task's checkpoints and files are at its home: the rewind reads and restores them there.
+    const { home } = await calls.query(target, stateQuery);
     const workflowId = `rewind-${taskId}-${randomUUID().slice(0, 8)}`;
     let result: RewindResult;
     try {
@@ -47,7 +50,7 @@ export function rewindRoutes({
         {
           workflowId,
           taskQueue: calls.taskQueue,
-          args: [{ taskId, ...input }],
+          args: [{ taskId, ...input, ...(home ? { home: { hostId: home.hostId } } : {}) }],
           staticSummary: `${input.preview ? 'preview of a rewind' : 'rewind'} of ${taskId} to before step ${input.toStep}`,
         },
         REWIND_WAIT_MS

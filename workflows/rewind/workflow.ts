@@ -15,7 +15,11 @@
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { RewindInputSchema, type RewindInput, type RewindResult } from '../../common/rewind';
+import { atHome, type HostWatch } from '../shared/home';
 import { parseInput } from '../shared/payloads';
+
+/** A rewind waits for the task's host as long as it takes; its caller sees the rewind still running. */
+const NO_WATCH: HostWatch = Object.freeze({ away: () => undefined, back: () => undefined });
 
 const reading = proxyActivities<Pick<Activities, 'prepareRewind' | 'resetTask'>>({
   startToCloseTimeout: '2 minutes',
@@ -32,14 +36,21 @@ const restoring = proxyActivities<Pick<Activities, 'restoreFiles'>>({
 
 export async function rewindWorkflow(raw: RewindInput): Promise<RewindResult> {
   const input = parseInput(RewindInputSchema, 'invalid rewind input', raw);
-  const prepared = await reading.prepareRewind({ taskId: input.taskId, toStep: input.toStep });
+  // The checkpoints and the files are at the task's home on a cluster: the rewind reads and restores them there.
+  const prepared = await atHome(input.home, NO_WATCH, (at) =>
+    reading.prepareRewind.executeWithOptions(at, [{ taskId: input.taskId, toStep: input.toStep }])
+  );
   if (!prepared.ok) return prepared.result;
   const { outline, round, projectDir } = prepared.rewind;
   if (input.preview) return { status: 'preview', ...outline };
   if (outline.conflicts.length && !input.force) return { status: 'conflict', ...outline };
 
   const rewindId = workflowInfo().workflowId;
-  const done = await restoring.restoreFiles({ taskId: input.taskId, projectDir, steps: outline.steps, rewindId });
+  const done = await atHome(input.home, NO_WATCH, (at) =>
+    restoring.restoreFiles.executeWithOptions(at, [
+      { taskId: input.taskId, projectDir, steps: outline.steps, rewindId },
+    ])
+  );
   const reset = await reading.resetTask({
     taskId: input.taskId,
     round,

@@ -23,6 +23,7 @@ import {
 import { GrantSchema, TaskResultSchema, type HeldGrant } from '../../common/task';
 import { grantRevokedSignal } from '../task/messages';
 import { modelNodes } from '../shared/activities';
+import { homeQueue } from '../shared/home';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import { rememberTrace } from '../shared/trace-context';
 import { Failure, failureCode, failureMessage, isTimeout } from '../../common/failures';
@@ -191,7 +192,7 @@ export function setSessionHandlers(session: Session): void {
       try {
         // Bounded, retries included: the caller waits on this update, and is answered with the error at the limit.
         const r = await modelNodes.routeRequest.executeWithOptions(
-          { summary: 'route request', scheduleToCloseTimeout: input.routeTimeoutMs },
+          { summary: 'route request', scheduleToCloseTimeout: input.routeTimeoutMs, ...homeQueue(input.home) },
           [
             {
               text,

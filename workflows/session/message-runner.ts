@@ -9,6 +9,7 @@ import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
 import { projectSetup } from '../shared/activities';
+import { homeQueue } from '../shared/home';
 import { Failure, failureMessage } from '../../common/failures';
 import { taskWorkflow } from '../task/workflow';
 import { summarizeMemoryWorkflow } from '../summarize/workflow';
@@ -148,9 +149,10 @@ export class MessageRunner {
       return { kind: 'command', reply: INIT_READ_ONLY_TEXT };
     }
     try {
-      const r = await projectSetup.initProject.executeWithOptions({ summary: 'init: write AGENTS.md' }, [
-        { projectDir: input.projectDir },
-      ]);
+      const r = await projectSetup.initProject.executeWithOptions(
+        { summary: 'init: write AGENTS.md', ...homeQueue(input.home) },
+        [{ projectDir: input.projectDir }]
+      );
       session.contextFile = 'AGENTS.md';
       const reply = initWrittenText(r.path, r.bytes);
       log.emit(answerEvent(reply, { command: '/init', usage: session.charge(r.usage) }));

@@ -244,6 +244,8 @@ export class Session {
       projectDir: this.input.projectDir,
       sleptAt: now.toISOString(),
       carry: this.snapshot().carry,
+      // Its home stays with it: the session wakes on the host that holds its project.
+      ...(this.input.home ? { home: this.input.home } : {}),
     };
   }
 
@@ -267,6 +269,8 @@ export class Session {
       maxTokens: this.input.maxTokensPerTask,
       maxCallsPerStep: this.input.maxCallsPerStep,
       continueAsNewAfterEvents: this.input.taskContinueAsNewAfterEvents,
+      // The task works where the session's project is.
+      ...(this.input.home ? { home: this.input.home } : {}),
     };
   }
 
@@ -320,6 +324,7 @@ export class Session {
         usage: this.usage,
         lastSeq: log.lastSeq,
         earlierRuns: [...this.earlierRuns],
+        ...(this.input.home ? { home: { hostId: this.input.home.hostId } } : {}),
       },
       carry: {
         mode: this.mode,

@@ -30,9 +30,10 @@ import {
 import { Failure } from '../../common/failures';
 import { KleaSessionId } from '../../common/search-attributes';
 import { SessionInputSchema, type SessionInput, type SessionSleep } from '../../common/session';
-import { sessionRuns } from '../shared/activities';
+import { projectFacts, sessionRuns } from '../shared/activities';
+import { homeQueue } from '../shared/home';
 import { parseInput } from '../shared/payloads';
-import { checkProject } from '../shared/project-check';
+import { checkProject, type ContextReader } from '../shared/project-check';
 import { showSessionDetails } from './details';
 import { setSessionHandlers } from './handlers';
 import { MessageRunner } from './message-runner';
@@ -62,7 +63,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
   // ------------------------------------------------------------------ main loop
   upsertSearchAttributes([{ key: KleaSessionId, value: input.sessionId }]);
   if (!input.carry) {
-    const project = await checkProject(input.projectDir);
+    // At the project's home on a cluster.
+    const atHome: ContextReader = {
+      executeWithOptions: (options, args) =>
+        projectFacts.projectContextInfo.executeWithOptions({ ...options, ...homeQueue(input.home) }, args),
+    };
+    const project = await checkProject(input.projectDir, atHome);
     if (project.refused) {
       log.emit({ type: 'error', code: Failure.ProjectNotAllowed, message: project.refused });
       throw ApplicationFailure.nonRetryable(project.refused, Failure.ProjectNotAllowed);

@@ -19,12 +19,18 @@ export interface ProjectCheck {
 /** Any other failure only means the context is not known: the run goes on without it. */
 const UNKNOWN_CONTEXT: KnownContext = Object.freeze({ file: null, sandbox: undefined, sandboxNote: undefined });
 
-/** `read` is the activity that reads it: a regular one (sessions), or a local one (tasks, which start with it). */
+/** The activity that reads the project's context, however it is scheduled. */
+export interface ContextReader {
+  executeWithOptions(options: { summary: string }, args: [{ projectDir: string }]): Promise<ProjectContextInfo>;
+}
+
+/**
+ * `read` is the activity that reads it: a regular one (sessions; at the project's home on a cluster), or a local one
+ * (tasks on one machine, which start with it).
+ */
 export async function checkProject(
   projectDir: string,
-  read:
-    | typeof projectFacts.projectContextInfo
-    | typeof localProjectFacts.projectContextInfo = projectFacts.projectContextInfo
+  read: ContextReader | typeof localProjectFacts.projectContextInfo = projectFacts.projectContextInfo
 ): Promise<ProjectCheck> {
   try {
     const context = await read.executeWithOptions({ summary: 'project context' }, [{ projectDir }]);

@@ -166,7 +166,7 @@ export class Planning {
   ) {
     const { input, progress } = this.task;
     this.task.setStatus('planning', summary);
-    return modelNodes.writePlan.executeWithOptions({ summary }, [
+    return this.task.home(modelNodes.writePlan).executeWithOptions({ summary }, [
       {
         projectDir: input.projectDir,
         toolAccess: input.toolAccess,

@@ -279,7 +279,7 @@ export class StepRunner {
    */
   private pick(batch: PlanStep[], made: readonly MadeCall[] = [], notDone?: string) {
     const { input, progress, questions } = this.task;
-    return modelNodes.pickTools.executeWithOptions(
+    return this.task.home(modelNodes.pickTools).executeWithOptions(
       {
         summary: `pick tools · ${batch.map((s) => `step ${s.id}`).join(', ')}${made.length ? ` · call ${made.length + 1}` : ''}`,
       },
@@ -343,8 +343,10 @@ export class StepRunner {
         if (!grants.some((x) => x.path === g.path && x.op === g.op)) grants.push(g);
     }
     meter.toolCall();
+    // At the project's home on a cluster (the task waits there for a host that is gone).
+    const callToolAtItsHome = this.task.home(toolCalls.callTool, call.stepId);
     try {
-      const r = await toolCalls.callTool.executeWithOptions(
+      const r = await callToolAtItsHome.executeWithOptions(
         { summary: callSummary(call), retry: toolRetryPolicy(call) },
         [
           {

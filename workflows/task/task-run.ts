@@ -5,7 +5,13 @@
  * on (review, questions, permissions), what it has used, and its event log. It produces the `state` query's answer
  * and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and nothing else.
  */
-import { ApplicationFailure, condition, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import {
+  type ActivityOptions,
+  ApplicationFailure,
+  condition,
+  setCurrentDetails,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
@@ -22,6 +28,7 @@ import type {
 } from '../../common/task';
 import type { RewoundSignal, TaskRound } from '../../common/rewind';
 import { EventLog } from '../shared/event-log';
+import { atHome } from '../shared/home';
 import { kleaObserve } from '../shared/observe';
 import { PermissionGate } from './permissions';
 import { PlanProgress } from './plan-progress';
@@ -72,6 +79,8 @@ export class TaskRun {
   /** A rewind's report arrived since the last reset notice (a run reset again waits for the new one). */
   private rewindReported = false;
   private rewoundAnnounced = false;
+  /** On a cluster: the host the task waits for (an activity for its home was not taken in time); null otherwise. */
+  private waitingForHost: string | null = null;
 
   constructor(readonly input: ParsedTaskInput) {
     const info = workflowInfo();
@@ -244,8 +253,53 @@ export class TaskRun {
     return [reviews.pending, questions.pending, permissions.pending].filter((p): p is PendingInterrupt => p !== null);
   }
 
+  /**
+   * Runs one activity that reads or changes the project at its home (shared/home.ts): on a cluster, on the task
+   * queue of the host that holds it, and while no worker of that host takes it, the task says it waits for the
+   * host (`waiting_for_host`, once per wait; a `status` event when it is back). Without a home: the shared queue.
+   */
+  atHome<T>(schedule: Parameters<typeof atHome<T>>[2], stepId?: string): Promise<T> {
+    // Without a home, the activity's own promise, scheduled exactly as before.
+    if (!this.input.home) return schedule({});
+    return atHome(
+      this.input.home,
+      {
+        away: (hostId) => {
+          if (this.waitingForHost === hostId) return;
+          this.waitingForHost = hostId;
+          this.log.emit({ type: 'waiting_for_host', hostId, ...(stepId ? { stepId } : {}) });
+          this.setStatus(this._status, `waiting for host ${hostId}`);
+        },
+        back: (hostId) => {
+          if (this.waitingForHost === null) return;
+          this.waitingForHost = null;
+          this.log.emit({ type: 'status', status: this._status, detail: `host ${hostId} is back` });
+          this.setStatus(this._status);
+        },
+      },
+      schedule
+    );
+  }
+
+  /** An activity sent to the project's home (`atHome`): `task.home(toolCalls.callTool).executeWithOptions(…)`. */
+  home<A extends unknown[], R>(
+    activity: { executeWithOptions(options: ActivityOptions, args: A): Promise<R> },
+    stepId?: string
+  ): { executeWithOptions(options: ActivityOptions, args: A): Promise<R> } {
+    return {
+      executeWithOptions: (options, args) =>
+        this.atHome((at) => activity.executeWithOptions({ ...options, ...at }, args), stepId),
+    };
+  }
+
   /** The `state` query's answer. */
   snapshot(): TaskState {
+    const state = this.state();
+    const { home } = this.input;
+    return home ? { ...state, home: { hostId: home.hostId }, waitingForHost: this.waitingForHost } : state;
+  }
+
+  private state(): TaskState {
     return taskState(this.input, this.progress, {
       status: this._status,
       answer: this.answer,

@@ -39,7 +39,7 @@ import {
 import { taskEndedSignal } from '../session/messages';
 import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { TaskInputSchema, type TaskInput, type TaskResult } from '../../common/task';
-import { localProjectFacts, modelNodes } from '../shared/activities';
+import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
 import { parseInput } from '../shared/payloads';
 import { checkProject } from '../shared/project-check';
 import { setTaskHandlers } from './handlers';
@@ -146,7 +146,7 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
   if (progress.graph.length && missed.length === progress.graph.length)
     return task.nothingAchieved(answerWithAccess(nothingAchievedAnswer(input.prompt, missed), input.toolAccess));
   task.setStatus('running', 'composing the answer');
-  const composed = await modelNodes.composeAnswer.executeWithOptions({ summary: 'answer' }, [
+  const composed = await task.home(modelNodes.composeAnswer).executeWithOptions({ summary: 'answer' }, [
     {
       projectDir: input.projectDir,
       request: input.prompt,
@@ -183,7 +183,11 @@ async function beginTask(task: TaskRun, planning: Planning): Promise<TaskResult 
       code: Failure.GrantsIgnored,
       message: `the ${task.ignoredGrants} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
     });
-  const project = await checkProject(input.projectDir, localProjectFacts.projectContextInfo);
+  // The project check is local to the workflow's worker on one machine; on a cluster it runs where the project is.
+  const project = await checkProject(
+    input.projectDir,
+    input.home ? task.home(projectFacts.projectContextInfo) : localProjectFacts.projectContextInfo
+  );
   if (project.refused) return task.fail(Failure.ProjectNotAllowed, project.refused);
   const { context } = project;
   const declined = input.mode === 'scientific';
@@ -208,7 +212,7 @@ async function beginTask(task: TaskRun, planning: Planning): Promise<TaskResult 
 
   if (input.route) {
     task.setStatus('routing', 'deciding between a direct reply and a planned task');
-    const route = await modelNodes.routeRequest.executeWithOptions({ summary: 'route request' }, [
+    const route = await task.home(modelNodes.routeRequest).executeWithOptions({ summary: 'route request' }, [
       {
         text: input.prompt,
         projectDir: input.projectDir,

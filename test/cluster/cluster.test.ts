@@ -1,0 +1,432 @@
+/**
+ * Klea on a real Temporal cluster (PostgreSQL, the server's four services: test/cluster/global-setup.ts) with two
+ * worker hosts, h1 and h2, each a worker process with its own host id (task queue `klea-host-<id>`) and data
+ * directory, and the API as a process of its own, driven over REST as a user would:
+ *
+ * - the task path: a session's project has a home, and every activity that reads or changes it runs there;
+ * - a rewind with two hosts: each task's files are restored by the host that holds its project;
+ * - a host killed in the middle of a step: nothing is lost, nothing is applied twice, and the task says it waits
+ *   for the host (`waiting_for_host`) until the host is back;
+ * - a task waiting for a gone host can be cancelled.
+ *
+ * Every pause is deterministic: each worker asks the test before any activity runs (test/support/gated-worker.ts),
+ * so the test holds the exact call it kills a host under; nothing waits on a timer it hopes is long enough.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { findFreePort } from '../../runtime/ports';
+import { FakeModel, type RecordedRequest } from '../support/fake-model';
+import { makeProject, plan, step } from '../support/task-driver';
+
+const ROOT = path.join(__dirname, '..', '..');
+const address = process.env.KLEA_TEST_CLUSTER_ADDRESS!;
+const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-cluster-')));
+const taskQueue = `cluster-${process.pid}`;
+const HOSTS = ['h1', 'h2'] as const;
+type Host = (typeof HOSTS)[number];
+/** How long a home activity waits for its host before the task says so (worker.host_wait_ms, the API's). */
+const HOST_WAIT_MS = 1500;
+
+/** One activity about to start, as a gated worker reports it. */
+interface GateCall {
+  workflowId: string;
+  activityType: string;
+  activityId: string;
+  attempt: number;
+  taskQueue: string;
+  host: Host | null;
+}
+
+let fake: FakeModel;
+let gate: http.Server;
+let gateUrl: string;
+let api: ChildProcess | undefined;
+let apiUrl: string;
+const workers: Record<Host, ChildProcess | null> = { h1: null, h2: null };
+/** Every activity the hosts ran, in order. */
+const ran: GateCall[] = [];
+/** What the gate does with a call; the activity runs when the promise settles. */
+let onActivity: (call: GateCall) => Promise<void> = async () => undefined;
+
+const hostDataDir = (h: Host) => path.join(dir, 'hosts', h);
+const callLog = (h: Host) => path.join(dir, `${h}.calls.jsonl`);
+
+function configFile(name: string, extra: Record<string, unknown>): string {
+  const file = path.join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    stringify({
+      model: { name: 'fake', base_url: fake.url, api_key: 'k', timeout_ms: 10_000 },
+      temporal: { address, task_queue: taskQueue },
+      project: { allowed_roots: [realpathSync(os.tmpdir())] },
+      ...extra,
+    })
+  );
+  return file;
+}
+
+function collect(child: ChildProcess): () => string {
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  return () => out;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 90_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Starts host `h`'s worker (gated) and waits until it polls both its queues. */
+async function startHost(h: Host): Promise<void> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'test', 'support', 'gated-worker.js')], {
+    env: {
+      ...process.env,
+      KLEA_TEST_GATE_URL: gateUrl,
+      KLEA_CONFIG: configFile(`host-${h}`, {
+        worker: { sticky_queue_timeout_ms: 1000 },
+        mcp: { workspace: { call_log: callLog(h) } },
+      }),
+      KLEA_HOST_ID: h,
+      KLEA_DATA_DIR: hostDataDir(h),
+      KLEA_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const out = collect(child);
+  await until(`host ${h} polling`, () => {
+    if (child.exitCode !== null) throw new Error(`host ${h} exited: ${out()}`);
+    return /worker polling/.test(out());
+  });
+  workers[h] = child;
+}
+
+/** SIGKILL to host `h`'s worker and everything it started (its workspace servers): the host is gone. */
+async function killHost(h: Host): Promise<void> {
+  const child = workers[h];
+  workers[h] = null;
+  if (!child?.pid) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+  await exited;
+}
+
+async function rest<T = Record<string, unknown>>(method: string, route: string, body?: unknown) {
+  const res = await fetch(`${apiUrl}${route}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as T };
+}
+
+type Health = { status: string; hosts?: Array<{ hostId: string; status: string; pollers: number }> };
+type TaskState = {
+  status: string;
+  home?: { hostId: string } | null;
+  waitingForHost?: string | null;
+  steps: Array<{ id: string; status: string }>;
+};
+type Event = { seq: number; type: string; hostId?: string; detail?: string; status?: string };
+
+const taskState = async (id: string) => (await rest<TaskState>('GET', `/tasks/${id}`)).body;
+const taskEvents = async (id: string) =>
+  (await rest<{ events: Event[] }>('GET', `/tasks/${id}/events?after=0`)).body.events;
+const ended = (id: string) =>
+  until(`task ${id} ended`, async () => {
+    const s = await taskState(id);
+    return ['done', 'failed', 'cancelled', 'rewound'].includes(s.status) ? s : undefined;
+  });
+
+/** A session whose project is on host `h`, and a task in it; the task's prompt names the file it works on. */
+async function startTask(h: Host | undefined, file: string, projectDir: string) {
+  const session = await rest<{ sessionId: string }>('POST', '/sessions', {
+    projectDir,
+    ...(h ? { host: h } : {}),
+  });
+  expect(session.status).toBe(201);
+  const task = await rest<{ taskId: string }>('POST', '/tasks', {
+    prompt: `Write and then edit FILE=${file}`,
+    sessionId: session.body.sessionId,
+  });
+  expect(task.status).toBe(201);
+  return { sessionId: session.body.sessionId, taskId: task.body.taskId };
+}
+
+/** The model: a write then an edit of the file the request names, the same answer to the same request. */
+function scriptModel() {
+  const fileOf = (req: RecordedRequest) => /FILE=(\S+)/.exec(req.text)?.[1] ?? 'missing';
+  fake.always('write_plan', (req) => ({
+    call: plan([step('w', `Write FILE=${fileOf(req)}`), step('e', `Edit FILE=${fileOf(req)}`, { depends_on: ['w'] })]),
+  }));
+  fake.always('pick_tools', (req) => {
+    const f = fileOf(req);
+    const id = (req.toolSchemas[0]?.parameters as { properties: { step_id: { enum: string[] } } }).properties.step_id
+      .enum[0];
+    const call =
+      id === 'w'
+        ? { name: 'workspace__write_file', args: { path: f, content: 'version 1\n' } }
+        : { name: 'workspace__edit_file', args: { path: f, old_string: 'version 1', new_string: 'version 2' } };
+    return { calls: [{ name: call.name, args: { step_id: id, ...call.args } }] };
+  });
+  fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'fine' } });
+  fake.always('do_step', { content: 'done' });
+  fake.always('compose_answer', { content: 'all done' });
+}
+
+/** What the workspace server of host `h` applied to `file` (its audit log). */
+function applied(h: Host, file: string) {
+  const lines = existsSync(callLog(h))
+    ? readFileSync(callLog(h), 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map(
+          (l) =>
+            JSON.parse(l) as { tool: string; args: unknown; replayed?: boolean; changed?: boolean; isError?: boolean }
+        )
+    : [];
+  const mine = lines.filter((l) => JSON.stringify(l.args).includes(file));
+  return {
+    writes: mine.filter((l) => l.tool === 'write_file' && !l.replayed && l.changed === true).length,
+    edits: mine.filter((l) => l.tool === 'edit_file' && !l.replayed && !l.isError).length,
+  };
+}
+
+/** The activities of a task (and of the rewinds of it) that touch its project, with the host each ran on. */
+function projectActivities(taskId: string) {
+  const project = [
+    'projectContextInfo',
+    'writePlan',
+    'pickTools',
+    'callTool',
+    'composeAnswer',
+    'prepareRewind',
+    'restoreFiles',
+  ];
+  return ran.filter(
+    (c) => (c.workflowId === taskId || c.workflowId.startsWith(`rewind-${taskId}-`)) && project.includes(c.activityType)
+  );
+}
+
+/** Whether a task's checkpoints are in host `h`'s data directory. */
+function checkpointsOn(h: Host, taskId: string): boolean {
+  const root = path.join(hostDataDir(h), 'checkpoints');
+  const walk = (d: string): boolean =>
+    existsSync(d) &&
+    readdirSync(d, { withFileTypes: true }).some((e) =>
+      e.name.includes(taskId) ? true : e.isDirectory() ? walk(path.join(d, e.name)) : false
+    );
+  return walk(root);
+}
+
+beforeAll(async () => {
+  gate = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (b: Buffer) => (body += b.toString()));
+    req.on('end', () => {
+      const call = JSON.parse(body) as GateCall;
+      ran.push(call);
+      const answer = () => {
+        if (!res.destroyed) res.end('go');
+      };
+      onActivity(call).then(answer, answer);
+    });
+  });
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
+  gateUrl = `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
+  fake = await FakeModel.start();
+  scriptModel();
+  await Promise.all(HOSTS.map(startHost));
+  const port = await findFreePort();
+  apiUrl = `http://127.0.0.1:${port}`;
+  api = spawn(process.execPath, [path.join(ROOT, 'dist', 'api', 'index.js')], {
+    env: {
+      ...process.env,
+      KLEA_CONFIG: configFile('api', { worker: { host_wait_ms: HOST_WAIT_MS } }),
+      KLEA_API_PORT: String(port),
+      KLEA_DATA_DIR: path.join(dir, 'api-data'),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const out = collect(api);
+  await until('the API up, both hosts polling', async () => {
+    if (api!.exitCode !== null) throw new Error(`the API exited: ${out()}`);
+    try {
+      const h = await rest<Health>('GET', '/healthz');
+      return h.status === 200 && h.body.hosts?.filter((x) => x.status === 'ok').length === 2;
+    } catch {
+      return undefined;
+    }
+  });
+}, 180_000);
+
+afterAll(async () => {
+  onActivity = async () => undefined;
+  for (const h of HOSTS) await killHost(h);
+  if (api?.pid) process.kill(-api.pid, 'SIGKILL');
+  gate?.closeAllConnections();
+  gate?.close();
+  await fake?.close();
+});
+
+test('/healthz says which worker hosts poll their task queues', async () => {
+  const { body } = await rest<Health>('GET', '/healthz');
+  expect(body.status).toBe('ok');
+  expect(body.hosts).toEqual([
+    { hostId: 'h1', taskQueue: 'klea-host-h1', status: 'ok', pollers: 1 },
+    { hostId: 'h2', taskQueue: 'klea-host-h2', status: 'ok', pollers: 1 },
+  ]);
+});
+
+test('the task path: every activity that reads or changes the project runs on its home host', async () => {
+  const p = makeProject();
+  const { taskId, sessionId } = await startTask('h2', 'notes.txt', p.dir);
+  const state = await ended(taskId);
+  expect(state.status).toBe('done');
+  expect(state.home).toEqual({ hostId: 'h2' });
+  expect(state.steps.map((s) => [s.id, s.status])).toEqual([
+    ['w', 'done'],
+    ['e', 'done'],
+  ]);
+  expect(readFileSync(path.join(p.dir, 'notes.txt'), 'utf8')).toBe('version 2\n');
+  const session = await rest<{ home?: { hostId: string } }>('GET', `/sessions/${sessionId}`);
+  expect(session.body.home).toEqual({ hostId: 'h2' });
+
+  const calls = projectActivities(taskId);
+  expect(calls.filter((c) => c.activityType === 'callTool')).toHaveLength(2);
+  for (const c of calls) expect([c.activityType, c.host, c.taskQueue]).toEqual([c.activityType, 'h2', 'klea-host-h2']);
+  expect(applied('h2', 'notes.txt')).toEqual({ writes: 1, edits: 1 });
+  expect(applied('h1', 'notes.txt')).toEqual({ writes: 0, edits: 0 });
+  expect(checkpointsOn('h2', taskId)).toBe(true);
+  expect(checkpointsOn('h1', taskId)).toBe(false);
+});
+
+test('without a named host, the API gives a project the same home each time', async () => {
+  const p = makeProject();
+  const first = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir });
+  const second = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir });
+  const homeOf = async (id: string) =>
+    (await rest<{ home?: { hostId: string } }>('GET', `/sessions/${id}`)).body.home?.hostId;
+  const h = await homeOf(first.body.sessionId);
+  expect(HOSTS).toContain(h);
+  expect(await homeOf(second.body.sessionId)).toBe(h);
+  const unknown = await rest<{ error: { code: string } }>('POST', '/sessions', { projectDir: p.dir, host: 'h9' });
+  expect(unknown.status).toBe(400);
+});
+
+test('a rewind with two hosts: each task is restored by the host that holds its project', async () => {
+  const p1 = makeProject();
+  const p2 = makeProject();
+  const t1 = await startTask('h1', 'one.txt', p1.dir);
+  const t2 = await startTask('h2', 'two.txt', p2.dir);
+  expect((await ended(t1.taskId)).status).toBe('done');
+  expect((await ended(t2.taskId)).status).toBe('done');
+  expect(readFileSync(path.join(p1.dir, 'one.txt'), 'utf8')).toBe('version 2\n');
+  expect(readFileSync(path.join(p2.dir, 'two.txt'), 'utf8')).toBe('version 2\n');
+
+  // Back to before the first step: both files were created by the task, so both are gone again.
+  for (const t of [t1, t2]) {
+    const r = await rest<{ status: string }>('POST', `/tasks/${t.taskId}/rewind`, { toStep: 'w', rerun: false });
+    expect([r.status, r.body.status]).toEqual([200, 'rewound']);
+  }
+  expect(existsSync(path.join(p1.dir, 'one.txt'))).toBe(false);
+  expect(existsSync(path.join(p2.dir, 'two.txt'))).toBe(false);
+  expect((await ended(t1.taskId)).status).toBe('rewound');
+  expect((await ended(t2.taskId)).status).toBe('rewound');
+  for (const [t, h] of [
+    [t1, 'h1'],
+    [t2, 'h2'],
+  ] as const) {
+    const restores = projectActivities(t.taskId).filter((c) =>
+      ['prepareRewind', 'restoreFiles'].includes(c.activityType)
+    );
+    expect(restores.map((c) => c.activityType).sort()).toEqual(['prepareRewind', 'restoreFiles']);
+    for (const c of restores) expect([c.host, c.taskQueue]).toEqual([h, `klea-host-${h}`]);
+  }
+});
+
+test('a host killed in the middle of a step: the task waits for it, then finishes with every change made once', async () => {
+  const p = makeProject();
+  let held: (() => void) | undefined;
+  const editHeld = new Promise<GateCall>((resolve) => {
+    onActivity = (call) =>
+      new Promise<void>((release) => {
+        // The edit's call on h1, the first time: held here while the test kills the host under it.
+        const nth = ran.filter((c) => c.activityType === 'callTool' && c.workflowId === call.workflowId).length;
+        if (call.activityType === 'callTool' && nth === 2 && !held) {
+          held = release;
+          resolve(call);
+        } else release();
+      });
+  });
+  const { taskId } = await startTask('h1', 'crash.txt', p.dir);
+  const call = await editHeld;
+  expect(call.workflowId).toBe(taskId);
+  expect(readFileSync(path.join(p.dir, 'crash.txt'), 'utf8')).toBe('version 1\n');
+  await killHost('h1');
+  onActivity = async () => undefined;
+
+  // The call is lost with its host; the step is tried again at the home, where no worker takes it: the task says so.
+  const waiting = await until('waiting_for_host', async () =>
+    (await taskEvents(taskId)).find((e) => e.type === 'waiting_for_host')
+  );
+  expect(waiting.hostId).toBe('h1');
+  expect((await taskState(taskId)).waitingForHost).toBe('h1');
+  expect(readFileSync(path.join(p.dir, 'crash.txt'), 'utf8')).toBe('version 1\n');
+
+  await startHost('h1');
+  const state = await ended(taskId);
+  expect(state.status).toBe('done');
+  expect(state.waitingForHost).toBeNull();
+  const events = await taskEvents(taskId);
+  expect(events.some((e) => e.type === 'status' && e.detail === 'host h1 is back')).toBe(true);
+  expect(readFileSync(path.join(p.dir, 'crash.txt'), 'utf8')).toBe('version 2\n');
+  // Nothing lost, nothing twice: one write and one edit applied, all on the project's host.
+  expect(applied('h1', 'crash.txt')).toEqual({ writes: 1, edits: 1 });
+  expect(applied('h2', 'crash.txt')).toEqual({ writes: 0, edits: 0 });
+  for (const c of projectActivities(taskId)) expect(c.host).toBe('h1');
+});
+
+test('a task waiting for a gone host can be cancelled', async () => {
+  const p = makeProject();
+  const session = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir, host: 'h2' });
+  // The session has read its project while h2 was there; then h2 goes away.
+  await until('the session ready', async () => {
+    const s = await rest<{ projectContextFile?: unknown; lastSeq: number }>(
+      'GET',
+      `/sessions/${session.body.sessionId}`
+    );
+    return s.body.lastSeq > 0;
+  });
+  await killHost('h2');
+  const task = await rest<{ taskId: string }>('POST', '/tasks', {
+    prompt: 'Write and then edit FILE=never.txt',
+    sessionId: session.body.sessionId,
+  });
+  expect(task.status).toBe(201);
+  const { taskId } = task.body;
+  await until('waiting_for_host', async () => (await taskEvents(taskId)).find((e) => e.type === 'waiting_for_host'));
+  const cancel = await rest('POST', `/tasks/${taskId}/cancel`, { reason: 'host is gone' });
+  expect(cancel.status).toBeLessThan(300);
+  expect((await ended(taskId)).status).toBe('cancelled');
+  expect(existsSync(path.join(p.dir, 'never.txt'))).toBe(false);
+  await startHost('h2');
+});

@@ -1,0 +1,60 @@
+/**
+ * Jest global set-up for the cluster tests: one real Temporal cluster (runtime/cluster.ts) on free ports, with a
+ * PostgreSQL database cluster made fresh for this run, and the workflow bundle in dist/ (make test-cluster builds).
+ * Test files reach it through KLEA_TEST_CLUSTER_ADDRESS and start their own worker hosts and API.
+ */
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { startCluster, type ClusterPorts, type TemporalCluster } from '../../runtime/cluster';
+import { findFreePort } from '../../runtime/ports';
+import { REPO_ROOT } from '../../runtime/temporal';
+
+declare global {
+  var __KLEA_TEST_CLUSTER__: TemporalCluster | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const serverDir = process.env.KLEA_TEMPORAL_SERVER_DIR;
+  if (!serverDir || !existsSync(path.join(serverDir, 'bin', 'temporal-server')))
+    throw new Error(
+      'KLEA_TEMPORAL_SERVER_DIR must name the Temporal server build (make test-cluster sets it from ' +
+        'scripts/install-temporal-server.sh)'
+    );
+  if (!existsSync(path.join(REPO_ROOT, 'dist', 'workflow-bundle.js')))
+    throw new Error('dist/ is not built: run npm run build (make test-cluster does)');
+  const dir = path.join(REPO_ROOT, '.klea', 'test-cluster');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const free = () => findFreePort();
+  const ports: ClusterPorts = {
+    postgres: await free(),
+    frontend: await free(),
+    frontendHttp: await free(),
+    history: await free(),
+    matching: await free(),
+    worker: await free(),
+    membership: { frontend: await free(), history: await free(), matching: await free(), worker: await free() },
+  };
+  const lines: string[] = [];
+  const cluster = await startCluster({
+    serverDir,
+    dataDir: path.join(dir, 'cluster'),
+    configFile: path.join(REPO_ROOT, 'deploy', 'temporal-server.yaml'),
+    dynamicConfigFile: path.join(REPO_ROOT, 'deploy', 'temporal-dynamicconfig.yaml'),
+    ports,
+    namespace: 'default',
+    retentionDays: 1,
+    logLevel: 'error',
+    // Kept for a failure's report: the server says why a service would not start.
+    onOutput: (name, chunk) => lines.push(`${name}: ${chunk}`),
+  }).catch((err: unknown) => {
+    process.stderr.write(lines.slice(-40).join(''));
+    throw err;
+  });
+  cluster.onExit((name, code, signal) =>
+    process.stderr.write(`\ncluster: the ${name} process exited (${signal ?? code})\n${lines.slice(-20).join('')}`)
+  );
+  globalThis.__KLEA_TEST_CLUSTER__ = cluster;
+  process.env.KLEA_TEST_CLUSTER_ADDRESS = cluster.address;
+  process.env.KLEA_TEST_CLUSTER_DIR = dir;
+}

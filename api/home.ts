@@ -25,8 +25,7 @@ export async function chooseHome(
   const waitMs = config.worker.host_wait_ms;
   if (requested !== undefined) {
     // A name no worker ever polled is a mistake: the task would wait for it forever.
-    const at = await calls.hostPollers(requested);
-    if (!at.known)
+    if (!(await calls.hostKnown(requested)))
       throw badRequest(`body.host: no worker of host "${requested}" has polled task queue klea-host-${requested}`, [
         { path: 'body.host', message: 'unknown host' },
       ]);

@@ -416,18 +416,34 @@ export class TemporalCalls {
     return { pollers: fresh.length, known: all.length > 0 };
   }
 
-  /** The hosts seen on the task queue, each with whether a worker polls its own queue now. */
+  /**
+   * The hosts seen on the task queue, each with whether a worker polls its own queue now; for choosing a session's
+   * home, so Temporal's failure is the API's error (503 when it is unreachable).
+   */
   async hostsPresent(
     timeoutMs = this.callTimeoutMs
   ): Promise<Array<{ hostId: string; taskQueue: string; pollers: number }>> {
-    const { hosts } = await this.workerPresence(timeoutMs);
-    return Promise.all(
-      hosts.map(async (hostId) => ({
-        hostId,
-        taskQueue: hostTaskQueue(hostId),
-        pollers: (await this.hostPollers(hostId, timeoutMs)).pollers,
-      }))
-    );
+    try {
+      const { hosts } = await this.workerPresence(timeoutMs);
+      return await Promise.all(
+        hosts.map(async (hostId) => ({
+          hostId,
+          taskQueue: hostTaskQueue(hostId),
+          pollers: (await this.hostPollers(hostId, timeoutMs)).pollers,
+        }))
+      );
+    } catch (err) {
+      throw await this.toApiError(err, undefined, { kind: 'describeTaskQueue' });
+    }
+  }
+
+  /** `hostPollers` with Temporal's failure as the API's error. */
+  async hostKnown(hostId: string): Promise<boolean> {
+    try {
+      return (await this.hostPollers(hostId)).known;
+    } catch (err) {
+      throw await this.toApiError(err, undefined, { kind: 'describeTaskQueue' });
+    }
   }
 
   /** When a worker was last seen polling (ms), by `requireWorker`. */

@@ -18,6 +18,7 @@ import * as events from '../../common/events';
 import * as failures from '../../common/failures';
 import * as firstPick from '../../common/first-pick';
 import * as glob from '../../common/glob';
+import * as home from '../../common/home';
 import * as modelProtocol from '../../common/model-protocol';
 import * as pathGuard from '../../common/path-guard';
 import * as planDiff from '../../common/plan-diff';
@@ -41,6 +42,7 @@ export const SHARED_COMMON_MODULES = {
   failures,
   'first-pick': firstPick,
   glob,
+  home,
   'model-protocol': modelProtocol,
   'path-guard': pathGuard,
   'plan-diff': planDiff,

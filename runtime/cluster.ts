@@ -12,11 +12,24 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from './temporal';
+import { portProblem } from './ports';
 import { stopProcessGroup } from './supervisor';
 
 /** The Temporal server's services, in the order they start (history and matching before the frontend's clients). */
 export const TEMPORAL_SERVICES = ['history', 'matching', 'frontend', 'worker'] as const;
 export type TemporalService = (typeof TEMPORAL_SERVICES)[number];
+
+/**
+ * A free port below 32768: Temporal keeps each service's membership port in a PostgreSQL smallint, so a port the
+ * system hands out (above 32767) cannot be one.
+ */
+export async function freeMembershipPort(taken: ReadonlySet<number> = new Set()): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!taken.has(port) && (await portProblem(port, '127.0.0.1')) === null) return port;
+  }
+  throw new Error('no free port below 32768 for a Temporal membership port');
+}
 
 export interface ClusterPorts {
   postgres: number;
@@ -26,6 +39,7 @@ export interface ClusterPorts {
   history: number;
   matching: number;
   worker: number;
+  /** Below 32768 (see `freeMembershipPort`). */
   membership: Record<TemporalService, number>;
 }
 
@@ -116,6 +130,9 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, what: string)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A failure no retry can mend (a process of the cluster exited): `until` gives up at once. */
+class Fatal extends Error {}
+
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -124,6 +141,7 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
       const v = await probe();
       if (v !== undefined) return v;
     } catch (err) {
+      if (err instanceof Fatal) throw new Error(`${what} did not happen: ${err.message}`);
       last = err;
     }
     if (Date.now() > deadline)
@@ -213,7 +231,7 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
       const r = spawnSync(path.join(pgBin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(ports.postgres)], {
         env: pgEnv,
       });
-      if (processes.get('postgres')!.exitCode !== null) throw new Error('PostgreSQL exited');
+      if (processes.get('postgres')!.exitCode !== null) throw new Fatal('PostgreSQL exited');
       return r.status === 0 ? true : undefined;
     });
 
@@ -279,7 +297,7 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
     // 4. The namespace (with its retention) and Klea's search attributes, once the frontend answers.
     const address = `127.0.0.1:${ports.frontend}`;
     const connection = await until('the Temporal frontend answering', 120_000, async () => {
-      for (const [name, p] of processes) if (p.exitCode !== null) throw new Error(`the ${name} process exited`);
+      for (const [name, p] of processes) if (p.exitCode !== null) throw new Fatal(`the ${name} process exited`);
       return Connection.connect({ address, connectTimeout: 2000 });
     });
     // protobufjs takes a number where its types say Long.

@@ -225,15 +225,20 @@ function projectActivities(taskId: string) {
   );
 }
 
-/** Whether a task's checkpoints are in host `h`'s data directory. */
-function checkpointsOn(h: Host, taskId: string): boolean {
+/** Whether host `h`'s checkpoint store (in its own data directory) holds a task's journal for the project. */
+function checkpointsOn(h: Host, projectDir: string): boolean {
   const root = path.join(hostDataDir(h), 'checkpoints');
-  const walk = (d: string): boolean =>
-    existsSync(d) &&
-    readdirSync(d, { withFileTypes: true }).some((e) =>
-      e.name.includes(taskId) ? true : e.isDirectory() ? walk(path.join(d, e.name)) : false
+  if (!existsSync(root)) return false;
+  return readdirSync(root).some((p) => {
+    const meta = path.join(root, p, 'project.json');
+    const tasks = path.join(root, p, 'tasks');
+    return (
+      existsSync(meta) &&
+      readFileSync(meta, 'utf8').includes(JSON.stringify(projectDir)) &&
+      existsSync(tasks) &&
+      readdirSync(tasks).length > 0
     );
-  return walk(root);
+  });
 }
 
 beforeAll(async () => {
@@ -315,8 +320,8 @@ test('the task path: every activity that reads or changes the project runs on it
   for (const c of calls) expect([c.activityType, c.host, c.taskQueue]).toEqual([c.activityType, 'h2', 'klea-host-h2']);
   expect(applied('h2', 'notes.txt')).toEqual({ writes: 1, edits: 1 });
   expect(applied('h1', 'notes.txt')).toEqual({ writes: 0, edits: 0 });
-  expect(checkpointsOn('h2', taskId)).toBe(true);
-  expect(checkpointsOn('h1', taskId)).toBe(false);
+  expect(checkpointsOn('h2', p.dir)).toBe(true);
+  expect(checkpointsOn('h1', p.dir)).toBe(false);
 });
 
 test('without a named host, the API gives a project the same home each time', async () => {

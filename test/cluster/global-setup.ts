@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { startCluster, type ClusterPorts, type TemporalCluster } from '../../runtime/cluster';
+import { freeMembershipPort, startCluster, type ClusterPorts, type TemporalCluster } from '../../runtime/cluster';
 import { findFreePort } from '../../runtime/ports';
 import { REPO_ROOT } from '../../runtime/temporal';
 
@@ -33,8 +33,13 @@ export default async function globalSetup(): Promise<void> {
     history: await free(),
     matching: await free(),
     worker: await free(),
-    membership: { frontend: await free(), history: await free(), matching: await free(), worker: await free() },
+    membership: { frontend: 0, history: 0, matching: 0, worker: 0 },
   };
+  const taken = new Set<number>();
+  for (const s of ['frontend', 'history', 'matching', 'worker'] as const) {
+    ports.membership[s] = await freeMembershipPort(taken);
+    taken.add(ports.membership[s]);
+  }
   const lines: string[] = [];
   const cluster = await startCluster({
     serverDir,

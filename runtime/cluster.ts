@@ -162,7 +162,10 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
   const password = readFileSync(pwFile, 'utf8').trim();
 
   const processes = new Map<string, ChildProcess>();
-  const listeners: Array<(name: string, code: number | null, signal: NodeJS.Signals | null) => void> = [];
+  type Listener = (name: string, code: number | null, signal: NodeJS.Signals | null) => void;
+  const listeners: Listener[] = [];
+  /** Processes that exited while the cluster was not being stopped (told to every listener, late ones too). */
+  const exited: Array<[string, number | null, NodeJS.Signals | null]> = [];
   let stopping = false;
   const track = (name: string, proc: ChildProcess) => {
     processes.set(name, proc);
@@ -170,7 +173,9 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
     proc.stdout?.on('data', out);
     proc.stderr?.on('data', out);
     proc.once('exit', (code, signal) => {
-      if (!stopping) for (const l of listeners) l(name, code, signal);
+      if (stopping) return;
+      exited.push([name, code, signal]);
+      for (const l of listeners) l(name, code, signal);
     });
   };
 
@@ -228,10 +233,12 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
     track('postgres', spawn(pg.file, pg.args, { stdio: ['ignore', 'pipe', 'pipe'] }));
     const pgEnv = { ...process.env, PGPASSWORD: password };
     await until('PostgreSQL accepting connections', 60_000, async () => {
-      const r = spawnSync(path.join(pgBin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(ports.postgres)], {
-        env: pgEnv,
-      });
       if (processes.get('postgres')!.exitCode !== null) throw new Fatal('PostgreSQL exited');
+      const r = spawnSync(
+        path.join(pgBin, 'psql'),
+        ['-h', '127.0.0.1', '-p', String(ports.postgres), '-U', 'temporal', '-d', 'postgres', '-Atqc', 'select 1'],
+        { env: pgEnv }
+      );
       return r.status === 0 ? true : undefined;
     });
 
@@ -282,7 +289,7 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
       LOG_LEVEL: opts.logLevel ?? 'warn',
     };
     const server = path.join(opts.serverDir, 'bin', 'temporal-server');
-    for (const service of TEMPORAL_SERVICES) {
+    const startService = (service: TemporalService) => {
       say(`starting the Temporal ${service} service`);
       track(
         service,
@@ -292,12 +299,31 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
           detached: true,
         })
       );
-    }
+    };
+    const anyExited = () => {
+      for (const [name, p] of processes) if (p.exitCode !== null || p.signalCode !== null) return name;
+      return undefined;
+    };
+    // The first service writes the cluster's metadata and its system namespace; services started together race to
+    // (one loses on a duplicate key and exits). So history first, the others once it listens.
+    const [first, ...rest] = TEMPORAL_SERVICES;
+    startService(first);
+    await until(`the Temporal ${first} service listening`, 120_000, async () => {
+      const gone = anyExited();
+      if (gone) throw new Fatal(`the ${gone} process exited`);
+      // Its membership port opens as it starts, after the metadata and the system namespace are written.
+      const listening = await Promise.all(
+        [ports[first], ports.membership[first]].map(async (p) => (await portProblem(p, '127.0.0.1')) === 'EADDRINUSE')
+      );
+      return listening.every(Boolean) ? true : undefined;
+    });
+    for (const service of rest) startService(service);
 
     // 4. The namespace (with its retention) and Klea's search attributes, once the frontend answers.
     const address = `127.0.0.1:${ports.frontend}`;
     const connection = await until('the Temporal frontend answering', 120_000, async () => {
-      for (const [name, p] of processes) if (p.exitCode !== null) throw new Fatal(`the ${name} process exited`);
+      const gone = anyExited();
+      if (gone) throw new Fatal(`the ${gone} process exited`);
       return Connection.connect({ address, connectTimeout: 2000 });
     });
     // protobufjs takes a number where its types say Long.
@@ -330,10 +356,15 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
     } finally {
       await connection.close();
     }
+    const gone = anyExited();
+    if (gone) throw new Error(`the ${gone} process exited while the cluster started`);
     return {
       address,
       processes,
-      onExit: (l) => listeners.push(l),
+      onExit: (l) => {
+        listeners.push(l);
+        for (const [name, code, signal] of exited) l(name, code, signal);
+      },
       stop,
     };
   } catch (err) {

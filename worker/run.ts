@@ -29,7 +29,8 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
     logger: {
       log: (level, message, meta) => {
         if (level === 'ERROR') log.error(message, meta);
-        else if (level === 'WARN') log.warn(message, meta);
+        // A host's own task queue carries activities only: that it polls no workflows there is as it should be.
+        else if (level === 'WARN' && !message.startsWith('No workflows registered')) log.warn(message, meta);
       },
       trace() {},
       debug() {},

@@ -7,7 +7,10 @@
  * - a rewind with two hosts: each task's files are restored by the host that holds its project;
  * - a host killed in the middle of a step: nothing is lost, nothing is applied twice, and the task says it waits
  *   for the host (`waiting_for_host`) until the host is back;
- * - a task waiting for a gone host can be cancelled.
+ * - a task waiting for a gone host can be cancelled;
+ * - Temporal's SQL visibility on PostgreSQL: the inbox finds a task by `KleaStatus = "awaiting_review"`, and lists
+ *   sessions most recently active first;
+ * - a session that went to sleep wakes with its home, and its next task works there.
  *
  * Every pause is deterministic: each worker asks the test before any activity runs (test/support/gated-worker.ts),
  * so the test holds the exact call it kills a host under; nothing waits on a timer it hopes is long enough.
@@ -31,6 +34,8 @@ const HOSTS = ['h1', 'h2'] as const;
 type Host = (typeof HOSTS)[number];
 /** How long a home activity waits for its host before the task says so (worker.host_wait_ms, the API's). */
 const HOST_WAIT_MS = 1500;
+/** How long a session stays awake with nothing to do (session.idle_close_ms, the API's). */
+const IDLE_CLOSE_MS = 3000;
 
 /** One activity about to start, as a gated worker reports it. */
 interface GateCall {
@@ -264,7 +269,11 @@ beforeAll(async () => {
   api = spawn(process.execPath, [path.join(ROOT, 'dist', 'api', 'index.js')], {
     env: {
       ...process.env,
-      KLEA_CONFIG: configFile('api', { worker: { host_wait_ms: HOST_WAIT_MS } }),
+      KLEA_CONFIG: configFile('api', {
+        worker: { host_wait_ms: HOST_WAIT_MS },
+        // Sessions sleep soon after their last task, so one can be seen waking on the cluster.
+        session: { idle_close_ms: IDLE_CLOSE_MS },
+      }),
       KLEA_API_PORT: String(port),
       KLEA_DATA_DIR: path.join(dir, 'api-data'),
     },
@@ -434,4 +443,62 @@ test('a task waiting for a gone host can be cancelled', async () => {
   expect((await ended(taskId)).status).toBe('cancelled');
   expect(existsSync(path.join(p.dir, 'never.txt'))).toBe(false);
   await startHost('h2');
+});
+
+test("the inbox on PostgreSQL's visibility: a task waiting for review, and sessions most recently active first", async () => {
+  const p = makeProject();
+  const session = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir, host: 'h1' });
+  const task = await rest<{ taskId: string }>('POST', '/tasks', {
+    prompt: 'Write and then edit FILE=review.txt',
+    sessionId: session.body.sessionId,
+    review: 'always',
+  });
+  const { taskId } = task.body;
+  const state = await until('awaiting_review', async () => {
+    const s = await rest<TaskState & { planHash: string }>('GET', `/tasks/${taskId}`);
+    return s.body.status === 'awaiting_review' ? s.body : undefined;
+  });
+  // Visibility lags the run by a moment: the inbox finds the task once it has taken the status in.
+  const listed = await until('the task in the inbox', async () => {
+    const r = await rest<{ tasks: Array<{ id: string; status: string }> }>('GET', '/tasks?status=awaiting_review');
+    return r.body.tasks.find((t) => t.id === taskId);
+  });
+  expect(listed.status).toBe('awaiting_review');
+  const later = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir, host: 'h2' });
+  const sessions = await until('both sessions listed', async () => {
+    const r = await rest<{ sessions: Array<{ id: string }> }>('GET', '/sessions?limit=50');
+    const ids = r.body.sessions.map((s) => s.id);
+    return ids.includes(later.body.sessionId) && ids.includes(session.body.sessionId) ? ids : undefined;
+  });
+  expect(sessions.indexOf(later.body.sessionId)).toBeLessThan(sessions.indexOf(session.body.sessionId));
+
+  const approved = await rest('POST', `/tasks/${taskId}/review`, { decision: 'approve', planHash: state.planHash });
+  expect(approved.status).toBe(200);
+  expect((await ended(taskId)).status).toBe('done');
+  expect(readFileSync(path.join(p.dir, 'review.txt'), 'utf8')).toBe('version 2\n');
+});
+
+test('a session that went to sleep wakes with its home, and its next task works there', async () => {
+  const p = makeProject();
+  const first = await startTask('h2', 'sleepy.txt', p.dir);
+  expect((await ended(first.taskId)).status).toBe('done');
+  const asleep = await until('the session asleep', async () => {
+    const s = await rest<{ status: string; home?: { hostId: string } }>('GET', `/sessions/${first.sessionId}`);
+    return s.body.status === 'sleeping' ? s.body : undefined;
+  });
+  expect(asleep.home).toEqual({ hostId: 'h2' });
+  const next = await rest<{ taskId: string }>('POST', '/tasks', {
+    prompt: 'Write and then edit FILE=woken.txt',
+    sessionId: first.sessionId,
+  });
+  expect(next.status).toBe(201);
+  const state = await ended(next.body.taskId);
+  expect(state.status).toBe('done');
+  expect(state.home).toEqual({ hostId: 'h2' });
+  const awake = await rest<{ home?: { hostId: string } }>('GET', `/sessions/${first.sessionId}`);
+  expect(awake.body.home).toEqual({ hostId: 'h2' });
+  const calls = projectActivities(next.body.taskId).filter((c) => c.activityType === 'callTool');
+  expect(calls).toHaveLength(2);
+  for (const c of calls) expect(c.host).toBe('h2');
+  expect(readFileSync(path.join(p.dir, 'woken.txt'), 'utf8')).toBe('version 2\n');
 });

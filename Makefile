@@ -74,8 +74,13 @@ typecheck: deps
 
 # PROJECT=<dir>: the project to work on. start.js resolves it to its absolute real path (a clear error if it is not a
 # directory) and hands it to the worker and the API as KLEA_PROJECT_DIR.
+# CLUSTER=1: make cluster instead (below).
 start: deps temporal-cli bubblewrap build
-	@$(if $(filter-out 0,$(CLUSTER)),exec $(MAKE) --no-print-directory cluster,exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))'))
+ifneq ($(filter-out 0,$(CLUSTER)),)
+	@exec $(MAKE) --no-print-directory cluster
+else
+	@exec node dist/scripts/start.js $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
+endif
 
 # Klea on a real Temporal cluster on this machine (runtime/cluster.ts): PostgreSQL, the server's frontend, history,
 # matching and worker services as processes of their own (deploy/temporal-server.yaml, as docker-compose.yml runs

@@ -154,7 +154,9 @@ function create(deps) {
     const t = state.tasks.get(taskId);
     const s = t.state;
     const card = t.card;
-    card.querySelector('.task-status').textContent = s.status.replace(/_/g, ' ');
+    // On a cluster: the host that holds the project is gone, and the task waits for it.
+    card.querySelector('.task-status').textContent =
+      s.status.replace(/_/g, ' ') + (s.waitingForHost ? ' · waiting for host ' + s.waitingForHost : '');
     card.dataset.status = s.status;
     if (!card.querySelector('.task-prompt') && s.prompt)
       card.querySelector('.task-head').after(el('p', { class: 'task-prompt', text: s.prompt }));

@@ -87,8 +87,9 @@ export const CreateTaskRequestSchema = z.strictObject({
   review: ReviewPolicySchema.optional(),
   sessionId: IdSchema.optional(),
   host: HostIdSchema.optional().describe(
-    'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>); ' +
-      'absent: the API chooses among the hosts that poll, the same one for the same project while they poll'
+    'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>), ' +
+      'taken when the request starts a session (a session keeps its home); absent: the API chooses among the ' +
+      'hosts that poll, the same one for the same project while they poll'
   ),
 });
 
@@ -131,8 +132,9 @@ export const CreateSessionRequestSchema = z.strictObject({
   network: NetworkSchema.optional(),
   review: ReviewPolicySchema.optional(),
   host: HostIdSchema.optional().describe(
-    'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>); ' +
-      'absent: the API chooses among the hosts that poll, the same one for the same project while they poll'
+    'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>), ' +
+      'taken when the request starts a session (a session keeps its home); absent: the API chooses among the ' +
+      'hosts that poll, the same one for the same project while they poll'
   ),
 });
 export const CreateSessionResponseSchema = z.object({ sessionId: z.string(), temporalUiUrl: z.string() });

@@ -18,7 +18,7 @@ module.exports = {
       slowTestThreshold: 120,
     },
   ],
-  testTimeout: 180_000,
+  testTimeout: 300_000,
   // One cluster on a small machine: the files run one after another.
   maxWorkers: 1,
 };

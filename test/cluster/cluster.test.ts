@@ -7,6 +7,7 @@
  * - a rewind with two hosts: each task's files are restored by the host that holds its project;
  * - a host killed in the middle of a step: nothing is lost, nothing is applied twice, and the task says it waits
  *   for the host (`waiting_for_host`) until the host is back;
+ * - a host cut off (frozen) while an edit is about to run, then back: the edit takes effect once;
  * - a task waiting for a gone host can be cancelled;
  * - Temporal's SQL visibility on PostgreSQL: the inbox finds a task by `KleaStatus = "awaiting_review"`, and lists
  *   sessions most recently active first;
@@ -82,7 +83,7 @@ function collect(child: ChildProcess): () => string {
   return () => out;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 90_000) {
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 150_000) {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -417,6 +418,42 @@ test('a host killed in the middle of a step: the task waits for it, then finishe
   expect(applied('h1', 'crash.txt')).toEqual({ writes: 1, edits: 1 });
   expect(applied('h2', 'crash.txt')).toEqual({ writes: 0, edits: 0 });
   for (const c of projectActivities(taskId)) expect(c.host).toBe('h1');
+});
+
+test('a host cut off in the middle of an edit (frozen, then back): the edit takes effect once', async () => {
+  const p = makeProject();
+  let release: (() => void) | undefined;
+  const editHeld = new Promise<GateCall>((resolve) => {
+    onActivity = (call) =>
+      new Promise<void>((go) => {
+        const nth = ran.filter((c) => c.activityType === 'callTool' && c.workflowId === call.workflowId).length;
+        if (call.activityType === 'callTool' && nth === 2 && !release) {
+          release = go;
+          resolve(call);
+        } else go();
+      });
+  });
+  const { taskId } = await startTask('h2', 'frozen.txt', p.dir);
+  await editHeld;
+  // The host stops answering (SIGSTOP: its worker and its workspace server), with the edit about to run.
+  const h2 = workers.h2!;
+  process.kill(-h2.pid!, 'SIGSTOP');
+  release!();
+  onActivity = async () => undefined;
+  // Its heartbeat lapses, the step is tried again at the home, and nobody there takes it: the task says so.
+  await until('waiting_for_host', async () =>
+    (await taskEvents(taskId)).find((e) => e.type === 'waiting_for_host' && e.hostId === 'h2')
+  );
+  expect(readFileSync(path.join(p.dir, 'frozen.txt'), 'utf8')).toBe('version 1\n');
+  // Back: the frozen attempt runs on (Temporal no longer takes its result) beside the retried step's edit.
+  process.kill(-h2.pid!, 'SIGCONT');
+  const state = await ended(taskId);
+  expect(state.status).toBe('done');
+  expect(state.waitingForHost).toBeNull();
+  expect(readFileSync(path.join(p.dir, 'frozen.txt'), 'utf8')).toBe('version 2\n');
+  // Whichever ran first, the edit took effect once: the other found nothing to change.
+  expect(applied('h2', 'frozen.txt')).toEqual({ writes: 1, edits: 1 });
+  expect(applied('h1', 'frozen.txt')).toEqual({ writes: 0, edits: 0 });
 });
 
 test('a task waiting for a gone host can be cancelled', async () => {

@@ -85,9 +85,13 @@ endif
 # Klea on a real Temporal cluster on this machine (runtime/cluster.ts): PostgreSQL, the server's frontend, history,
 # matching and worker services as processes of their own (deploy/temporal-server.yaml, as docker-compose.yml runs
 # it), a worker per host (KLEA_CLUSTER_HOSTS, default 2), each with its own data directory, and the API.
+# The Temporal Web UI comes from the Go module of its server (which carries the page), built once per machine
+# (scripts/install-temporal-ui.sh); without it the cluster runs without a UI.
 cluster: deps temporal-server postgresql bubblewrap build
 	@dir="$$(scripts/install-temporal-server.sh 2>/dev/null)" && \
-		exec node dist/scripts/start.js --cluster --server-dir "$$dir" $(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
+		ui="$$(scripts/install-temporal-ui.sh 2>/dev/null || true)" && \
+		exec node dist/scripts/start.js --cluster --server-dir "$$dir" $${ui:+--ui-dir "$$ui"} \
+			$(if $(PROJECT),--project '$(subst ','\'',$(PROJECT))')
 
 # The eval's tasks are Python projects: the command sandbox sees the system's /usr, where Debian names the
 # interpreter python3 only; python-is-python3 adds the `python` a user (and a model) types.

@@ -21,7 +21,13 @@ import { probeSandbox } from '../runtime/sandbox-probe';
 import { isolateTemporal, type IsolatedTemporal } from '../runtime/temporal-isolation';
 import { projectFlag, ProjectArgError, resolveProjectArg } from '../runtime/project-arg';
 import { Supervisor } from '../runtime/supervisor';
-import { clusterPortList, defaultClusterPorts, startCluster, type TemporalCluster } from '../runtime/cluster';
+import {
+  clusterPortList,
+  defaultClusterPorts,
+  startCluster,
+  temporalUiCommand,
+  type TemporalCluster,
+} from '../runtime/cluster';
 import { REPO_ROOT } from '../runtime/temporal';
 
 const COLORS: Record<string, string> = { temporal: '\x1b[35m', worker: '\x1b[36m', api: '\x1b[32m', klea: '\x1b[1m' };
@@ -60,10 +66,16 @@ function hostPort(address: string): { host: string; port: number } {
 
 const isLocal = (host: string) => ['127.0.0.1', 'localhost', '::1', '0.0.0.0'].includes(host);
 
-/** `--cluster` and `--server-dir <dir>` (make cluster): the cluster's mode and its cached server build. */
-function clusterFlags(argv: string[]): { cluster: boolean; serverDir?: string } {
-  const i = argv.indexOf('--server-dir');
-  return { cluster: argv.includes('--cluster'), ...(i >= 0 && argv[i + 1] ? { serverDir: argv[i + 1] } : {}) };
+/**
+ * `--cluster`, `--server-dir <dir>` and `--ui-dir <dir>` (make cluster): the cluster's mode, its cached server build
+ * and its cached Web UI server build (none: no UI).
+ */
+function clusterFlags(argv: string[]): { cluster: boolean; serverDir?: string; uiDir?: string } {
+  const value = (flag: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 && argv[i + 1] && !argv[i + 1]!.startsWith('--') ? argv[i + 1] : undefined;
+  };
+  return { cluster: argv.includes('--cluster'), serverDir: value('--server-dir'), uiDir: value('--ui-dir') };
 }
 
 /** The worker hosts `make cluster` starts: KLEA_CLUSTER_HOSTS (a count, default 2) named h1, h2, … */
@@ -78,7 +90,7 @@ function clusterHosts(): string[] {
 }
 
 async function main() {
-  const { cluster: asCluster, serverDir } = clusterFlags(process.argv.slice(2));
+  const { cluster: asCluster, serverDir, uiDir } = clusterFlags(process.argv.slice(2));
   if (asCluster && !serverDir) {
     sayError('--cluster needs --server-dir <the cached Temporal server build> (make cluster passes it)');
     process.exit(1);
@@ -112,6 +124,7 @@ async function main() {
     }
     say(`Temporal keeps closed tasks and sleeping sessions for ${retentionDays()} days (KLEA_RETENTION_DAYS)`);
     for (const [port, what] of clusterPortList(clusterPorts)) needed.push([port, '127.0.0.1', what]);
+    if (uiDir) needed.push([uiPort, '127.0.0.1', 'Temporal Web UI (temporal.ui_url)']);
   } else if (startTemporal) {
     say(`Temporal keeps closed tasks and sleeping sessions for ${retentionDays()} days (KLEA_RETENTION_DAYS)`);
     needed.push(
@@ -256,11 +269,32 @@ async function main() {
         { name: 'worker', main: 'worker', env },
         { name: 'api', main: 'api', env },
       ];
-  for (const { name, main: entry, env: childEnv } of processes) {
+  // The cluster's Web UI, supervised as the worker and the API are.
+  const uiCommand =
+    asCluster && uiDir
+      ? temporalUiCommand({
+          uiDir,
+          configDir: path.join(data, 'cluster', 'ui'),
+          temporalAddress: config.temporal.address,
+          port: uiPort,
+          namespace: config.temporal.namespace,
+          codecEndpoint,
+        })
+      : undefined;
+  const commands = [
+    ...processes.map((p) => ({
+      name: p.name,
+      command: process.execPath,
+      args: [path.join(REPO_ROOT, 'dist', p.main, 'index.js')],
+      env: p.env,
+    })),
+    ...(uiCommand ? [{ name: 'ui', command: uiCommand.command, args: uiCommand.args, env }] : []),
+  ];
+  for (const { name, command, args, env: childEnv } of commands) {
     const child = new Supervisor({
       name,
-      command: process.execPath,
-      args: [path.join(REPO_ROOT, 'dist', entry, 'index.js')],
+      command,
+      args,
       env: childEnv,
       attachOutput: (proc) => {
         proc.stdout?.on('data', lineWriter(name, process.stdout));
@@ -280,6 +314,9 @@ async function main() {
   say('');
   say(`Klea API        ${apiUrl}   (health: ${apiUrl}/healthz, OpenAPI: ${apiUrl}/openapi.json)`);
   if (asCluster) {
+    say(
+      `Temporal UI     ${uiCommand ? config.temporal.ui_url : 'none (make cluster builds it: scripts/install-temporal-ui.sh)'}`
+    );
     say(
       `Temporal        a cluster: PostgreSQL 127.0.0.1:${clusterPorts.postgres}, frontend, history, matching and worker services`
     );

@@ -1,13 +1,14 @@
 /**
  * Where a new session's project lives on a cluster (common/home.ts): the host the request names, else one of the
  * hosts whose workers poll their own task queue now, chosen by rendezvous hashing of the project directory, so
- * sessions on the same project land on the same host while the set of hosts stays the same. No host polls (one
- * machine, the dev server): no home, and everything runs on the shared task queue.
+ * sessions on the same project land on the same host while the set of hosts stays the same. No worker has a host id
+ * (one machine, the dev server): no home, and everything runs on the shared task queue. Hosts seen but none polling
+ * now: 503 `no_worker`.
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../common/config';
 import type { Home } from '../common/home';
-import { badRequest } from './errors';
+import { badRequest, unavailable } from './errors';
 import type { TemporalCalls } from './temporal-calls';
 
 /** The host of the highest score for this project (ties impossible in practice; broken by id). */
@@ -31,7 +32,15 @@ export async function chooseHome(
       ]);
     return { hostId: requested, waitMs };
   }
-  const live = (await calls.hostsPresent()).filter((h) => h.pollers > 0).map((h) => h.hostId);
+  const present = await calls.hostsPresent();
+  const live = present.filter((h) => h.pollers > 0).map((h) => h.hostId);
+  // A cluster whose hosts are all gone: a session without a home would run its tools on whichever worker came.
+  if (present.length && !live.length)
+    throw unavailable(
+      'no_worker',
+      `no worker host polls its task queue (seen: ${present.map((h) => h.hostId).join(', ')}), so the session was ` +
+        'not started; start a host, or name one with host'
+    );
   const hostId = rendezvousHost(live, projectDir);
   return hostId ? { hostId, waitMs } : undefined;
 }

@@ -152,12 +152,18 @@ type TaskState = {
 type Event = { seq: number; type: string; hostId?: string; detail?: string; status?: string };
 
 const taskState = async (id: string) => (await rest<TaskState>('GET', `/tasks/${id}`)).body;
-const taskEvents = async (id: string) =>
-  (await rest<{ events: Event[] }>('GET', `/tasks/${id}/events?after=0`)).body.events;
+/**
+ * The task's events, or none while the API cannot read them: a query goes to a worker, and one that holds the task
+ * may be the host that is frozen (the API answers an error until Temporal hands the task to another).
+ */
+const taskEvents = async (id: string) => {
+  const r = await rest<{ events?: Event[] }>('GET', `/tasks/${id}/events?after=0`);
+  return r.status === 200 ? (r.body.events ?? []) : [];
+};
 const ended = (id: string) =>
   until(`task ${id} ended`, async () => {
-    const s = await taskState(id);
-    return ['done', 'failed', 'cancelled', 'rewound'].includes(s.status) ? s : undefined;
+    const s = await rest<TaskState>('GET', `/tasks/${id}`);
+    return s.status === 200 && ['done', 'failed', 'cancelled', 'rewound'].includes(s.body.status) ? s.body : undefined;
   });
 
 /** A session whose project is on host `h`, and a task in it; the task's prompt names the file it works on. */

@@ -2,7 +2,9 @@
 import { resolveConfig } from '../../common/config';
 import { HomeSchema, hostOfIdentity, hostTaskQueue } from '../../common/home';
 import { workerIdentity } from '../../common/sandbox-status';
+import { ActivityFailure, TimeoutFailure } from '@temporalio/common';
 import { rendezvousHost } from '../../api/home';
+import { atHome } from '../../workflows/shared/home';
 
 test('a host has its own task queue, and a worker identity names its host', () => {
   expect(hostTaskQueue('h2')).toBe('klea-host-h2');
@@ -38,4 +40,55 @@ test('the API gives a project the same home while the hosts stay the same, and m
     if (home.get(p) !== 'h3') expect(now).toBe(home.get(p));
   }
   expect(rendezvousHost([], '/srv/projects/p0')).toBeUndefined();
+});
+
+describe('an activity at its home (workflows/shared/home.ts)', () => {
+  const notTaken = () =>
+    new ActivityFailure(
+      'not taken',
+      'callTool',
+      '1',
+      'TIMEOUT',
+      undefined,
+      new TimeoutFailure('timeout', undefined, 'SCHEDULE_TO_START')
+    );
+  const home = { hostId: 'h2', waitMs: 1500 };
+
+  test('without a home it is scheduled once, with no options', async () => {
+    const seen: unknown[] = [];
+    const watch = { away: jest.fn(), back: jest.fn() };
+    await expect(atHome(undefined, watch, async (o) => (seen.push(o), 'ok'))).resolves.toBe('ok');
+    expect(seen).toEqual([{}]);
+    expect(watch.away).not.toHaveBeenCalled();
+  });
+
+  test("at a home it goes to the host's queue, waits for a gone host as long as it takes, and says when it is back", async () => {
+    const seen: unknown[] = [];
+    const watch = { away: jest.fn(), back: jest.fn() };
+    let tries = 0;
+    const result = await atHome(home, watch, async (o) => {
+      seen.push(o);
+      if (++tries < 3) throw notTaken();
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(seen).toEqual(Array(3).fill({ taskQueue: 'klea-host-h2', scheduleToStartTimeout: 1500 }));
+    expect(watch.away.mock.calls).toEqual([['h2'], ['h2']]);
+    expect(watch.back.mock.calls).toEqual([['h2']]);
+  });
+
+  test('any other failure (a timeout after it started, a cancellation) is the caller’s, at once', async () => {
+    const watch = { away: jest.fn(), back: jest.fn() };
+    const started = new ActivityFailure(
+      'lost',
+      'callTool',
+      '1',
+      'TIMEOUT',
+      undefined,
+      new TimeoutFailure('hb', undefined, 'HEARTBEAT')
+    );
+    await expect(atHome(home, watch, () => Promise.reject(started))).rejects.toBe(started);
+    expect(watch.away).not.toHaveBeenCalled();
+    expect(watch.back).not.toHaveBeenCalled();
+  });
 });

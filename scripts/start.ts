@@ -261,6 +261,7 @@ async function main() {
         ...hosts.map((h) => ({
           name: `worker-${h}`,
           main: 'worker',
+          args: ['--host-id', h],
           env: { ...env, KLEA_HOST_ID: h, KLEA_DATA_DIR: path.join(data, 'hosts', h) },
         })),
         { name: 'api', main: 'api', env },
@@ -285,7 +286,7 @@ async function main() {
     ...processes.map((p) => ({
       name: p.name,
       command: process.execPath,
-      args: [path.join(REPO_ROOT, 'dist', p.main, 'index.js')],
+      args: [path.join(REPO_ROOT, 'dist', p.main, 'index.js'), ...('args' in p ? p.args : [])],
       env: p.env,
     })),
     ...(uiCommand ? [{ name: 'ui', command: uiCommand.command, args: uiCommand.args, env }] : []),

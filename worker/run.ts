@@ -15,6 +15,9 @@ import { createKleaWorker, sdkPrometheusOptions, type KleaWorkerOptions } from '
 /** Runs a worker process until SIGTERM/SIGINT; `extra` adds interceptors (tests use one to pause activities). */
 export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'interceptors'> = {}): Promise<void> {
   const log = createLogger('worker');
+  // `--host-id <id>` (npm run worker -- --host-id h1): the same as KLEA_HOST_ID, and seen in the process list.
+  const hostFlag = process.argv.indexOf('--host-id');
+  if (hostFlag >= 0 && process.argv[hostFlag + 1]) process.env.KLEA_HOST_ID = process.argv[hostFlag + 1];
   const { config, file } = loadConfigOrExit('worker');
   if (!existsSync(WORKFLOW_BUNDLE_PATH)) {
     log.error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is missing: run "npm run build" first`);

@@ -267,6 +267,16 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
       });
     });
 
+    it('edits of one file sent at once run in turn: the same edit twice applies once, the other finds nothing', async () => {
+      writeFileSync(path.join(root, 'twice.txt'), 'count = 1\n');
+      const edit = { path: 'twice.txt', old_string: 'count = 1', new_string: 'count = 2' };
+      const results = await Promise.all([call('edit_file', edit), call('edit_file', edit), call('edit_file', edit)]);
+      expect(results.filter((r) => !r.isError)).toHaveLength(1);
+      for (const r of results.filter((x) => x.isError))
+        expect(textOf(r)).toMatch(/old_string was not found in twice\.txt/);
+      expect(readFileSync(path.join(root, 'twice.txt'), 'utf8')).toBe('count = 2\n');
+    });
+
     it('edit_file fails clearly, changing nothing, when the match is missing or not unique', async () => {
       writeFileSync(path.join(root, 'dup.txt'), 'x = 1\nx = 1\n');
       const missing = await call('edit_file', { path: 'dup.txt', old_string: 'y = 2', new_string: 'y = 3' });

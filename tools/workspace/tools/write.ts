@@ -39,7 +39,25 @@ export function checkKept(before: string, after: string, shown: string): void {
   );
 }
 
+/**
+ * Runs the calls that change one file one at a time, each from reading the file to writing it: two calls at once (an
+ * attempt a frozen worker resumes beside its retry, say) would both read the old text and both apply their change.
+ */
+function oneFileAtATime() {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(real: string, run: () => Promise<T>): Promise<T> => {
+    const mine = (tails.get(real) ?? Promise.resolve()).then(run);
+    const tail = mine.catch(() => undefined);
+    tails.set(real, tail);
+    void tail.then(() => {
+      if (tails.get(real) === tail) tails.delete(real);
+    });
+    return mine;
+  };
+}
+
 export function registerWriteTools(server: McpServer, { gate, store, handle, limits, checkpoints }: ToolContext): void {
+  const inTurn = oneFileAtATime();
   /** Changes the file, journalling the change first when the call is checkpointed. */
   const change = <T>(meta: unknown, tool: string, c: WriteChange, apply: () => Promise<T>): Promise<T> => {
     const cp = checkpoints?.forCall(tool, meta);
@@ -69,46 +87,55 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
     handle('write_file', async (a: { path: string; content: string }, meta, _signal, state) => {
       checkSize(Buffer.byteLength(a.content), limits.writeBytes, a.path);
       const g = await gate.allow(a.path, 'write', meta);
-      const existing = await readTextIfExists(g, gate.rel).catch((err: unknown) => {
-        if (err instanceof ToolError && /is a directory/.test(err.message))
-          throw new ToolError(`${a.path} is a directory`);
-        throw err;
-      });
-      const before = existing?.buf ?? null;
-      if (before) checkKept(before.toString('utf8'), a.content, a.path);
-      // A file that ends with a newline keeps it: a model that leaves it out of the content means no change there.
-      if (before?.at(-1) === 0x0a && a.content && !a.content.endsWith('\n')) a = { ...a, content: `${a.content}\n` };
-      const stat = existing?.stat ?? null;
-      const hashBefore = before ? sha256(before) : null;
-      const hashAfter = sha256(a.content);
-      const changed = hashBefore !== hashAfter;
-      const r = await gate.rel(g.real);
-      const bytes = Buffer.byteLength(a.content);
-      const result = text(
-        changed
-          ? `wrote ${r} (${bytes} bytes${before ? '' : ', new file'})`
-          : `${r} already has this content (${bytes} bytes); nothing changed`,
-        {
-          path: r,
-          bytes,
-          created: before === null,
-          changed,
-          sha256_before: hashBefore,
-          sha256_after: hashAfter,
-          // The change as a unified diff, for the step's `changes` (a new file is all added).
-          ...(changed ? { change: fileChange(r, before ? before.toString('utf8') : null, a.content) } : {}),
-        }
-      );
-      if (!changed) return result;
-      return change(meta, 'write_file', { real: g.real, before, beforeMode: stat?.mode, hashBefore, hashAfter }, () =>
-        store.applyChange(
-          state,
-          { real: g.real, content: a.content, mode: stat?.mode, sha256_before: hashBefore, sha256_after: hashAfter },
-          result
-        )
-      );
+      return inTurn(g.real, () => writeWhole(g, a, meta, state));
     })
   );
+
+  async function writeWhole(
+    g: Awaited<ReturnType<typeof gate.allow>>,
+    a: { path: string; content: string },
+    meta: unknown,
+    state: Parameters<typeof store.applyChange>[0]
+  ) {
+    const existing = await readTextIfExists(g, gate.rel).catch((err: unknown) => {
+      if (err instanceof ToolError && /is a directory/.test(err.message))
+        throw new ToolError(`${a.path} is a directory`);
+      throw err;
+    });
+    const before = existing?.buf ?? null;
+    if (before) checkKept(before.toString('utf8'), a.content, a.path);
+    // A file that ends with a newline keeps it: a model that leaves it out of the content means no change there.
+    if (before?.at(-1) === 0x0a && a.content && !a.content.endsWith('\n')) a = { ...a, content: `${a.content}\n` };
+    const stat = existing?.stat ?? null;
+    const hashBefore = before ? sha256(before) : null;
+    const hashAfter = sha256(a.content);
+    const changed = hashBefore !== hashAfter;
+    const r = await gate.rel(g.real);
+    const bytes = Buffer.byteLength(a.content);
+    const result = text(
+      changed
+        ? `wrote ${r} (${bytes} bytes${before ? '' : ', new file'})`
+        : `${r} already has this content (${bytes} bytes); nothing changed`,
+      {
+        path: r,
+        bytes,
+        created: before === null,
+        changed,
+        sha256_before: hashBefore,
+        sha256_after: hashAfter,
+        // The change as a unified diff, for the step's `changes` (a new file is all added).
+        ...(changed ? { change: fileChange(r, before ? before.toString('utf8') : null, a.content) } : {}),
+      }
+    );
+    if (!changed) return result;
+    return change(meta, 'write_file', { real: g.real, before, beforeMode: stat?.mode, hashBefore, hashAfter }, () =>
+      store.applyChange(
+        state,
+        { real: g.real, content: a.content, mode: stat?.mode, sha256_before: hashBefore, sha256_after: hashAfter },
+        result
+      )
+    );
+  }
 
   server.registerTool(
     'edit_file',
@@ -142,51 +169,60 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
         if (a.old_string === a.new_string)
           throw new ToolError('old_string and new_string are the same: nothing to change');
         const g = await gate.allow(a.path, 'write', meta);
-        const { buf, stat } = await readText(g, gate.rel);
-        const current = buf.toString('utf8');
-        const count = current.split(a.old_string).length - 1;
-        const r = await gate.rel(g.real);
-        if (count === 0) {
-          const near = closestText(current, a.old_string);
-          throw new ToolError(
-            near
-              ? `old_string was not found in ${r}; nothing changed. The closest text, line ${near.line}, to copy exactly as old_string:\n${near.text}`
-              : `old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`
-          );
-        }
-        if (count > 1 && !a.replace_all) {
-          throw new ToolError(
-            `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`
-          );
-        }
-        const next = a.replace_all
-          ? current.split(a.old_string).join(a.new_string)
-          : current.replace(a.old_string, () => a.new_string);
-        checkSize(Buffer.byteLength(next), limits.writeBytes, r);
-        const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
-        return change(
-          meta,
-          'edit_file',
-          {
-            real: g.real,
-            before: buf,
-            beforeMode: stat.mode,
-            hashBefore: hashes.sha256_before,
-            hashAfter: hashes.sha256_after,
-          },
-          () =>
-            store.applyChange(
-              state,
-              { real: g.real, content: next, mode: stat.mode, ...hashes },
-              text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
-                path: r,
-                replacements: count,
-                ...hashes,
-                change: fileChange(r, current, next),
-              })
-            )
-        );
+        return inTurn(g.real, () => editIn(g, a, meta, state));
       }
     )
   );
+
+  async function editIn(
+    g: Awaited<ReturnType<typeof gate.allow>>,
+    a: { path: string; old_string: string; new_string: string; replace_all: boolean },
+    meta: unknown,
+    state: Parameters<typeof store.applyChange>[0]
+  ) {
+    const { buf, stat } = await readText(g, gate.rel);
+    const current = buf.toString('utf8');
+    const count = current.split(a.old_string).length - 1;
+    const r = await gate.rel(g.real);
+    if (count === 0) {
+      const near = closestText(current, a.old_string);
+      throw new ToolError(
+        near
+          ? `old_string was not found in ${r}; nothing changed. The closest text, line ${near.line}, to copy exactly as old_string:\n${near.text}`
+          : `old_string was not found in ${r}; nothing changed (read the file to copy the exact text)`
+      );
+    }
+    if (count > 1 && !a.replace_all) {
+      throw new ToolError(
+        `old_string occurs ${count} times in ${r}; nothing changed (add surrounding lines to make it unique, or set replace_all)`
+      );
+    }
+    const next = a.replace_all
+      ? current.split(a.old_string).join(a.new_string)
+      : current.replace(a.old_string, () => a.new_string);
+    checkSize(Buffer.byteLength(next), limits.writeBytes, r);
+    const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
+    return change(
+      meta,
+      'edit_file',
+      {
+        real: g.real,
+        before: buf,
+        beforeMode: stat.mode,
+        hashBefore: hashes.sha256_before,
+        hashAfter: hashes.sha256_after,
+      },
+      () =>
+        store.applyChange(
+          state,
+          { real: g.real, content: next, mode: stat.mode, ...hashes },
+          text(`edited ${r}: ${count} replacement${count > 1 ? 's' : ''}`, {
+            path: r,
+            replacements: count,
+            ...hashes,
+            change: fileChange(r, current, next),
+          })
+        )
+    );
+  }
 }

@@ -142,7 +142,10 @@ async function rest<T = Record<string, unknown>>(method: string, route: string, 
   return { status: res.status, body: (text ? JSON.parse(text) : {}) as T };
 }
 
-type Health = { status: string; hosts?: Array<{ hostId: string; status: string; pollers: number }> };
+type Health = {
+  status: string;
+  hosts?: Array<{ hostId: string; status: string; pollers: number; roots?: string[] }>;
+};
 type TaskState = {
   status: string;
   home?: { hostId: string } | null;
@@ -311,9 +314,11 @@ afterAll(async () => {
 test('/healthz says which worker hosts poll their task queues', async () => {
   const { body } = await rest<Health>('GET', '/healthz');
   expect(body.status).toBe('ok');
+  // Each with the project roots it holds (the hosts here hold the temporary directory, where the tests' projects are).
+  const roots = [realpathSync(os.tmpdir())];
   expect(body.hosts).toEqual([
-    { hostId: 'h1', taskQueue: 'klea-host-h1', status: 'ok', pollers: 1 },
-    { hostId: 'h2', taskQueue: 'klea-host-h2', status: 'ok', pollers: 1 },
+    { hostId: 'h1', taskQueue: 'klea-host-h1', status: 'ok', pollers: 1, roots },
+    { hostId: 'h2', taskQueue: 'klea-host-h2', status: 'ok', pollers: 1, roots },
   ]);
 });
 

@@ -17,7 +17,7 @@
  * so the test holds the exact call it kills a host under; nothing waits on a timer it hopes is long enough.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -309,6 +309,8 @@ afterAll(async () => {
   gate?.closeAllConnections();
   gate?.close();
   await fake?.close();
+  // The hosts' data directories, call logs and configuration files.
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('/healthz says which worker hosts poll their task queues', async () => {

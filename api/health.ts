@@ -38,11 +38,13 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
     hosts = await Promise.all(
       presence.hosts.map(async (hostId) => {
         const at = await calls.hostPollers(hostId, within);
+        const roots = presence.roots.get(hostId);
         return {
           hostId,
           taskQueue: hostTaskQueue(hostId),
           status: at.pollers > 0 ? ('ok' as const) : ('gone' as const),
           pollers: at.pollers,
+          ...(roots ? { roots } : {}),
         };
       })
     );

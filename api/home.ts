@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../common/config';
-import type { Home } from '../common/home';
+import { underRoots, type Home } from '../common/home';
 import { badRequest, unavailable } from './errors';
 import type { TemporalCalls } from './temporal-calls';
 
@@ -24,21 +24,35 @@ export async function chooseHome(
   projectDir: string
 ): Promise<Home | undefined> {
   const waitMs = config.worker.host_wait_ms;
+  // Which hosts hold the project: those whose project roots it is under (a host that does not say may hold any).
+  const holds = (h: { roots: string[] | null }) => h.roots === null || underRoots(projectDir, h.roots);
   if (requested !== undefined) {
     // A name no worker ever polled is a mistake: the task would wait for it forever.
     if (!(await calls.hostKnown(requested)))
       throw badRequest(`body.host: no worker of host "${requested}" has polled task queue klea-host-${requested}`, [
         { path: 'body.host', message: 'unknown host' },
       ]);
+    const said = (await calls.hostsPresent()).find((h) => h.hostId === requested);
+    if (said && !holds(said))
+      throw badRequest(
+        `body.host: host "${requested}" does not hold ${projectDir} (its project roots: ${said.roots!.join(', ')})`,
+        [{ path: 'body.host', message: 'does not hold the project' }]
+      );
     return { hostId: requested, waitMs };
   }
   const present = await calls.hostsPresent();
-  const live = present.filter((h) => h.pollers > 0).map((h) => h.hostId);
+  const holding = present.filter(holds);
+  if (present.length && !holding.length)
+    throw badRequest(
+      `body.projectDir: no worker host holds ${projectDir} (hosts: ${present.map((h) => h.hostId).join(', ')})`,
+      [{ path: 'body.projectDir', message: 'no worker host holds it' }]
+    );
+  const live = holding.filter((h) => h.pollers > 0).map((h) => h.hostId);
   // A cluster whose hosts are all gone: a session without a home would run its tools on whichever worker came.
   if (present.length && !live.length)
     throw unavailable(
       'no_worker',
-      `no worker host polls its task queue (seen: ${present.map((h) => h.hostId).join(', ')}), so the session was ` +
+      `no worker host that holds the project polls its task queue (seen: ${holding.map((h) => h.hostId).join(', ')}), so the session was ` +
         'not started; start a host, or name one with host'
     );
   const hostId = rendezvousHost(live, projectDir);

@@ -3,7 +3,7 @@
  * unreachable server for about 20 s and waits for an update that no worker takes for ever. What a failed call
  * becomes for the API's client (404, 409, 503 ...) is decided in one place, `toApiError` (temporal-errors.ts).
  */
-import { hostOfIdentity, hostTaskQueue } from '../common/home';
+import { hostOfIdentity, hostRootsOfIdentity, hostTaskQueue } from '../common/home';
 import { randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
@@ -382,7 +382,7 @@ export class TemporalCalls {
   /** Workers that polled the task queue recently, and their identities. Throws Temporal's error when it cannot be asked. */
   async workerPresence(
     timeoutMs = this.callTimeoutMs
-  ): Promise<{ pollers: number; identities: string[]; hosts: string[] }> {
+  ): Promise<{ pollers: number; identities: string[]; hosts: string[]; roots: Map<string, string[]> }> {
     const res = await this.within(timeoutMs, () =>
       this.client.workflowService.describeTaskQueue({
         namespace: this.namespace,
@@ -398,7 +398,14 @@ export class TemporalCalls {
     const hosts = [...new Set((res.pollers ?? []).map((p) => hostOfIdentity(p.identity)))].filter(
       (h): h is string => h !== null
     );
-    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? ''), hosts: hosts.sort() };
+    // The project roots each host says it holds (the union over its workers; absent: it does not say).
+    const roots = new Map<string, string[]>();
+    for (const p of res.pollers ?? []) {
+      const host = hostOfIdentity(p.identity);
+      const said = hostRootsOfIdentity(p.identity);
+      if (host && said) roots.set(host, [...new Set([...(roots.get(host) ?? []), ...said])]);
+    }
+    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? ''), hosts: hosts.sort(), roots };
   }
 
   /** The workers polling a host's task queue (`klea-host-<id>`, activities) recently. */
@@ -422,14 +429,15 @@ export class TemporalCalls {
    */
   async hostsPresent(
     timeoutMs = this.callTimeoutMs
-  ): Promise<Array<{ hostId: string; taskQueue: string; pollers: number }>> {
+  ): Promise<Array<{ hostId: string; taskQueue: string; pollers: number; roots: string[] | null }>> {
     try {
-      const { hosts } = await this.workerPresence(timeoutMs);
+      const { hosts, roots } = await this.workerPresence(timeoutMs);
       return await Promise.all(
         hosts.map(async (hostId) => ({
           hostId,
           taskQueue: hostTaskQueue(hostId),
           pollers: (await this.hostPollers(hostId, timeoutMs)).pollers,
+          roots: roots.get(hostId) ?? null,
         }))
       );
     } catch (err) {

@@ -63,6 +63,10 @@ export const HealthResponseSchema = z.object({
         taskQueue: z.string(),
         status: z.enum(['ok', 'gone']),
         pollers: z.number().int().describe("workers seen polling the host's task queue recently"),
+        roots: z
+          .array(z.string())
+          .optional()
+          .describe('the project roots the host says it holds (absent: it does not say, and may hold any)'),
       })
     )
     .optional()

@@ -28,6 +28,32 @@ export function hostTaskQueue(hostId: string): string {
   return `klea-host-${hostId}`;
 }
 
+/**
+ * What a worker host says of itself in its Temporal identity: ` host=<id> roots=<its project roots>` (the roots as
+ * URI-encoded JSON, so the identity holds no space of theirs), so the API knows which hosts poll and which projects
+ * each holds without asking it.
+ */
+export function hostIdentityTag(hostId: string, roots: readonly string[] | null): string {
+  return ` host=${hostId}${roots ? ` roots=${encodeURIComponent(JSON.stringify(roots))}` : ''}`;
+}
+
+/** The project roots a worker identity says its host holds, or null (it does not say). */
+export function hostRootsOfIdentity(identity: string | null | undefined): string[] | null {
+  const m = / roots=(\S+)/.exec(identity ?? '');
+  if (!m) return null;
+  try {
+    const roots: unknown = JSON.parse(decodeURIComponent(m[1]!));
+    return Array.isArray(roots) && roots.every((r) => typeof r === 'string') ? (roots as string[]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `dir` is one of `roots` or under one (POSIX paths, as the worker resolved them). */
+export function underRoots(dir: string, roots: readonly string[]): boolean {
+  return roots.some((r) => dir === r || dir.startsWith(r.endsWith('/') ? r : `${r}/`));
+}
+
 /** The host a worker identity names (` host=<id>`), or null (a worker without a host id). */
 export function hostOfIdentity(identity: string | null | undefined): string | null {
   const m = / host=([a-z0-9][a-z0-9-]{0,62})(?: |$)/.exec(identity ?? '');

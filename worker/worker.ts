@@ -1,11 +1,14 @@
 /** Builds a Klea worker: the prebuilt workflow bundle plus the activities made by createActivities(deps). */
+import { realpathSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { activityContext } from '../activities/activity-context';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { McpPool } from '../activities/mcp/pool';
 import type { Config } from '../common/config';
-import { hostTaskQueue } from '../common/home';
+import { hostIdentityTag, hostTaskQueue } from '../common/home';
+import { allowedRoots } from '../runtime/project-roots';
 import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
 import { dataConverterFor } from '../runtime/payload-codec';
@@ -75,6 +78,20 @@ function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<u
   return wrapped as T;
 }
 
+/** The longest identity a worker gives itself: Temporal's limit.maxIDLength as the compose file sets it, less room. */
+const MAX_IDENTITY = 250;
+
+/** The project roots this worker holds, as real paths where they exist (what a host says it holds). */
+function projectRoots(config: Config): string[] {
+  return allowedRoots(config).map((r) => {
+    try {
+      return realpathSync(r);
+    } catch {
+      return path.resolve(r);
+    }
+  });
+}
+
 export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWorker> {
   const pool = new McpPool(opts.log);
   // The identity says where this worker runs commands, so /healthz can tell without running one.
@@ -82,9 +99,16 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   if (sandbox.problem) opts.log.warn(`run_command is unavailable on this worker: ${sandbox.problem}`);
   // On a cluster the identity names the worker host too (` host=<id>`), so the API finds the hosts that poll.
   const hostId = opts.config.worker.host_id;
-  const identity =
-    opts.identity ??
-    workerIdentity(`${process.pid}@${os.hostname()}${hostId ? ` host=${hostId}` : ''}`, sandbox.status, sandbox.reason);
+  const identityWith = (roots: readonly string[] | null) =>
+    workerIdentity(
+      `${process.pid}@${os.hostname()}${hostId ? hostIdentityTag(hostId, roots) : ''}`,
+      sandbox.status,
+      sandbox.reason
+    );
+  // Temporal refuses an identity longer than its limit.maxIDLength (255 in deploy/temporal-dynamicconfig.yaml): a
+  // host whose roots do not fit says only its id (the API then takes it to hold any project).
+  const withRoots = identityWith(hostId ? projectRoots(opts.config) : null);
+  const identity = opts.identity ?? (withRoots.length <= MAX_IDENTITY ? withRoots : identityWith(null));
   // The payload codec runs here, outside the workflow sandbox: workflows and activities see plaintext, history
   // holds ciphertext. A payload this worker has no key for fails its workflow task, naming the key id.
   const dataConverter = dataConverterFor(opts.config);

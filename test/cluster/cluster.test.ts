@@ -17,7 +17,7 @@
  * so the test holds the exact call it kills a host under; nothing waits on a timer it hopes is long enough.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -142,7 +142,10 @@ async function rest<T = Record<string, unknown>>(method: string, route: string, 
   return { status: res.status, body: (text ? JSON.parse(text) : {}) as T };
 }
 
-type Health = { status: string; hosts?: Array<{ hostId: string; status: string; pollers: number }> };
+type Health = {
+  status: string;
+  hosts?: Array<{ hostId: string; status: string; pollers: number; roots?: string[] }>;
+};
 type TaskState = {
   status: string;
   home?: { hostId: string } | null;
@@ -306,14 +309,18 @@ afterAll(async () => {
   gate?.closeAllConnections();
   gate?.close();
   await fake?.close();
+  // The hosts' data directories, call logs and configuration files.
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('/healthz says which worker hosts poll their task queues', async () => {
   const { body } = await rest<Health>('GET', '/healthz');
   expect(body.status).toBe('ok');
+  // Each with the project roots it holds (the hosts here hold the temporary directory, where the tests' projects are).
+  const roots = [realpathSync(os.tmpdir())];
   expect(body.hosts).toEqual([
-    { hostId: 'h1', taskQueue: 'klea-host-h1', status: 'ok', pollers: 1 },
-    { hostId: 'h2', taskQueue: 'klea-host-h2', status: 'ok', pollers: 1 },
+    { hostId: 'h1', taskQueue: 'klea-host-h1', status: 'ok', pollers: 1, roots },
+    { hostId: 'h2', taskQueue: 'klea-host-h2', status: 'ok', pollers: 1, roots },
   ]);
 });
 

@@ -1,6 +1,13 @@
 /** A project's home on a cluster: host ids, where a worker says its host, and how the API picks a home. */
 import { resolveConfig } from '../../common/config';
-import { HomeSchema, hostOfIdentity, hostTaskQueue } from '../../common/home';
+import {
+  HomeSchema,
+  hostIdentityTag,
+  hostOfIdentity,
+  hostRootsOfIdentity,
+  hostTaskQueue,
+  underRoots,
+} from '../../common/home';
 import { workerIdentity } from '../../common/sandbox-status';
 import { ActivityFailure, TimeoutFailure } from '@temporalio/common';
 import { rendezvousHost } from '../../api/home';
@@ -12,6 +19,18 @@ test('a host has its own task queue, and a worker identity names its host', () =
   expect(hostOfIdentity(workerIdentity('123@box', 'on'))).toBeNull();
   expect(hostOfIdentity(workerIdentity('123@box host=h1', 'unavailable', 'no user namespaces'))).toBe('h1');
   expect(hostOfIdentity(undefined)).toBeNull();
+});
+
+test('a host says in its identity which project roots it holds', () => {
+  const identity = workerIdentity(`123@box${hostIdentityTag('h1', ['/srv/projects', '/home/a b'])}`, 'on');
+  expect(hostOfIdentity(identity)).toBe('h1');
+  expect(hostRootsOfIdentity(identity)).toEqual(['/srv/projects', '/home/a b']);
+  expect(hostRootsOfIdentity(workerIdentity(`123@box${hostIdentityTag('h1', null)}`, 'on'))).toBeNull();
+  expect(hostOfIdentity(workerIdentity(`123@box${hostIdentityTag('h1', null)}`, 'on'))).toBe('h1');
+  expect(underRoots('/srv/projects/app', ['/srv/projects'])).toBe(true);
+  expect(underRoots('/srv/projects', ['/srv/projects'])).toBe(true);
+  expect(underRoots('/srv/projects-old/app', ['/srv/projects'])).toBe(false);
+  expect(underRoots('/srv/app', ['/'])).toBe(true);
 });
 
 test('host ids are short lower-case names; a home waits 30 s for its host unless told otherwise', () => {

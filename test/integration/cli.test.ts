@@ -171,7 +171,9 @@ describe('klea ask', () => {
       ),
     });
     fake.on('do_step', { content: 'Nothing ran.' });
-    fake.on('pick_tools', { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command } }] });
+    // Always the same pick: Temporal may run the pick activity again (a retried attempt asks the model again), and
+    // what this test watches is the terminal, not how often the model was asked.
+    fake.always('pick_tools', { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command } }] });
     fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'denied' } });
     fake.on('compose_answer', { content: 'Nothing ran.\x1b[2J\x1b[H' });
     let out = '';

@@ -1,7 +1,7 @@
 /** The permission gate's bookkeeping: requests, decisions (signal and update alike) and the session's grants. */
 import type { GuardedPath } from '../../common/path-guard';
 import type { PickedCall } from '../../common/tools';
-import { PermissionGate, type GatedPath } from '../../workflows/task/permissions';
+import { gate, PermissionGate, type GatedPath } from '../../workflows/task/permissions';
 
 const call: PickedCall = {
   stepId: 's1',
@@ -199,5 +199,41 @@ describe('permission gate', () => {
     const gate = new PermissionGate('t', [{ path: '/notes', op: 'read' }]);
 
     expect(gate.covers('/notes', 'read', later(10 * 365 * 86_400_000))).toBe(true);
+  });
+});
+
+describe("gate(): run, refuse or ask, for one call's paths", () => {
+  const inside = (real: string): GuardedPath => ({ ...outside(real), class: 'inside', reason: 'inside the project' });
+  const forbidden = (real: string): GuardedPath => ({
+    ...outside(real),
+    class: 'forbidden',
+    reason: "Klea's own state",
+  });
+  const none = () => false;
+
+  it("paths inside the project run with no grant; Klea's own state is refused whatever is granted", () => {
+    expect(gate([inside('/p/a.txt')], none)).toEqual({ kind: 'run', grants: [] });
+    expect(gate([inside('/p/a.txt'), forbidden('/data/klea.db')], () => true)).toMatchObject({
+      kind: 'refuse',
+      path: { real: '/data/klea.db' },
+    });
+  });
+
+  it("a path no grant covers is asked about, the first in the call's order; covered ones run with their grants", () => {
+    const asked = gate([outside('/n/a.txt'), outside('/n/b.txt')], (real) => real === '/n/a.txt');
+    expect(asked).toEqual({ kind: 'ask', path: outside('/n/b.txt') });
+    expect(gate([outside('/n/a.txt'), outside('/n/a.txt', 'read')], () => true)).toEqual({
+      kind: 'run',
+      grants: [{ path: '/n/a.txt', op: 'read' }],
+    });
+  });
+
+  it('asks the cover once per path and operation the call names, in order', () => {
+    const looked: string[] = [];
+    gate([outside('/n/a.txt'), outside('/n/a.txt'), outside('/n/a.txt', 'write')], (real, op) => {
+      looked.push(`${op} ${real}`);
+      return true;
+    });
+    expect(looked).toEqual(['read /n/a.txt', 'write /n/a.txt']);
   });
 });

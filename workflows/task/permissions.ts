@@ -23,6 +23,27 @@ export type Decision = PermissionDecision['decision'];
 /** A path the gate asks about: one outside the project, or a sensitive file inside it. */
 export type GatedPath = GuardedPath & { class: 'outside' | 'sensitive' };
 
+/** What the gate says of a call: it runs (with these grants), it is refused (a forbidden path), or ask about a path. */
+export type GateAnswer =
+  { kind: 'run'; grants: SessionGrant[] } | { kind: 'refuse'; path: GuardedPath } | { kind: 'ask'; path: GatedPath };
+
+/**
+ * The permission gate for one call's checked paths, in their order (pure): a path inside the project passes; Klea's
+ * own state is refused outright, and no decision of the user's can open it; any other path passes only while
+ * `covered` says a grant covers it (a path the call names twice is looked at once), else the user is asked about it.
+ */
+export function gate(guarded: readonly GuardedPath[], covered: (real: string, op: PathOp) => boolean): GateAnswer {
+  const grants: SessionGrant[] = [];
+  for (const p of guarded) {
+    if (p.class === 'inside') continue;
+    if (p.class === 'forbidden') return { kind: 'refuse', path: p };
+    if (grantCovers(grants, p.real, p.op)) continue;
+    if (!covered(p.real, p.op)) return { kind: 'ask', path: { ...p, class: p.class } };
+    grants.push({ path: p.real, op: p.op });
+  }
+  return { kind: 'run', grants };
+}
+
 export interface DecidedRequest {
   decision: Decision;
   /** True when a grant for the session answered the request, not the user. */

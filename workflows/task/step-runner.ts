@@ -8,7 +8,7 @@
  * `evaluate_step` node.
  */
 import { condition, getExternalWorkflowHandle, isCancellation, workflowInfo } from '@temporalio/workflow';
-import { grantCovers, type GuardedPath } from '../../common/path-guard';
+import { grantCovers, type GuardedPath, type PathOp } from '../../common/path-guard';
 import { repairsFor, type FirstPick } from '../../common/first-pick';
 import type { PlanStep } from '../../common/plan';
 import type { SessionGrant } from '../../common/task';
@@ -29,7 +29,7 @@ import {
 } from './dispatch';
 import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck, unchangedFiles } from './evidence';
 import { RESULT_CHARS } from './plan-progress';
-import type { Decision, GatedPath } from './permissions';
+import { gate, type Decision, type GatedPath } from './permissions';
 import { callSummary, cut } from './text';
 import { failureMessage } from '../../common/failures';
 import { applyVerdict, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
@@ -331,8 +331,15 @@ export class StepRunner {
     const { input, permissions, meter } = this.task;
     // Only calls on files an earlier call touches wait (each promise costs the run a captured stack trace).
     if (waitFor.length) await Promise.all(waitFor);
-    // Most calls need nobody asked: they go on at once, in the order they were picked.
-    const cleared = this.gateNow(call, guarded) ?? (await this.clearPaths(call, guarded));
+    // Most calls need nobody asked: those are decided without an await, and go on in the order they were picked (the
+    // order of commands the recorded histories hold).
+    const now = gate(guarded, this.covered([]));
+    const cleared =
+      now.kind === 'run'
+        ? now.grants
+        : now.kind === 'refuse'
+          ? forbiddenOutcome(call, now.path)
+          : await this.clearPaths(call, guarded);
     if (!Array.isArray(cleared)) return cleared;
     const grants = cleared;
     // A command may reach paths it does not name; the sandbox opens exactly what the session granted, no more, and
@@ -372,59 +379,31 @@ export class StepRunner {
   }
 
   /**
-   * The gate's answer for a call's paths without asking anyone: the grants it runs with, the outcome of a call that
-   * must not run (a forbidden path), or null when the user must be asked (`clearPaths`).
-   */
-  private gateNow(call: PickedCall, guarded: GuardedPath[]): SessionGrant[] | CallOutcome | null {
-    const { permissions } = this.task;
-    const grants: SessionGrant[] = [];
-    for (const p of guarded) {
-      if (p.class === 'inside') continue;
-      // Security: Klea's own state is refused outright; no decision of the user's can open it.
-      if (p.class === 'forbidden') return forbiddenOutcome(call, p);
-      if (grantCovers(grants, p.real, p.op)) continue;
-      this.task.dropLapsedGrants();
-      if (!permissions.covers(p.real, p.op, new Date())) return null;
-      grants.push({ path: p.real, op: p.op });
-    }
-    return grants;
-  }
-
-  /**
-   * Passes a call's paths through the permission gate, asking the user where no grant covers one: the grants it runs with, or the outcome of a call that must
-   * not run (a forbidden path, a denied one).
+   * Passes a call's paths through the permission gate (`gate`), asking the user where no grant covers one: the grants
+   * it runs with, or the outcome of a call that must not run (a forbidden path, a denied one).
    *
    * Security: a grant for the session counts only while it holds, by the workflow's clock at the check (replay
-   * decides alike), and not once the session has said it was revoked. When the user was asked about one path, the
-   * others are checked again afterwards: a grant that covered one of them may have lapsed or been revoked while the
-   * task waited. What the user decided for this call holds for this call.
+   * decides alike), and not once the session has said it was revoked. After each answer the gate looks at every path
+   * again: a grant that covered one of them may have lapsed or been revoked while the task waited. What the user
+   * decided for this call holds for this call. A denied call is never scheduled; the step gets a non-halting error.
    */
   private async clearPaths(call: PickedCall, guarded: GuardedPath[]): Promise<SessionGrant[] | CallOutcome> {
-    const { permissions } = this.task;
     const decided: SessionGrant[] = [];
     for (;;) {
-      const grants: SessionGrant[] = [];
-      let asked = false;
-      for (const p of guarded) {
-        if (p.class === 'inside') continue;
-        // Security: Klea's own state is refused outright; no decision of the user's can open it.
-        if (p.class === 'forbidden') return forbiddenOutcome(call, p);
-        // A path the call names twice is asked about once.
-        if (grantCovers(grants, p.real, p.op)) continue;
-        this.task.dropLapsedGrants();
-        if (grantCovers(decided, p.real, p.op) || permissions.covers(p.real, p.op, new Date())) {
-          grants.push({ path: p.real, op: p.op });
-          continue;
-        }
-        const decision = await this.askPermission(call, { ...p, class: p.class });
-        // Security: a denied call is never scheduled; the step gets a non-halting error instead.
-        if (decision === 'deny') return deniedOutcome(call, p);
-        decided.push({ path: p.real, op: p.op });
-        grants.push({ path: p.real, op: p.op });
-        asked = true;
-      }
-      if (!asked || grants.length <= 1) return grants;
+      const g = gate(guarded, this.covered(decided));
+      if (g.kind === 'run') return g.grants;
+      if (g.kind === 'refuse') return forbiddenOutcome(call, g.path);
+      if ((await this.askPermission(call, g.path)) === 'deny') return deniedOutcome(call, g.path);
+      decided.push({ path: g.path.real, op: g.path.op });
     }
+  }
+
+  /** Whether a grant covers a path: one the user `decided` for this call, or the session's while it holds. */
+  private covered(decided: readonly SessionGrant[]) {
+    return (real: string, op: PathOp) => {
+      this.task.dropLapsedGrants();
+      return grantCovers(decided, real, op) || this.task.permissions.covers(real, op, new Date());
+    };
   }
 
   private async askPermission(call: PickedCall, p: GatedPath): Promise<Decision> {

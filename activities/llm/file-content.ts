@@ -114,7 +114,7 @@ export function contentOfAnswer(answer: string): string | null {
 
 /** Whether a rewrite that left out `dropped` of `before`'s lines removed most of a file of some length. */
 function tooMuchDropped(before: string, dropped: readonly string[]): boolean {
-  const { old } = keptLines(before, before);
+  const old = before.split('\n').filter((l) => l.trim()).length;
   return old >= REWRITE_KEEP_MIN_LINES && dropped.length * 2 > old;
 }
 

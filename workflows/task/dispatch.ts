@@ -144,6 +144,35 @@ export function readInsteadOf(call: PickedCall, made: readonly MadeCall[]): Pick
 }
 
 /**
+ * The calls of a later pick for step `stepId` that it has not made already. A failed call is never sent again
+ * unchanged: a repeated failed change of a file reads the file instead (said in `repairs`), and the step goes on
+ * with it in view.
+ */
+export function freshCalls(
+  stepId: string,
+  next: { calls: PickedCall[]; guarded: GuardedPath[][] },
+  made: readonly MadeCall[],
+  repairs: string[]
+): Array<{ call: PickedCall; guarded: GuardedPath[] }> {
+  const fresh: Array<{ call: PickedCall; guarded: GuardedPath[] }> = [];
+  for (const [i, call] of next.calls.entries()) {
+    if (call.stepId !== stepId) continue;
+    if (!repeatsCall(call, made)) {
+      fresh.push({ call, guarded: next.guarded[i] });
+      continue;
+    }
+    const read = readInsteadOf(call, made);
+    if (!read) continue;
+    repairs.push(`${callLabel(call)} repeated a failed call: the file was read instead`);
+    fresh.push({
+      call: { ...read, stepDone: false },
+      guarded: next.guarded[i].map((g) => ({ ...g, op: 'read' as const })),
+    });
+  }
+  return fresh;
+}
+
+/**
  * Same-file ordering across every call of a batch, later rounds of open steps included: a call waits for the
  * calls picked before it that touch one of its files; calls on other files run at once.
  */

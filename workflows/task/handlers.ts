@@ -55,9 +55,9 @@ export function setTaskHandlers(task: TaskRun, work: CancellationScope): void {
     const p = parseSignal(RewoundSignalSchema, raw, 'rewound');
     if (!p.ok) return task.ignoredSignal('rewound', p.problem);
     // Sent by hand it can do no more than the `cancel` signal could: end the task, or let it go on.
-    if (task.rewound(p.value)) work.cancel();
+    if (task.rewinds.rewound(p.value)) work.cancel();
   });
-  setHandler(defineSignal(RESET_NOTICE_SIGNAL), () => task.noticeReset());
+  setHandler(defineSignal(RESET_NOTICE_SIGNAL), () => task.rewinds.noticeReset());
   setHandler(grantRevokedSignal, (raw: unknown) => {
     // Security: from the next permission check on, the revoked grant covers nothing (a call already running keeps
     // what it was started with).

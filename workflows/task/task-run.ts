@@ -2,16 +2,12 @@
  * One task's state in one place (workflow code: it upserts search attributes and sets the run's current details).
  *
  * `TaskRun` owns everything a task knows of itself: its status, the plan's progress, the three gates it may wait
- * on (review, questions, permissions), what it has used, and its event log. It produces the `state` query's answer
- * and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and nothing else.
+ * on (review, questions, permissions), what it has used, its event log, its rounds and the rewinds that go back to
+ * them (./rewind-rounds.ts), and the host it waits for on a cluster (./host-wait.ts). It produces the `state`
+ * query's answer and the run's result. The workflow and its helpers (`Planning`, `StepRunner`) take this object and
+ * nothing else.
  */
-import {
-  type ActivityOptions,
-  ApplicationFailure,
-  condition,
-  setCurrentDetails,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ApplicationFailure, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
@@ -26,14 +22,14 @@ import type {
   TaskRunLink,
   TaskState,
 } from '../../common/task';
-import type { RewoundSignal, TaskRound } from '../../common/rewind';
 import { EventLog } from '../shared/event-log';
-import { atHome } from '../shared/home';
 import { kleaObserve } from '../shared/observe';
+import { HostWait, type ActivityWithOptions } from './host-wait';
 import { PermissionGate } from './permissions';
 import { PlanProgress } from './plan-progress';
 import { QuestionGate } from './questions';
 import { ReviewGate } from './review-gate';
+import { RewindRounds } from './rewind-rounds';
 import { SearchAttributeMirror } from './search-mirror';
 import { statusAfterDecision, statusDetails, taskState } from './status';
 import { UsageMeter } from './usage';
@@ -45,9 +41,6 @@ export type TaskEnding = 'done' | 'failed' | 'cancelled' | 'rewound';
  * behind than this, and one that is reads the rest from the earlier runs (`state.runs`).
  */
 export const CARRIED_EVENTS = 200;
-
-/** How long a reset run waits for the rewind's report before it runs the round anyway (a reset made by hand). */
-export const REWIND_NOTICE_WAIT = '5 minutes';
 
 export class TaskRun {
   readonly log: EventLog;
@@ -63,24 +56,15 @@ export class TaskRun {
   /** How many grants the input carried that were not taken (only a session hands grants to its tasks). */
   readonly ignoredGrants: number;
   private readonly mirror = new SearchAttributeMirror();
+  /** The rounds of steps run so far, and the rewinds that go back to them. */
+  readonly rewinds: RewindRounds;
+  /** The project's home on a cluster, and the host the task waits for. */
+  readonly host = new HostWait(this);
   private _status: TaskStatus = 'routing';
   private answer: string | null = null;
   private error: string | null = null;
   /** Set once by the `cancel` signal: why the user cancelled. */
   private _cancelReason: string | null = null;
-  /** The rounds of steps run so far, oldest first, with where each began (a rewind resets to one of them). */
-  readonly rounds: TaskRound[];
-  /** Set by the `rewound` signal a rewind sends to the run its reset made. */
-  private _rewound: RewoundSignal | null = null;
-  /** Temporal reset this run, and no round has started since. */
-  private resetNoticed = false;
-  /** Temporal reset this run: its end is not reported to a parent session, so the task reports it itself. */
-  wasReset = false;
-  /** A rewind's report arrived since the last reset notice (a run reset again waits for the new one). */
-  private rewindReported = false;
-  private rewoundAnnounced = false;
-  /** On a cluster: the host the task waits for (an activity for its home was not taken in time); null otherwise. */
-  private waitingForHost: string | null = null;
 
   constructor(readonly input: ParsedTaskInput) {
     const info = workflowInfo();
@@ -110,91 +94,16 @@ export class TaskRun {
     // The totals as search attributes, so `KleaTokens > 100000` finds expensive runs in the Temporal UI.
     this.meter = new UsageMeter(() => this.mirror.usage(this.meter.tokens, this.meter.models.modelCalls), carry?.usage);
     this.mirror.mode(input.mode);
-    this.rounds = [...(carry?.rounds ?? [])];
-  }
-
-  /**
-   * Where the next round begins, taken before `beforeRound` (which may wait): a rewind to that round resets the
-   * workflow there, in the activation that began it, before any signal that came while it waited.
-   */
-  roundPoint(): Omit<TaskRound, 'steps'> {
-    const info = workflowInfo();
-    return { runId: info.runId, historyLength: info.historyLength };
-  }
-
-  /** A round of steps begins at `point`, which is where a rewind to any of them resets the workflow to. */
-  startRound(steps: readonly string[], point: Omit<TaskRound, 'steps'>): void {
-    this.rounds.push({ steps: [...steps], ...point });
-  }
-
-  /** Temporal reset this run (shared/reset-notice.ts): the next round waits for the rewind to say what it did. */
-  noticeReset(): void {
-    this.wasReset = true;
-    this.resetNoticed = true;
-    this.rewindReported = false;
-  }
-
-  /**
-   * Before a round of a run that was reset: a rewind restores the files first and then sends `rewound`, which says
-   * whether to run the round again; nothing of it may run before that. A reset made outside Klea (the Temporal UI)
-   * sends none: after `REWIND_NOTICE_WAIT` the round runs, and an error event says its files were not restored.
-   */
-  async beforeRound(): Promise<void> {
-    if (this.resetNoticed) {
-      this.resetNoticed = false;
-      if (!this.rewindReported) {
-        this.setStatus('running', 'reset: waiting for the rewind to restore the files');
-        if (!(await condition(() => this.rewindReported, REWIND_NOTICE_WAIT)))
-          this.log.emit({
-            type: 'error',
-            code: Failure.ResetOutsideRewind,
-            message:
-              'this run was reset without a rewind: the project was not restored, and the task runs again from here',
-          });
-      }
-    }
-    this.announceRewound();
-  }
-
-  /**
-   * The rewind's report, after it restored the files and reset this run. True when the task ends here (no re-run):
-   * the caller stops its work. It is announced where the round it went back to begins (or the task ends), so the
-   * events of the reset point itself come before it, whichever arrived first.
-   */
-  rewound(signal: RewoundSignal): boolean {
-    // A rewind's retry sends its report again: the first one counts.
-    if (this._rewound?.rewindId === signal.rewindId || isFinalStatus(this._status)) return false;
-    this._rewound = signal;
-    this.rewoundAnnounced = false;
-    this.rewindReported = true;
-    return !signal.rerun;
-  }
-
-  /** The `rewound` event, once: after the last seq of the run that was reset, saying what was restored. */
-  private announceRewound(): void {
-    if (!this._rewound || this.rewoundAnnounced) return;
-    this.rewoundAnnounced = true;
-    this.log.skipTo(this._rewound.lastSeq);
-    const { lastSeq: _seq, ...event } = this._rewound;
-    this.log.emit({ type: 'rewound', ...event });
+    this.rewinds = new RewindRounds(this, carry?.rounds);
   }
 
   /** Ends a task a rewind went back to without a re-run: whatever it waited for is withdrawn. */
   endRewound(): TaskResult {
-    this.announceRewound();
+    this.rewinds.announce();
     this.reviews.withdraw();
     this.questions.withdraw();
     this.permissions.withdraw();
-    return this.finish('rewound', `rewound to before step ${this._rewound?.toStep ?? '?'}`);
-  }
-
-  /** This run re-runs the task from a step a rewind went back to. */
-  get rerunning(): boolean {
-    return this._rewound?.rerun === true;
-  }
-
-  get endsRewound(): boolean {
-    return this._rewound !== null && !this._rewound.rerun;
+    return this.finish('rewound', `rewound to before step ${this.rewinds.toStep}`);
   }
 
   /** This run's place in the task's chain of runs (1 for the first). */
@@ -230,7 +139,7 @@ export class TaskRun {
       budget,
       lastSeq: log.lastSeq,
       recentEvents: log.tail(CARRIED_EVENTS),
-      rounds: this.rounds,
+      rounds: this.rewinds.rounds,
     };
   }
 
@@ -253,50 +162,16 @@ export class TaskRun {
     return [reviews.pending, questions.pending, permissions.pending].filter((p): p is PendingInterrupt => p !== null);
   }
 
-  /**
-   * Runs one activity that reads or changes the project at its home (shared/home.ts): on a cluster, on the task
-   * queue of the host that holds it, and while no worker of that host takes it, the task says it waits for the
-   * host (`waiting_for_host`, once per wait; a `status` event when it is back). Without a home: the shared queue.
-   */
-  atHome<T>(schedule: Parameters<typeof atHome<T>>[2], stepId?: string): Promise<T> {
-    // Without a home, the activity's own promise, scheduled exactly as before.
-    if (!this.input.home) return schedule({});
-    return atHome(
-      this.input.home,
-      {
-        away: (hostId) => {
-          if (this.waitingForHost === hostId) return;
-          this.waitingForHost = hostId;
-          this.log.emit({ type: 'waiting_for_host', hostId, ...(stepId ? { stepId } : {}) });
-          this.setStatus(this._status, `waiting for host ${hostId}`);
-        },
-        back: (hostId) => {
-          if (this.waitingForHost === null) return;
-          this.waitingForHost = null;
-          this.log.emit({ type: 'status', status: this._status, detail: `host ${hostId} is back` });
-          this.setStatus(this._status);
-        },
-      },
-      schedule
-    );
-  }
-
-  /** An activity sent to the project's home (`atHome`): `task.home(toolCalls.callTool).executeWithOptions(…)`. */
-  home<A extends unknown[], R>(
-    activity: { executeWithOptions(options: ActivityOptions, args: A): Promise<R> },
-    stepId?: string
-  ): { executeWithOptions(options: ActivityOptions, args: A): Promise<R> } {
-    return {
-      executeWithOptions: (options, args) =>
-        this.atHome((at) => activity.executeWithOptions({ ...options, ...at }, args), stepId),
-    };
+  /** An activity sent to the project's home (./host-wait.ts): `task.home(toolCalls.callTool).executeWithOptions(…)`. */
+  home<A extends unknown[], R>(activity: ActivityWithOptions<A, R>, stepId?: string): ActivityWithOptions<A, R> {
+    return this.host.home(activity, stepId);
   }
 
   /** The `state` query's answer. */
   snapshot(): TaskState {
     const state = this.state();
     const { home } = this.input;
-    return home ? { ...state, home: { hostId: home.hostId }, waitingForHost: this.waitingForHost } : state;
+    return home ? { ...state, home: { hostId: home.hostId }, waitingForHost: this.host.hostId } : state;
   }
 
   private state(): TaskState {
@@ -309,7 +184,7 @@ export class TaskRun {
       usage: this.meter.totals(),
       lastSeq: this.log.lastSeq,
       runs: { current: this.runNumber, earlier: [...this.earlierRuns] },
-      rounds: this.rounds,
+      rounds: this.rewinds.rounds,
     });
   }
 

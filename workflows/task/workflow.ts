@@ -2,23 +2,24 @@
  * `taskWorkflow` (contract), id `task-<sessionId>-<n>`: one user task, from the request to the answer. Started by
  * a session for each task it routes, or alone (`POST /tasks`).
  *
- * Path: `context` event → (route, for a standalone task) → plan (`write_plan`) → review when the plan or the
- * review policy asks for it (revise goes back to the Planner and the revised plan is reviewed again; `Planning`) →
- * rounds of ready steps (`StepRunner`), each step's questions asked first, replans and after-step reviews between
- * rounds → answer (`compose_answer`, labelled unverified). The task's state is one `TaskRun` (./task-run.ts).
+ * Path (its start in ./begin.ts): `context` event → (route, for a standalone task) → plan (`write_plan`) → review
+ * when the plan or the review policy asks for it (revise goes back to the Planner and the revised plan is reviewed
+ * again; `Planning`) → rounds of ready steps (`StepRunner`), each step's questions asked first, replans and
+ * after-step reviews between rounds → answer (`compose_answer`, labelled unverified). The task's state is one `TaskRun` (./task-run.ts).
  *
  * Messages (./handlers.ts): signals (and same-named updates) `review`, `clarify`, `permission`; signal `cancel`;
- * signal `rewound` (applied by a rewind's reset to the run it makes); queries `state` and `events {after}`. Every pause is a `condition` on workflow state, so it survives worker and
- * server restarts. Status is mirrored into the `KleaStatus` search attribute and the run's current details.
+ * signal `rewound` (applied by a rewind's reset to the run it makes); queries `state` and `events {after}`. Every
+ * pause is a `condition` on workflow state, so it survives worker and server restarts. Status is mirrored into the
+ * `KleaStatus` search attribute and the run's current details.
  *
- * Rewind (workflows/rewind): each round of steps records where it began (`TaskRun.startRound`). A rewind restores
- * the files, then resets the workflow to the start of the round it goes back to. The new run learns of the reset
- * where it happened (`klea:reset`, shared/reset-notice.ts) and holds the round until the rewind's `rewound` signal
- * says what was restored; then it runs the round again (new calls, new idempotency keys) or ends `rewound`.
+ * Rewind (workflows/rewind; ./rewind-rounds.ts): each round of steps records where it began. A rewind restores the
+ * files, then resets the workflow to the start of the round it goes back to. The new run learns of the reset where
+ * it happened (`klea:reset`, shared/reset-notice.ts) and holds the round until the rewind's `rewound` signal says
+ * what was restored; then it runs the round again (new calls, new idempotency keys) or ends `rewound`.
  *
  * Lifecycle: the result says `done` (with the answer), `failed` (with the error), `cancelled` (by the `cancel`
- * signal) or `rewound`; the run itself completes in all three, so a session reads why. Only invalid input fails the run, and a
- * cancellation of the run itself (not the signal) is rethrown.
+ * signal) or `rewound`; the run itself completes in each, so a session reads why. Only invalid input fails the
+ * run, and a cancellation of the run itself (not the signal) is rethrown.
  *
  * A long task continues as new between rounds of steps, when Temporal suggests it or its history has passed
  * `continueAsNewAfterEvents` (never inside a batch, a review or a permission pause, and after its message handlers
@@ -39,11 +40,10 @@ import {
 import { taskEndedSignal } from '../session/messages';
 import { Failure, failureCode, failureMessage } from '../../common/failures';
 import { TaskInputSchema, type TaskInput, type TaskResult } from '../../common/task';
-import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
+import { modelNodes } from '../shared/activities';
 import { parseInput } from '../shared/payloads';
-import { checkProject } from '../shared/project-check';
+import { beginTask } from './begin';
 import { setTaskHandlers } from './handlers';
-import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import { allFinished, nextRound } from './plan-graph';
 import { Planning } from './planning';
 import { answerWithAccess, answerWithShortfalls, nothingAchievedAnswer } from './status';
@@ -56,7 +56,7 @@ export async function taskWorkflow(rawInput: TaskInput): Promise<TaskResult> {
   setTaskHandlers(task, work);
   const result = await runToEnd(task, work);
   // Temporal tells a parent nothing of a run a reset made: the session would wait for this task forever.
-  if (task.wasReset) await reportEnd(result);
+  if (task.rewinds.wasReset) await reportEnd(result);
   return result;
 }
 
@@ -66,7 +66,7 @@ async function runToEnd(task: TaskRun, work: CancellationScope): Promise<TaskRes
   } catch (err) {
     // Not a failure: this run hands the task to the next one.
     if (err instanceof ContinueAsNew) throw err;
-    if (isCancellation(err) && task.endsRewound) return task.endRewound();
+    if (isCancellation(err) && task.rewinds.ends) return task.endRewound();
     if (isCancellation(err) && task.cancelReason !== null) return task.cancelled();
     if (isCancellation(err)) throw err;
     return task.fail(failureCode(err, Failure.TaskFailed), failureMessage(err));
@@ -107,17 +107,17 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
       log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
     }
     if (runnable.length) {
-      const point = task.roundPoint();
-      await task.beforeRound();
+      const point = task.rewinds.point();
+      await task.rewinds.before();
       // A rewind without re-run went back to this round: it ends here, before any of the round starts.
-      if (task.endsRewound) return task.endRewound();
-      task.startRound(
+      if (task.rewinds.ends) return task.endRewound();
+      task.rewinds.start(
         runnable.map((s) => s.id),
         point
       );
       const firstPick = planning.takeFirstPick(runnable);
       // A re-run from a rewind asks the model again, even where the Planner picked with the plan.
-      await runner.runBatch(runnable, task.rerunning ? null : firstPick);
+      await runner.runBatch(runnable, task.rewinds.rerunning ? null : firstPick);
     } else if (questions.pending) {
       const waitingFor = questions.pending.stepId;
       task.setStatus('awaiting_clarification', `step ${waitingFor}`);
@@ -169,66 +169,4 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
 async function continueTask(task: TaskRun, planning: Planning): Promise<never> {
   await condition(allHandlersFinished);
   return continueAsNew<typeof taskWorkflow>({ ...task.input, carry: task.carry(planning.currentBudget) });
-}
-
-/**
- * The task's first run up to its work loop: the `context` event, the route (for a standalone task), the plan and
- * its review before work. A result when the task ends here (a declined mode, a chat reply, a refused project).
- */
-async function beginTask(task: TaskRun, planning: Planning): Promise<TaskResult | null> {
-  const { input, log } = task;
-  if (task.ignoredGrants)
-    log.emit({
-      type: 'error',
-      code: Failure.GrantsIgnored,
-      message: `the ${task.ignoredGrants} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
-    });
-  // The project check is local to the workflow's worker on one machine; on a cluster it runs where the project is.
-  const project = await checkProject(
-    input.projectDir,
-    input.home ? task.home(projectFacts.projectContextInfo) : localProjectFacts.projectContextInfo
-  );
-  if (project.refused) return task.fail(Failure.ProjectNotAllowed, project.refused);
-  const { context } = project;
-  const declined = input.mode === 'scientific';
-  log.emit({
-    type: 'context',
-    mode: input.mode,
-    // A mode that cannot run is declined below, never swapped for another: requested and effective agree.
-    requestedMode: input.mode,
-    modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
-    toolAccess: input.toolAccess,
-    network: input.network,
-    sandbox: context.sandbox,
-    sandboxNote: context.sandboxNote,
-    projectDir: input.projectDir,
-    projectContextFile: context.file,
-  });
-  if (declined) {
-    // Never a silently ungrounded answer: the request is declined with the reason.
-    task.giveAnswer(SCIENTIFIC_MODE_EXPLANATION);
-    return task.finish('done', 'scientific mode declined');
-  }
-
-  if (input.route) {
-    task.setStatus('routing', 'deciding between a direct reply and a planned task');
-    const route = await task.home(modelNodes.routeRequest).executeWithOptions({ summary: 'route request' }, [
-      {
-        text: input.prompt,
-        projectDir: input.projectDir,
-        summary: input.summary || undefined,
-        recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
-      },
-    ]);
-    const routed = task.meter.modelCall(route.usage);
-    if (route.route === 'chat' && route.reply) {
-      task.giveAnswer(route.reply, routed);
-      return task.finish('done');
-    }
-  }
-
-  await planning.plan();
-  const review = planning.reviewBeforeWork();
-  if (review) await review;
-  return null;
 }

@@ -1,0 +1,73 @@
+/**
+ * The start of a task's first run (workflow code): the `context` event, the project check, the route (for a
+ * standalone task), the plan and its review before work.
+ */
+import { Failure } from '../../common/failures';
+import type { TaskResult } from '../../common/task';
+import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
+import { checkProject } from '../shared/project-check';
+import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
+import type { Planning } from './planning';
+import type { TaskRun } from './task-run';
+
+/**
+ * The task's first run up to its work loop: the `context` event, the route (for a standalone task), the plan and
+ * its review before work. A result when the task ends here (a declined mode, a chat reply, a refused project).
+ */
+export async function beginTask(task: TaskRun, planning: Planning): Promise<TaskResult | null> {
+  const { input, log } = task;
+  if (task.ignoredGrants)
+    log.emit({
+      type: 'error',
+      code: Failure.GrantsIgnored,
+      message: `the ${task.ignoredGrants} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
+    });
+  // The project check is local to the workflow's worker on one machine; on a cluster it runs where the project is.
+  const project = await checkProject(
+    input.projectDir,
+    input.home ? task.home(projectFacts.projectContextInfo) : localProjectFacts.projectContextInfo
+  );
+  if (project.refused) return task.fail(Failure.ProjectNotAllowed, project.refused);
+  const { context } = project;
+  const declined = input.mode === 'scientific';
+  log.emit({
+    type: 'context',
+    mode: input.mode,
+    // A mode that cannot run is declined below, never swapped for another: requested and effective agree.
+    requestedMode: input.mode,
+    modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
+    toolAccess: input.toolAccess,
+    network: input.network,
+    sandbox: context.sandbox,
+    sandboxNote: context.sandboxNote,
+    projectDir: input.projectDir,
+    projectContextFile: context.file,
+  });
+  if (declined) {
+    // Never a silently ungrounded answer: the request is declined with the reason.
+    task.giveAnswer(SCIENTIFIC_MODE_EXPLANATION);
+    return task.finish('done', 'scientific mode declined');
+  }
+
+  if (input.route) {
+    task.setStatus('routing', 'deciding between a direct reply and a planned task');
+    const route = await task.home(modelNodes.routeRequest).executeWithOptions({ summary: 'route request' }, [
+      {
+        text: input.prompt,
+        projectDir: input.projectDir,
+        summary: input.summary || undefined,
+        recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
+      },
+    ]);
+    const routed = task.meter.modelCall(route.usage);
+    if (route.route === 'chat' && route.reply) {
+      task.giveAnswer(route.reply, routed);
+      return task.finish('done');
+    }
+  }
+
+  await planning.plan();
+  const review = planning.reviewBeforeWork();
+  if (review) await review;
+  return null;
+}

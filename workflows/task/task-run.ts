@@ -162,7 +162,7 @@ export class TaskRun {
     return [reviews.pending, questions.pending, permissions.pending].filter((p): p is PendingInterrupt => p !== null);
   }
 
-  /** An activity sent to the project's home (./host-wait.ts): `task.home(toolCalls.callTool).executeWithOptions(…)`. */
+  /** An activity sent to the project's home (./host-wait.ts), as `task.home(toolCalls.callTool)`. */
   home<A extends unknown[], R>(activity: ActivityWithOptions<A, R>, stepId?: string): ActivityWithOptions<A, R> {
     return this.host.home(activity, stepId);
   }

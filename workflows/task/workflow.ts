@@ -5,7 +5,8 @@
  * Path (its start in ./begin.ts): `context` event → (route, for a standalone task) → plan (`write_plan`) → review
  * when the plan or the review policy asks for it (revise goes back to the Planner and the revised plan is reviewed
  * again; `Planning`) → rounds of ready steps (`StepRunner`), each step's questions asked first, replans and
- * after-step reviews between rounds → answer (`compose_answer`, labelled unverified). The task's state is one `TaskRun` (./task-run.ts).
+ * after-step reviews between rounds → answer (`compose_answer`, labelled unverified). The task's state is one
+ * `TaskRun` (./task-run.ts).
  *
  * Messages (./handlers.ts): signals (and same-named updates) `review`, `clarify`, `permission`; signal `cancel`;
  * signal `rewound` (applied by a rewind's reset to the run it makes); queries `state` and `events {after}`. Every

@@ -12,7 +12,7 @@ const DAY = 86_400_000;
 function busySession(): Session {
   const session = new Session(input({ mode: 'general', toolAccess: 'read_only' }), NOW, 'r1');
   session.memory.add({ role: 'user', text: 'hello' }, { role: 'assistant', text: 'hi' });
-  session.addGrants([{ path: '/notes', op: 'read' }], NOW);
+  session.grants.add([{ path: '/notes', op: 'read' }], NOW);
   session.contextFile = 'AGENTS.md';
   const taskId = session.queue.nextTaskId();
   session.queue.push({ seq: session.queue.nextSeq(), kind: 'task', text: 'sum up', route: 'task', taskId });
@@ -60,8 +60,8 @@ describe('session state', () => {
   it('a grant the session already holds is not added twice', () => {
     const session = new Session(input());
 
-    session.addGrants([{ path: '/notes', op: 'read' }], NOW);
-    session.addGrants(
+    session.grants.add([{ path: '/notes', op: 'read' }], NOW);
+    session.grants.add(
       [
         { path: '/notes', op: 'read' },
         { path: '/notes', op: 'write' },
@@ -69,7 +69,7 @@ describe('session state', () => {
       later(1000)
     );
 
-    expect(session.grants).toEqual([
+    expect(session.grants.held).toEqual([
       { id: 'g1', path: '/notes', op: 'read', grantedAt: NOW.toISOString(), expiresAt: later(DAY).toISOString() },
       {
         id: 'g2',
@@ -83,7 +83,7 @@ describe('session state', () => {
 
   it('a grant lapses after permissions.session_grant_ttl_ms: no task gets it, and it is dropped', () => {
     const session = new Session(input({ grantTtlMs: 60_000 }));
-    session.addGrants([{ path: '/notes', op: 'read' }], NOW);
+    session.grants.add([{ path: '/notes', op: 'read' }], NOW);
     const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
 
     expect(session.taskInput(item, later(59_999))).toMatchObject({
@@ -91,24 +91,24 @@ describe('session state', () => {
       grantTtlMs: 60_000,
     });
     expect(session.taskInput(item, later(60_000)).grants).toEqual([]);
-    expect(session.dropExpiredGrants(later(59_999))).toEqual([]);
-    expect(session.dropExpiredGrants(later(60_000)).map((g) => g.id)).toEqual(['g1']);
-    expect(session.grants).toEqual([]);
+    expect(session.grants.dropExpired(later(59_999))).toEqual([]);
+    expect(session.grants.dropExpired(later(60_000)).map((g) => g.id)).toEqual(['g1']);
+    expect(session.grants.held).toEqual([]);
   });
 
   it('a lapsed grant allowed again is a new grant with a new id and a new expiry', () => {
     const session = new Session(input({ grantTtlMs: 60_000 }));
-    session.addGrants([{ path: '/notes', op: 'read' }], NOW);
+    session.grants.add([{ path: '/notes', op: 'read' }], NOW);
 
-    const added = session.addGrants([{ path: '/notes', op: 'read' }], later(60_000));
+    const added = session.grants.add([{ path: '/notes', op: 'read' }], later(60_000));
 
     expect(added.map((g) => [g.id, g.expiresAt])).toEqual([['g2', later(120_000).toISOString()]]);
-    expect(session.grants.map((g) => g.id)).toEqual(['g2']);
+    expect(session.grants.held.map((g) => g.id)).toEqual(['g2']);
   });
 
   it('a revoked grant is gone, and grant ids are never reused, across runs too', () => {
     const session = new Session(input());
-    session.addGrants(
+    session.grants.add(
       [
         { path: '/a', op: 'read' },
         { path: '/b', op: 'write' },
@@ -116,21 +116,21 @@ describe('session state', () => {
       NOW
     );
 
-    expect(session.revokeGrant('g1')?.path).toBe('/a');
-    expect(session.revokeGrant('g1')).toBeUndefined();
+    expect(session.grants.revoke('g1', false)?.path).toBe('/a');
+    expect(session.grants.revoke('g1', false)).toBeUndefined();
     const next = new Session(input({ carry: session.snapshot().carry }));
-    next.addGrants([{ path: '/a', op: 'read' }], NOW);
+    next.grants.add([{ path: '/a', op: 'read' }], NOW);
 
-    expect(next.grants.map((g) => g.id)).toEqual(['g2', 'g3']);
+    expect(next.grants.held.map((g) => g.id)).toEqual(['g2', 'g3']);
   });
 
   it("a grant revoked while a task ran is not taken back from that task's result", () => {
     const session = new Session(input());
     session.currentTaskId = 'task-s-1';
-    session.addGrants([{ path: '/a', op: 'read' }], NOW);
+    session.grants.add([{ path: '/a', op: 'read' }], NOW);
 
-    session.revokeGrant('g1');
-    const added = session.takeTaskGrants(
+    session.grants.revoke('g1', session.currentTaskId !== null);
+    const added = session.grants.takeFromTask(
       [
         { path: '/a', op: 'read' },
         { path: '/b', op: 'read' },
@@ -139,7 +139,7 @@ describe('session state', () => {
     );
 
     expect(added.map((g) => g.path)).toEqual(['/b']);
-    expect(session.takeTaskGrants([{ path: '/a', op: 'read' }], NOW).map((g) => g.path)).toEqual(['/a']);
+    expect(session.grants.takeFromTask([{ path: '/a', op: 'read' }], NOW).map((g) => g.path)).toEqual(['/a']);
   });
 
   it('its last activity starts with the session, moves with what it takes, and stays through sleep and wake', () => {
@@ -155,16 +155,16 @@ describe('session state', () => {
 
   it('a woken run shows the grants its input names until it has read its own, and hands none of them on', () => {
     const slept = new Session(input());
-    slept.addGrants([{ path: '/a', op: 'read' }], new Date());
+    slept.grants.add([{ path: '/a', op: 'read' }], new Date());
     const { carry } = slept.snapshot();
     const woken = new Session(input({ carry: { ...carry, grants: [] } }));
     const item = { seq: 1, kind: 'task' as const, text: 'x', taskId: 'task-s-1' };
 
-    woken.awaitGrants(carry.grants);
+    woken.grants.awaitRead(carry.grants);
 
     expect(woken.snapshot().state.grants).toEqual(carry.grants);
     expect(woken.taskInput(item, new Date()).grants).toEqual([]);
-    woken.restoreGrants([], 1);
+    woken.grants.restore([], 1);
     expect(woken.snapshot().state.grants).toEqual([]);
   });
 

@@ -88,12 +88,12 @@ export function setSessionHandlers(session: Session): void {
   setHandler(grantSignal, (raw: unknown) => {
     const p = parseSignal(GrantSchema, raw, 'grant');
     if (!p.ok) return;
-    const added = session.addGrants([p.value], new Date());
-    if (added.length) log.emit(session.grantsEvent('granted', added));
+    const added = session.grants.add([p.value], new Date());
+    if (added.length) log.emit(session.grants.event('granted', added));
   });
 
   const noSuchGrant = (grantId: string) => {
-    const held = session.grants.map((g) => g.id).join(', ') || 'none';
+    const held = session.grants.held.map((g) => g.id).join(', ') || 'none';
     return ApplicationFailure.nonRetryable(
       `session "${input.sessionId}" holds no grant "${grantId}" (it holds: ${held})`,
       Failure.GrantNotFound
@@ -125,10 +125,10 @@ export function setSessionHandlers(session: Session): void {
     revokeGrantUpdate,
     async (request) => {
       // A run that woke reads its grants from the run that slept before it knows which it holds.
-      await condition(() => session.grantsKnown);
-      const revoked = session.revokeGrant(request.grantId);
+      await condition(() => session.grants.known);
+      const revoked = session.grants.revoke(request.grantId, session.currentTaskId !== null);
       if (!revoked) throw noSuchGrant(request.grantId);
-      log.emit(session.grantsEvent('revoked', [revoked]));
+      log.emit(session.grants.event('revoked', [revoked]));
       await tellRunningTask(revoked);
       return { revoked };
     },
@@ -136,7 +136,7 @@ export function setSessionHandlers(session: Session): void {
       validator: (request) => {
         const { grantId } = parseOrThrow(RevokeGrantRequestSchema, 'invalid grant', request, 'grant');
         // Refused before it reaches history when the grants are known: the API answers 404 naming those held.
-        if (session.grantsKnown && !session.grants.some((g) => g.id === grantId)) throw noSuchGrant(grantId);
+        if (session.grants.known && !session.grants.held.some((g) => g.id === grantId)) throw noSuchGrant(grantId);
       },
     }
   );

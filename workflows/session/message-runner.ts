@@ -116,8 +116,8 @@ export class MessageRunner {
       result = unstartedTask(taskId, failureMessage(err));
     }
     // The session usually has them already: the task tells it of each grant as it is made.
-    const added = session.takeTaskGrants(result.newGrants, new Date());
-    if (added.length) log.emit(session.grantsEvent('granted', added));
+    const added = session.grants.takeFromTask(result.newGrants, new Date());
+    if (added.length) log.emit(session.grants.event('granted', added));
     if (result.usage) session.charge(result.usage);
     session.memory.add({ role: 'assistant', text: taskReply(result) });
     if (result.answer) log.emit(answerEvent(result.answer, { taskId }));

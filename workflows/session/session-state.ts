@@ -17,10 +17,11 @@ import {
 } from '../../common/session';
 import { addCalls, ZERO_CALL_USAGE, type CallUsage, type MeteredUsage } from '../../common/model-protocol';
 import type { SandboxStatus } from '../../common/sandbox-status';
-import type { HeldGrant, SessionGrant, TaskGrant, TaskInput, TaskResult, TaskRunLink } from '../../common/task';
+import type { TaskInput, TaskResult, TaskRunLink } from '../../common/task';
 import { EventLog } from '../shared/event-log';
 import { SCIENTIFIC_MODE_EXPLANATION } from '../task/modes';
 import { SessionMemory, totalChars } from './memory';
+import { SessionGrants } from './grants';
 import { MessageQueue } from './queue';
 
 type ContextEvent = Extract<EventBody, { type: 'context' }>;
@@ -39,15 +40,8 @@ export class Session {
   toolAccess: ToolAccess;
   network: Network;
   readonly review: ReviewPolicy;
-  /** Grants made for the session, each with its id and expiry (grants.ts keeps the rules). */
-  grants: HeldGrant[];
-  private grantCounter: number;
-  /** Grants revoked while the current task ran: its result may still list them, if it ended before it heard. */
-  private revokedMidTask: SessionGrant[] = [];
-  /** False while a woken run reads its grants from the run that slept. */
-  grantsKnown = true;
-  /** Meanwhile, the grants its input says it slept with: shown in its state (those not lapsed), never used. */
-  private unreadGrants: HeldGrant[] = [];
+  /** Grants made for the session, each with its id and expiry (./grants.ts). */
+  readonly grants: SessionGrants;
   /** Set once the run has gone to sleep: the `state` query of the closed run says so. */
   sleeping = false;
   readonly memory: SessionMemory;
@@ -100,8 +94,7 @@ export class Session {
     this.toolAccess = carry?.toolAccess ?? input.toolAccess;
     this.network = carry?.network ?? input.network;
     this.review = carry?.review ?? input.review;
-    this.grants = [...(carry?.grants ?? [])];
-    this.grantCounter = carry?.grantCounter ?? 0;
+    this.grants = new SessionGrants(input.grantTtlMs, carry);
     this.memory = new SessionMemory(input.memory, carry);
     this.queue = new MessageQueue(input.sessionId, carry);
     this.tasks = [...(carry?.tasks ?? [])];
@@ -145,96 +138,6 @@ export class Session {
     return changed;
   }
 
-  /**
-   * Adds the grants the session does not hold yet, each valid for `grantTtlMs` from `now`; a lapsed grant for the
-   * same path and operation is replaced. Returns the grants added.
-   */
-  addGrants(more: readonly SessionGrant[], now: Date): HeldGrant[] {
-    const added: HeldGrant[] = [];
-    for (const g of more) {
-      const held = this.grants.find((x) => x.path === g.path && x.op === g.op);
-      if (held && isLive(held, now)) continue;
-      if (held) this.grants = this.grants.filter((x) => x !== held);
-      const grant: HeldGrant = {
-        id: `g${++this.grantCounter}`,
-        path: g.path,
-        op: g.op,
-        grantedAt: now.toISOString(),
-        expiresAt: new Date(now.getTime() + this.input.grantTtlMs).toISOString(),
-      };
-      this.grants.push(grant);
-      added.push(grant);
-    }
-    return added;
-  }
-
-  /**
-   * A woken run: its grants are read from the run that slept before anything uses them; until then its state shows
-   * those its input names (what the client read of that run), and no task or check uses any.
-   */
-  awaitGrants(shown: readonly HeldGrant[]): void {
-    this.grantsKnown = false;
-    this.unreadGrants = [...shown];
-  }
-
-  /** The grants read from the run this one woke from (the input's own are never taken). */
-  restoreGrants(grants: readonly HeldGrant[], counter: number): void {
-    this.unreadGrants = [];
-    this.grants = [...grants];
-    this.grantCounter = Math.max(this.grantCounter, counter);
-    this.grantsKnown = true;
-  }
-
-  /** Drops the grants that have lapsed by `now`; returns them. */
-  dropExpiredGrants(now: Date): HeldGrant[] {
-    const lapsed = this.grants.filter((g) => !isLive(g, now));
-    if (lapsed.length) this.grants = this.grants.filter((g) => isLive(g, now));
-    return lapsed;
-  }
-
-  /** Revokes the grant `id`; returns it, or undefined when the session holds no such grant. */
-  revokeGrant(id: string): HeldGrant | undefined {
-    const grant = this.grants.find((g) => g.id === id);
-    if (grant) this.grants = this.grants.filter((g) => g !== grant);
-    if (grant && this.currentTaskId) this.revokedMidTask.push({ path: grant.path, op: grant.op });
-    return grant;
-  }
-
-  /**
-   * The grants a task that ended made for the session (the session usually has them already: the task tells it of
-   * each as it is made), except those the user revoked while it ran. Returns the grants added.
-   */
-  takeTaskGrants(made: readonly SessionGrant[], now: Date): HeldGrant[] {
-    const revoked = this.revokedMidTask;
-    this.revokedMidTask = [];
-    return this.addGrants(
-      made.filter((g) => !revoked.some((r) => r.path === g.path && r.op === g.op)),
-      now
-    );
-  }
-
-  /**
-   * The grants that hold at `now`, as a task takes them: with their id and expiry, so the task stops using one the
-   * moment it lapses or is revoked.
-   */
-  liveGrants(now: Date): TaskGrant[] {
-    return this.grants
-      .filter((g) => isLive(g, now))
-      .map(({ id, path, op, expiresAt }) => ({ id, path, op, expiresAt }));
-  }
-
-  /** The `grants` event after a change: what changed, and every grant the session holds now. */
-  grantsEvent(action: 'granted' | 'revoked' | 'expired', changed: readonly HeldGrant[]): EventBody {
-    const what = changed.map((g) => `${g.op} ${g.path}`).join(', ');
-    const detail =
-      action === 'granted'
-        ? `allowed for the session until ${changed.map((g) => g.expiresAt).join(', ')}: ${what}`
-        : action === 'revoked'
-          ? `revoked: ${what}`
-          : `lapsed (permissions.session_grant_ttl_ms): ${what}`;
-    return { type: 'grants', action, detail, grants: [...this.grants] };
-  }
-
   /** What the session returns when it goes to sleep: everything it carries. */
   sleep(now: Date): SessionSleep {
     this.sleeping = true;
@@ -262,7 +165,7 @@ export class Session {
       review: item.review ?? this.review,
       route: false,
       // Security: a lapsed grant is never handed on, even before the session drops it.
-      grants: this.liveGrants(now),
+      grants: this.grants.live(now),
       grantTtlMs: this.input.grantTtlMs,
       summary: this.memory.summary,
       recentTurns: this.memory.recent(),
@@ -314,7 +217,7 @@ export class Session {
         network: this.network,
         review: this.review,
         status: this.sleeping ? 'sleeping' : 'running',
-        grants: this.grantsKnown ? this.grants : this.unreadGrants.filter((g) => isLive(g, new Date())),
+        grants: this.grants.shown(new Date()),
         memory: { summary, turns, summarisedChars, settings },
         projectContextFile: this.contextFile,
         currentTaskId: this.currentTaskId,
@@ -331,8 +234,8 @@ export class Session {
         toolAccess: this.toolAccess,
         network: this.network,
         review: this.review,
-        grants: this.grants,
-        grantCounter: this.grantCounter,
+        grants: this.grants.held,
+        grantCounter: this.grants.counter,
         summary,
         turns,
         summarisedChars,
@@ -354,9 +257,6 @@ export class Session {
     };
   }
 }
-
-/** A grant holds until its expiry. */
-export const isLive = (g: HeldGrant, now: Date): boolean => Date.parse(g.expiresAt) > now.getTime();
 
 /** An answer on the session's log: a chat reply, a command's result, or a task's answer (with its id). */
 export function answerEvent(

@@ -56,7 +56,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
       code: Failure.GrantsIgnored,
       message: 'the grants in the input were ignored: a session takes grants over only from its own earlier run',
     });
-  if (wakeFrom) session.awaitGrants(parsed.carry?.grants ?? []);
+  if (wakeFrom) session.grants.awaitRead(parsed.carry?.grants ?? []);
   const runner = new MessageRunner(session);
   setSessionHandlers(session);
 
@@ -87,14 +87,14 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
       { summary: 'wake: the grants it slept with' },
       [{ workflowId: workflowInfo().workflowId, runId: wakeFrom }]
     );
-    session.restoreGrants(slept.grants, slept.grantCounter);
+    session.grants.restore(slept.grants, slept.grantCounter);
   }
   dropLapsedGrants();
   showSessionDetails(session);
 
   function dropLapsedGrants() {
-    const lapsed = session.dropExpiredGrants(new Date());
-    if (lapsed.length) log.emit(session.grantsEvent('expired', lapsed));
+    const lapsed = session.grants.dropExpired(new Date());
+    if (lapsed.length) log.emit(session.grants.event('expired', lapsed));
   }
 
   const rollOver = () => session.processed >= input.continueAsNewAfter || workflowInfo().continueAsNewSuggested;

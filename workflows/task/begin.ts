@@ -67,7 +67,6 @@ export async function beginTask(task: TaskRun, planning: Planning): Promise<Task
   }
 
   await planning.plan();
-  const review = planning.reviewBeforeWork();
-  if (review) await review;
+  await planning.reviewBeforeWork();
   return null;
 }

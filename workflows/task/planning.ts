@@ -120,22 +120,19 @@ export class Planning {
     return true;
   }
 
-  // The three pauses below return null when there is nothing to wait for, so the task awaits only real waits: every
-  // promise a workflow creates costs its run a captured stack trace (Temporal's stack-trace query).
-
   /** Reviews the current plan before work when the Planner asked for it or the review policy says so. */
-  reviewBeforeWork(): Promise<void> | null {
+  async reviewBeforeWork(): Promise<void> {
     const { progress, input } = this.task;
     const why = progress.plan?.review.before_work ? 'before_work' : input.review === 'always' ? 'policy' : null;
-    if (!why) return null;
+    if (!why) return;
     this.takeFirstPick();
-    return this.reviewUntilApproved(why);
+    await this.reviewUntilApproved(why);
   }
 
   /** Reviews the results after the steps the plan asked to pause after, if any are due. */
-  reviewCheckpoints(): Promise<void> | null {
+  async reviewCheckpoints(): Promise<void> {
     const due = this.task.progress.dueCheckpoints();
-    return due.length ? this.reviewUntilApproved('checkpoint', due) : null;
+    if (due.length) await this.reviewUntilApproved('checkpoint', due);
   }
 
   /**
@@ -143,11 +140,11 @@ export class Planning {
    * was spent. Approving goes on with the budget raised by the same amount again; revising replans with the
    * feedback (and is reviewed); cancelling ends the task.
    */
-  keepToBudget(): Promise<void> | null {
+  async keepToBudget(): Promise<void> {
     const { input, meter } = this.task;
-    if (this.budget === null || input.maxTokens === null || meter.tokens < this.budget) return null;
+    if (this.budget === null || input.maxTokens === null || meter.tokens < this.budget) return;
     this.takeFirstPick();
-    return this.pauseForBudget(this.budget, input.maxTokens);
+    await this.pauseForBudget(this.budget, input.maxTokens);
   }
 
   private async pauseForBudget(budget: number, step: number): Promise<void> {

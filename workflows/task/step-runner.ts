@@ -30,20 +30,17 @@ export class StepRunner {
   }
 
   /**
-   * Every promise a workflow creates costs its run a captured stack trace (Temporal's stack-trace query), so the
-   * common shapes (one line of work, one step, one call) are awaited as they are, without an async wrapper or
-   * `Promise.all`.
+   * Runs a batch of ready steps together.
    *
    * @param picked the tool steps' picks, when the Planner's activity made them with the plan (for these steps).
    */
-  runBatch(batch: PlanStep[], picked: FirstPick | null = null): Promise<unknown> {
+  async runBatch(batch: PlanStep[], picked: FirstPick | null = null): Promise<void> {
     this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
     const toolSteps = batch.filter((s) => s.needs_tool);
-    const work = [
+    await Promise.all([
       ...batch.filter((s) => !s.needs_tool).map((s) => this.runTextStep(s)),
       ...(toolSteps.length ? [this.runToolSteps(toolSteps, picked)] : []),
-    ];
-    return work.length === 1 ? work[0] : Promise.all(work);
+    ]);
   }
 
   private async runTextStep(s: PlanStep): Promise<void> {
@@ -78,7 +75,7 @@ export class StepRunner {
         files,
         repairsFor(picked.repairs, s.id)
       );
-    await (batch.length === 1 ? finish(batch[0]) : Promise.all(batch.map(finish)));
+    await Promise.all(batch.map(finish));
   }
 
   /** A tool step from its first calls to its end: its rounds (./tool-rounds.ts), then triage's decision. */
@@ -105,16 +102,16 @@ export class StepRunner {
   }
 
   /** Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for. */
-  private decide(
+  private async decide(
     s: PlanStep,
     noTool: string | null,
     calls: CallOutcome[],
     madeCalls?: string,
     missing?: string | null
-  ): TriageDecision | Promise<TriageDecision> {
+  ): Promise<TriageDecision> {
     const tin = { ...this.task.progress.triageInput(s, noTool, calls, madeCalls), missing: missing ?? null };
     const d = triage(tin);
-    return d.outcome === 'evaluate' ? this.evaluate(s, calls, tin) : d;
+    return d.outcome === 'evaluate' ? await this.evaluate(s, calls, tin) : d;
   }
 
   private async evaluate(s: PlanStep, calls: CallOutcome[], tin: TriageInput): Promise<TriageDecision> {

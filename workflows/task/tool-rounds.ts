@@ -64,8 +64,7 @@ export class ToolRounds {
     };
     let round = 1;
     for (;;) {
-      const outcomes =
-        running.length === 1 ? [await running[0].outcome] : await Promise.all(running.map((r) => r.outcome));
+      const outcomes = await Promise.all(running.map((r) => r.outcome));
       running.forEach((r, i) => made.push({ call: r.call, outcome: outcomes[i] }));
       lastRound = outcomes;
       judged = false;

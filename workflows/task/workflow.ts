@@ -97,8 +97,7 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
   for (;;) {
     // Between rounds nothing is open: the history may be handed to a fresh run here.
     if (!planning.holdsFirstPick && task.dueToContinue()) await continueTask(task, planning);
-    const budgetReview = planning.keepToBudget();
-    if (budgetReview) await budgetReview;
+    await planning.keepToBudget();
     const current = progress.statuses();
     if (allFinished(progress.graph, current)) break;
     const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
@@ -134,12 +133,10 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
       // A Planner that cannot write a usable plan leaves the work done standing: the answer says what is missing.
       if (!(await planning.replan(replan))) break;
       questions.reset();
-      const revisedReview = planning.reviewBeforeWork();
-      if (revisedReview) await revisedReview;
+      await planning.reviewBeforeWork();
       continue;
     }
-    const checkpoint = planning.reviewCheckpoints();
-    if (checkpoint) await checkpoint;
+    await planning.reviewCheckpoints();
   }
 
   // A task none of whose steps achieved anything ends failed, saying plainly what stopped each step.

@@ -53,10 +53,10 @@ export class CallRunner {
     idempotencyKey: string
   ): Promise<CallOutcome> {
     const { input, permissions, meter } = this.task;
-    // Only calls on files an earlier call touches wait (each promise costs the run a captured stack trace).
+    // A call with nothing to wait for that needs nobody asked is decided without an await, so the calls go on in the
+    // order they were picked, ahead of anything else the activation does (the order of commands the recorded
+    // histories hold: an await here reorders them).
     if (waitFor.length) await Promise.all(waitFor);
-    // Most calls need nobody asked: those are decided without an await, and go on in the order they were picked (the
-    // order of commands the recorded histories hold).
     const now = gate(guarded, this.covered([]));
     const cleared =
       now.kind === 'run'

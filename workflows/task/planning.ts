@@ -153,7 +153,7 @@ export class Planning {
     this.budget = budget;
   }
 
-  /** Asks the Planner for a plan (the activity's own promise: an async wrapper would add promises, see above). */
+  /** Asks the Planner for a plan. */
   private write(
     summary: string,
     feedback?: string,

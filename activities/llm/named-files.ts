@@ -19,18 +19,8 @@ export interface NamedFile {
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** The listing's files (a path a line, directories ending in "/"; a cut listing ends with "…"). */
-export function listedFiles(listing: string | undefined): string[] {
-  if (!listing) return [];
-  return listing
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && !l.endsWith('/') && l !== '…');
-}
-
-/** The listed files the text names, in the order it names them, at most NAMED_FILES_MAX. */
-export function namedFiles(listing: string | undefined, text: string): string[] {
-  const files = listedFiles(listing);
+/** The files of the listing (activities/project/listing.ts) the text names, in its order, at most NAMED_FILES_MAX. */
+export function namedFiles(files: readonly string[], text: string): string[] {
   const baseCount = new Map<string, number>();
   for (const f of files) {
     const base = f.slice(f.lastIndexOf('/') + 1);
@@ -62,8 +52,8 @@ const FILE_NAME =
   /(?<![\w./-])(?:\.\/)?((?:[\w-]+\/)*(?:[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z][\w-]{4,}))(?![\w/-]|\.\w)/g;
 
 /**
- * The files the text names that the listing does not hold: files a step is to create. Only meaningful with the whole
- * listing (`allFiles`).
+ * The files the text names that the listing does not hold: files a step is to create. Only meaningful with a complete
+ * listing.
  */
 export function newFileNames(existing: readonly string[], text: string): string[] {
   const known = new Set(existing);
@@ -89,20 +79,4 @@ export function boundNamedFiles(files: readonly NamedFile[], total = NAMED_FILES
     out.push({ path: f.path, text });
   }
   return out;
-}
-
-/**
- * Every file of the project when the listing holds them all (not cut, no directory left unexpanded at its depth
- * limit), else null: then, and only then, a path argument that must name an existing file can be held to them.
- */
-export function allFiles(listing: string | undefined): string[] | null {
-  if (!listing || /\n…$/.test(listing)) return null;
-  const lines = listing
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean);
-  const dirs = lines.filter((l) => l.endsWith('/'));
-  // A directory with nothing listed under it may be empty, or past the listing's depth.
-  if (dirs.some((d) => d.split('/').length > 2 && !lines.some((l) => l !== d && l.startsWith(d)))) return null;
-  return lines.filter((l) => !l.endsWith('/'));
 }

@@ -9,7 +9,7 @@ import { planSchema, type Plan } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
-import { listedFiles } from './named-files';
+import type { ProjectListing } from '../project/listing';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -26,8 +26,8 @@ export interface WritePlanInput {
   feedbackFrom?: 'user' | 'replan';
   /** Steps already finished (a replan keeps them); the new plan may depend on their ids. */
   finished?: StepResultView[];
-  /** A short listing of the project's files (filled in by the activity). */
-  files?: string;
+  /** The project's listing (filled in by the activity). */
+  listing?: ProjectListing;
 }
 
 /** The example the instructions show: a request from another project, and its plan. */
@@ -125,7 +125,7 @@ export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescr
     section('Project context (from the project instruction file)', projectContext),
     section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
     section('Recent conversation', turns),
-    filesSection(input.files),
+    filesSection(input.listing?.text),
     toolList ? section('Tools', toolList) : '',
     input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
     input.finished?.length
@@ -148,7 +148,7 @@ function taskText(input: WritePlanInput, projectContext: string): string {
     input.request,
     input.summary ?? '',
     ...(input.recentTurns ?? []).map((t) => t.text),
-    input.files ?? '',
+    input.listing?.text ?? '',
     projectContext,
     input.previousPlan ? JSON.stringify(input.previousPlan) : '',
     ...(input.finished ?? []).map((f) => `${f.title} ${f.instruction ?? ''} ${f.result ?? ''}`),
@@ -198,7 +198,7 @@ export async function writePlan(
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     { check: (v) => copiedFromExample(v.plan, shown) }
   );
-  const checked = fileChangesOnly(value.plan, listedFiles(input.files));
+  const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);
   const repairs = [...value.repairs, ...checked.repairs];
   return { plan: checked.plan, usage, ...(repairs.length ? { repairs } : {}) };
 }

@@ -1,13 +1,7 @@
-/** The project files a step names (shown to the pick with their content), and when the listing holds them all. */
-import {
-  allFiles,
-  boundNamedFiles,
-  NAMED_FILE_CHARS,
-  namedFiles,
-  newFileNames,
-} from '../../activities/llm/named-files';
+/** The project files a step names (shown to the pick with their content), and those it is to create. */
+import { boundNamedFiles, NAMED_FILE_CHARS, namedFiles, newFileNames } from '../../activities/llm/named-files';
 
-const listing = ['app.py', 'calc.py', 'config.json', 'src/', 'src/shapes.py', 'test_calc.py'].join('\n');
+const listing = ['app.py', 'calc.py', 'config.json', 'src/shapes.py', 'test_calc.py'];
 
 describe('files a step names', () => {
   it('finds listed files by path or unique base name, in the order the text names them', () => {
@@ -26,12 +20,12 @@ describe('files a step names', () => {
 
   it('directories and files that are not listed are never named', () => {
     expect(namedFiles(listing, 'Look in src/ and in missing.py')).toEqual([]);
-    expect(namedFiles(undefined, 'calc.py')).toEqual([]);
+    expect(namedFiles([], 'calc.py')).toEqual([]);
   });
 
   it('at most three files, and the texts are cut to their bounds with a mark', () => {
     const many = Array.from({ length: 5 }, (_, i) => `f${i}.txt`);
-    expect(namedFiles(many.join('\n'), many.join(' '))).toHaveLength(3);
+    expect(namedFiles(many, many.join(' '))).toHaveLength(3);
     const big = 'x'.repeat(NAMED_FILE_CHARS + 10);
     const [a, b, c] = boundNamedFiles([
       { path: 'a', text: big },
@@ -41,18 +35,6 @@ describe('files a step names', () => {
     expect(a.text).toMatch(/… \(cut: read_file shows the rest\)$/);
     expect(b.text).toMatch(/^x{2000}\n… \(cut/);
     expect(c).toBeUndefined();
-  });
-});
-
-describe('a listing that holds every file', () => {
-  it('lists them when nothing was cut', () => {
-    expect(allFiles(listing)).toEqual(['app.py', 'calc.py', 'config.json', 'src/shapes.py', 'test_calc.py']);
-  });
-
-  it('is null when the listing was cut, or a directory at the depth limit was not opened', () => {
-    expect(allFiles(`${listing}\n…`)).toBeNull();
-    expect(allFiles('src/\nsrc/deep/\nsrc/a.py')).toBeNull();
-    expect(allFiles(undefined)).toBeNull();
   });
 });
 

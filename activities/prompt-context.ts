@@ -1,0 +1,78 @@
+/**
+ * What the prompts see of the project, as data: its listing (./project/listing.ts), the files a step or a request
+ * names as they are now, and the files a step is to create. Every read goes through the workspace server with
+ * read-only access (confined like any read; a sensitive path is refused); one that cannot be had leaves the prompt
+ * without it.
+ */
+import { plannedFiles } from '../common/plan';
+import { boundNamedFiles, NAMED_FILES_MAX, namedFiles, newFileNames, type NamedFile } from './llm/named-files';
+import type { PickStep } from './llm/pick-tools';
+import type { createToolActivities } from './mcp/tools';
+import { projectListing, type ProjectListing } from './project/listing';
+
+type ToolActivities = ReturnType<typeof createToolActivities>;
+
+export interface PromptContext {
+  /** The project's listing, two levels deep, or undefined when it cannot be read. */
+  listing(projectDir: string): Promise<ProjectListing | undefined>;
+  /** Files as they are now, within `chars` in all (a file that cannot be read is left out). */
+  fileTexts(projectDir: string, names: readonly string[], chars?: number): Promise<NamedFile[]>;
+  /**
+   * The files a step works on, as they are now: those its plan's `expect.changes` and its instruction name, and
+   * those its calls so far read or changed (an edit is aimed at text it sees).
+   */
+  stepFiles(projectDir: string, listing: ProjectListing | undefined, step: PickStep): Promise<NamedFile[]>;
+}
+
+export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): PromptContext {
+  async function read(projectDir: string, tool: string, args: Record<string, unknown>) {
+    try {
+      const r = await tools.callTool({ projectDir, toolAccess: 'read_only', server: 'workspace', tool, args });
+      return r.status === 'ok' ? r.text : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function fileTexts(projectDir: string, names: readonly string[], chars?: number) {
+    const texts = await Promise.all(
+      names.slice(0, NAMED_FILES_MAX).map(async (file) => {
+        const text = await read(projectDir, 'read_file', { path: file });
+        return text === undefined ? null : { path: file, text };
+      })
+    );
+    return boundNamedFiles(
+      texts.filter((f): f is NamedFile => f !== null),
+      chars
+    );
+  }
+
+  return {
+    async listing(projectDir) {
+      const text = await read(projectDir, 'list_dir', { path: '.', depth: 2 });
+      return text === undefined ? undefined : projectListing(text);
+    },
+    fileTexts,
+    stepFiles(projectDir, listing, step) {
+      const touched = (step.earlierCalls ?? [])
+        .map((c) => c.args.path)
+        .filter((p): p is string => typeof p === 'string');
+      const listed = new Set(listing?.files);
+      const names = new Set([
+        ...plannedFiles(step).filter((p) => listed.has(p)),
+        ...namedFiles(listing?.files ?? [], step.instruction),
+        ...touched.filter((p) => listed.has(p)),
+      ]);
+      return fileTexts(projectDir, [...names]);
+    },
+  };
+}
+
+/**
+ * The files a step is to create: those its plan's `expect.changes` and its instruction name that are not among the
+ * project's `files`. Only meaningful with a complete listing.
+ */
+export function stepNewFiles(files: readonly string[], step: PickStep): string[] {
+  const known = new Set(files);
+  return [...new Set([...plannedFiles(step).filter((p) => !known.has(p)), ...newFileNames(files, step.instruction)])];
+}

@@ -1,7 +1,7 @@
 /**
  * The workspace server's side of checkpoints: a call that carries `_meta["klea/checkpoint"]` `{task, step}` and can
  * change the project journals, in its task's journal, what it changed, before and after, so the task's changes can
- * be undone (rewind.ts).
+ * be undone (rewind-plan.ts, rewind-apply.ts).
  *
  * - write_file / edit_file: the target's content before (kept in the store) and its hash after, and the directories
  *   the write creates; the line is written before the file changes, so a crash between the two leaves a line whose

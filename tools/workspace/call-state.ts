@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { IDEMPOTENCY_META_KEY } from '../../common/workspace-protocol';
 import { atomicWrite, mkdirsChecked, readJson, readText, sha256 } from './fs-ops';
-import { noteToolWrite } from './sandbox-view';
+import { noteToolWrite } from './sandbox-view-state';
 import { text } from './tool-result';
 
 /** Where one keyed call keeps its intent while it runs and its result once it is done. */

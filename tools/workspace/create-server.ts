@@ -21,7 +21,7 @@ import { createCallStateStore } from './call-state';
 import { createCommandSandbox, type CommandSandboxOptions } from './command-sandbox';
 import { DEFAULT_LIMITS } from './context';
 import { createPathGate } from './path-gate';
-import { isPlaceholder } from './sandbox-view';
+import { isPlaceholder } from './sandbox-view-placeholders';
 import { registerReadTools } from './tools/read';
 import { registerRunCommand } from './tools/run-command';
 import { registerSearchTools } from './tools/search';

@@ -15,7 +15,7 @@
  */
 import { appendFileSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
 import { inOwnState, SensitiveMatcher } from '../../common/path-guard';
 import {
   chmodAt,

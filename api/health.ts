@@ -29,7 +29,7 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
   try {
     // A health check answers within seconds even when Temporal is down.
     const within = Math.min(3000, calls.callTimeoutMs);
-    const presence = await calls.workerPresence(within);
+    const presence = await calls.workers.workerPresence(within);
     const { pollers, identities } = presence;
     worker.pollers = pollers;
     worker.status = pollers > 0 ? 'ok' : 'none';
@@ -37,7 +37,7 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
     // On a cluster: which worker hosts poll their own task queue, where their projects' activities run.
     hosts = await Promise.all(
       presence.hosts.map(async (hostId) => {
-        const at = await calls.hostPollers(hostId, within);
+        const at = await calls.workers.hostPollers(hostId, within);
         const roots = presence.roots.get(hostId);
         return {
           hostId,

@@ -28,11 +28,11 @@ export async function chooseHome(
   const holds = (h: { roots: string[] | null }) => h.roots === null || underRoots(projectDir, h.roots);
   if (requested !== undefined) {
     // A name no worker ever polled is a mistake: the task would wait for it forever.
-    if (!(await calls.hostKnown(requested)))
+    if (!(await calls.workers.hostKnown(requested)))
       throw badRequest(`body.host: no worker of host "${requested}" has polled task queue klea-host-${requested}`, [
         { path: 'body.host', message: 'unknown host' },
       ]);
-    const said = (await calls.hostsPresent()).find((h) => h.hostId === requested);
+    const said = (await calls.workers.hostsPresent()).find((h) => h.hostId === requested);
     if (said && !holds(said))
       throw badRequest(
         `body.host: host "${requested}" does not hold ${projectDir} (its project roots: ${said.roots!.join(', ')})`,
@@ -40,7 +40,7 @@ export async function chooseHome(
       );
     return { hostId: requested, waitMs };
   }
-  const present = await calls.hostsPresent();
+  const present = await calls.workers.hostsPresent();
   const holding = present.filter(holds);
   if (present.length && !holding.length)
     throw badRequest(

@@ -12,7 +12,8 @@
  * The cursor is where the last page ended (its last session's activity and workflow id). Sessions whose runs carry
  * no `KleaLastActivity` (started before the inbox kept it) come after all the others, in Temporal's own order.
  */
-import type { ListedRun, TemporalCalls, WorkflowName } from './temporal-calls';
+import type { ListedRun, RunListing } from './run-listing';
+import type { WorkflowName } from './temporal-calls';
 import { KleaLastActivity } from '../common/search-attributes';
 
 /** Where a page of sessions ends: after the session with this activity (ms) and id, or inside the older ones. */
@@ -53,7 +54,7 @@ export class SessionLister {
   private readonly superseded = new Set<string>();
 
   constructor(
-    private readonly calls: TemporalCalls,
+    private readonly runs: RunListing,
     private readonly firstWindowMs = FIRST_WINDOW_MS
   ) {}
 
@@ -95,7 +96,7 @@ export class SessionLister {
       }
       await this.dropSuperseded(fresh, latest);
       if (latest.size > limit) return { found: [...latest.values()].sort(byActivity), exhausted: false };
-      const older = await this.calls.list(`${SESSION_RUNS} AND KleaLastActivity < '${iso(from)}'`, 1, undefined, {
+      const older = await this.runs.list(`${SESSION_RUNS} AND KleaLastActivity < '${iso(from)}'`, 1, undefined, {
         summaries: false,
       });
       if (!older.runs.length) return { found: [...latest.values()].sort(byActivity), exhausted: true };
@@ -110,7 +111,7 @@ export class SessionLister {
       fresh.map(async (run) => {
         if (run.execution === 'RUNNING') return;
         const key = `${run.workflowId}/${run.runId}`;
-        if (!this.superseded.has(key) && (await this.calls.isLatestRun(run.workflowId, run.runId))) return;
+        if (!this.superseded.has(key) && (await this.runs.isLatestRun(run.workflowId, run.runId))) return;
         this.remember(key);
         if (latest.get(run.workflowId)?.run === run) latest.delete(run.workflowId);
       })
@@ -126,7 +127,7 @@ export class SessionLister {
   private async *all(query: string): AsyncGenerator<ListedRun> {
     let token: Uint8Array | undefined;
     do {
-      const page = await this.calls.list(query, LIST_PAGE, token, { summaries: false });
+      const page = await this.runs.list(query, LIST_PAGE, token, { summaries: false });
       yield* page.runs;
       token = page.next ?? undefined;
     } while (token);
@@ -140,10 +141,10 @@ export class SessionLister {
     const query = `${SESSION_RUNS} AND KleaLastActivity IS NULL`;
     if (limit <= 0) {
       if (!continued) return { runs: [], next: null };
-      const any = await this.calls.list(query, 1, undefined, { summaries: false });
+      const any = await this.runs.list(query, 1, undefined, { summaries: false });
       return { runs: [], next: any.runs.length ? { legacy: '' } : null };
     }
-    const listed = await this.calls.list(query, limit, token ? Buffer.from(token, 'base64url') : undefined, {
+    const listed = await this.runs.list(query, limit, token ? Buffer.from(token, 'base64url') : undefined, {
       summaries: false,
     });
     const kept = await Promise.all(
@@ -151,7 +152,7 @@ export class SessionLister {
         if (run.execution === 'RUNNING') return true;
         const key = `${run.workflowId}/${run.runId}`;
         if (this.superseded.has(key)) return false;
-        if (await this.calls.isLatestRun(run.workflowId, run.runId)) return true;
+        if (await this.runs.isLatestRun(run.workflowId, run.runId)) return true;
         this.remember(key);
         return false;
       })

@@ -2,8 +2,9 @@
  * Every Temporal call the API makes goes through here. Each call has a deadline: without one the client retries an
  * unreachable server for about 20 s and waits for an update that no worker takes for ever. What a failed call
  * becomes for the API's client (404, 409, 503 ...) is decided in one place, `toApiError` (temporal-errors.ts).
+ * This module holds the calls to one workflow (start, query, signal, update, describe, terminate); `workers`
+ * (worker-presence.ts) asks which workers poll, and `runs` (run-listing.ts) lists runs from Temporal's visibility.
  */
-import { hostOfIdentity, hostRootsOfIdentity, hostTaskQueue } from '../common/home';
 import { randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
@@ -16,22 +17,10 @@ import {
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import type { TypedSearchAttributes } from '@temporalio/common';
-import { decodeTypedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
-import { temporal } from '@temporalio/proto';
 import type * as workflows from '../workflows';
-import { badRequest, unavailable } from './errors';
-import {
-  endedConflict,
-  GRPC,
-  grpcCode,
-  isClosed,
-  toApiError,
-  UPDATE_ATTEMPTS,
-  updateNotApplied,
-  type Call,
-  type Target,
-} from './temporal-errors';
+import { RunListing } from './run-listing';
+import { isClosed, toApiError, UPDATE_ATTEMPTS, updateNotApplied, type Call, type Target } from './temporal-errors';
+import { WorkerPresence } from './worker-presence';
 
 export type { Target } from './temporal-errors';
 
@@ -55,17 +44,9 @@ export interface TemporalCallsOptions {
 
 export const DEFAULT_CALL_TIMEOUT_MS = 5_000;
 export const DEFAULT_ACCEPT_TIMEOUT_MS = 10_000;
-/** A poller seen within this window counts as a live worker (an idle worker renews its long poll every minute). */
-const POLLER_FRESH_MS = 90_000;
 
 /** Pause between sends of an update whose workflow task failed (see `updateNotApplied`). */
 const UPDATE_RETRY_DELAY_MS = 100;
-/**
- * How long a worker seen polling is taken to be there without asking again. Temporal itself lists a worker that
- * stopped for about a minute (POLLER_FRESH_MS), so this adds nothing to what `requireWorker` can miss, and it saves
- * a round trip on every message sent within it.
- */
-const PRESENCE_KEPT_MS = 2_000;
 
 /** What a call that found the workflow's run closed does instead of failing: given the run's description. */
 export type WhenEnded<T> = (desc: WorkflowExecutionDescription) => Promise<T>;
@@ -76,31 +57,16 @@ export interface WakeStart {
   options: WorkflowStartOptions<Workflows[WorkflowName]>;
 }
 
-/** One run as Temporal's visibility lists it. */
-export interface ListedRun {
-  workflowId: string;
-  runId: string;
-  /** Temporal's execution status: RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED, TIMED_OUT, … */
-  execution: string;
-  startTime: Date | null;
-  closeTime: Date | null;
-  attributes: TypedSearchAttributes;
-  /** The run's static summary (null when it has none or it could not be read). */
-  summary: string | null;
-}
-
-/** Summaries never change: kept per run, up to this many. */
-const SUMMARY_CACHE_SIZE = 5000;
-
-const tsToDate = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): Date | null =>
-  t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)) : null;
-
 export class TemporalCalls {
   readonly taskQueue: string;
   readonly callTimeoutMs: number;
   readonly acceptTimeoutMs: number;
-  private readonly namespace: string;
+  readonly namespace: string;
   private readonly address: string;
+  /** Which workers poll the task queues (worker-presence.ts). */
+  readonly workers: WorkerPresence;
+  /** Runs as Temporal's visibility lists them (run-listing.ts). */
+  readonly runs: RunListing;
 
   constructor(
     readonly client: Client,
@@ -111,6 +77,8 @@ export class TemporalCalls {
     this.address = opts.address;
     this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     this.acceptTimeoutMs = opts.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS;
+    this.workers = new WorkerPresence(this);
+    this.runs = new RunListing(this);
   }
 
   /** The workflow's latest run (so calls follow a task that continued as new), unless the target names a run. */
@@ -118,11 +86,13 @@ export class TemporalCalls {
     return this.client.workflow.getHandle(target.workflowId, target.runId);
   }
 
-  private within<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+  /** `fn` within a deadline of `ms` (a call of its own, or several), Temporal's failure as it is. */
+  within<T>(ms: number, fn: () => Promise<T>): Promise<T> {
     return this.client.withDeadline(Date.now() + ms, fn);
   }
 
-  private async run<T>(target: Target | undefined, call: Call, fn: () => Promise<T>, ms = this.callTimeoutMs) {
+  /** One call within its deadline, a failure as the API's error. */
+  async run<T>(target: Target | undefined, call: Call, fn: () => Promise<T>, ms = this.callTimeoutMs) {
     try {
       return await this.within(ms, fn);
     } catch (err) {
@@ -178,89 +148,6 @@ export class TemporalCalls {
     )) as Awaited<ReturnType<Workflows[N]>>;
   }
 
-  private readonly summaries = new Map<string, string | null>();
-
-  /**
-   * A page of runs from Temporal's visibility matching `query` (newest first), with each run's static summary.
-   * The page token is Temporal's own; one it does not accept is a 400 naming the cursor.
-   */
-  async list(
-    query: string,
-    pageSize: number,
-    pageToken?: Uint8Array,
-    opts: { summaries?: boolean } = {}
-  ): Promise<{ runs: ListedRun[]; next: Uint8Array | null }> {
-    const res = await this.run(undefined, { kind: 'list' }, async () => {
-      try {
-        return await this.client.workflowService.listWorkflowExecutions({
-          namespace: this.namespace,
-          pageSize,
-          query,
-          ...(pageToken ? { nextPageToken: pageToken } : {}),
-        });
-      } catch (err) {
-        if (grpcCode(err) === GRPC.INVALID_ARGUMENT)
-          throw badRequest(
-            pageToken
-              ? 'query.cursor: Temporal does not accept this cursor; pass the nextCursor of a previous page'
-              : `the listing was refused: ${(err as Error).message}`,
-            [{ path: 'query.cursor', message: 'not a cursor from a previous page' }]
-          );
-        throw err;
-      }
-    });
-    const runs = await Promise.all(
-      (res.executions ?? []).map(async (e): Promise<ListedRun> => {
-        const workflowId = e.execution?.workflowId ?? '';
-        const runId = e.execution?.runId ?? '';
-        const status = temporal.api.enums.v1.WorkflowExecutionStatus[e.status ?? 0] ?? 'UNKNOWN';
-        return {
-          workflowId,
-          runId,
-          execution: String(status).replace(/^WORKFLOW_EXECUTION_STATUS_/, ''),
-          startTime: tsToDate(e.startTime),
-          closeTime: tsToDate(e.closeTime),
-          attributes: decodeTypedSearchAttributes(e.searchAttributes?.indexedFields),
-          summary: opts.summaries === false ? null : await this.summaryOf(workflowId, runId),
-        };
-      })
-    );
-    const next = res.nextPageToken?.length ? res.nextPageToken : null;
-    return { runs, next };
-  }
-
-  /** The runs with their static summaries, for runs listed without them. */
-  withSummaries(runs: ListedRun[]): Promise<ListedRun[]> {
-    return Promise.all(runs.map(async (r) => ({ ...r, summary: await this.summaryOf(r.workflowId, r.runId) })));
-  }
-
-  /** A run's static summary (from describe, once per run); null when it has none or it cannot be read now. */
-  private async summaryOf(workflowId: string, runId: string): Promise<string | null> {
-    const key = `${workflowId}/${runId}`;
-    if (this.summaries.has(key)) return this.summaries.get(key)!;
-    try {
-      const desc = await this.within(this.callTimeoutMs, () =>
-        this.client.workflow.getHandle(workflowId, runId).describe()
-      );
-      const summary = (await desc.staticSummary()) ?? null;
-      if (this.summaries.size >= SUMMARY_CACHE_SIZE) this.summaries.delete(this.summaries.keys().next().value!);
-      this.summaries.set(key, summary);
-      return summary;
-    } catch {
-      return null;
-    }
-  }
-
-  /** Whether `runId` is the latest run of `workflowId` (true when that cannot be told now: it is listed). */
-  async isLatestRun(workflowId: string, runId: string): Promise<boolean> {
-    try {
-      const desc = await this.within(this.callTimeoutMs, () => this.client.workflow.getHandle(workflowId).describe());
-      return desc.runId === runId;
-    } catch {
-      return true;
-    }
-  }
-
   /** What a closed run returned (a session that went to sleep: everything it carries). */
   result(target: Target, runId: string): Promise<unknown> {
     return this.run(target, { kind: 'describe' }, () =>
@@ -298,7 +185,7 @@ export class TemporalCalls {
     opts: { noun: string; workerChecked?: boolean },
     start: WakeStart
   ): Promise<Ret> {
-    if (!opts.workerChecked) await this.requireWorker(opts.noun);
+    if (!opts.workerChecked) await this.workers.requireWorker(opts.noun);
     const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
     try {
       return await this.within(this.acceptTimeoutMs, async () => {
@@ -351,7 +238,7 @@ export class TemporalCalls {
       whenEnded?: WhenEnded<Ret>;
     }
   ): Promise<Ret> {
-    if (!opts.workerChecked) await this.requireWorker(opts.noun, target);
+    if (!opts.workerChecked) await this.workers.requireWorker(opts.noun, target);
     const call: Call = { kind: 'update', name: def.name, noun: opts.noun };
     const updateId = randomUUID();
     const send = () =>
@@ -379,110 +266,8 @@ export class TemporalCalls {
     }
   }
 
-  /** Workers that polled the task queue recently, and their identities. Throws Temporal's error when it cannot be asked. */
-  async workerPresence(
-    timeoutMs = this.callTimeoutMs
-  ): Promise<{ pollers: number; identities: string[]; hosts: string[]; roots: Map<string, string[]> }> {
-    const res = await this.within(timeoutMs, () =>
-      this.client.workflowService.describeTaskQueue({
-        namespace: this.namespace,
-        taskQueue: { name: this.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      })
-    );
-    const now = Date.now();
-    const fresh = (res.pollers ?? []).filter(
-      (p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS
-    );
-    // Every host Temporal still lists (for some minutes after its worker stopped), so a gone host shows as gone.
-    const hosts = [...new Set((res.pollers ?? []).map((p) => hostOfIdentity(p.identity)))].filter(
-      (h): h is string => h !== null
-    );
-    // The project roots each host says it holds (the union over its workers; absent: it does not say).
-    const roots = new Map<string, string[]>();
-    for (const p of res.pollers ?? []) {
-      const host = hostOfIdentity(p.identity);
-      const said = hostRootsOfIdentity(p.identity);
-      if (host && said) roots.set(host, [...new Set([...(roots.get(host) ?? []), ...said])]);
-    }
-    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? ''), hosts: hosts.sort(), roots };
-  }
-
-  /** The workers polling a host's task queue (`klea-host-<id>`, activities) recently. */
-  async hostPollers(hostId: string, timeoutMs = this.callTimeoutMs): Promise<{ pollers: number; known: boolean }> {
-    const res = await this.within(timeoutMs, () =>
-      this.client.workflowService.describeTaskQueue({
-        namespace: this.namespace,
-        taskQueue: { name: hostTaskQueue(hostId), kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-      })
-    );
-    const now = Date.now();
-    const all = res.pollers ?? [];
-    const fresh = all.filter((p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS);
-    return { pollers: fresh.length, known: all.length > 0 };
-  }
-
-  /**
-   * The hosts seen on the task queue, each with whether a worker polls its own queue now; for choosing a session's
-   * home, so Temporal's failure is the API's error (503 when it is unreachable).
-   */
-  async hostsPresent(
-    timeoutMs = this.callTimeoutMs
-  ): Promise<Array<{ hostId: string; taskQueue: string; pollers: number; roots: string[] | null }>> {
-    try {
-      const { hosts, roots } = await this.workerPresence(timeoutMs);
-      return await Promise.all(
-        hosts.map(async (hostId) => ({
-          hostId,
-          taskQueue: hostTaskQueue(hostId),
-          pollers: (await this.hostPollers(hostId, timeoutMs)).pollers,
-          roots: roots.get(hostId) ?? null,
-        }))
-      );
-    } catch (err) {
-      throw await this.toApiError(err, undefined, { kind: 'describeTaskQueue' });
-    }
-  }
-
-  /** `hostPollers` with Temporal's failure as the API's error. */
-  async hostKnown(hostId: string): Promise<boolean> {
-    try {
-      return (await this.hostPollers(hostId)).known;
-    } catch (err) {
-      throw await this.toApiError(err, undefined, { kind: 'describeTaskQueue' });
-    }
-  }
-
-  /** When a worker was last seen polling (ms), by `requireWorker`. */
-  private workerSeenAt = -Infinity;
-
-  /** 503 `no_worker` unless a worker polls; for an existing workflow, 404 or 409 first when that is the truth. */
-  async requireWorker(noun: string, target?: Target): Promise<void> {
-    if (Date.now() - this.workerSeenAt < PRESENCE_KEPT_MS) return;
-    let presence: { pollers: number };
-    try {
-      presence = await this.workerPresence();
-    } catch (err) {
-      throw await this.toApiError(err, target, { kind: 'describeTaskQueue' });
-    }
-    if (presence.pollers > 0) {
-      this.workerSeenAt = Date.now();
-      return;
-    }
-    if (target) {
-      const desc = await this.describe(target);
-      if (desc.status.name !== 'RUNNING') throw endedConflict(target, desc);
-    }
-    throw unavailable(
-      'no_worker',
-      `no worker is polling task queue "${this.taskQueue}", so the ${noun} was not sent; start a worker ` +
-        '(make start, or npm run worker) and try again'
-    );
-  }
-
   /** A failed call as the API's error (temporal-errors.ts), asking Temporal what it needs to say why. */
-  private toApiError(err: unknown, target: Target | undefined, call: Call): Promise<unknown> {
+  toApiError(err: unknown, target: Target | undefined, call: Call): Promise<unknown> {
     return toApiError(err, target, call, {
       address: this.address,
       namespace: this.namespace,
@@ -490,7 +275,7 @@ export class TemporalCalls {
       callTimeoutMs: this.callTimeoutMs,
       acceptTimeoutMs: this.acceptTimeoutMs,
       describe: (t) => this.within(this.callTimeoutMs, () => this.handle(t).describe()),
-      workerPresence: () => this.workerPresence(),
+      workerPresence: () => this.workers.workerPresence(),
       retentionMs: () => this.retentionMs(),
     });
   }

@@ -18,7 +18,7 @@ import type * as Sse from '../web/sse';
 import type { BenchResult } from './history';
 import { scriptParkedTasks, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
-// The parser the page and the CLI use; plain JavaScript served as it is, so not in the build (as in cli/index.ts).
+// The parser the page and the CLI use; plain JavaScript served as it is, so not in the build (as in cli/page-modules.ts).
 const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
 
 /** Requests of one operation the Temporal server's frontend served, from its Prometheus metrics. */

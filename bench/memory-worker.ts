@@ -12,7 +12,7 @@
 import v8 from 'node:v8';
 import workerThreads, { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { resolveConfig } from '../common/config';
+import { resolveConfig } from '../common/config-resolve';
 import { silentLogger } from '../runtime/log';
 import { createKleaWorker, sdkPrometheusOptions } from '../worker/worker';
 

@@ -1,13 +1,14 @@
 /**
- * Klea's configuration: the schema of `klea.yaml`, its defaults, and the environment overrides of
- * docs/architecture.md §9. Pure (no file or env access): `runtime/config.ts` reads the file and the environment and
- * hands both to `resolveConfig`. The `mcp:` section, written the way other MCP clients write theirs, is in
- * mcp-config.ts.
+ * Klea's configuration: the schema of `klea.yaml` and its defaults. Pure (no file or env access):
+ * `runtime/config.ts` reads the file and the environment and hands both to `resolveConfig` (config-resolve.ts, with
+ * the environment overrides of docs/architecture.md §9). The default path patterns are in path-patterns.ts; the
+ * `mcp:` section, written the way other MCP clients write theirs, is in mcp-config.ts.
  */
 import { z } from 'zod';
 import { DEFAULT_HOST_WAIT_MS, HostIdSchema } from './home';
 import { McpConfigSchema } from './mcp-config';
 import { NetworkAllowSchema } from './network-allow';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from './path-patterns';
 import {
   ModeSchema,
   NetworkSchema,
@@ -19,133 +20,6 @@ import {
   type ToolAccess,
 } from './settings';
 import { parsePayloadKeys } from './payload-keys';
-import { describeZodIssues } from './zod-issues';
-
-export const DEFAULT_SENSITIVE_PATTERNS = [
-  '.env',
-  '.env.*',
-  '*.env',
-  '**/.ssh/**',
-  '**/.aws/**',
-  '**/.gnupg/**',
-  '**/.config/gcloud/**',
-  '**/.azure/**',
-  '**/.kube/config',
-  '**/.docker/config.json',
-  '.netrc',
-  '_netrc',
-  '.npmrc',
-  '.pypirc',
-  '.git-credentials',
-  'id_rsa',
-  'id_rsa.*',
-  'id_dsa',
-  'id_ecdsa',
-  'id_ecdsa.*',
-  'id_ed25519',
-  'id_ed25519.*',
-  '*.pem',
-  '*.key',
-  '*.p12',
-  '*.pfx',
-  '*.keystore',
-  '*.jks',
-  'credentials.json',
-  'service-account*.json',
-  '*.tfstate',
-  '*.tfvars',
-  '.envrc',
-  '.pgpass',
-  '.vault-token',
-  '.terraformrc',
-  '**/.config/gh/hosts.yml',
-];
-
-/**
- * Files that tools on the host run or load on their own, later, with the user's authority: git's configuration and
- * hooks (in every repository of the project, below its root too), the instructions coding agents read, other
- * agents' and editors' configuration, CI workflows, package managers' settings, files Python runs at start, direnv's
- * `.envrc`, Klea's own configuration. A pattern without "/", or one starting with two stars and a slash, holds at
- * any depth, outside `node_modules/`. Commands see them read-only and cannot create them; write_file and edit_file
- * ask first, as for a sensitive file. A repository's `.git` entry is protected besides, wherever it is
- * (common/path-guard.ts).
- */
-export const DEFAULT_PROTECTED_PATTERNS = [
-  // git, in every repository of the project
-  '.git/config',
-  '.git/config.worktree',
-  '.git/commondir',
-  '.git/hooks/**',
-  '.git/info/**',
-  '.git/modules/**/config',
-  '.git/modules/**/hooks/**',
-  '.gitmodules',
-  '.gitattributes',
-  // the instructions coding agents read (Klea reads AGENTS.md, else CLAUDE.md)
-  'AGENTS.md',
-  'AGENTS.override.md',
-  'CLAUDE.md',
-  'CLAUDE.local.md',
-  'GEMINI.md',
-  '.cursorrules',
-  '.windsurfrules',
-  '.clinerules',
-  // other agents' and editors' configuration: MCP servers, hooks, tasks
-  '.mcp.json',
-  '**/.claude/**',
-  '**/.codex/**',
-  '**/.cursor/**',
-  '**/.gemini/**',
-  '**/.continue/**',
-  '**/.windsurf/**',
-  '.aider*',
-  '**/.vscode/**',
-  '**/.idea/**',
-  '**/.devcontainer/**',
-  '**/.github/workflows/**',
-  // package managers
-  '.npmrc',
-  '.yarnrc*',
-  // what Python runs at every start of a virtualenv
-  '**/lib/python*/site-packages/*.pth',
-  '**/lib/python*/site-packages/sitecustomize.py',
-  '**/lib/python*/site-packages/usercustomize.py',
-  '.envrc',
-  'klea.yaml',
-];
-
-/**
- * Added to the protected files when the project is Klea's own checkout: the code and the page the next start of
- * Klea (or `make test`) runs on the host.
- */
-export const KLEA_CHECKOUT_PROTECTED_PATTERNS = [
-  'activities/**',
-  'api/**',
-  'bench/**',
-  'cli/**',
-  'common/**',
-  'deploy/**',
-  'dist/**',
-  'node_modules/**',
-  'runtime/**',
-  'scripts/**',
-  'test/**',
-  'tools/**',
-  'web/**',
-  'worker/**',
-  'workflows/**',
-  '.ci/**',
-  'Makefile',
-  'Dockerfile',
-  'docker-compose.yml',
-  'package.json',
-  'package-lock.json',
-  'tsconfig.json',
-  'tsconfig.build.json',
-  'jest.config.js',
-  'jest.real-model.config.js',
-  'eslint.config.mjs',
-];
 
 export { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema };
 export type { Mode, Network, ReviewPolicy, ToolAccess };
@@ -401,109 +275,6 @@ export const ConfigSchema = z.strictObject({
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
-
-/** Environment variables that override the file (docs/architecture.md §9). */
-export const ENV_OVERRIDES: ReadonlyArray<{
-  env: string;
-  path: readonly string[];
-  kind: 'string' | 'port' | 'count' | 'list';
-}> = [
-  { env: 'OPENAI_API_KEY', path: ['model', 'api_key'], kind: 'string' },
-  { env: 'OPENAI_BASE_URL', path: ['model', 'base_url'], kind: 'string' },
-  { env: 'KLEA_MODEL', path: ['model', 'name'], kind: 'string' },
-  { env: 'KLEA_STRUCTURED_OUTPUT', path: ['model', 'structured_output'], kind: 'string' },
-  { env: 'KLEA_MODEL_PROFILE', path: ['model', 'profile'], kind: 'string' },
-  { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
-  { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
-  { env: 'KLEA_MAX_CALLS_PER_STEP', path: ['limits', 'max_calls_per_step'], kind: 'count' },
-  { env: 'KLEA_SESSION_IDLE_CLOSE_MS', path: ['session', 'idle_close_ms'], kind: 'count' },
-  { env: 'KLEA_TASK_CONTINUE_AS_NEW_AFTER_EVENTS', path: ['task', 'continue_as_new_after_events'], kind: 'count' },
-  { env: 'TEMPORAL_ADDRESS', path: ['temporal', 'address'], kind: 'string' },
-  { env: 'TEMPORAL_NAMESPACE', path: ['temporal', 'namespace'], kind: 'string' },
-  { env: 'KLEA_TASK_QUEUE', path: ['temporal', 'task_queue'], kind: 'string' },
-  { env: 'KLEA_TEMPORAL_UI_URL', path: ['temporal', 'ui_url'], kind: 'string' },
-  { env: 'TEMPORAL_API_KEY', path: ['temporal', 'api_key'], kind: 'string' },
-  { env: 'KLEA_PAYLOAD_KEY', path: ['temporal', 'payload_key'], kind: 'string' },
-  { env: 'KLEA_PROJECT_DIR', path: ['project', 'dir'], kind: 'string' },
-  { env: 'KLEA_API_HOST', path: ['api', 'host'], kind: 'string' },
-  { env: 'KLEA_API_PORT', path: ['api', 'port'], kind: 'port' },
-  { env: 'KLEA_API_ALLOWED_HOSTS', path: ['api', 'allowed_hosts'], kind: 'list' },
-  { env: 'KLEA_API_TOKEN', path: ['api', 'token'], kind: 'string' },
-  { env: 'KLEA_WORKSPACE_STATE_DIR', path: ['mcp', 'workspace', 'state_dir'], kind: 'string' },
-  { env: 'KLEA_RESULTS_DIR', path: ['tools', 'results_dir'], kind: 'string' },
-  { env: 'KLEA_WORKER_METRICS_ADDRESS', path: ['worker', 'metrics_address'], kind: 'string' },
-  { env: 'KLEA_HOST_ID', path: ['worker', 'host_id'], kind: 'string' },
-  { env: 'KLEA_HOST_WAIT_MS', path: ['worker', 'host_wait_ms'], kind: 'count' },
-  { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
-];
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
-
-/** How the config's problems read: `unknown key "x"`, a bad server name explained, `(top level)` for the file. */
-const describeConfigIssues = (error: z.ZodError) =>
-  describeZodIssues(error, { whole: '(top level)', unknownKeys: 'grouped', recordKeys: 'explain' });
-
-/** One line per problem: `<source>: <key.path>: <what was expected>`. */
-export function formatConfigIssues(source: string, error: z.ZodError): string {
-  return describeConfigIssues(error)
-    .map((d) => `${source}: ${d.path}: ${d.message}`)
-    .join('\n');
-}
-
-/**
- * Merges the parsed file (any JSON-like value) with the environment and validates the result.
- * Throws ConfigError whose message names the key and what was expected.
- */
-export function resolveConfig(
-  fileValue: unknown,
-  env: Readonly<Record<string, string | undefined>>,
-  source = 'klea.yaml'
-): Config {
-  const fromFile = ConfigSchema.safeParse(fileValue ?? {});
-  if (!fromFile.success) throw new ConfigError(formatConfigIssues(source, fromFile.error));
-
-  const merged = structuredClone(fromFile.data) as unknown as Record<string, Record<string, unknown>>;
-  for (const { env: name, path, kind } of ENV_OVERRIDES) {
-    const raw = env[name];
-    if (raw === undefined || raw === '') continue;
-    let value: unknown = raw;
-    if (kind === 'port') {
-      value = /^\d+$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isInteger(value) || (value as number) > 65535) {
-        throw new ConfigError(`environment: ${name}: expected a port number (0-65535), got "${raw}"`);
-      }
-    }
-    if (kind === 'list')
-      value = raw
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-    if (kind === 'count') {
-      value = /^\d+$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isSafeInteger(value) || (value as number) < 1)
-        throw new ConfigError(`environment: ${name}: expected a positive whole number, got "${raw}"`);
-    }
-    const parent = path
-      .slice(0, -1)
-      .reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, merged as Record<string, unknown>);
-    parent[path[path.length - 1]] = value;
-  }
-  const final = ConfigSchema.safeParse(merged);
-  if (!final.success) {
-    const byEnv = new Map(ENV_OVERRIDES.map((o) => [o.path.join('.'), o.env]));
-    throw new ConfigError(
-      describeConfigIssues(final.error)
-        .map(({ path: key, message }) => {
-          const envName = byEnv.get(key);
-          return envName && env[envName] ? `environment: ${envName}: ${message}` : `${source}: ${key}: ${message}`;
-        })
-        .join('\n')
-    );
-  }
-  return final.data;
-}
 
 /** True when a model endpoint is configured (a key, or a base URL for keyless local servers). */
 export function isModelConfigured(config: Config): boolean {

@@ -5,69 +5,18 @@
  * of its own, configured by deploy/temporal-server.yaml and deploy/temporal-dynamicconfig.yaml, the files
  * docker-compose.yml runs. The server's binaries come from scripts/install-temporal-server.sh (built once per
  * machine, cached outside the clone). Registers the namespace (with its retention) and Klea's search attributes.
+ * Its ports are in cluster-ports.ts, PostgreSQL's programs in cluster-postgres.ts, and its Web UI in cluster-ui.ts.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { TEMPORAL_SERVICES, type ClusterPorts, type TemporalService } from './cluster-ports';
+import { postgresBinDir, unprivileged } from './cluster-postgres';
 import { ensureSearchAttributes } from './temporal';
 import { portProblem } from './ports';
 import { stopProcessGroup } from './supervisor';
-
-/** The Temporal server's services, in the order they start (history and matching before the frontend's clients). */
-export const TEMPORAL_SERVICES = ['history', 'matching', 'frontend', 'worker'] as const;
-export type TemporalService = (typeof TEMPORAL_SERVICES)[number];
-
-/**
- * A free port below 32768: Temporal keeps each service's membership port in a PostgreSQL smallint, so a port the
- * system hands out (above 32767) cannot be one.
- */
-export async function freeMembershipPort(taken: ReadonlySet<number> = new Set()): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (!taken.has(port) && (await portProblem(port, '127.0.0.1')) === null) return port;
-  }
-  throw new Error('no free port below 32768 for a Temporal membership port');
-}
-
-export interface ClusterPorts {
-  postgres: number;
-  /** The frontend's gRPC port: TEMPORAL_ADDRESS. */
-  frontend: number;
-  frontendHttp: number;
-  history: number;
-  matching: number;
-  worker: number;
-  /** Below 32768 (see `freeMembershipPort`). */
-  membership: Record<TemporalService, number>;
-}
-
-/** `make cluster`'s ports: Temporal's usual ones, and PostgreSQL on 15432 (KLEA_CLUSTER_PG_PORT). */
-export function defaultClusterPorts(frontend = 7233, env: NodeJS.ProcessEnv = process.env): ClusterPorts {
-  return {
-    postgres: Number(env.KLEA_CLUSTER_PG_PORT || 15432),
-    frontend,
-    frontendHttp: 7243,
-    history: 7234,
-    matching: 7235,
-    worker: 7239,
-    membership: { frontend: 6933, history: 6934, matching: 6935, worker: 6939 },
-  };
-}
-
-/** Every port the cluster listens on, with what it is for (to check they are free first). */
-export function clusterPortList(p: ClusterPorts): Array<[number, string]> {
-  return [
-    [p.postgres, 'PostgreSQL (KLEA_CLUSTER_PG_PORT)'],
-    [p.frontend, 'Temporal frontend (TEMPORAL_ADDRESS)'],
-    [p.frontendHttp, "Temporal frontend's HTTP API"],
-    [p.history, 'Temporal history'],
-    [p.matching, 'Temporal matching'],
-    [p.worker, 'Temporal worker service'],
-    ...TEMPORAL_SERVICES.map((s): [number, string] => [p.membership[s], `Temporal ${s} membership`]),
-  ];
-}
 
 export interface ClusterOptions {
   /** The cached server build (scripts/install-temporal-server.sh prints it): bin/, schema/. */
@@ -94,29 +43,6 @@ export interface TemporalCluster {
   onExit(listener: (name: string, code: number | null, signal: NodeJS.Signals | null) => void): void;
   /** Stops the services, then PostgreSQL; resolves when all have exited. */
   stop(): Promise<void>;
-}
-
-/** PostgreSQL's programs: KLEA_PG_BIN, else the newest of Debian's /usr/lib/postgresql/<version>/bin. */
-export function postgresBinDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.KLEA_PG_BIN) return env.KLEA_PG_BIN;
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root)
-    ? readdirSync(root)
-        .filter((v) => existsSync(path.join(root, v, 'bin', 'postgres')))
-        .sort((a, b) => Number(b) - Number(a))
-    : [];
-  if (!versions.length)
-    throw new Error('PostgreSQL is not installed (Debian package postgresql; make cluster installs it)');
-  return path.join(root, versions[0]!, 'bin');
-}
-
-/**
- * PostgreSQL refuses to run as root: as root it runs in a user namespace of its own as an unprivileged user that
- * owns the data directory there (its files stay root's outside), so nothing else on the machine is touched.
- */
-function unprivileged(file: string, args: string[]): { file: string; args: string[] } {
-  if (process.getuid?.() !== 0) return { file, args };
-  return { file: 'unshare', args: ['--user', '--map-user=1000', '--map-group=1000', '--', file, ...args] };
 }
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv, what: string): string {
@@ -371,52 +297,4 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
     await stop();
     throw err;
   }
-}
-
-export interface ClusterUiOptions {
-  /** The cached UI server build (scripts/install-temporal-ui.sh prints it): bin/temporal-ui. */
-  uiDir: string;
-  /** Where its generated configuration goes (`cluster/ui` in Klea's data directory). */
-  configDir: string;
-  /** The frontend's address, and the UI's own port (on 127.0.0.1 only). */
-  temporalAddress: string;
-  port: number;
-  namespace: string;
-  /** The API's codec endpoint, when payloads are encrypted. */
-  codecEndpoint?: string;
-}
-
-/**
- * The Temporal Web UI for a cluster: the UI server built from its Go module (it carries the page), listening on
- * 127.0.0.1 only, talking to the frontend. Started as the caller supervises it (a process of its own).
- */
-export function temporalUiCommand(opts: ClusterUiOptions): { command: string; args: string[] } {
-  mkdirSync(opts.configDir, { recursive: true });
-  const origin = `http://127.0.0.1:${opts.port}`;
-  writeFileSync(
-    path.join(opts.configDir, 'klea.yaml'),
-    [
-      '# Written by make cluster (runtime/cluster.ts) at every start.',
-      `temporalGrpcAddress: ${JSON.stringify(opts.temporalAddress)}`,
-      'host: 127.0.0.1',
-      `port: ${opts.port}`,
-      'publicPath: ""',
-      'enableUi: true',
-      `defaultNamespace: ${JSON.stringify(opts.namespace)}`,
-      'disableNewsFetch: true',
-      'notifyOnNewVersion: false',
-      'cors:',
-      '  cookieInsecure: true',
-      '  unsafeAllowAllOrigins: false',
-      '  allowOrigins:',
-      `    - ${JSON.stringify(origin)}`,
-      `    - ${JSON.stringify(`http://localhost:${opts.port}`)}`,
-      ...(opts.codecEndpoint ? ['codec:', `  endpoint: ${JSON.stringify(opts.codecEndpoint)}`] : []),
-      '',
-    ].join('\n')
-  );
-  return {
-    command: path.join(opts.uiDir, 'bin', 'temporal-ui'),
-    args: ['--root', opts.configDir, '--config', '.', '--env', 'klea', 'start'],
-  };
 }

@@ -2,7 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { ConfigError, resolveConfig, type Config } from '../common/config';
+import type { Config } from '../common/config';
+import { ConfigError, resolveConfig } from '../common/config-resolve';
 
 export interface LoadedConfig {
   config: Config;

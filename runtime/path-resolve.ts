@@ -9,15 +9,12 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
+import { decodedVariants, extractPathCandidates, toAbsolute, type GuardedCall } from '../common/path-candidates';
 import {
   classifyPath,
-  decodedVariants,
-  extractPathCandidates,
   ProtectedMatcher,
   SensitiveMatcher,
   strictest,
-  toAbsolute,
-  type GuardedCall,
   type GuardedPath,
   type PathFacts,
   type PathOp,

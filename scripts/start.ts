@@ -21,13 +21,9 @@ import { probeSandbox } from '../runtime/sandbox-probe';
 import { isolateTemporal, type IsolatedTemporal } from '../runtime/temporal-isolation';
 import { projectFlag, ProjectArgError, resolveProjectArg } from '../runtime/project-arg';
 import { Supervisor } from '../runtime/supervisor';
-import {
-  clusterPortList,
-  defaultClusterPorts,
-  startCluster,
-  temporalUiCommand,
-  type TemporalCluster,
-} from '../runtime/cluster';
+import { startCluster, type TemporalCluster } from '../runtime/cluster';
+import { clusterPortList, defaultClusterPorts } from '../runtime/cluster-ports';
+import { temporalUiCommand } from '../runtime/cluster-ui';
 import { REPO_ROOT } from '../runtime/temporal';
 
 const COLORS: Record<string, string> = { temporal: '\x1b[35m', worker: '\x1b[36m', api: '\x1b[32m', klea: '\x1b[1m' };

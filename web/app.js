@@ -1,10 +1,15 @@
 // Klea's web page: a chat with one session, its tasks' plans and decisions, a status pane and an inspect pane.
-// Plain DOM, no framework. Live updates come from the API's event streams (resumed with Last-Event-ID).
+// Plain DOM, no framework. Live updates come from the API's event streams (resumed with Last-Event-ID). This module
+// holds the page's state, wires its parts together (chat.js, status-pane.js, notifications.js, decisions.js,
+// inbox.js, task-cards.js, composer.js), follows the session's events and opens the session, new or reopened.
 import { $, el } from './dom.js';
-import * as md from './markdown.js';
 import { api, follow } from './client.js';
+import { addMessage, logEvent, scrollChat } from './chat.js';
+import { create as createComposer } from './composer.js';
 import { create as createDecisions } from './decisions.js';
 import { create as createInbox } from './inbox.js';
+import { create as createNotifications } from './notifications.js';
+import { create as createStatusPane } from './status-pane.js';
 import { create as createTaskCards } from './task-cards.js';
 
 const temporalUi = document.body.dataset.temporalUi;
@@ -24,167 +29,9 @@ const state = {
   unseen: 0,
 };
 
-// ------------------------------------------------------------------ chat and inspect pane
-function scrollChat() {
-  const list = $('messages');
-  list.scrollTop = list.scrollHeight;
-}
-
-function addMessage(role, content, opts) {
-  const item = el('li', { class: 'msg ' + role, 'data-role': role });
-  if (opts && opts.markdown) {
-    item.appendChild(el('div', { class: 'md', html: md.render(content) }));
-    item.appendChild(
-      el('p', {
-        class: 'unverified',
-        text: 'Unverified',
-        title: 'Grounding is not enforced yet: this answer has not been checked against sources.',
-      })
-    );
-  } else {
-    item.appendChild(el('p', { text: content }));
-  }
-  $('messages').appendChild(item);
-  scrollChat();
-  return item;
-}
-
-function logEvent(source, e) {
-  const summary =
-    e.type +
-    (e.stepId ? ' · ' + e.stepId : '') +
-    (e.status ? ' · ' + e.status : '') +
-    (e.taskId ? ' · ' + e.taskId : '');
-  const details = el('details', {}, [
-    el('summary', { text: '#' + e.seq + ' ' + source + ' · ' + summary }),
-    el('pre', { text: JSON.stringify(e, null, 2) }),
-  ]);
-  $('event-log').appendChild(el('li', { 'data-type': e.type }, [details]));
-  if (e.type === 'step_finished' && e.usage) {
-    const u = e.usage;
-    $('step-usage').appendChild(
-      el('li', {
-        'data-step': e.stepId,
-        text:
-          source +
-          ' · step ' +
-          e.stepId +
-          ' (' +
-          e.status +
-          '): ' +
-          u.inputTokens +
-          ' in / ' +
-          u.outputTokens +
-          ' out tokens, ' +
-          u.modelCalls +
-          ' model call' +
-          (u.modelCalls === 1 ? '' : 's'),
-      })
-    );
-  }
-}
-
-// ------------------------------------------------------------------ status pane
-function showContext(ctx) {
-  $('mode').textContent =
-    ctx.mode + (ctx.requestedMode && ctx.requestedMode !== ctx.mode ? ' (requested ' + ctx.requestedMode + ')' : '');
-  $('tool-access').value = ctx.toolAccess;
-  if (ctx.network) $('network').value = ctx.network;
-  if (ctx.sandbox) {
-    const sandbox = $('sandbox');
-    sandbox.textContent = ctx.sandbox === 'on' ? 'on (bubblewrap)' : ctx.sandbox + ': ' + (ctx.sandboxNote || '');
-    sandbox.className = ctx.sandbox === 'on' ? '' : 'note';
-    sandbox.setAttribute('data-state', ctx.sandbox);
-  }
-  $('context-file').textContent = ctx.projectContextFile || 'none';
-  $('project-dir').textContent = ctx.projectDir;
-  const note = $('mode-note');
-  note.hidden = !ctx.modeNote;
-  note.textContent = ctx.modeNote || '';
-}
-
-/** The paths allowed for the session, each with when it lapses and a button to revoke it. */
-function showGrants(grants) {
-  $('grant-list').replaceChildren(
-    ...(grants.length
-      ? grants.map((g) =>
-          el('li', { 'data-grant': g.id }, [
-            el('code', { text: g.op + ' ' + g.path }),
-            el('span', {
-              class: 'waited',
-              text:
-                Date.parse(g.expiresAt) > Date.now() ? ' until ' + new Date(g.expiresAt).toLocaleString() : ' lapsed',
-              title: g.expiresAt,
-            }),
-            el('button', {
-              type: 'button',
-              class: 'revoke',
-              text: 'Revoke',
-              'aria-label': 'Revoke ' + g.op + ' ' + g.path,
-              onclick: async () => {
-                try {
-                  await api('DELETE', '/sessions/' + state.sessionId + '/grants/' + g.id);
-                } catch (err) {
-                  addMessage('error', 'Could not revoke the grant: ' + err.message);
-                }
-              },
-            }),
-          ])
-        )
-      : [el('li', { class: 'note', text: 'Nothing beyond the project.' })])
-  );
-}
-
-$('tool-access').addEventListener('change', async function (ev) {
-  try {
-    await api('PATCH', '/sessions/' + state.sessionId, { toolAccess: ev.target.value });
-  } catch (err) {
-    addMessage('error', 'Could not change tool access: ' + err.message);
-  }
-});
-
-$('network').addEventListener('change', async function (ev) {
-  try {
-    await api('PATCH', '/sessions/' + state.sessionId, { network: ev.target.value });
-  } catch (err) {
-    addMessage('error', 'Could not change the network setting: ' + err.message);
-  }
-});
-
-// ------------------------------------------------------------------ notifications
-const WAITS_FOR = {
-  awaiting_review: 'a review',
-  awaiting_clarification: 'answers',
-  awaiting_permission: 'a permission',
-};
-
-/** A task of this session started waiting while the page was hidden: count it in the title, and notify. */
-function waitingWhileHidden(s) {
-  if (!document.hidden) return;
-  state.unseen++;
-  document.title = '(' + state.unseen + ') Klea';
-  if (window.Notification && Notification.permission === 'granted') {
-    try {
-      new Notification('Klea waits for ' + (WAITS_FOR[s.status] || 'you'), {
-        body: (s.prompt || '').split('\n')[0].slice(0, 140),
-        tag: s.taskId + ':' + s.status,
-      });
-    } catch (err) {
-      console.error(err);
-    }
-  }
-}
-
-document.addEventListener('visibilitychange', function () {
-  if (document.hidden) return;
-  state.unseen = 0;
-  document.title = 'Klea';
-});
-
-/** Asked once, on the user's own action (a message sent), never on load. */
-function askNotificationPermission() {
-  if (window.Notification && Notification.permission === 'default') void Notification.requestPermission();
-}
+// ------------------------------------------------------------------ the status pane and notifications
+const { showContext, showGrants } = createStatusPane({ state: state, addMessage: addMessage });
+const { waitingWhileHidden, askNotificationPermission } = createNotifications({ state: state });
 
 // ------------------------------------------------------------------ decisions, the inbox and task cards
 async function decide(taskId, what, body) {
@@ -232,95 +79,11 @@ function onSessionEvent(e) {
 }
 
 // ------------------------------------------------------------------ composer and the / menu
-const input = $('input');
-
-function menuItems() {
-  const text = input.value;
-  if (!text.startsWith('/') || text.includes(' ')) return [];
-  return state.commands.filter((c) => c.name.startsWith(text.split(/\s/)[0].toLowerCase()));
-}
-
-function renderMenu() {
-  const menu = $('command-menu');
-  const items = menuItems();
-  menu.hidden = items.length === 0;
-  input.setAttribute('aria-expanded', String(!menu.hidden));
-  state.menuIndex = Math.min(state.menuIndex, Math.max(items.length - 1, 0));
-  menu.replaceChildren(
-    ...items.map((c, i) =>
-      el(
-        'li',
-        {
-          role: 'option',
-          id: 'cmd-' + i,
-          'aria-selected': String(i === state.menuIndex),
-          class: i === state.menuIndex ? 'active' : '',
-          onmousedown: (ev) => {
-            ev.preventDefault();
-            choose(c);
-          },
-        },
-        [
-          el('code', { text: c.usage }),
-          el('span', { text: ' ' + c.description + (c.runs === 'client' ? ' (in this page)' : '') }),
-        ]
-      )
-    )
-  );
-  if (!menu.hidden) input.setAttribute('aria-activedescendant', 'cmd-' + state.menuIndex);
-  else input.removeAttribute('aria-activedescendant');
-}
-
-function choose(c) {
-  input.value = c.usage.includes(' ') ? c.name + ' ' : c.name;
-  renderMenu();
-  input.focus();
-}
-
-input.addEventListener('input', renderMenu);
-input.addEventListener('keydown', function (ev) {
-  const items = menuItems();
-  if (items.length && (ev.key === 'ArrowDown' || ev.key === 'ArrowUp')) {
-    ev.preventDefault();
-    state.menuIndex = (state.menuIndex + (ev.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length;
-    renderMenu();
-  } else if (items.length && ev.key === 'Tab') {
-    ev.preventDefault();
-    choose(items[state.menuIndex]);
-  } else if (ev.key === 'Escape') {
-    $('command-menu').hidden = true;
-  } else if (ev.key === 'Enter' && !ev.shiftKey) {
-    ev.preventDefault();
-    if (items.length && items[state.menuIndex].name !== input.value.trim()) choose(items[state.menuIndex]);
-    else $('composer').requestSubmit();
-  }
-});
-
-$('composer').addEventListener('submit', async function (ev) {
-  ev.preventDefault();
-  const text = input.value.trim();
-  if (!text) return;
-  input.value = '';
-  renderMenu();
-  addMessage('user', text);
-  askNotificationPermission();
-  if (text === '/help') {
-    // A client command: the page answers it itself.
-    addMessage(
-      'assistant',
-      ['Commands:'].concat(state.commands.map((c) => '- `' + c.usage + '`: ' + c.description)).join('\n'),
-      { markdown: true }
-    );
-    return;
-  }
-  try {
-    const res = await api('POST', '/sessions/' + state.sessionId + '/messages', { text: text });
-    if (res.kind === 'task' && res.taskId) taskCard(res.taskId, text);
-    else if (res.kind === 'command' && res.reply && !/^\/(init)\b/.test(text))
-      addMessage('assistant', res.reply, { markdown: true });
-  } catch (err) {
-    addMessage('error', err.message);
-  }
+createComposer({
+  state: state,
+  addMessage: addMessage,
+  askNotificationPermission: askNotificationPermission,
+  taskCard: taskCard,
 });
 
 // ------------------------------------------------------------------ start
@@ -405,7 +168,7 @@ async function start() {
     events.events.length ? events.events[events.events.length - 1].seq : 0
   );
   // Opened at a decision: that keeps the focus.
-  if (!fromHash[1]) input.focus();
+  if (!fromHash[1]) $('input').focus();
 }
 
 $('new-session').addEventListener('click', function () {

@@ -6,7 +6,7 @@
  *   tracing the `exporter` sink discards what the (always bundled) workflow interceptors produce.
  * - Metrics: tool calls are counted around the `callTool` activity (outcome, duration, sandbox refusals), task
  *   endings and permission decisions by the `kleaObserve` sink (workflows/shared/observe.ts). Model calls are
- *   counted where each request is made (activities/llm/model.ts).
+ *   counted where each request is made (activities/llm/model-observe.ts).
  */
 import type { Context as ActivityContext } from '@temporalio/activity';
 import {

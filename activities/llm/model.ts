@@ -10,26 +10,24 @@
  *
  * Token counting is never done locally (it would fetch encodings from the internet, and hang offline): usage
  * comes from the server, and streaming stays off because LangChain counts streamed tokens itself.
+ *
+ * Beside it: ./chat-model (the LangChain model requests go through), ./structured-output-choice (the method in
+ * force), ./model-reply (what a reply says besides its answer), ./model-observe (each request's span and metrics)
+ * and ./model-errors (what a failed request means).
  */
-import { SpanKind, trace, type Span } from '@opentelemetry/api';
-import { workerMetrics } from '../../runtime/metrics';
-import { inSpan } from '../../runtime/tracing';
 import { ApplicationFailure } from '@temporalio/common';
-import { ChatOpenAICompletions, wrapOpenAIClientError, type OpenAIClient } from '@langchain/openai';
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import type { z } from 'zod';
-import {
-  isModelConfigured,
-  MODEL_NOT_CONFIGURED_HINT,
-  type Config,
-  type ModelProfile,
-  type StructuredOutput,
-} from '../../common/config';
+import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config, type ModelProfile } from '../../common/config';
 import { Failure } from '../../common/failures';
 import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from '../../common/model-protocol';
 import { formatZodIssues } from '../../common/zod-issues';
+import { ChatCompletionsModel } from './chat-model';
 import { classifyModelError, errorText } from './model-errors';
+import { observeModelCalls } from './model-observe';
+import { contentOf, CUT_SHORT, cutShort, usageOf } from './model-reply';
 import { silentLogger, type Logger } from '../../runtime/log';
+import { StructuredOutputChoice } from './structured-output-choice';
 import {
   argumentsInstruction,
   callsInstruction,
@@ -106,113 +104,6 @@ export interface ModelClient {
   toolCalls(prompt: NodePrompt, functions: OpenAIFunction[], opts: { maxCalls: number }): Promise<ToolCallsResult>;
 }
 
-function usageOf(message: AIMessage): ModelUsage {
-  const u = message.usage_metadata;
-  if (!u) return ZERO_USAGE;
-  return { inputTokens: u.input_tokens ?? 0, outputTokens: u.output_tokens ?? 0, ...promptCacheOf(message) };
-}
-
-/**
- * How much of the prompt the server evaluated and how much it took from its cache, where it says: llama.cpp's
- * server in `timings` (`prompt_n`, `cache_n`), OpenAI in the usage's cached tokens.
- */
-function promptCacheOf(message: AIMessage): Pick<ModelUsage, 'promptEvaluated' | 'promptCached'> {
-  const raw = message.additional_kwargs?.__raw_response as { timings?: Record<string, unknown> } | undefined;
-  const t = raw?.timings;
-  const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
-  const evaluated = count(t?.prompt_n);
-  const cached = count(t?.cache_n);
-  if (evaluated !== undefined && cached !== undefined) return { promptEvaluated: evaluated, promptCached: cached };
-  const openai = count(message.usage_metadata?.input_token_details?.cache_read);
-  const input = message.usage_metadata?.input_tokens ?? 0;
-  return openai !== undefined ? { promptEvaluated: Math.max(0, input - openai), promptCached: openai } : {};
-}
-
-function contentOf(message: AIMessage): string {
-  return typeof message.content === 'string'
-    ? message.content
-    : message.content.map((p) => ('text' in p ? p.text : '')).join('');
-}
-
-/** The endpoint stopped the answer at its output token limit. */
-const cutShort = (message: AIMessage) => message.response_metadata?.finish_reason === 'length';
-const CUT_SHORT = "the answer was cut off at the endpoint's output token limit before it was complete";
-
-/** The structured-output method in force, and the one-way move of `auto` to json_schema. */
-class StructuredOutputChoice {
-  private current: StructuredOutputMethod;
-
-  constructor(
-    private readonly setting: StructuredOutput,
-    private readonly modelName: string,
-    private readonly log: Logger
-  ) {
-    this.current = setting === 'json_schema' ? 'json_schema' : 'tool_calling';
-  }
-
-  get method(): StructuredOutputMethod {
-    return this.current;
-  }
-
-  /** Whether a failure of tool calling is to be met with json_schema (under auto); the first one is logged. */
-  fallBack(node: NodeName, reason: string): boolean {
-    if (this.setting !== 'auto') return false;
-    if (this.current === 'tool_calling') {
-      this.current = 'json_schema';
-      this.log.warn('model endpoint does not honour forced function calls: structured output uses json_schema now', {
-        model: this.modelName,
-        node,
-        reason,
-        until: 'the worker stops (set model.structured_output to choose the method)',
-      });
-    }
-    return true;
-  }
-
-  /** What to tell the user when forced tool calling is what failed. */
-  get hint(): string {
-    return this.setting === 'tool_calling'
-      ? ' (model.structured_output is tool_calling: an endpoint that ignores or refuses forced function calls ' +
-          'works with json_schema or auto)'
-      : '';
-  }
-}
-
-type CreateParams = OpenAIClient.Chat.ChatCompletionCreateParams;
-type StreamingParams = OpenAIClient.Chat.ChatCompletionCreateParamsStreaming;
-type NonStreamingParams = OpenAIClient.Chat.ChatCompletionCreateParamsNonStreaming;
-type Completion = OpenAIClient.Chat.Completions.ChatCompletion;
-type CompletionChunk = OpenAIClient.Chat.Completions.ChatCompletionChunk;
-
-/**
- * The LangChain model, with one change: a `response_format` json_schema request goes out through the OpenAI
- * client's `create`, not its `parse`. `parse` throws on content that is not JSON and on an answer cut at the token
- * limit, which would take the answer away from the re-ask that can fix it (and retry the activity instead).
- */
-class ChatCompletionsModel extends ChatOpenAICompletions {
-  override completionWithRetry(
-    request: StreamingParams,
-    options?: OpenAIClient.RequestOptions
-  ): Promise<AsyncIterable<CompletionChunk>>;
-  override completionWithRetry(request: NonStreamingParams, options?: OpenAIClient.RequestOptions): Promise<Completion>;
-  override async completionWithRetry(
-    request: CreateParams,
-    options?: OpenAIClient.RequestOptions
-  ): Promise<AsyncIterable<CompletionChunk> | Completion> {
-    if (request.stream) return super.completionWithRetry(request, options);
-    if (request.response_format?.type !== 'json_schema') return super.completionWithRetry(request, options);
-    const { maxRetries, ...sdkOptions } = options ?? {};
-    const clientOptions = this._getClientOptions(sdkOptions);
-    return this.caller.callWithOptions({ maxRetries }, async () => {
-      try {
-        return await this.client.chat.completions.create(request as NonStreamingParams, clientOptions);
-      } catch (e) {
-        throw wrapOpenAIClientError(e);
-      }
-    });
-  }
-}
-
 type Answer =
   | { kind: 'value'; value: unknown; raw: string }
   | { kind: 'invalid' | 'no_call' | 'cut_short'; raw: string; error: string };
@@ -230,7 +121,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         maxRetries: 0,
         streaming: false,
         // The whole answer beside the message: llama.cpp's server says in `timings` how much of the prompt came from
-        // its cache (`promptCacheOf`).
+        // its cache (`promptCacheOf` in ./model-reply).
         __includeRawResponse: true,
       })
     : undefined;
@@ -245,60 +136,15 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     new SystemMessage(`${nodeHeader(prompt.node)}\n${prompt.system}${instruction ? `\n\n${instruction}` : ''}`),
     ...turns,
   ];
-  /** Tokens per activity span, for the totals the activity's span shows (weak: spans come and go). */
-  const activityTokens = new WeakMap<Span, { node: NodeName; inputTokens: number; outputTokens: number }>();
 
   const turnsOf = (prompt: NodePrompt): BaseMessage[] =>
     prompt.messages.map((m) => (typeof m === 'string' ? new HumanMessage(m) : m));
 
   /**
-   * One model request as a span (node, model, tokens as the model reported them) and in the worker's metrics
-   * (klea_model_calls_total and klea_model_tokens_total for answered requests, klea_model_errors_total for failed).
-   * The activity's span gets the node, the model and the activity's token totals too (re-asks included).
+   * One model request as a span and in the worker's metrics (./model-observe): klea_model_calls_total and
+   * klea_model_tokens_total for answered requests, klea_model_errors_total for failed.
    */
-  function observed(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
-    const labels = { node, model: config.model.name };
-    const metrics = workerMetrics();
-    const activity = trace.getActiveSpan();
-    return inSpan(
-      `chat ${config.model.name}`,
-      { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': config.model.name, 'klea.node': node },
-      async (span) => {
-        let reply: AIMessage;
-        try {
-          reply = await run();
-        } catch (err) {
-          metrics.modelErrors.inc(labels);
-          throw err;
-        }
-        const usage = usageOf(reply);
-        metrics.modelCalls.inc(labels);
-        metrics.modelTokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
-        metrics.modelTokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
-        span.setAttributes({
-          'gen_ai.usage.input_tokens': usage.inputTokens,
-          'gen_ai.usage.output_tokens': usage.outputTokens,
-        });
-        if (activity) addToActivitySpan(activity, node, usage);
-        return reply;
-      },
-      SpanKind.CLIENT
-    );
-  }
-
-  function addToActivitySpan(activity: Span, node: NodeName, usage: { inputTokens: number; outputTokens: number }) {
-    // An activity that makes calls of several nodes (the Planner's, with the first tool picks) is named by its first.
-    const sum = activityTokens.get(activity) ?? { node, inputTokens: 0, outputTokens: 0 };
-    sum.inputTokens += usage.inputTokens;
-    sum.outputTokens += usage.outputTokens;
-    activityTokens.set(activity, sum);
-    activity.setAttributes({
-      'klea.node': sum.node,
-      'gen_ai.request.model': config.model.name,
-      'gen_ai.usage.input_tokens': sum.inputTokens,
-      'gen_ai.usage.output_tokens': sum.outputTokens,
-    });
-  }
+  const observed = observeModelCalls(config.model.name);
 
   async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
     try {

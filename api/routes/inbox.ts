@@ -19,7 +19,8 @@ import { badRequest } from '../errors';
 import { TEMPORAL_DOWN } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
 import { activityOf, SessionLister, type SessionCursor } from '../session-list';
-import type { ListedRun, TemporalCalls, WorkflowName } from '../temporal-calls';
+import type { ListedRun } from '../run-listing';
+import type { TemporalCalls, WorkflowName } from '../temporal-calls';
 
 export interface InboxRouteDeps {
   calls: TemporalCalls;
@@ -124,10 +125,10 @@ const SessionCursorSchema = z.union([
 ]);
 
 export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
-  const sessions = new SessionLister(calls);
+  const sessions = new SessionLister(calls.runs);
   /** The runs matching `where` on the page the query asks for, and the cursor of the next page. */
   const listPage = async (where: string, query: { limit: number; cursor?: string }) => {
-    const page = await calls.list(where, query.limit, decodeCursor(query.cursor));
+    const page = await calls.runs.list(where, query.limit, decodeCursor(query.cursor));
     return { runs: page.runs, nextCursor: encodeCursor(page.next) };
   };
 
@@ -179,7 +180,7 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
       },
       async (query) => {
         const page = await sessions.page(query.limit, decodeSessionCursor(query.cursor));
-        const runs = await calls.withSummaries(page.runs);
+        const runs = await calls.runs.withSummaries(page.runs);
         return {
           sessions: runs.map((run) => {
             const activity = activityOf(run);

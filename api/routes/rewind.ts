@@ -38,7 +38,7 @@ export function rewindRoutes({
     const target = taskTarget(taskId);
     // No such task answers 404, one past retention 410, before a rewind is started for it.
     await calls.describe(target);
-    await calls.requireWorker('rewind', target);
+    await calls.workers.requireWorker('rewind', target);
     // On a cluster the task's checkpoints and files are at its home: the rewind reads and restores them there.
     const { home } = await calls.query(target, stateQuery);
     const workflowId = `rewind-${taskId}-${randomUUID().slice(0, 8)}`;

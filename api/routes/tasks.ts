@@ -102,7 +102,7 @@ export function taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, 
       },
       handler: async ({ body }) => {
         const requestedDir = body.projectDir !== undefined ? resolveProjectDir(body.projectDir) : undefined;
-        await calls.requireWorker('task', body.sessionId ? sessionTarget(body.sessionId) : undefined);
+        await calls.workers.requireWorker('task', body.sessionId ? sessionTarget(body.sessionId) : undefined);
         let sessionId = body.sessionId;
         if (sessionId && requestedDir !== undefined) {
           const session = await calls.query(sessionTarget(sessionId), sessionStateQuery);

@@ -5,7 +5,8 @@
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { freeMembershipPort, startCluster, type ClusterPorts, type TemporalCluster } from '../../runtime/cluster';
+import { startCluster, type TemporalCluster } from '../../runtime/cluster';
+import { freeMembershipPort, type ClusterPorts } from '../../runtime/cluster-ports';
 import { findFreePort } from '../../runtime/ports';
 import { REPO_ROOT } from '../../runtime/temporal';
 

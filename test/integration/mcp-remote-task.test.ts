@@ -5,7 +5,7 @@
  * with its annotations respected, and called by a task.
  */
 import { parse } from 'yaml';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { startNotesServer, type NotesServer } from '../support/notes-server';

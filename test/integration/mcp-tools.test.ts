@@ -12,7 +12,8 @@ import { McpPool } from '../../activities/mcp/pool';
 import { configuredSpec } from '../../activities/mcp/servers';
 import { createToolActivities } from '../../activities/mcp/tools';
 import { approveConfiguredServers } from '../support/mcp-approvals';
-import { resolveConfig, type Config } from '../../common/config';
+import type { Config } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import { silentLogger } from '../../runtime/log';
 import { startNotesServer, type NotesServer } from '../support/notes-server';
 

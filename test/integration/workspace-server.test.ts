@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
 import { createCommandSandbox } from '../../tools/workspace/command-sandbox';
 import { runCommand } from '../../tools/workspace/commands';
 import { createWorkspaceServer } from '../../tools/workspace/create-server';

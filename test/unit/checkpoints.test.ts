@@ -21,7 +21,7 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
 import { inOwnState, SensitiveMatcher } from '../../common/path-guard';
 import {
   applyRewind,

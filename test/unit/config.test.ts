@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { ConfigError, ConfigSchema, resolveConfig } from '../../common/config';
+import { ConfigSchema } from '../../common/config';
+import { ConfigError, resolveConfig } from '../../common/config-resolve';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 
 const ROOT = path.join(__dirname, '..', '..');
 const PAGES = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).map((f) => path.join('docs', f))].filter((f) =>

@@ -2,7 +2,7 @@
  * The docs name everything a user or a newcomer looks up, and this test keeps them so: it fails when the code has
  * something the reference pages do not name.
  *
- * - every environment variable Klea reads (`KLEA_*` anywhere in the code, and each override of common/config.ts)
+ * - every environment variable Klea reads (`KLEA_*` anywhere in the code, and each override of common/config-resolve.ts)
  *   is in docs/configuration.md;
  * - every configuration key (a path of common/config.ts's schema) is in docs/configuration.md;
  * - every API route is in docs/api.md's table and in docs/architecture.md §8;
@@ -17,7 +17,8 @@ import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import type { z } from 'zod';
 import { createApp } from '../../api/app';
-import { ConfigSchema, ENV_OVERRIDES, resolveConfig } from '../../common/config';
+import { ConfigSchema } from '../../common/config';
+import { ENV_OVERRIDES, resolveConfig } from '../../common/config-resolve';
 
 const ROOT = path.join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -121,7 +122,7 @@ describe('the reference pages name everything the code has', () => {
     const config = read('docs/configuration.md');
     const variables = variablesRead();
     expect(variables.size).toBeGreaterThan(20);
-    for (const { env } of ENV_OVERRIDES) variables.set(env, 'common/config.ts');
+    for (const { env } of ENV_OVERRIDES) variables.set(env, 'common/config-resolve.ts');
     const missing = [...variables].filter(([name]) => !new RegExp(`\`${name}\``).test(config));
     expect(missing.map(([name, file]) => `${name} (read in ${file})`)).toEqual([]);
   });

@@ -3,7 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import { forbiddenAddress } from '../../tools/workspace/egress-address';
 import { canonicalHost, createEgressProxy, type EgressProxyOptions } from '../../tools/workspace/egress-proxy';
 import { egressMounts, throughEgress } from '../../tools/workspace/sandbox-egress';

@@ -1,5 +1,5 @@
 /** A project's home on a cluster: host ids, where a worker says its host, and how the API picks a home. */
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import {
   HomeSchema,
   hostIdentityTag,

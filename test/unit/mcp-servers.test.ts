@@ -3,7 +3,7 @@ import fs, { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { checkpointDir, configuredSpec, ownStatePaths, workspaceSpec } from '../../activities/mcp/servers';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import { describeTool, withoutShadowed } from '../../common/tools';
 import { approvalOf, approvalsFile, approve, readApprovals, type ServerLaunch } from '../../runtime/mcp-approvals';
 

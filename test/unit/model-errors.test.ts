@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { createModelClient } from '../../activities/llm/model';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import { findFreePort } from '../../runtime/ports';
 import { FakeModel } from '../support/fake-model';
 

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 
 describe('GET /openapi.json', () => {
   const client = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });

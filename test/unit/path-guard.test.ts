@@ -5,15 +5,9 @@
 import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
-import {
-  commandPathTokens,
-  extractPathCandidates,
-  protectedAnchor,
-  ProtectedMatcher,
-  SensitiveMatcher,
-  type PathClass,
-} from '../../common/path-guard';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
+import { commandPathTokens, extractPathCandidates } from '../../common/path-candidates';
+import { protectedAnchor, ProtectedMatcher, SensitiveMatcher, type PathClass } from '../../common/path-guard';
 import { isWithin, normalize } from '../../common/posix-path';
 import { globMatch } from '../../common/glob';
 import { guardToolCall, resolvePath } from '../../runtime/path-resolve';

@@ -1,7 +1,7 @@
 /** The payload codec (runtime/payload-codec.ts) and its key setting (common/payload-keys.ts). */
 import { randomBytes } from 'node:crypto';
 import type { Payload } from '@temporalio/common';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 import { parsePayloadKeys } from '../../common/payload-keys';
 import {
   AesGcmPayloadCodec,

@@ -4,7 +4,7 @@
  */
 import { TypedSearchAttributes } from '@temporalio/common';
 import { SessionLister, type SessionCursor } from '../../api/session-list';
-import type { ListedRun, TemporalCalls } from '../../api/temporal-calls';
+import type { ListedRun, RunListing } from '../../api/run-listing';
 import { KleaLastActivity } from '../../common/search-attributes';
 
 const HOUR = 3_600_000;
@@ -68,7 +68,7 @@ function fakeCalls(runs: Run[]) {
       stats.describes++;
       return !all.some(({ r, run }) => run.workflowId === workflowId && run.runId === runId && r.superseded);
     },
-  } as unknown as TemporalCalls;
+  } as unknown as RunListing;
   return { calls, stats };
 }
 

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
-import { resolveConfig } from '../../common/config';
+import { resolveConfig } from '../../common/config-resolve';
 
 describe('the web page and its ES modules, served as files', () => {
   const client = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
@@ -16,18 +16,26 @@ describe('the web page and its ES modules, served as files', () => {
     expect(res.text).not.toContain('__TEMPORAL_UI__');
   });
 
-  it.each(['/app.js', '/dom.js', '/sse.js', '/diffs.js', '/markdown.js', '/visible.js'])(
-    '%s is the file as it is, as JavaScript a browser runs as a module',
-    async (file) => {
-      const res = await request(app).get(file);
+  it.each([
+    '/app.js',
+    '/chat.js',
+    '/composer.js',
+    '/notifications.js',
+    '/status-pane.js',
+    '/dom.js',
+    '/sse.js',
+    '/diffs.js',
+    '/markdown.js',
+    '/visible.js',
+  ])('%s is the file as it is, as JavaScript a browser runs as a module', async (file) => {
+    const res = await request(app).get(file);
 
-      expect(res.status).toBe(200);
-      expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
-      expect(res.headers['x-content-type-options']).toBe('nosniff');
-      expect(res.headers['cache-control']).toBe('no-cache');
-      expect(res.text).toMatch(/^(import|export) /m);
-    }
-  );
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.text).toMatch(/^(import|export) /m);
+  });
 
   it('the style sheet is CSS', async () => {
     const res = await request(app).get('/style.css');

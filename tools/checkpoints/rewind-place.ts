@@ -8,7 +8,7 @@
  */
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
 import { inOwnState, SensitiveMatcher } from '../../common/path-guard';
 import { parentProblem, relProblem } from './project-paths';
 import { projectLayout, taskDir, type StoreLayout } from './store';

@@ -12,7 +12,7 @@
  */
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/config';
+import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
 import { resolvePath } from '../../runtime/path-resolve';
 import { createCheckpointRecorder } from '../checkpoints';
 import { createAuditLog } from './audit';

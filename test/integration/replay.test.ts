@@ -460,10 +460,11 @@ describe('replay of recorded histories', () => {
       expect(code).toContain(marker);
       writeFileSync(
         file,
-        code.replace(
-          marker,
-          `await localProjectFacts.projectContextInfo({ projectDir: input.projectDir });\n  ${marker}`
-        )
+        `import { localProjectFacts } from '../shared/activities';\n` +
+          code.replace(
+            marker,
+            `await localProjectFacts.projectContextInfo({ projectDir: input.projectDir });\n  ${marker}`
+          )
       );
       const bundle = await buildWorkflowBundle(path.join(dir, 'workflows', 'index.ts'));
       const approve = recorded().find((r) => r.name === 'approve')!;

@@ -125,7 +125,10 @@ export function createPlanActivities(deps: PlanActivityDeps) {
       const { questions, ...pick } = picked;
       if (!questions?.length) return { ...written, firstPick: pick };
       // A new file needs a fact only the user knows: its step asks first (and the round is picked again after).
-      const usage = { ...addUsage(written.usage, pick.usage), modelCalls: 1 + (pick.usage.modelCalls ?? 1) };
+      const usage = {
+        ...addUsage(written.usage, pick.usage),
+        modelCalls: (written.usage.modelCalls ?? 1) + (pick.usage.modelCalls ?? 1),
+      };
       return { ...askedFirst(written, questions), usage };
     },
 

@@ -15,6 +15,7 @@ export const NODE_NAMES = [
   'summarize_memory',
   'init_project',
   'write_file_content',
+  'asks_changes',
 ] as const;
 export type NodeName = (typeof NODE_NAMES)[number];
 

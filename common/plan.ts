@@ -63,6 +63,14 @@ export const PlanStepSchema = z.strictObject({
 });
 export type PlanStep = z.infer<typeof PlanStepSchema>;
 
+/** The step with `changes` as its `expect.changes`; an `expect` left with nothing in it goes. */
+export function withPlannedChanges(step: PlanStep, changes: readonly string[]): PlanStep {
+  const { changes: _changes, ...others } = step.expect ?? {};
+  const expect = changes.length ? { ...others, changes: [...changes] } : others;
+  const { expect: _expect, ...rest } = step;
+  return Object.keys(expect).length ? { ...rest, expect } : rest;
+}
+
 export const PlanReviewSchema = z.strictObject({
   before_work: z.boolean().describe('ask the user to approve the plan before any step runs'),
   after_step_ids: z.array(StepIdSchema).max(MAX_PLAN_STEPS).describe('pause for review after these steps finish'),

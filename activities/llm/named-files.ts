@@ -64,7 +64,7 @@ export function newFileNames(existing: readonly string[], text: string): string[
     .slice(0, NAMED_FILES_MAX);
 }
 
-const CUT_MARK = '\n… (cut: read_file shows the rest)';
+export const CUT_MARK = '\n… (cut: read_file shows the rest)';
 export const isCut = (f: NamedFile) => f.text.endsWith(CUT_MARK);
 
 /** The files' texts within the bounds, each cut with a mark that says so. */

@@ -4,12 +4,13 @@
  * planning the request is asked again with the reason (never patched over).
  */
 import type { ToolAccess } from '../../common/config';
-import type { ModelUsage } from '../../common/model-protocol';
-import { planSchema, type Plan } from '../../common/plan';
+import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
+import { planSchema, withPlannedChanges, type Plan } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
+import { keepAskedChanges } from './asked-changes';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -176,10 +177,7 @@ export function fileChangesOnly(plan: Plan, listed: readonly string[]): { plan: 
     repairs.push(
       `step "${s.id}": expect.changes named ${dropped.map((d) => JSON.stringify(d)).join(', ')}, no file: left out`
     );
-    const { changes: _changes, ...others } = s.expect ?? {};
-    const expect = files.length ? { ...others, changes: files } : others;
-    const { expect: _expect, ...step } = s;
-    return Object.keys(expect).length ? { ...step, expect } : step;
+    return withPlannedChanges(s, files);
   });
   return { plan: { ...plan, steps }, repairs };
 }
@@ -189,7 +187,7 @@ export async function writePlan(
   input: WritePlanInput,
   tools: readonly ToolDescriptor[],
   projectContext: string
-): Promise<{ plan: Plan; usage: ModelUsage; repairs?: string[] }> {
+): Promise<{ plan: Plan; usage: MeteredUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const shown = taskText(input, projectContext);
   const { value, usage } = await model.structured(
@@ -199,6 +197,15 @@ export async function writePlan(
     { check: (v) => copiedFromExample(v.plan, shown) }
   );
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);
-  const repairs = [...value.repairs, ...checked.repairs];
-  return { plan: checked.plan, usage, ...(repairs.length ? { repairs } : {}) };
+  // A small model's plan keeps only the changes the request asks for (./asked-changes).
+  const asked =
+    model.profile === 'small' && input.listing?.complete
+      ? await keepAskedChanges(model, input.request, checked.plan, input.listing.files)
+      : { plan: checked.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
+  const repairs = [...value.repairs, ...checked.repairs, ...asked.repairs];
+  return {
+    plan: asked.plan,
+    usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,
+    ...(repairs.length ? { repairs } : {}),
+  };
 }

@@ -12,7 +12,7 @@
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick.
  */
-import { plannedFiles, type StepExpect } from '../../common/plan';
+import { plainPath, plannedFiles, withPlannedChanges, type Plan, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { isCut } from './named-files';
 import type { OpenAIFunction } from './structured-output';
@@ -216,4 +216,37 @@ export function checksFirst(tools: readonly ToolDescriptor[], steps: readonly Ch
       readOnly: runner.readOnly,
       idempotent: runner.idempotent,
     }));
+}
+
+/**
+ * The plan with `files` left out of every step's `expect.changes` (an `expect` left empty goes), and a repair line
+ * for each step that lost one: the files the request does not ask to change (./asked-changes), which a step would
+ * otherwise be judged by, and write over, as if it did.
+ */
+export function withoutChanges(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  if (!files.length) return { plan, repairs: [] };
+  const dropped = new Set(files.map(plainPath));
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const changes = s.expect?.changes;
+    if (!changes?.length) return s;
+    const kept = changes.filter((c) => !dropped.has(plainPath(c)));
+    if (kept.length === changes.length) return s;
+    const gone = changes.filter((c) => !kept.includes(c));
+    repairs.push(
+      `step "${s.id}": expect.changes named ${gone.map((g) => JSON.stringify(g)).join(', ')}, ` +
+        'which the request does not ask to change: left out'
+    );
+    return withPlannedChanges(s, kept);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/**
+ * Whether a request is put as a question: its last sentence ends with a question mark, in any script (`?`, the
+ * full-width `？`, the Arabic `؟`). Not whether it asks for work ("could you fix it?" is one too): only a reason to
+ * ask the model (./asked-changes) whether the files it names are to change.
+ */
+export function isQuestion(request: string): boolean {
+  return /[?？؟][\s"'»”’)\]]*$/u.test(request.trim());
 }

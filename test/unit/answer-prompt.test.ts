@@ -1,5 +1,6 @@
 /** What the answer composer is told: the results, and for a read-only task that a change asked for was not made. */
 import type { ModelClient } from '../../activities/llm/model';
+import { CUT_MARK } from '../../activities/llm/named-files';
 import { composeAnswer, composeAnswerPrompt, READ_ONLY_NOTE, withoutLoops } from '../../activities/llm/nodes';
 import { answerWithAccess, READ_ONLY_ANSWER_NOTE } from '../../workflows/task/status';
 
@@ -21,9 +22,21 @@ describe('the answer prompt', () => {
     const files = [{ path: 'calc.py', text: 'def add(a, b):\n    return (a + b) * 2' }];
     const [text] = composeAnswerPrompt({ ...input, files }, '').messages as string[];
     expect(text).toContain(
-      '## Files the request names, as they are now\n#### calc.py\n<untrusted source="calc.py">\ndef add(a, b):'
+      '## Files the request names, as they are now\n#### calc.py (2 lines)\n<untrusted source="calc.py">\ndef add(a, b):'
     );
     expect(text.indexOf('#### calc.py')).toBeGreaterThan(text.indexOf('Shopping list'));
+  });
+
+  it('a file shown whole is headed by its count of lines; a cut one is not (its count is not known)', () => {
+    const files = [
+      { path: 'one.txt', text: 'x\n' },
+      { path: 'empty.txt', text: '' },
+      { path: 'long.txt', text: `a\nb\n${CUT_MARK}` },
+    ];
+    const [text] = composeAnswerPrompt({ ...input, files }, '').messages as string[];
+    expect(text).toContain('#### one.txt (1 line)\n');
+    expect(text).toContain('#### empty.txt (0 lines)\n');
+    expect(text).toContain('#### long.txt\n');
   });
 
   it('a task with full access is told nothing of access', () => {

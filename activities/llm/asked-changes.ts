@@ -1,0 +1,62 @@
+/**
+ * The `asks_changes` node (the small profile, docs/models.md): what carrying out the user's request does to a file of
+ * the project. A small Planner names the file a question is about in `expect.changes` ("how many lines are in
+ * data.txt?" planned as a change to data.txt), and the step then writes over the user's data. Asked on its own, the
+ * same model leans one way or the other with the wording, so its verdict is taken only for a request put as a
+ * question, and only to leave a change out. No word of the request is looked at here.
+ */
+import { z } from 'zod';
+import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import { plannedFiles, type Plan } from '../../common/plan';
+import type { ModelClient } from './model';
+import { isQuestion, withoutChanges } from './small-model';
+
+export const ASKS_CHANGES_SYSTEM = `You read a request a user gave a coding agent, and say what carrying it out does to one file of the
+project. Answer with JSON only.`;
+
+/** What carrying out the request does to the file, as the model sees it. */
+const EFFECTS = ['reads it', 'runs it', 'changes it', 'moves or deletes it'] as const;
+const AnswerSchema = z.strictObject({ effect: z.enum(EFFECTS) });
+
+export function asksChangesPrompt(request: string, file: string) {
+  return {
+    node: 'asks_changes' as const,
+    system: ASKS_CHANGES_SYSTEM,
+    messages: [`Request: ${request}\n\nWhat does carrying out this request do to ${file}?`],
+  };
+}
+
+async function ask(model: ModelClient, request: string, file: string) {
+  const { value, usage } = await model.structured(
+    asksChangesPrompt(request, file),
+    AnswerSchema,
+    'Say what carrying out the request does to the file.'
+  );
+  return { changes: value.effect === 'changes it' || value.effect === 'moves or deletes it', usage };
+}
+
+/**
+ * For a request put as a question (`isQuestion`), the plan with each file of the project that carrying it out only
+ * reads or runs, as the model judges it, left out of the steps' `expect.changes` (a file the plan would create is
+ * left as planned); any other plan as it is. With the model calls made for it and what was
+ * left out, for the plan's repairs.
+ */
+export async function keepAskedChanges(
+  model: ModelClient,
+  request: string,
+  plan: Plan,
+  projectFiles: readonly string[]
+): Promise<{ plan: Plan; usage: ModelUsage; modelCalls: number; repairs: string[] }> {
+  if (!isQuestion(request)) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
+  const existing = new Set(projectFiles);
+  const planned = [...new Set(plan.steps.flatMap((s) => plannedFiles(s)))].filter((f) => existing.has(f));
+  let usage = ZERO_USAGE;
+  const notAsked: string[] = [];
+  for (const file of planned) {
+    const one = await ask(model, request, file);
+    usage = addUsage(usage, one.usage);
+    if (!one.changes) notAsked.push(file);
+  }
+  const kept = withoutChanges(plan, notAsked);
+  return { ...kept, usage, modelCalls: planned.length };
+}

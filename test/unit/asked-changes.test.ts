@@ -1,0 +1,100 @@
+/**
+ * The small profile's check of a question's plan (activities/llm/asked-changes.ts): a request put as a question keeps
+ * in `expect.changes` only the files the model says carrying it out changes; any other request's plan is left alone.
+ */
+import { keepAskedChanges } from '../../activities/llm/asked-changes';
+import type { ModelClient, NodePrompt } from '../../activities/llm/model';
+import { isQuestion, withoutChanges } from '../../activities/llm/small-model';
+import type { Plan } from '../../common/plan';
+
+const step = (id: string, expect?: Plan['steps'][number]['expect']) => ({
+  id,
+  title: id,
+  instruction: `do ${id}`,
+  depends_on: [],
+  needs_tool: true,
+  questions: [],
+  ...(expect ? { expect } : {}),
+});
+const plan = (...steps: Plan['steps']): Plan => ({
+  goal: 'g',
+  steps,
+  review: { before_work: false, after_step_ids: [] },
+});
+
+/** A model that says `effects[file]` of each file it is asked about, recording the prompts. */
+function model(effects: Record<string, string>) {
+  const prompts: NodePrompt[] = [];
+  const client = {
+    profile: 'small',
+    async structured(prompt: NodePrompt) {
+      prompts.push(prompt);
+      const file = /do to (\S+)\?$/.exec(String(prompt.messages[0]))![1];
+      return { value: { effect: effects[file] }, usage: { inputTokens: 7, outputTokens: 3 } };
+    },
+  } as unknown as ModelClient;
+  return { client, prompts };
+}
+
+describe('a request put as a question', () => {
+  it('ends with a question mark in any script, closing quotes or brackets after it', () => {
+    expect(isQuestion('How many lines are in data.txt?')).toBe(true);
+    expect(isQuestion('utils/text_tools.py 里一共定义了几个函数？')).toBe(true);
+    expect(isQuestion('¿Qué puerto usa server.yaml?  ')).toBe(true);
+    expect(isQuestion('ما هو المنفذ في config.ini؟')).toBe(true);
+    expect(isQuestion('Which port does it use (in config.ini?)')).toBe(true);
+    expect(isQuestion('Fix calc.py. Why does it fail? Then run the tests.')).toBe(false);
+    expect(isQuestion('Set the port to 9090.')).toBe(false);
+  });
+});
+
+describe("a question's plan keeps only the changes the model says it asks for", () => {
+  it('leaves out a file the question only reads, and tells it; a file it changes and a new file stay', async () => {
+    const { client, prompts } = model({ 'users.json': 'reads it', 'notes.txt': 'changes it' });
+    const written = plan(
+      step('s1', { changes: ['users.json', 'report.txt'], check: 'python3 count.py' }),
+      step('s2', { changes: ['./users.json'] }),
+      step('s3', { changes: ['notes.txt'] })
+    );
+    const r = await keepAskedChanges(client, 'How many users are active?', written, ['users.json', 'notes.txt']);
+    expect(r.plan.steps.map((s) => s.expect)).toEqual([
+      { changes: ['report.txt'], check: 'python3 count.py' },
+      undefined,
+      { changes: ['notes.txt'] },
+    ]);
+    expect(r.repairs).toEqual([
+      'step "s1": expect.changes named "users.json", which the request does not ask to change: left out',
+      'step "s2": expect.changes named "./users.json", which the request does not ask to change: left out',
+    ]);
+    // One question per file of the project the plan would change; a new file is never asked about.
+    expect(prompts.map((p) => String(p.messages[0]).split('\n').pop())).toEqual([
+      'What does carrying out this request do to users.json?',
+      'What does carrying out this request do to notes.txt?',
+    ]);
+    expect(r.modelCalls).toBe(2);
+    expect(r.usage).toMatchObject({ inputTokens: 14, outputTokens: 6 });
+  });
+
+  it('a moved or deleted file stays planned', async () => {
+    const { client } = model({ 'a.log': 'moves or deletes it' });
+    const written = plan(step('s1', { changes: ['a.log'] }));
+    expect((await keepAskedChanges(client, 'Can you tidy a.log away?', written, ['a.log'])).plan).toEqual(written);
+  });
+
+  it('asks nothing about a request that is not put as a question, or a plan that changes no file of the project', async () => {
+    const { client, prompts } = model({ 'data.txt': 'reads it' });
+    const changing = plan(step('s1', { changes: ['data.txt'] }));
+    expect((await keepAskedChanges(client, 'Sort data.txt.', changing, ['data.txt'])).plan).toEqual(changing);
+    const creating = plan(step('s1', { changes: ['new.txt'] }), step('s2'));
+    expect((await keepAskedChanges(client, 'Which is it?', creating, ['data.txt'])).plan).toEqual(creating);
+    expect(prompts).toEqual([]);
+  });
+});
+
+describe('withoutChanges', () => {
+  it('leaves everything as it is when no file is left out', () => {
+    const written = plan(step('s1', { changes: ['a.txt'] }));
+    expect(withoutChanges(written, [])).toEqual({ plan: written, repairs: [] });
+    expect(withoutChanges(written, ['b.txt'])).toEqual({ plan: written, repairs: [] });
+  });
+});

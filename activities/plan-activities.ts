@@ -17,7 +17,7 @@ import { pickTools, type PickToolsInput, type PickToolsResult } from './llm/pick
 import { writePlan, type WritePlanInput } from './llm/planner';
 import type { createToolActivities } from './mcp/tools';
 import type { ProjectContextReader } from './project/context';
-import { stepNewFiles, type PromptContext } from './prompt-context';
+import { stepNewFiles, stepUnshownFiles, type PromptContext } from './prompt-context';
 
 export interface PlanActivityDeps {
   config: Config;
@@ -37,11 +37,15 @@ export function createPlanActivities(deps: PlanActivityDeps) {
   async function pickChecked(input: PickToolsInput, offeredTools: ToolDescriptor[], opts: { mayAsk?: boolean } = {}) {
     const listing = input.listing ?? (await context.listing(input.projectDir));
     const steps = await Promise.all(
-      input.steps.map(async (s) => ({
-        ...s,
-        files: await context.stepFiles(input.projectDir, listing, s),
-        ...(listing?.complete ? { newFiles: stepNewFiles(listing.files, s) } : {}),
-      }))
+      input.steps.map(async (s) => {
+        const files = await context.stepFiles(input.projectDir, listing, s);
+        return {
+          ...s,
+          files,
+          unshown: stepUnshownFiles(listing?.files ?? [], s, files),
+          ...(listing?.complete ? { newFiles: stepNewFiles(listing.files, s) } : {}),
+        };
+      })
     );
     const picked = await pickTools(model, { ...input, listing, steps }, offeredTools, opts);
     const guarded = await Promise.all(

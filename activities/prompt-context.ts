@@ -5,7 +5,7 @@
  * without it.
  */
 import { plannedFiles } from '../common/plan';
-import { boundNamedFiles, NAMED_FILES_MAX, namedFiles, newFileNames, type NamedFile } from './llm/named-files';
+import { boundNamedFiles, isCut, NAMED_FILES_MAX, namedFiles, newFileNames, type NamedFile } from './llm/named-files';
 import type { PickStep } from './llm/pick-tools';
 import type { createToolActivities } from './mcp/tools';
 import { projectListing, type ProjectListing } from './project/listing';
@@ -75,4 +75,13 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
 export function stepNewFiles(files: readonly string[], step: PickStep): string[] {
   const known = new Set(files);
   return [...new Set([...plannedFiles(step).filter((p) => !known.has(p)), ...newFileNames(files, step.instruction)])];
+}
+
+/**
+ * The files of the project (`files`) a step's instruction names that `shown` does not hold whole: cut, or not read
+ * for the prompt at all (a file behind the permission gate).
+ */
+export function stepUnshownFiles(files: readonly string[], step: PickStep, shown: readonly NamedFile[]): string[] {
+  const whole = new Set(shown.filter((f) => !isCut(f)).map((f) => f.path));
+  return namedFiles(files, step.instruction).filter((f) => !whole.has(f));
 }

@@ -14,7 +14,15 @@ import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient } from './model';
 import { isCut, type NamedFile } from './named-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
-import { checksFirst, narrowPaths, suggestedTools, writesForNewFiles, writesForUnchanged } from './small-model';
+import {
+  checksFirst,
+  narrowPaths,
+  READ_FILE,
+  readsFirst,
+  suggestedTools,
+  writesForNewFiles,
+  writesForUnchanged,
+} from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
 import { untrusted, withUntrustedRule } from './untrusted';
 
@@ -31,6 +39,8 @@ export interface PickStep {
   files?: NamedFile[];
   /** Files the step's instruction names that are not in the project yet (filled in by the activity). */
   newFiles?: string[];
+  /** Files of the project the step's instruction names that `files` does not hold whole (filled in by the activity). */
+  unshown?: string[];
   /** What shows the step worked (the plan's `expect`). */
   expect?: StepExpect;
   /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */
@@ -243,7 +253,7 @@ export async function pickTools(
   if (model.profile !== 'small') return modelPick(model, input, tools, opts);
   // A small model's steps that only run a check, or only create files, make that call without a pick
   // (./small-model); a step whose write got no content, and every other step, is picked by the model as usual.
-  const checks = checksFirst(tools, input.steps);
+  const checks = [...checksFirst(tools, input.steps), ...readsFirst(tools, input.steps)];
   const creating = input.listing?.complete ? writesForNewFiles(input.steps) : [];
   const planned = await withWholeFileWrites(model, input.steps, [...checks, ...creating], tools, {
     mayAsk: opts.mayAsk,
@@ -256,7 +266,13 @@ export async function pickTools(
     ? await modelPick(model, { ...input, steps: rest }, tools, opts)
     : { calls: [], noSuitable: [], usage: { ...ZERO_USAGE, modelCalls: 0 } };
   const repairs = [
-    ...checks.map((c) => ({ stepId: c.stepId, repair: `\`${String(c.args.command)}\`: run first, the step's check` })),
+    ...checks.map((c) => ({
+      stepId: c.stepId,
+      repair:
+        c.qualifiedName === READ_FILE
+          ? `${String(c.args.path)}: read first, named by the step and shown to no prompt`
+          : `\`${String(c.args.command)}\`: run first, the step's check`,
+    })),
     ...planned.rewritten.map((r) => ({ stepId: r.stepId, repair: `${r.path}: written whole, as the plan names it` })),
     ...(picked.repairs ?? []),
   ];

@@ -11,6 +11,7 @@
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick.
+ * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
  */
 import { plainPath, plannedFiles, withPlannedChanges, type Plan, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
@@ -249,4 +250,38 @@ export function withoutChanges(plan: Plan, files: readonly string[]): { plan: Pl
  */
 export function isQuestion(request: string): boolean {
   return /[?？؟][\s"'»”’)\]]*$/u.test(request.trim());
+}
+
+/** What `readsFirst` looks at of a step. */
+export interface ReadingStep {
+  id: string;
+  expect?: StepExpect;
+  /** Files of the project its instruction names that the prompt cannot show whole (cut, or behind the gate). */
+  unshown?: readonly string[];
+  earlierCalls?: ReadonlyArray<unknown>;
+  notDone?: string;
+}
+
+/**
+ * For each step that has made no call yet and whose plan expects nothing of it (it reads, searches or works
+ * something out), a `read_file` of the first file its instruction names that the prompt cannot show whole, as its
+ * first call, without a pick, the step left open for its pick to go on with the file in view: a file behind the
+ * permission gate (a `.env`, say) is shown to no prompt until it is read, and a small model picks another file.
+ * The read passes the permission gate like any other.
+ */
+export function readsFirst(tools: readonly ToolDescriptor[], steps: readonly ReadingStep[]): PickedCall[] {
+  const reader = tools.find((t) => t.qualifiedName === READ_FILE);
+  if (!reader) return [];
+  return steps
+    .filter((s) => !s.expect && s.unshown?.length && !s.earlierCalls?.length && !s.notDone)
+    .map((s) => ({
+      stepId: s.id,
+      server: reader.server,
+      tool: reader.name,
+      qualifiedName: reader.qualifiedName,
+      args: { path: s.unshown![0] },
+      readOnly: reader.readOnly,
+      idempotent: reader.idempotent,
+      stepDone: false as const,
+    }));
 }

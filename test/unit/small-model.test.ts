@@ -3,12 +3,14 @@
  * schema holds, decided by the plan's structure and the listing, never by the words of a request.
  */
 import { pickToolsFunctions } from '../../activities/llm/nodes';
-import { boundNamedFiles } from '../../activities/llm/named-files';
+import { boundNamedFiles, CUT_MARK } from '../../activities/llm/named-files';
+import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
 import {
   checksFirst,
   narrowPaths,
   PLANNED_WRITES,
+  readsFirst,
   suggestedTools,
   writesForNewFiles,
   writesForUnchanged,
@@ -219,5 +221,35 @@ describe("a plan's expect.changes names files only", () => {
       'step "s1": expect.changes named "5432", no file: left out',
       'step "s2": expect.changes named "port", no file: left out',
     ]);
+  });
+});
+
+describe('small profile: a step that expects nothing reads first a file it names that no prompt could show', () => {
+  it('reads the first such file, left open for its pick; never for a step with an expect, a call made, or a repair', () => {
+    const calls = readsFirst(workspace, [
+      { id: 's1', unshown: ['.env', 'big.py'] },
+      { id: 's2', unshown: ['.env'], expect: { check: 'make' } },
+      { id: 's3', unshown: ['.env'], earlierCalls: [{}] },
+      { id: 's4', unshown: ['.env'], notDone: 'x' },
+      { id: 's5', unshown: [] },
+    ]);
+    expect(calls.map((c) => [c.stepId, c.qualifiedName, c.args, c.stepDone])).toEqual([
+      ['s1', 'workspace__read_file', { path: '.env' }, false],
+    ]);
+    expect(
+      readsFirst(
+        workspace.filter((t) => t.name !== 'read_file'),
+        [{ id: 's1', unshown: ['.env'] }]
+      )
+    ).toEqual([]);
+  });
+
+  it('the files a step names that its prompt does not show whole: cut, or not read for it (behind the gate)', () => {
+    const step = { id: 's1', title: 't', instruction: 'Look at .env, big.py and small.py.', dependencyResults: [] };
+    const shown = [
+      { path: 'big.py', text: `x\n${CUT_MARK}` },
+      { path: 'small.py', text: 'y\n' },
+    ];
+    expect(stepUnshownFiles(['.env', 'big.py', 'small.py', 'other.py'], step, shown)).toEqual(['.env', 'big.py']);
   });
 });

@@ -207,16 +207,17 @@ export function checksFirst(tools: readonly ToolDescriptor[], steps: readonly Ch
   const runner = tools.find((t) => t.qualifiedName === RUN_COMMAND);
   if (!runner) return [];
   return steps
-    .filter((s) => s.expect?.check?.trim() && !plannedFiles(s).length && !s.earlierCalls?.length && !s.notDone)
-    .map((s) => ({
-      stepId: s.id,
-      server: runner.server,
-      tool: runner.name,
-      qualifiedName: runner.qualifiedName,
-      args: { command: s.expect!.check!.trim() },
-      readOnly: runner.readOnly,
-      idempotent: runner.idempotent,
-    }));
+    .filter((s) => s.expect?.check?.trim() && !plannedFiles(s).length && unstarted(s))
+    .map((s) => callWithoutPick(runner, s.id, { command: s.expect!.check!.trim() }));
+}
+
+/** Whether a step has made no call yet and is not in a repair round. */
+const unstarted = (s: CheckingStep) => !s.earlierCalls?.length && !s.notDone;
+
+/** A call of `tool` for a step, made without a pick. */
+function callWithoutPick(tool: ToolDescriptor, stepId: string, args: Record<string, unknown>): PickedCall {
+  const { server, name, qualifiedName, readOnly, idempotent } = tool;
+  return { stepId, server, tool: name, qualifiedName, args, readOnly, idempotent };
 }
 
 /**
@@ -253,13 +254,9 @@ export function isQuestion(request: string): boolean {
 }
 
 /** What `readsFirst` looks at of a step. */
-export interface ReadingStep {
-  id: string;
-  expect?: StepExpect;
+export interface ReadingStep extends CheckingStep {
   /** Files of the project its instruction names that the prompt cannot show whole (cut, or behind the gate). */
   unshown?: readonly string[];
-  earlierCalls?: ReadonlyArray<unknown>;
-  notDone?: string;
 }
 
 /**
@@ -273,15 +270,6 @@ export function readsFirst(tools: readonly ToolDescriptor[], steps: readonly Rea
   const reader = tools.find((t) => t.qualifiedName === READ_FILE);
   if (!reader) return [];
   return steps
-    .filter((s) => !s.expect && s.unshown?.length && !s.earlierCalls?.length && !s.notDone)
-    .map((s) => ({
-      stepId: s.id,
-      server: reader.server,
-      tool: reader.name,
-      qualifiedName: reader.qualifiedName,
-      args: { path: s.unshown![0] },
-      readOnly: reader.readOnly,
-      idempotent: reader.idempotent,
-      stepDone: false as const,
-    }));
+    .filter((s) => !s.expect && s.unshown?.length && unstarted(s))
+    .map((s) => ({ ...callWithoutPick(reader, s.id, { path: s.unshown![0] }), stepDone: false as const }));
 }

@@ -63,12 +63,30 @@ export const PlanStepSchema = z.strictObject({
 });
 export type PlanStep = z.infer<typeof PlanStepSchema>;
 
-/** The step with `changes` as its `expect.changes`; an `expect` left with nothing in it goes. */
-export function withPlannedChanges(step: PlanStep, changes: readonly string[]): PlanStep {
-  const { changes: _changes, ...others } = step.expect ?? {};
-  const expect = changes.length ? { ...others, changes: [...changes] } : others;
-  const { expect: _expect, ...rest } = step;
-  return Object.keys(expect).length ? { ...rest, expect } : rest;
+/**
+ * The plan with each `expect.changes` entry that `keep` refuses left out (an `expect` left with nothing in it goes),
+ * and a repair line for each step that lost one, saying `why`.
+ */
+export function keepPlannedChanges<P extends { steps: PlanStep[] }>(
+  plan: P,
+  keep: (entry: string) => boolean,
+  why: string
+): { plan: P; repairs: string[] } {
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const changes = s.expect?.changes;
+    const kept = changes?.filter(keep) ?? [];
+    if (!changes || kept.length === changes.length) return s;
+    const gone = changes.filter((c) => !kept.includes(c));
+    repairs.push(
+      `step "${s.id}": expect.changes named ${gone.map((g) => JSON.stringify(g)).join(', ')}, ${why}: left out`
+    );
+    const { changes: _changes, ...others } = s.expect ?? {};
+    const expect = kept.length ? { ...others, changes: kept } : others;
+    const { expect: _expect, ...rest } = s;
+    return Object.keys(expect).length ? { ...rest, expect } : rest;
+  });
+  return { plan: { ...plan, steps }, repairs };
 }
 
 export const PlanReviewSchema = z.strictObject({

@@ -1,7 +1,7 @@
 /**
  * The `asks_changes` node (the small profile, docs/models.md): what carrying out the user's request does to a file of
- * the project. A small Planner names the file a question is about in `expect.changes` ("how many lines are in
- * data.txt?" planned as a change to data.txt), and the step then writes over the user's data. Asked on its own, the
+ * the project. A small Planner names the file a question is about in `expect.changes` (a question about
+ * a file's contents planned as a change to that file), and the step then writes over the user's data. Asked on its own, the
  * same model leans one way or the other with the wording, so its verdict is taken only for a request put as a
  * question, and only to leave a change out. No word of the request is looked at here.
  */
@@ -38,8 +38,8 @@ async function ask(model: ModelClient, request: string, file: string) {
 /**
  * For a request put as a question (`isQuestion`), the plan with each file of the project that carrying it out only
  * reads or runs, as the model judges it, left out of the steps' `expect.changes` (a file the plan would create is
- * left as planned); any other plan as it is. With the model calls made for it and what was
- * left out, for the plan's repairs.
+ * left as planned); any other plan as it is. With the model calls made for it and what was left out, for the
+ * plan's repairs.
  */
 export async function keepAskedChanges(
   model: ModelClient,

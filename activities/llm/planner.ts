@@ -5,7 +5,7 @@
  */
 import type { ToolAccess } from '../../common/config';
 import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
-import { planSchema, withPlannedChanges, type Plan } from '../../common/plan';
+import { keepPlannedChanges, planSchema, type Plan } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
@@ -166,20 +166,8 @@ const FILE_NAME = /^(?:\.\/)?(?:[\w.-]+\/)*(?:[\w-]+\.[A-Za-z]\w{0,7}|\.[A-Za-z]
  * never change, and its step would be judged not done whatever it did.
  */
 export function fileChangesOnly(plan: Plan, listed: readonly string[]): { plan: Plan; repairs: string[] } {
-  const repairs: string[] = [];
   const known = new Set(listed);
-  const steps = plan.steps.map((s) => {
-    const changes = s.expect?.changes;
-    if (!changes?.length) return s;
-    const files = changes.filter((c) => known.has(c.replace(/^\.\//, '')) || FILE_NAME.test(c.trim()));
-    if (files.length === changes.length) return s;
-    const dropped = changes.filter((c) => !files.includes(c));
-    repairs.push(
-      `step "${s.id}": expect.changes named ${dropped.map((d) => JSON.stringify(d)).join(', ')}, no file: left out`
-    );
-    return withPlannedChanges(s, files);
-  });
-  return { plan: { ...plan, steps }, repairs };
+  return keepPlannedChanges(plan, (c) => known.has(c.replace(/^\.\//, '')) || FILE_NAME.test(c.trim()), 'no file');
 }
 
 export async function writePlan(

@@ -13,7 +13,7 @@
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick.
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
  */
-import { plainPath, plannedFiles, withPlannedChanges, type Plan, type StepExpect } from '../../common/plan';
+import { keepPlannedChanges, plainPath, plannedFiles, type Plan, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { isCut } from './named-files';
 import type { OpenAIFunction } from './structured-output';
@@ -221,27 +221,13 @@ function callWithoutPick(tool: ToolDescriptor, stepId: string, args: Record<stri
 }
 
 /**
- * The plan with `files` left out of every step's `expect.changes` (an `expect` left empty goes), and a repair line
- * for each step that lost one: the files the request does not ask to change (./asked-changes), which a step would
- * otherwise be judged by, and write over, as if it did.
+ * The plan with `files` left out of every step's `expect.changes`, and a repair line for each step that lost one:
+ * the files the request does not ask to change (./asked-changes), which a step would otherwise be judged by, and
+ * write over, as if it did.
  */
 export function withoutChanges(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
-  if (!files.length) return { plan, repairs: [] };
   const dropped = new Set(files.map(plainPath));
-  const repairs: string[] = [];
-  const steps = plan.steps.map((s) => {
-    const changes = s.expect?.changes;
-    if (!changes?.length) return s;
-    const kept = changes.filter((c) => !dropped.has(plainPath(c)));
-    if (kept.length === changes.length) return s;
-    const gone = changes.filter((c) => !kept.includes(c));
-    repairs.push(
-      `step "${s.id}": expect.changes named ${gone.map((g) => JSON.stringify(g)).join(', ')}, ` +
-        'which the request does not ask to change: left out'
-    );
-    return withPlannedChanges(s, kept);
-  });
-  return { plan: { ...plan, steps }, repairs };
+  return keepPlannedChanges(plan, (c) => !dropped.has(plainPath(c)), 'which the request does not ask to change');
 }
 
 /**

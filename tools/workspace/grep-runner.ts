@@ -1,6 +1,7 @@
 /**
  * Runs grep's matching (grep-worker.ts) in a worker thread with a time limit, so no pattern can hang the server:
- * at the limit, or when the call is cancelled, the thread is terminated and the call ends with a clear error.
+ * at the limit (counted from when the thread starts matching), or when the call is cancelled, the thread is
+ * terminated and the call ends with a clear error.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -19,6 +20,11 @@ function workerScript(): string {
   return found;
 }
 
+/** How long a grep thread may take to start before the call fails (a loaded machine, never a pattern). */
+const START_MS = 30_000;
+
+type WorkerMessage = { started: true } | { ok: true; outcome: GrepOutcome } | { ok: false; message: string };
+
 export function grepWithTimeLimit(job: GrepJob, timeMs: number, signal?: AbortSignal): Promise<GrepOutcome> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(workerScript(), { workerData: job, resourceLimits: { maxOldGenerationSizeMb: 512 } });
@@ -28,23 +34,22 @@ export function grepWithTimeLimit(job: GrepJob, timeMs: number, signal?: AbortSi
       void worker.terminate();
       settle();
     };
-    const timer = setTimeout(
-      () =>
-        end(() =>
-          reject(
-            new ToolError(
-              `grep stopped after ${timeMs / 1000} s: the pattern /${job.pattern}/ took too long (nested quantifiers ` +
-                'such as (a+)+ can take for ever on some lines); simplify the pattern or search fewer files'
-            )
-          )
-        ),
-      timeMs
-    );
+    const stop = (message: string, ms: number) => setTimeout(() => end(() => reject(new ToolError(message))), ms);
+    let timer = stop(`grep could not start within ${START_MS / 1000} s; try again`, START_MS);
     const onAbort = () => end(() => reject(new ToolError('grep was cancelled')));
     signal?.addEventListener('abort', onAbort, { once: true });
-    worker.once('message', (m: { ok: true; outcome: GrepOutcome } | { ok: false; message: string }) =>
-      end(() => (m.ok ? resolve(m.outcome) : reject(new ToolError(`grep failed: ${m.message}`))))
-    );
+    worker.on('message', (m: WorkerMessage) => {
+      if ('started' in m) {
+        clearTimeout(timer);
+        timer = stop(
+          `grep stopped after ${timeMs / 1000} s: the pattern /${job.pattern}/ took too long (nested quantifiers ` +
+            'such as (a+)+ can take for ever on some lines); simplify the pattern or search fewer files',
+          timeMs
+        );
+        return;
+      }
+      end(() => (m.ok ? resolve(m.outcome) : reject(new ToolError(`grep failed: ${m.message}`))));
+    });
     worker.once('error', (err) => end(() => reject(err)));
   });
 }

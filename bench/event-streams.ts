@@ -22,7 +22,8 @@ import { scriptParkedTasks, startBenchEnv, startKleaTask, type BenchEnv } from '
 const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
 
 /** Requests of one operation the Temporal server's frontend served, from its Prometheus metrics. */
-async function serverRequests(metricsUrl: string, operation: string): Promise<number> {
+async function serverRequests(metricsUrl: string | null, operation: string): Promise<number> {
+  if (!metricsUrl) throw new Error("the event-streams benchmark counts the dev server's requests: it needs its metrics");
   const text = await (await fetch(metricsUrl)).text();
   let sum = 0;
   for (const line of text.split('\n')) {
@@ -38,7 +39,7 @@ async function serverRequests(metricsUrl: string, operation: string): Promise<nu
  * The server's count once it has caught up: its metrics are reported on an interval (about a second), so a request
  * made a moment ago may not be counted yet. Read until two readings a report interval apart agree.
  */
-async function settledRequests(metricsUrl: string, operation: string): Promise<number> {
+async function settledRequests(metricsUrl: string | null, operation: string): Promise<number> {
   let last = await serverRequests(metricsUrl, operation);
   for (let i = 0; i < 10; i++) {
     await new Promise((r) => setTimeout(r, METRICS_REPORT_MS));

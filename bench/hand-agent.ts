@@ -202,7 +202,11 @@ export interface HandAgent {
   stop(): Promise<void>;
 }
 
-export async function startHandAgent(env: BenchEnv): Promise<HandAgent> {
+/**
+ * The agent's worker; with `hostQueue` (a cluster) a second worker in the same process polls the project host's
+ * queue for the activities that use the project, as Klea's worker host does.
+ */
+export async function startHandAgent(env: BenchEnv, opts: { hostQueue?: string } = {}): Promise<HandAgent> {
   const queue = 'bench-hand-agent';
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('./hand-agent-workflows'),
@@ -211,11 +215,18 @@ export async function startHandAgent(env: BenchEnv): Promise<HandAgent> {
   const connection = await NativeConnection.connect({ address: env.server.address });
   const { activities, close } = createHandAgentActivities(env);
   const worker = await Worker.create({ connection, taskQueue: queue, workflowBundle: { code }, activities });
-  const running = worker.run();
+  const hostWorker = opts.hostQueue
+    ? await Worker.create({ connection, taskQueue: opts.hostQueue, activities })
+    : undefined;
+  const running = Promise.all([worker.run(), hostWorker?.run()]);
   return {
     queue,
     async run(projectDir, id) {
-      const input: HandAgentInput = { projectDir, request: 'bench' };
+      const input: HandAgentInput = {
+        projectDir,
+        request: 'bench',
+        ...(opts.hostQueue ? { hostQueue: opts.hostQueue } : {}),
+      };
       const started = performance.now();
       await env.client.workflow.execute<typeof handAgentTask>('handAgentTask', {
         taskQueue: queue,
@@ -226,6 +237,7 @@ export async function startHandAgent(env: BenchEnv): Promise<HandAgent> {
     },
     async stop() {
       worker.shutdown();
+      hostWorker?.shutdown();
       await running;
       await close();
       await connection.close();

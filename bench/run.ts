@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../runtime/temporal';
 import { benchCheckpoints } from './checkpoints';
+import { benchCluster } from './cluster';
 import { benchEventStreams } from './event-streams';
 import { benchHistory, type BenchResult } from './history';
 import { benchLongTask } from './long-task';
@@ -22,6 +23,7 @@ async function main() {
   try {
     for (const bench of [
       benchSteps,
+      benchCluster,
       benchHistory,
       benchLongTask,
       benchMemory,

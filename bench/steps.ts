@@ -12,27 +12,31 @@
 import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Home } from '../common/home';
 import type { BenchResult } from './history';
 import { scriptHandAgent, startHandAgent, type HandAgent } from './hand-agent';
 import { scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
 
-const project = () => {
+export const project = () => {
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-')));
   writeFileSync(path.join(dir, 'f.txt'), 'x\n');
   return dir;
 };
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const READ = { name: 'read_file', args: { path: 'f.txt' } };
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+export const READ = { name: 'read_file', args: { path: 'f.txt' } };
 const sleepCommand = (ms: number) => ({ name: 'run_command', args: { command: `sleep ${ms / 1000}` } });
 
 let seq = 0;
-/** A Klea task of `n` tool steps (a chain, or all independent); resolves with its duration in ms. */
-async function kleaTask(
+/**
+ * A Klea task of `n` tool steps (a chain, or all independent); resolves with its duration in ms. On a cluster `home`
+ * is the worker host that holds the project: the task's project activities run on its queue, as a session's would.
+ */
+export async function kleaTask(
   env: BenchEnv,
   projectDir: string,
   n: number,
-  opts: { chain: boolean; call: { name: string; args: Record<string, unknown> } }
+  opts: { chain: boolean; call: { name: string; args: Record<string, unknown> }; home?: Home }
 ): Promise<number> {
   scriptToolSteps(env.fake, {
     goal: 'bench',
@@ -52,6 +56,7 @@ async function kleaTask(
     sessionId: 'bench',
     prompt: 'bench',
     projectDir,
+    ...(opts.home ? { home: opts.home } : {}),
   });
   const result = await handle.result();
   if (result.status !== 'done') throw new Error(`bench task ${taskId} ended ${result.status}: ${result.error}`);
@@ -64,7 +69,7 @@ async function kleaTask(
  * start together and drain one by one, measures what a worker sustains; a burst of 20 lasts under a second, so one
  * pause of the machine moved it by several percent.
  */
-async function tasksPerSecond(run: () => Promise<unknown>, lanes: number, total: number): Promise<number> {
+export async function tasksPerSecond(run: () => Promise<unknown>, lanes: number, total: number): Promise<number> {
   let started = 0;
   const t0 = performance.now();
   const lane = async () => {
@@ -78,7 +83,7 @@ async function tasksPerSecond(run: () => Promise<unknown>, lanes: number, total:
 }
 
 /** A hand-written agent's task of `n` tool steps; resolves with its duration in ms. */
-function handTask(
+export function handTask(
   env: BenchEnv,
   agent: HandAgent,
   projectDir: string,

@@ -93,7 +93,7 @@ export function scriptParkedTasks(fake: FakeModel, goal: string): void {
 export function startKleaTask(
   client: Client,
   taskQueue: string,
-  task: Pick<TaskInput, 'taskId' | 'sessionId' | 'prompt' | 'projectDir'>
+  task: Pick<TaskInput, 'taskId' | 'sessionId' | 'prompt' | 'projectDir' | 'home'>
 ): Promise<WorkflowHandle<typeof taskWorkflow>> {
   const input: TaskInput = { ...task, mode: 'general', toolAccess: 'full', route: false };
   return client.workflow.start<typeof taskWorkflow>('taskWorkflow', {

@@ -2,7 +2,7 @@
  * The ports of the Temporal cluster on this machine (runtime/cluster.ts): PostgreSQL's, each Temporal service's
  * gRPC port and its membership port, `make cluster`'s defaults, and the list to check they are free first.
  */
-import { portProblem } from './ports';
+import { findFreePort, portProblem } from './ports';
 
 /** The Temporal server's services, in the order they start (history and matching before the frontend's clients). */
 export const TEMPORAL_SERVICES = ['history', 'matching', 'frontend', 'worker'] as const;
@@ -56,4 +56,23 @@ export function clusterPortList(p: ClusterPorts): Array<[number, string]> {
     [p.worker, 'Temporal worker service'],
     ...TEMPORAL_SERVICES.map((s): [number, string] => [p.membership[s], `Temporal ${s} membership`]),
   ];
+}
+
+/** Free ports for a cluster beside anything else on this machine (the cluster tests' and the benchmark's). */
+export async function freeClusterPorts(): Promise<ClusterPorts> {
+  const ports: ClusterPorts = {
+    postgres: await findFreePort(),
+    frontend: await findFreePort(),
+    frontendHttp: await findFreePort(),
+    history: await findFreePort(),
+    matching: await findFreePort(),
+    worker: await findFreePort(),
+    membership: { frontend: 0, history: 0, matching: 0, worker: 0 },
+  };
+  const taken = new Set<number>();
+  for (const s of TEMPORAL_SERVICES) {
+    ports.membership[s] = await freeMembershipPort(taken);
+    taken.add(ports.membership[s]);
+  }
+  return ports;
 }

@@ -6,8 +6,7 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { startCluster, type TemporalCluster } from '../../runtime/cluster';
-import { freeMembershipPort, type ClusterPorts } from '../../runtime/cluster-ports';
-import { findFreePort } from '../../runtime/ports';
+import { freeClusterPorts } from '../../runtime/cluster-ports';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 declare global {
@@ -26,21 +25,7 @@ export default async function globalSetup(): Promise<void> {
   const dir = path.join(REPO_ROOT, '.klea', 'test-cluster');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const free = () => findFreePort();
-  const ports: ClusterPorts = {
-    postgres: await free(),
-    frontend: await free(),
-    frontendHttp: await free(),
-    history: await free(),
-    matching: await free(),
-    worker: await free(),
-    membership: { frontend: 0, history: 0, matching: 0, worker: 0 },
-  };
-  const taken = new Set<number>();
-  for (const s of ['frontend', 'history', 'matching', 'worker'] as const) {
-    ports.membership[s] = await freeMembershipPort(taken);
-    taken.add(ports.membership[s]);
-  }
+  const ports = await freeClusterPorts();
   const lines: string[] = [];
   const cluster = await startCluster({
     serverDir,

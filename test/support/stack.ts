@@ -18,10 +18,16 @@ import { createKleaWorker, type KleaWorker } from '../../worker/worker';
 import { FakeModel } from './fake-model';
 import { untilPolling } from './until';
 
+/** The Temporal server a stack runs on: the dev server it started, or one the caller started (a cluster). */
+export type StackServer = Pick<DevServer, 'address' | 'stop'>;
+
 export interface Stack {
-  server: DevServer;
-  /** The dev server's own Prometheus metrics (e.g. `service_requests{operation="QueryWorkflow"}`). */
-  serverMetricsUrl: string;
+  server: StackServer;
+  /**
+   * The dev server's own Prometheus metrics (e.g. `service_requests{operation="QueryWorkflow"}`); null on a server
+   * the caller started.
+   */
+  serverMetricsUrl: string | null;
   client: Client;
   fake: FakeModel;
   config: Config;
@@ -30,43 +36,55 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+let runtimeInstalled = false;
+
 export async function startStack(opts: {
   taskQueue: string;
   projectDir?: string;
   /** `temporal.payload_key`: the client and the worker then encrypt payloads (the API fuzzer sets one). */
   payloadKey?: string;
+  /** A Temporal server already running (a cluster): used instead of a dev server, and stopped by `close()`. */
+  server?: StackServer;
+  /** `worker.host_id`: the worker is a cluster host, polling `klea-host-<id>` too (common/home.ts). */
+  hostId?: string;
 }): Promise<Stack> {
   const { taskQueue } = opts;
   // Quiet, except for what says something is wrong (a failing workflow task must never pass unnoticed).
   const loud = (level: string, message: string, meta?: Record<string, unknown>) =>
     process.stderr.write(`stack ${level}: ${message} ${meta ? JSON.stringify(meta).slice(0, 2000) : ''}\n`);
-  Runtime.install({
-    logger: {
-      log: (level, message, meta) => (level === 'WARN' || level === 'ERROR' ? loud(level, message, meta) : undefined),
-      trace() {},
-      debug() {},
-      info() {},
-      warn: (m, meta) => loud('WARN', m, meta),
-      error: (m, meta) => loud('ERROR', m, meta),
-    },
-  });
+  // Once per process: a second stack (a benchmark's cluster beside its dev server) shares the first one's runtime.
+  if (!runtimeInstalled) {
+    runtimeInstalled = true;
+    Runtime.install({
+      logger: {
+        log: (level, message, meta) => (level === 'WARN' || level === 'ERROR' ? loud(level, message, meta) : undefined),
+        trace() {},
+        debug() {},
+        info() {},
+        warn: (m, meta) => loud('WARN', m, meta),
+        error: (m, meta) => loud('ERROR', m, meta),
+      },
+    });
+  }
   // The server's own account of a workflow task it failed (a command it refused) is logged at info level only.
   let serverLines = '';
-  const metricsPort = await findFreePort();
-  const server = await startDevServer({
-    port: await findFreePort(),
-    httpPort: await findFreePort(),
-    metricsPort,
-    logLevel: 'info',
-    onOutput: (chunk) => {
-      serverLines += chunk;
-      const lines = serverLines.split('\n');
-      serverLines = lines.pop() ?? '';
-      for (const line of lines)
-        if (/Failing the workflow task|"level":"(warn|error)"|\b(WARN|ERROR)\b/i.test(line))
-          process.stderr.write(`temporal: ${line.slice(0, 2000)}\n`);
-    },
-  });
+  const metricsPort = opts.server ? null : await findFreePort();
+  const server =
+    opts.server ??
+    (await startDevServer({
+      port: await findFreePort(),
+      httpPort: await findFreePort(),
+      metricsPort: metricsPort!,
+      logLevel: 'info',
+      onOutput: (chunk) => {
+        serverLines += chunk;
+        const lines = serverLines.split('\n');
+        serverLines = lines.pop() ?? '';
+        for (const line of lines)
+          if (/Failing the workflow task|"level":"(warn|error)"|\b(WARN|ERROR)\b/i.test(line))
+            process.stderr.write(`temporal: ${line.slice(0, 2000)}\n`);
+      },
+    }));
   const fake = await FakeModel.start();
   const config = resolveConfig(
     {
@@ -77,6 +95,7 @@ export async function startStack(opts: {
         ...(opts.payloadKey ? { payload_key: opts.payloadKey } : {}),
       },
       ...(opts.projectDir ? { project: { dir: opts.projectDir } } : {}),
+      ...(opts.hostId ? { worker: { host_id: opts.hostId } } : {}),
     },
     {}
   );
@@ -93,10 +112,10 @@ export async function startStack(opts: {
   });
   const running = worker.run();
   // The API answers 503 no_worker until a worker polls, so callers get a stack that is ready.
-  await untilPolling(client, config.temporal.namespace, taskQueue);
+  await untilPolling(client, config.temporal.namespace, taskQueue, 60_000);
   return {
     server,
-    serverMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    serverMetricsUrl: metricsPort === null ? null : `http://127.0.0.1:${metricsPort}/metrics`,
     client,
     fake,
     config,

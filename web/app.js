@@ -75,6 +75,8 @@ function onSessionEvent(e) {
     taskCard(e.taskId);
   } else if (e.type === 'error') {
     addMessage('error', e.message);
+  } else if (e.type === 'waiting_for_host') {
+    addMessage('note', 'Host ' + e.hostId + ', which holds this project, is not taking work: waiting for it.');
   }
 }
 

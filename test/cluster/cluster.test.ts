@@ -495,6 +495,39 @@ test('a task waiting for a gone host can be cancelled', async () => {
   await startHost('h2');
 });
 
+test('a message to a session whose host is gone becomes a task that waits for the host, then finishes there', async () => {
+  const p = makeProject();
+  const session = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir, host: 'h2' });
+  const { sessionId } = session.body;
+  await until('the session ready', async () => {
+    const s = await rest<{ lastSeq: number }>('GET', `/sessions/${sessionId}`);
+    return s.body.lastSeq > 0;
+  });
+  await killHost('h2');
+  // Routing lists the project's files, so it runs on h2: not taken within worker.host_wait_ms, the message is
+  // answered as a task at once (not with the model's time limit, on a model that was never asked).
+  const asked = Date.now();
+  const sent = await rest<{ kind: string; taskId?: string }>('POST', `/sessions/${sessionId}/messages`, {
+    text: 'Write and then edit FILE=routed.txt',
+  });
+  expect(sent.status).toBe(200);
+  expect(sent.body.kind).toBe('task');
+  expect(Date.now() - asked).toBeLessThan(30_000);
+  const events = await rest<{ events: Event[] }>('GET', `/sessions/${sessionId}/events?after=0`);
+  expect(events.body.events.filter((e) => e.type === 'waiting_for_host')).toEqual([
+    expect.objectContaining({ hostId: 'h2' }),
+  ]);
+  const taskId = sent.body.taskId!;
+  await until('the task waits for h2', async () =>
+    (await taskEvents(taskId)).find((e) => e.type === 'waiting_for_host' && e.hostId === 'h2')
+  );
+  expect(existsSync(path.join(p.dir, 'routed.txt'))).toBe(false);
+  await startHost('h2');
+  expect((await ended(taskId)).status).toBe('done');
+  expect(readFileSync(path.join(p.dir, 'routed.txt'), 'utf8')).toBe('version 2\n');
+  for (const c of projectActivities(taskId)) expect(c.host).toBe('h2');
+});
+
 test("the inbox on PostgreSQL's visibility: a task waiting for review, and sessions most recently active first", async () => {
   const p = makeProject();
   const session = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir: p.dir, host: 'h1' });

@@ -23,7 +23,7 @@ import {
 import { GrantSchema, TaskResultSchema, type HeldGrant } from '../../common/task';
 import { grantRevokedSignal } from '../task/messages';
 import { modelNodes } from '../shared/activities';
-import { homeQueue } from '../shared/home';
+import { homeQueue, notTaken } from '../shared/home';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import { rememberTrace } from '../shared/trace-context';
 import { Failure, failureCode, failureMessage, isTimeout } from '../../common/failures';
@@ -192,7 +192,13 @@ export function setSessionHandlers(session: Session): void {
       try {
         // Bounded, retries included: the caller waits on this update, and is answered with the error at the limit.
         const r = await modelNodes.routeRequest.executeWithOptions(
-          { summary: 'route request', scheduleToCloseTimeout: input.routeTimeoutMs, ...homeQueue(input.home) },
+          {
+            summary: 'route request',
+            scheduleToCloseTimeout: input.routeTimeoutMs,
+            ...homeQueue(input.home),
+            // On a cluster: a host that does not take the routing in time is gone (see the catch below).
+            ...(input.home ? { scheduleToStartTimeout: Math.min(input.home.waitMs, input.routeTimeoutMs) } : {}),
+          },
           [
             {
               text,
@@ -208,18 +214,25 @@ export function setSessionHandlers(session: Session): void {
           item.replyUsage = session.charge(r.usage);
         } else session.charge(r.usage);
       } catch (err) {
-        queue.remove(item);
-        const timedOut = isTimeout(err);
-        const why = timedOut
-          ? `the model did not answer within ${input.routeTimeoutMs / 1000} s (model.route_timeout_ms)`
-          : failureMessage(err);
-        const message = `could not route the message: ${why}`;
-        log.emit({ type: 'error', code: Failure.RouteFailed, message });
-        // The model's own failure type (ModelUnavailable, ModelOutputInvalid, ...) tells the API what to answer.
-        throw ApplicationFailure.nonRetryable(
-          message,
-          timedOut ? Failure.ModelUnavailable : failureCode(err, Failure.RouteFailed)
-        );
+        if (input.home && notTaken(err)) {
+          // The host that holds the project is gone: the message becomes a task, which waits for the host (it
+          // says so, and can be cancelled) rather than the message failing on a model that was never asked.
+          log.emit({ type: 'waiting_for_host', hostId: input.home.hostId });
+          item.route = 'task';
+        } else {
+          queue.remove(item);
+          const timedOut = isTimeout(err);
+          const why = timedOut
+            ? `the model did not answer within ${input.routeTimeoutMs / 1000} s (model.route_timeout_ms)`
+            : failureMessage(err);
+          const message = `could not route the message: ${why}`;
+          log.emit({ type: 'error', code: Failure.RouteFailed, message });
+          // The model's own failure type (ModelUnavailable, ModelOutputInvalid, ...) tells the API what to answer.
+          throw ApplicationFailure.nonRetryable(
+            message,
+            timedOut ? Failure.ModelUnavailable : failureCode(err, Failure.RouteFailed)
+          );
+        }
       }
     }
     if (item.route === 'task') item.taskId = queue.nextTaskId();

@@ -9,7 +9,7 @@ import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
 import { projectSetup } from '../shared/activities';
-import { homeQueue } from '../shared/home';
+import { homeQueue, notTaken } from '../shared/home';
 import { Failure, failureMessage } from '../../common/failures';
 import { taskWorkflow } from '../task/workflow';
 import { summarizeMemoryWorkflow } from '../summarize/workflow';
@@ -150,7 +150,11 @@ export class MessageRunner {
     }
     try {
       const r = await projectSetup.initProject.executeWithOptions(
-        { summary: 'init: write AGENTS.md', ...homeQueue(input.home) },
+        {
+          summary: 'init: write AGENTS.md',
+          ...homeQueue(input.home),
+          ...(input.home ? { scheduleToStartTimeout: input.home.waitMs } : {}),
+        },
         [{ projectDir: input.projectDir }]
       );
       session.contextFile = 'AGENTS.md';
@@ -160,7 +164,11 @@ export class MessageRunner {
       return { kind: 'command', reply };
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const message = `/init failed: ${failureMessage(err)}`;
+      const gone = input.home && notTaken(err) ? input.home : null;
+      if (gone) log.emit({ type: 'waiting_for_host', hostId: gone.hostId });
+      const message = gone
+        ? `/init failed: host ${gone.hostId}, which holds this project, did not take the work within ${gone.waitMs / 1000} s; send /init again once it is back`
+        : `/init failed: ${failureMessage(err)}`;
       log.emit({ type: 'error', code: Failure.InitFailed, message });
       return { kind: 'command', reply: message };
     }

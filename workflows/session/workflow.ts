@@ -31,7 +31,7 @@ import { Failure } from '../../common/failures';
 import { KleaSessionId } from '../../common/search-attributes';
 import { SessionInputSchema, type SessionInput, type SessionSleep } from '../../common/session';
 import { projectFacts, sessionRuns } from '../shared/activities';
-import { homeQueue } from '../shared/home';
+import { atHome as runAtHome, type HostWatch } from '../shared/home';
 import { parseInput } from '../shared/payloads';
 import { checkProject, type ContextReader } from '../shared/project-check';
 import { showSessionDetails } from './details';
@@ -64,9 +64,20 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<SessionSl
   upsertSearchAttributes([{ key: KleaSessionId, value: input.sessionId }]);
   if (!input.carry) {
     // At the project's home on a cluster.
+    // A host that is gone is waited for, saying so once; the `context` event that follows says it is back.
+    let waited = false;
+    const watch: HostWatch = {
+      away: (hostId) => {
+        if (!waited) log.emit({ type: 'waiting_for_host', hostId });
+        waited = true;
+      },
+      back: () => undefined,
+    };
     const atHome: ContextReader = {
       executeWithOptions: (options, args) =>
-        projectFacts.projectContextInfo.executeWithOptions({ ...options, ...homeQueue(input.home) }, args),
+        runAtHome(input.home, watch, (at) =>
+          projectFacts.projectContextInfo.executeWithOptions({ ...options, ...at }, args)
+        ),
     };
     const project = await checkProject(input.projectDir, atHome);
     if (project.refused) {

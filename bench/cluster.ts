@@ -14,14 +14,13 @@ import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Home } from '../common/home';
-import { startCluster } from '../runtime/cluster';
-import { freeClusterPorts } from '../runtime/cluster-ports';
+import { startScratchCluster } from '../runtime/cluster';
 import { REPO_ROOT } from '../runtime/temporal';
 import { startStack } from '../test/support/stack';
 import { startHandAgent } from './hand-agent';
 import type { BenchResult } from './history';
 import { handTask, kleaTask, median, project, READ, tasksPerSecond } from './steps';
-import { startBenchEnv, type BenchEnv } from './support';
+import { runAlone, type BenchEnv } from './support';
 
 const HOST = 'bench';
 
@@ -40,21 +39,7 @@ async function startClusterEnv(): Promise<BenchEnv> {
   const dataDir = path.join(REPO_ROOT, '.klea', 'bench-cluster');
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
-  const lines: string[] = [];
-  const cluster = await startCluster({
-    serverDir: temporalServerDir(),
-    dataDir,
-    configFile: path.join(REPO_ROOT, 'deploy', 'temporal-server.yaml'),
-    dynamicConfigFile: path.join(REPO_ROOT, 'deploy', 'temporal-dynamicconfig.yaml'),
-    ports: await freeClusterPorts(),
-    namespace: 'default',
-    retentionDays: 1,
-    logLevel: 'error',
-    onOutput: (name, chunk) => lines.push(`${name}: ${chunk}`),
-  }).catch((err: unknown) => {
-    process.stderr.write(lines.slice(-40).join(''));
-    throw err;
-  });
+  const { cluster } = await startScratchCluster(temporalServerDir(), dataDir);
   try {
     return await startStack({
       taskQueue: 'bench-cluster',
@@ -166,16 +151,4 @@ export async function benchCluster(dev: BenchEnv): Promise<BenchResult[]> {
   }
 }
 
-if (require.main === module) {
-  void (async () => {
-    const dev = await startBenchEnv();
-    try {
-      for (const r of await benchCluster(dev))
-        console.log(
-          `${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`
-        );
-    } finally {
-      await dev.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchCluster);

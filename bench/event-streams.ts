@@ -16,14 +16,15 @@ import { KleaStatus } from '../common/search-attributes';
 import { REPO_ROOT } from '../runtime/repo-root';
 import type * as Sse from '../web/sse';
 import type { BenchResult } from './history';
-import { scriptParkedTasks, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptParkedTasks, runAlone, startKleaTask, type BenchEnv } from './support';
 
 // The parser the page and the CLI use; plain JavaScript served as it is, so not in the build (as in cli/page-modules.ts).
 const { createFrameParser } = createRequire(__filename)(path.join(REPO_ROOT, 'web', 'sse.js')) as typeof Sse;
 
 /** Requests of one operation the Temporal server's frontend served, from its Prometheus metrics. */
 async function serverRequests(metricsUrl: string | null, operation: string): Promise<number> {
-  if (!metricsUrl) throw new Error("the event-streams benchmark counts the dev server's requests: it needs its metrics");
+  if (!metricsUrl)
+    throw new Error("the event-streams benchmark counts the dev server's requests: it needs its metrics");
   const text = await (await fetch(metricsUrl)).text();
   let sum = 0;
   for (const line of text.split('\n')) {
@@ -247,16 +248,4 @@ export async function benchEventStreams(
   }
 }
 
-if (require.main === module) {
-  void (async () => {
-    const env = await startBenchEnv();
-    try {
-      const r = await benchEventStreams(env);
-      console.log(
-        `${r.ok ? 'ok  ' : 'MISS'} ${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`
-      );
-    } finally {
-      await env.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchEventStreams);

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { historyBytes, scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { historyBytes, scriptToolSteps, runAlone, startKleaTask, type BenchEnv } from './support';
 
 export interface BenchResult {
   name: string;
@@ -60,16 +60,4 @@ export async function benchHistory(env: BenchEnv): Promise<BenchResult> {
   };
 }
 
-if (require.main === module) {
-  void (async () => {
-    const env = await startBenchEnv();
-    try {
-      const r = await benchHistory(env);
-      console.log(
-        `${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ratio ${r.ratio.toFixed(2)} (goal ${r.goal})`
-      );
-    } finally {
-      await env.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchHistory);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { TaskInputSchema } from '../common/task';
 import type { BenchResult } from './history';
-import { scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptToolSteps, runAlone, startKleaTask, type BenchEnv } from './support';
 
 const STEPS = 400;
 const LIMIT_BYTES = 10 * 2 ** 20;
@@ -82,16 +82,4 @@ export async function benchLongTask(env: BenchEnv): Promise<BenchResult> {
   };
 }
 
-if (require.main === module) {
-  void (async () => {
-    const env = await startBenchEnv();
-    try {
-      const r = await benchLongTask(env);
-      console.log(
-        `${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ratio ${r.ratio.toFixed(2)} (goal ${r.goal})`
-      );
-    } finally {
-      await env.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchLongTask);

@@ -28,7 +28,7 @@ import { stateQuery } from '../workflows/task/messages';
 import { parkedQuery, type bareParked } from './bare-workflows';
 import type { BenchResult } from './history';
 import type { MemoryReading, MemoryWorkerArgs } from './memory-worker';
-import { scriptParkedTasks, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptParkedTasks, runAlone, startKleaTask, type BenchEnv } from './support';
 import { untilPolling } from '../test/support/until';
 
 const PARKED = 500;
@@ -200,15 +200,4 @@ export async function benchMemory(env: BenchEnv): Promise<BenchResult> {
   };
 }
 
-if (require.main === module) {
-  void (async () => {
-    const env = await startBenchEnv();
-    try {
-      const r = await benchMemory(env);
-      console.log(`${r.ok ? 'ok  ' : 'MISS'} ${r.name}: → ${r.ratio.toFixed(2)} (goal ${r.goal})`);
-      for (const [k, v] of r.figures) console.log(`  ${k}: ${v}`);
-    } finally {
-      await env.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchMemory);

@@ -12,10 +12,7 @@ import { benchMemory } from './memory';
 import { benchSandbox } from './sandbox';
 import { benchSessions } from './sessions';
 import { benchSteps } from './steps';
-import { startBenchEnv } from './support';
-
-/** Whether a row met its target, as computed from its ratio; a row that states no target meets none. */
-const met = (r: BenchResult): string => (r.goal === 'report' ? 'no target' : r.ok ? 'yes' : 'no');
+import { met, rowLine, startBenchEnv } from './support';
 
 async function main() {
   const env = await startBenchEnv();
@@ -39,8 +36,7 @@ async function main() {
         return { name: bench.name, figures: [['not measured', why.split('\n')[0]]], ratio: NaN, goal: '-', ok: false };
       });
       for (const r of Array.isArray(out) ? out : [out]) {
-        const figures = r.figures.map(([k, v]) => `${k} ${v}`).join(', ');
-        console.log(`${met(r).padEnd(4)} ${r.name}: ${figures} → ${r.ratio.toFixed(2)} (goal ${r.goal})`);
+        console.log(rowLine(r));
         results.push(r);
       }
     }

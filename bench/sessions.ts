@@ -32,7 +32,7 @@ import { untilPolling } from '../test/support/until';
 import type { BenchResult } from './history';
 import { answer, read, threadHeap } from './memory';
 import type { MemoryReading, MemoryWorkerArgs } from './memory-worker';
-import { startBenchEnv, type BenchEnv } from './support';
+import { runAlone, type BenchEnv } from './support';
 
 const SESSIONS = 200;
 /**
@@ -281,16 +281,4 @@ export async function benchSessions(env: BenchEnv): Promise<BenchResult[]> {
   return [...(await benchSleepCost(env)), await benchWake(env)];
 }
 
-if (require.main === module) {
-  void (async () => {
-    const env = await startBenchEnv();
-    try {
-      for (const r of await benchSessions(env)) {
-        console.log(`${r.ok ? 'ok  ' : 'MISS'} ${r.name}: → ${r.ratio.toFixed(2)} (goal ${r.goal})`);
-        for (const [k, v] of r.figures) console.log(`  ${k}: ${v}`);
-      }
-    } finally {
-      await env.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchSessions);

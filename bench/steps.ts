@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { Home } from '../common/home';
 import type { BenchResult } from './history';
 import { scriptHandAgent, startHandAgent, type HandAgent } from './hand-agent';
-import { scriptToolSteps, startBenchEnv, startKleaTask, type BenchEnv } from './support';
+import { scriptToolSteps, runAlone, startKleaTask, type BenchEnv } from './support';
 
 export const project = () => {
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-bench-')));
@@ -207,16 +207,4 @@ export async function benchSteps(env: BenchEnv): Promise<BenchResult[]> {
   return results;
 }
 
-if (require.main === module) {
-  void (async () => {
-    const env = await startBenchEnv();
-    try {
-      for (const r of await benchSteps(env))
-        console.log(
-          `${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`
-        );
-    } finally {
-      await env.close();
-    }
-  })();
-}
+if (require.main === module) runAlone(benchSteps);

@@ -9,6 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { taskStartAttributes } from '../common/search-attributes';
 import type { TaskInput } from '../common/task';
 import type { taskWorkflow } from '../workflows';
+import type { BenchResult } from './history';
 import type { FakeModel, FakeReply } from '../test/support/fake-model';
 import { startStack, type Stack } from '../test/support/stack';
 
@@ -102,4 +103,24 @@ export function startKleaTask(
     args: [input],
     typedSearchAttributes: taskStartAttributes(input.sessionId, input.mode),
   });
+}
+
+/** Whether a row met its target, as computed from its ratio; a row that states no target meets none. */
+export const met = (r: BenchResult): string => (r.goal === 'report' ? 'no target' : r.ok ? 'yes' : 'no');
+
+/** One row as `npm run bench` prints it. */
+export const rowLine = (r: BenchResult): string =>
+  `${met(r).padEnd(4)} ${r.name}: ${r.figures.map(([k, v]) => `${k} ${v}`).join(', ')} → ${r.ratio.toFixed(2)} (goal ${r.goal})`;
+
+/** Runs one benchmark alone on a fresh stack (`node dist/bench/<name>.js`) and prints its rows. */
+export function runAlone(bench: (env: BenchEnv) => Promise<BenchResult | BenchResult[]>): void {
+  void (async () => {
+    const env = await startBenchEnv();
+    try {
+      const out = await bench(env);
+      for (const r of Array.isArray(out) ? out : [out]) console.log(rowLine(r));
+    } finally {
+      await env.close();
+    }
+  })();
 }

@@ -12,10 +12,11 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { TEMPORAL_SERVICES, type ClusterPorts, type TemporalService } from './cluster-ports';
+import { freeClusterPorts, TEMPORAL_SERVICES, type ClusterPorts, type TemporalService } from './cluster-ports';
 import { postgresBinDir, unprivileged } from './cluster-postgres';
 import { ensureSearchAttributes } from './temporal';
 import { portProblem } from './ports';
+import { REPO_ROOT } from './repo-root';
 import { stopProcessGroup } from './supervisor';
 
 export interface ClusterOptions {
@@ -297,4 +298,30 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
     await stop();
     throw err;
   }
+}
+
+/**
+ * A cluster for one run (the cluster tests, the benchmark): the deploy/ configuration, free ports, a fresh database
+ * in `dataDir`, quiet. Its output is kept (`output`), and its last lines are written to stderr when it will not start.
+ */
+export async function startScratchCluster(
+  serverDir: string,
+  dataDir: string
+): Promise<{ cluster: TemporalCluster; output: string[] }> {
+  const output: string[] = [];
+  const cluster = await startCluster({
+    serverDir,
+    dataDir,
+    configFile: path.join(REPO_ROOT, 'deploy', 'temporal-server.yaml'),
+    dynamicConfigFile: path.join(REPO_ROOT, 'deploy', 'temporal-dynamicconfig.yaml'),
+    ports: await freeClusterPorts(),
+    namespace: 'default',
+    retentionDays: 1,
+    logLevel: 'error',
+    onOutput: (name, chunk) => output.push(`${name}: ${chunk}`),
+  }).catch((err: unknown) => {
+    process.stderr.write(output.slice(-40).join(''));
+    throw err;
+  });
+  return { cluster, output };
 }

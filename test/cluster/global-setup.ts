@@ -5,8 +5,7 @@
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { startCluster, type TemporalCluster } from '../../runtime/cluster';
-import { freeClusterPorts } from '../../runtime/cluster-ports';
+import { startScratchCluster, type TemporalCluster } from '../../runtime/cluster';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 declare global {
@@ -25,23 +24,8 @@ export default async function globalSetup(): Promise<void> {
   const dir = path.join(REPO_ROOT, '.klea', 'test-cluster');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const ports = await freeClusterPorts();
-  const lines: string[] = [];
-  const cluster = await startCluster({
-    serverDir,
-    dataDir: path.join(dir, 'cluster'),
-    configFile: path.join(REPO_ROOT, 'deploy', 'temporal-server.yaml'),
-    dynamicConfigFile: path.join(REPO_ROOT, 'deploy', 'temporal-dynamicconfig.yaml'),
-    ports,
-    namespace: 'default',
-    retentionDays: 1,
-    logLevel: 'error',
-    // Kept for a failure's report: the server says why a service would not start.
-    onOutput: (name, chunk) => lines.push(`${name}: ${chunk}`),
-  }).catch((err: unknown) => {
-    process.stderr.write(lines.slice(-40).join(''));
-    throw err;
-  });
+  // Its output is kept for a failure's report: the server says why a service would not start.
+  const { cluster, output: lines } = await startScratchCluster(serverDir, path.join(dir, 'cluster'));
   cluster.onExit((name, code, signal) =>
     process.stderr.write(`\ncluster: the ${name} process exited (${signal ?? code})\n${lines.slice(-20).join('')}`)
   );

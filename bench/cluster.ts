@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Home } from '../common/home';
+import { DEFAULT_HOST_WAIT_MS, type Home } from '../common/home';
 import { startScratchCluster } from '../runtime/cluster';
 import { REPO_ROOT } from '../runtime/temporal';
 import { startStack } from '../test/support/stack';
@@ -62,7 +62,7 @@ async function startClusterEnv(): Promise<BenchEnv> {
 /** `dev` is the dev server's stack, where Klea's per-step figure is measured in the same rounds as the cluster's. */
 export async function benchCluster(dev: BenchEnv): Promise<BenchResult[]> {
   const env = await startClusterEnv();
-  const home: Home | undefined = process.env.NOHOME ? undefined : { hostId: HOST, waitMs: 30_000 };
+  const home: Home = { hostId: HOST, waitMs: DEFAULT_HOST_WAIT_MS };
   try {
     const agent = await startHandAgent(env, { hostQueue: 'bench-hand-agent-host' });
     const kleaDir = project();
@@ -114,8 +114,8 @@ export async function benchCluster(dev: BenchEnv): Promise<BenchResult[]> {
         {
           name: `P1 on the cluster (PostgreSQL, the server's four services): per chained tool step (${N}-step task ÷ ${N}), Klea ÷ hand-written agent`,
           figures: [
-            ['Klea, per step (median of 5)', `${median(kleaStep).toFixed(1)} ms`],
-            ['hand-written agent, per step (median of 5)', `${median(handStep).toFixed(1)} ms`],
+            [`Klea, per step (median of ${ROUNDS})`, `${median(kleaStep).toFixed(1)} ms`],
+            [`hand-written agent, per step (median of ${ROUNDS})`, `${median(handStep).toFixed(1)} ms`],
           ],
           ratio: p1,
           goal: '≤ 1.2',
@@ -124,8 +124,8 @@ export async function benchCluster(dev: BenchEnv): Promise<BenchResult[]> {
         {
           name: `P3 on the cluster: 1-step tasks completed per second (${M} in flight, ${PER_ROUND} per round), Klea ÷ hand-written agent`,
           figures: [
-            ['Klea (median of 5)', `${median(kleaTps).toFixed(1)} tasks/s`],
-            ['hand-written agent (median of 5)', `${median(handTps).toFixed(1)} tasks/s`],
+            [`Klea (median of ${ROUNDS})`, `${median(kleaTps).toFixed(1)} tasks/s`],
+            [`hand-written agent (median of ${ROUNDS})`, `${median(handTps).toFixed(1)} tasks/s`],
           ],
           ratio: p3,
           goal: '≥ 0.8',
@@ -134,12 +134,12 @@ export async function benchCluster(dev: BenchEnv): Promise<BenchResult[]> {
         {
           name: "the cluster's cost per chained tool step: Klea on the cluster ÷ Klea on the dev server (same rounds)",
           figures: [
-            ['on the cluster (median of 5)', `${median(kleaStep).toFixed(1)} ms`],
-            ['on the dev server (median of 5)', `${median(devStep).toFixed(1)} ms`],
+            [`on the cluster (median of ${ROUNDS})`, `${median(kleaStep).toFixed(1)} ms`],
+            [`on the dev server (median of ${ROUNDS})`, `${median(devStep).toFixed(1)} ms`],
             ['added by the cluster per step', `${(median(kleaStep) - median(devStep)).toFixed(1)} ms`],
           ],
           ratio: cost,
-          goal: 'report',
+          goal: 'report: no target is named for it (the cluster targets are P1 ≤ 1.2 and P3 ≥ 0.8 above)',
           ok: true,
         },
       ];

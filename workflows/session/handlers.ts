@@ -195,9 +195,8 @@ export function setSessionHandlers(session: Session): void {
           {
             summary: 'route request',
             scheduleToCloseTimeout: input.routeTimeoutMs,
-            ...homeQueue(input.home),
             // On a cluster: a host that does not take the routing in time is gone (see the catch below).
-            ...(input.home ? { scheduleToStartTimeout: Math.min(input.home.waitMs, input.routeTimeoutMs) } : {}),
+            ...homeQueue(input.home, input.routeTimeoutMs),
           },
           [
             {

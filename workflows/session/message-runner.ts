@@ -150,11 +150,7 @@ export class MessageRunner {
     }
     try {
       const r = await projectSetup.initProject.executeWithOptions(
-        {
-          summary: 'init: write AGENTS.md',
-          ...homeQueue(input.home),
-          ...(input.home ? { scheduleToStartTimeout: input.home.waitMs } : {}),
-        },
+        { summary: 'init: write AGENTS.md', ...homeQueue(input.home) },
         [{ projectDir: input.projectDir }]
       );
       session.contextFile = 'AGENTS.md';

@@ -10,9 +10,15 @@
 import { ActivityFailure, TimeoutFailure, type ActivityOptions } from '@temporalio/workflow';
 import { hostTaskQueue, type Home } from '../../common/home';
 
-/** The options that send an activity to the home's queue (none without a home). */
-export function homeQueue(home: Home | undefined): Pick<ActivityOptions, 'taskQueue'> {
-  return home ? { taskQueue: hostTaskQueue(home.hostId) } : {};
+/**
+ * The options that send one attempt of an activity to the home's queue, given up (`notTaken`) when no worker of the
+ * host takes it within `home.waitMs`, or `withinMs` when that is shorter; none without a home.
+ */
+export function homeQueue(
+  home: Home | undefined,
+  withinMs = Infinity
+): Pick<ActivityOptions, 'taskQueue' | 'scheduleToStartTimeout'> {
+  return home ? { taskQueue: hostTaskQueue(home.hostId), scheduleToStartTimeout: Math.min(home.waitMs, withinMs) } : {};
 }
 
 /** Whether an activity failed because no worker of its queue took it within its schedule-to-start timeout. */
@@ -44,7 +50,7 @@ export async function atHome<T>(
   let waited = false;
   for (;;) {
     try {
-      const result = await schedule({ taskQueue: hostTaskQueue(home.hostId), scheduleToStartTimeout: home.waitMs });
+      const result = await schedule(homeQueue(home));
       if (waited) watch.back(home.hostId);
       return result;
     } catch (err) {

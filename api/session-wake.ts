@@ -9,6 +9,9 @@
  * only for a run that completed (went to sleep); a session that failed or was terminated stays ended (409). Waking
  * costs what it must: one describe (which run ended, and how), reading what it returned, and the start.
  *
+ * Two clients that find the run ended at once race to wake it: the one whose describe comes after the other's start
+ * finds the latest run running, and sends to it as to any running session.
+ *
  * The carry read here can be stale only if the session woke and slept again between this read and the start,
  * which takes at least idle_close_ms: far longer than the deadline of these calls.
  */
@@ -39,21 +42,28 @@ export function sessionWaker(deps: { calls: TemporalCalls; sessions: SessionStar
     return { workflowType: 'sessionWorkflow', options: sessions.wakeOptions(slept.data, desc.runId) };
   }
 
+  /** Another client woke the session between this one finding it ended and asking how. */
+  const wokenMeanwhile = (desc: WorkflowExecutionDescription) => desc.status.name === 'RUNNING';
+
   return {
     update(sessionId, def, arg, noun) {
       const target = sessionTarget(sessionId);
+      // The worker was checked for the first attempt a moment ago.
       return calls.update(target, def, arg, {
         noun,
-        // The worker was checked for the first attempt a moment ago.
         whenEnded: async (desc) =>
-          calls.updateWithStart(target, def, arg, { noun, workerChecked: true }, await wakeStart(target, desc)),
+          wokenMeanwhile(desc)
+            ? calls.update(target, def, arg, { noun, workerChecked: true })
+            : calls.updateWithStart(target, def, arg, { noun, workerChecked: true }, await wakeStart(target, desc)),
       });
     },
 
     signal(sessionId, def, arg) {
       const target = sessionTarget(sessionId);
       return calls.signalUnlessEnded(target, def, arg, async (desc) =>
-        calls.signalWithStart(target, def, arg, await wakeStart(target, desc))
+        wokenMeanwhile(desc)
+          ? calls.signal(target, def, arg)
+          : calls.signalWithStart(target, def, arg, await wakeStart(target, desc))
       );
     },
   };

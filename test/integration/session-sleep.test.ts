@@ -14,12 +14,13 @@ import type { Express } from 'express';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
 import { sessionStarter } from '../../api/session-start';
+import { sessionWaker } from '../../api/session-wake';
 import { newSessionId } from '../../api/targets';
 import { TemporalCalls } from '../../api/temporal-calls';
 import type { Config } from '../../common/config';
 import type { KleaEvent } from '../../common/events';
 import { SessionSleepSchema, type SessionState } from '../../common/session';
-import { eventsQuery, submitUpdate } from '../../workflows/session/messages';
+import { eventsQuery, settingsSignal, submitUpdate } from '../../workflows/session/messages';
 import { CARRIED_EVENTS } from '../../workflows/session/session-state';
 import { permissionSignal, reviewSignal, stateQuery } from '../../workflows/task/messages';
 import type { FakeModel } from '../support/fake-model';
@@ -269,6 +270,41 @@ describe('sessions that sleep and wake', () => {
     ]);
     expect([a.status, b.status, a.body.reply, b.body.reply]).toEqual([200, 200, 'answered', 'answered']);
     expect(await runsOf(id)).toHaveLength(3);
+    fake.reset();
+  });
+
+  it('a client that found the session asleep, overtaken by another that woke it, sends to the new run', async () => {
+    const p = makeProject();
+    const id = await newSession(dozy, p.dir);
+    await asleep(id);
+    fake.always('route_request', chat('answered'));
+
+    // This client's update finds the run ended; before it asks Temporal how, another client wakes the session.
+    class Overtaken extends TemporalCalls {
+      override async describe(target: Parameters<TemporalCalls['describe']>[0]) {
+        const other = await request(dozy).post(`/sessions/${id}/messages`).send({ text: 'first waker' });
+        expect(other.status).toBe(200);
+        return super.describe(target);
+      }
+    }
+    const calls = new Overtaken(env.client, {
+      namespace: env.config.temporal.namespace,
+      taskQueue: env.taskQueue,
+      address: env.config.temporal.address,
+    });
+    const sessions = sessionStarter({ calls, config: env.config, resolveProjectDir: () => p.dir });
+    const reply = await sessionWaker({ calls, sessions }).update(id, submitUpdate, { text: 'second' }, 'message');
+
+    expect(reply).toMatchObject({ kind: 'chat', reply: 'answered' });
+    expect(await runsOf(id)).toHaveLength(2);
+    const users = (await stateOf(awake, id)).memory.turns.filter((t) => t.role === 'user').map((t) => t.text);
+    expect(users.sort()).toEqual(['first waker', 'second']);
+
+    // A settings change (a signal) overtaken the same way goes to the new run too.
+    await asleep(id);
+    await sessionWaker({ calls, sessions }).signal(id, settingsSignal, { toolAccess: 'read_only' });
+    expect(await runsOf(id)).toHaveLength(3);
+    await until('the setting is applied', async () => (await stateOf(awake, id)).toolAccess === 'read_only');
     fake.reset();
   });
 

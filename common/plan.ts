@@ -166,7 +166,8 @@ export interface RepairedPlan {
  * way answers the same way): a step that repeats a finished step (same id) is dropped and the finished result kept; a
  * step that repeats an earlier one word for word (same instruction, tool need and dependencies) is dropped, its
  * dependents depending on the earlier one; a dependency on something that is no step (a tool name, say) or on the step
- * itself is dropped, as is a review checkpoint after an unknown step. What stays ambiguous (ids used twice, a cycle)
+ * itself is dropped, as is a review checkpoint after an unknown step; a step that expects files changed or a check
+ * run needs a tool, whatever `needs_tool` says. What stays ambiguous (ids used twice, a cycle)
  * is left to `planProblems`. A replan that only repeats finished steps leaves no step: the work is done.
  */
 export function repairPlan(plan: Plan, knownIds: readonly string[] = []): RepairedPlan {
@@ -207,7 +208,13 @@ export function repairPlan(plan: Plan, knownIds: readonly string[] = []): Repair
       else return true;
       return false;
     });
-    return depends_on.length === s.depends_on.length ? s : { ...s, depends_on };
+    const fixed = depends_on.length === s.depends_on.length ? s : { ...s, depends_on };
+    // What a step is to change or run is done with a tool: a step that thinks it over changes and runs nothing.
+    if (!s.needs_tool && (s.expect?.changes?.length || s.expect?.check?.trim())) {
+      repairs.push(`step "${s.id}" expects files changed or a check run, which takes a tool: needs_tool set true`);
+      return { ...fixed, needs_tool: true };
+    }
+    return fixed;
   });
   const stepIds = new Set(steps.map((s) => s.id));
   const after = [...new Set(plan.review.after_step_ids.map((id) => sameAs.get(id) ?? id))].filter((id) => {

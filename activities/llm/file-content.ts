@@ -54,7 +54,7 @@ export interface FileContentInput {
   instruction: string;
   /** The user's request in their own words, when it says more than the step (a Planner's rewording may lose it). */
   request?: string;
-  /** The other files the step names, to read (shown only beside an existing file: a new file is written alone). */
+  /** The other files the step names, to read (the code a new test tests, the data a new script reads). */
   context: readonly NamedFile[];
   /** The model may ask the user for a fact about them instead (`ASK_RULE`). */
   mayAsk?: boolean;
@@ -68,13 +68,12 @@ export interface FileContentInput {
 export const DROPPED_SHOWN = 12;
 
 export function fileContentPrompt(input: FileContentInput): NodePrompt {
-  const parts =
+  const parts = [
+    ...input.context.map((f) => `File ${f.path} (to read, not to change):\n${fenced(f.text)}`),
     input.current === null
-      ? [`${input.path} is a new file: write all of it.`]
-      : [
-          ...input.context.map((f) => `File ${f.path} (to read, not to change):\n${fenced(f.text)}`),
-          `File ${input.path}:\n${fenced(input.current)}`,
-        ];
+      ? `${input.path} is a new file: write all of it.`
+      : `File ${input.path}:\n${fenced(input.current)}`,
+  ];
   return {
     node: 'write_file_content',
     system: input.mayAsk ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}` : WRITE_FILE_CONTENT_SYSTEM,

@@ -67,6 +67,11 @@ export interface StructuredOptions<T> {
    * error, with the reason, within the same bounded re-asks.
    */
   check?: (value: T) => string | null;
+  /**
+   * The prompt to ask instead, afresh, once `check` has refused an answer (what it asks for, not a quote of the
+   * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
+   */
+  afresh?: NodePrompt;
 }
 
 export interface TextResult {
@@ -173,14 +178,15 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     },
     profile: config.model.profile,
 
-    async structured(prompt, schema, description, opts = {}) {
+    async structured(firstPrompt, schema, description, opts = {}) {
       const m = requireModel();
+      let prompt = firstPrompt;
       const node = prompt.node;
       const parameters = jsonSchemaOf(schema);
       const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
       const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
       const format = responseFormat(node, parameters, description);
-      const turns = turnsOf(prompt);
+      let turns = turnsOf(prompt);
 
       const ask = async (): Promise<{ answer: Answer; usage: ModelUsage }> => {
         let usage = ZERO_USAGE;
@@ -233,6 +239,11 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           const problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
           if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
+          if (problem !== null && opts.afresh) {
+            prompt = opts.afresh;
+            turns = turnsOf(prompt);
+            continue;
+          }
         } else {
           lastError = answer.error;
         }

@@ -1,7 +1,8 @@
 /**
  * The Planner (`write_plan`, docs/architecture.md §7): the goal and a dependency graph of steps, for every model
  * alike. What the Planner writes is taken as written; a plan that copies the example of its instructions instead of
- * planning the request is asked again with the reason (never patched over).
+ * planning the request is asked again afresh, with the example left out (never patched over). A small model's plan
+ * gets the help of ./plan-files and ./asked-changes with the files it is to change.
  */
 import type { ToolAccess } from '../../common/config';
 import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
@@ -11,6 +12,7 @@ import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
+import { changesFromInstructions, requestedNewFiles } from './plan-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -67,7 +69,7 @@ const EXAMPLE_PLAN: Plan = {
   review: { before_work: false, after_step_ids: [] },
 };
 
-export const WRITE_PLAN_SYSTEM = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
+const WRITE_PLAN_RULES = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
 function write_plan with it. You never answer the request yourself.
 - goal: what the user wants, in one sentence.
 - steps: the work as a dependency graph. A step is one job (find, read, change, create, delete, run); it may
@@ -80,7 +82,9 @@ function write_plan with it. You never answer the request yourself.
 - questions: [] unless the step needs a fact only the user knows (their own name, a secret, a choice of theirs).
 - needs_tool: false only for a step that just thinks over the results of the steps it depends on.
 - review: before_work false and after_step_ids [] unless the request asks to review the plan or results.
-- A new plan after a failed step still does what the request asks: plan only what is left, another way.
+- A new plan after a failed step still does what the request asks: plan only what is left, another way.`;
+
+export const WRITE_PLAN_SYSTEM = `${WRITE_PLAN_RULES}
 
 Example, from another project. Request: "${EXAMPLE_REQUEST}"
 ${JSON.stringify(EXAMPLE_PLAN)}`;
@@ -118,7 +122,16 @@ function toolAbilities(tools: readonly ToolDescriptor[]): string {
     .join('\n');
 }
 
-export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescriptor[], projectContext: string) {
+/**
+ * The Planner's prompt; `withExample: false` leaves out the example plan, for asking afresh after a plan copied it
+ * (asked again with the example and its own copy in view, a small model copies it again).
+ */
+export function writePlanPrompt(
+  input: WritePlanInput,
+  tools: readonly ToolDescriptor[],
+  projectContext: string,
+  withExample = true
+) {
   const toolList = toolAbilities(tools);
   const turns = input.recentTurns && turnsText(input.recentTurns);
   const user = join(
@@ -140,7 +153,8 @@ export function writePlanPrompt(input: WritePlanInput, tools: readonly ToolDescr
       : '',
     input.previousPlan ? 'The new plan does what the request above asks.' : ''
   );
-  return { node: 'write_plan' as const, system: withUntrustedRule(WRITE_PLAN_SYSTEM), messages: [user] };
+  const system = withUntrustedRule(withExample ? WRITE_PLAN_SYSTEM : WRITE_PLAN_RULES);
+  return { node: 'write_plan' as const, system, messages: [user] };
 }
 
 /** Everything of the task the Planner was shown, for `copiedFromExample`. */
@@ -182,15 +196,32 @@ export async function writePlan(
     writePlanPrompt(input, tools, projectContext),
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
-    { check: (v) => copiedFromExample(v.plan, shown) }
+    {
+      check: (v) => copiedFromExample(v.plan, shown),
+      afresh: writePlanPrompt(input, tools, projectContext, false),
+    }
   );
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);
-  // A small model's plan keeps only the changes the request asks for (./asked-changes).
-  const asked =
-    model.profile === 'small' && input.listing?.complete
-      ? await keepAskedChanges(model, input.request, checked.plan, input.listing.files)
-      : { plan: checked.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
-  const repairs = [...value.repairs, ...checked.repairs, ...asked.repairs];
+  const files = input.listing?.complete ? input.listing.files : null;
+  const small = model.profile === 'small' && files;
+  // A small model's plan changes the files its steps and the request name (./plan-files), and only those the
+  // request asks to change (./asked-changes).
+  const fromInstructions = small
+    ? changesFromInstructions(value.plan, checked.plan, files)
+    : { plan: checked.plan, repairs: [] };
+  const requested = small
+    ? requestedNewFiles(fromInstructions.plan, input.request, files)
+    : { plan: fromInstructions.plan, repairs: [] };
+  const asked = small
+    ? await keepAskedChanges(model, input.request, requested.plan, files)
+    : { plan: requested.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
+  const repairs = [
+    ...value.repairs,
+    ...checked.repairs,
+    ...fromInstructions.repairs,
+    ...requested.repairs,
+    ...asked.repairs,
+  ];
   return {
     plan: asked.plan,
     usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,

@@ -56,7 +56,7 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(finished).toHaveLength(3);
   });
 
-  it("a plan that copies the Planner's example is asked again with the reason, and the plan for the request runs", async () => {
+  it("a plan that copies the Planner's example is asked again afresh, without the example, and the plan for the request runs", async () => {
     const p = makeProject({ 'notes.md': '# notes\n' });
     const copied = plan([step('s1', 'In orders.csv, rename the column qty to quantity.')]);
     fake.on(
@@ -72,10 +72,13 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(await t.result()).toMatchObject({ status: 'done' });
     const asks = fake.requestsFor('write_plan');
     expect(asks).toHaveLength(2);
-    expect(asks[1].text).toMatch(/rejected: the plan names orders\.csv, from the example in the instructions/);
+    // Asked again with the copy and the example in view, a small model copies it again: the second ask has neither.
+    expect(asks[1].system).not.toContain('orders.csv');
+    expect(asks[1].text).not.toContain('orders.csv');
+    expect(asks[1].text).toContain('What is in notes.md?');
     const [planned] = await t.eventsOf('plan');
     expect(planned.plan.steps[0].instruction).toBe('Read notes.md');
-    // The control: the example itself is in the instructions the Planner saw, so the check sees what it guards.
+    // The control: the example itself is in the instructions the Planner saw first, so the check sees what it guards.
     expect(asks[0].system).toContain('orders.csv');
   });
 });

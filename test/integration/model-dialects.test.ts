@@ -427,11 +427,8 @@ describe('model.profile small', () => {
     const p = makeProject({ 'README.md': '# team tools\n' });
     const instruction = 'Create a file owner.txt that contains my full name.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
-    const write = {
-      name: 'workspace__write_file',
-      args: { step_id: 's1', path: 'owner.txt', content: 'My full name' },
-    };
-    fake.on('pick_tools', { calls: [write] }, { calls: [write] });
+    // The plan names no file; the request names owner.txt, new, so the step is to create it, and writes it without a
+    // pick (no pick_tools reply is scripted: one asked for would fail the test).
     fake.on(
       'write_file_content',
       { content: '```\nQUESTION: What is your full name?\n```' },
@@ -444,9 +441,10 @@ describe('model.profile small', () => {
     expect(asked).toMatchObject({ stepId: 's1', questions: ['What is your full name?'] });
     expect(existsSync(path.join(p.dir, 'owner.txt'))).toBe(false);
     const [planned] = await t.eventsOf('plan');
-    expect(planned.repairs).toContainEqual(
-      'step "s1": owner.txt needs a fact only the user knows; the step asks "What is your full name?" first'
-    );
+    expect(planned.repairs).toEqual([
+      'step "s1": the request names the new file owner.txt, which no step was to create',
+      'step "s1": owner.txt needs a fact only the user knows; the step asks "What is your full name?" first',
+    ]);
     await t.handle.signal(clarifySignal, { answers: { 'What is your full name?': 'Ada Lovelace' } });
     expect(await t.result()).toMatchObject({ status: 'done' });
 

@@ -1,4 +1,4 @@
-import { planHash, planProblems, planSchema, PlanSchema, repairPlan, type Plan } from '../../common/plan';
+import { planHash, planProblems, planSchema, PlanSchema, repairPlan, type Plan, type PlanStep } from '../../common/plan';
 import { FileOrder } from '../../workflows/task/dispatch';
 import { allFinished, readySteps } from '../../workflows/task/plan-graph';
 import { applyVerdict, triage, type TriageInput } from '../../workflows/task/triage';
@@ -200,5 +200,34 @@ describe('a step that repeats another word for word', () => {
     ]);
     expect(r.plan.review.after_step_ids).toEqual(['s1']);
     expect(r.repairs).toEqual(['step "s2" repeated step "s1" word for word: left out']);
+  });
+});
+
+describe('a step that expects files changed or a check run, written as needing no tool', () => {
+  it('needs a tool, told in the repairs; a step that only thinks is left as it is', () => {
+    const step = (id: string, more: Partial<PlanStep>): PlanStep => ({
+      id,
+      title: id,
+      instruction: `do ${id}`,
+      depends_on: [],
+      needs_tool: false,
+      questions: [],
+      ...more,
+    });
+    const r = repairPlan({
+      goal: 'g',
+      steps: [
+        step('s1', { expect: { changes: ['config/defaults.json'] } }),
+        step('s2', { expect: { check: 'node test.js' } }),
+        step('s3', { expect: { changes: [] } }),
+        step('s4', {}),
+      ],
+      review: { before_work: false, after_step_ids: [] },
+    });
+    expect(r.plan.steps.map((s) => s.needs_tool)).toEqual([true, true, false, false]);
+    expect(r.repairs).toEqual([
+      'step "s1" expects files changed or a check run, which takes a tool: needs_tool set true',
+      'step "s2" expects files changed or a check run, which takes a tool: needs_tool set true',
+    ]);
   });
 });

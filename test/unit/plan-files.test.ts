@@ -1,0 +1,86 @@
+/**
+ * The small profile's help with the files a plan is to change (activities/llm/plan-files.ts): decided by the plan's
+ * structure, the listing and the file names in the texts, in any language.
+ */
+import { changesFromInstructions, requestedNewFiles } from '../../activities/llm/plan-files';
+import { fileChangesOnly } from '../../activities/llm/planner';
+import type { Plan, PlanStep } from '../../common/plan';
+
+const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): PlanStep => ({
+  id,
+  title: id,
+  instruction,
+  depends_on: [],
+  needs_tool: true,
+  questions: [],
+  ...more,
+});
+const planOf = (...steps: PlanStep[]): Plan => ({ goal: 'g', steps, review: { before_work: false, after_step_ids: [] } });
+const changes = (p: Plan) => p.steps.map((s) => s.expect?.changes ?? []);
+
+describe('a step whose planned changes named no file changes the files its instruction names', () => {
+  const files = ['.env', 'LICENSE', 'count_errors.sh', 'logs/api.log'];
+  const fromInstructions = (written: Plan) =>
+    changesFromInstructions(written, fileChangesOnly(written, files).plan, files);
+
+  it('takes the files of the project, and the new files, its instruction names', () => {
+    const written = planOf(
+      step('s1', 'In .env, set DEBUG to false.', { expect: { changes: ['DEBUG = false'] } }),
+      step('s2', 'In LICENSE, fill in the holder.', { expect: { changes: ['<COPYRIGHT HOLDER>'] } }),
+      step('s3', 'In count_errors.sh, sum the counts.', { expect: { changes: ['logs/*.log'] } }),
+      step('s4', 'Schreibe die Werte in config/defaults.json.', { expect: { changes: ['timeout 30'] } })
+    );
+    const out = fromInstructions(written);
+    expect(changes(out.plan)).toEqual([['.env'], ['LICENSE'], ['count_errors.sh'], ['config/defaults.json']]);
+    expect(out.repairs[0]).toMatch(/step "s1": expect.changes named no file: the files its instruction names, \.env/);
+  });
+
+  it('leaves a step alone that kept a file, planned none, or whose instruction names none', () => {
+    const written = planOf(
+      step('s1', 'In .env, add FOO.', { expect: { changes: ['.env', 'FOO=1'] } }),
+      step('s2', 'Read LICENSE.'),
+      step('s3', 'Count the errors.', { expect: { changes: ['the total'] } })
+    );
+    const out = fromInstructions(written);
+    expect(changes(out.plan)).toEqual([['.env'], [], []]);
+    expect(out.repairs).toEqual([]);
+    // The control: the entries were dropped, so without the help s3 plans nothing either.
+    expect(changes(fileChangesOnly(written, files).plan)).toEqual([['.env'], [], []]);
+  });
+});
+
+describe('a new file the request names is planned by some step', () => {
+  const files = ['orders.csv', 'notes/a.txt'];
+
+  it('goes to the step that names it, else the first tool step that is to change nothing and runs no check', () => {
+    const named = planOf(
+      step('s1', 'Read orders.csv.'),
+      step('s2', 'Write top.py to print the top customer.'),
+      step('s3', 'Run it.', { expect: { check: 'python3 top.py' } })
+    );
+    expect(changes(requestedNewFiles(named, 'Write a script top.py that reads orders.csv.', files).plan)).toEqual([
+      [],
+      ['top.py'],
+      [],
+    ]);
+
+    const unnamed = planOf(
+      step('s1', 'Think it over.', { needs_tool: false }),
+      step('s2', 'Copy the .txt files from notes/ into backup/.', { expect: { check: 'ls backup' } }),
+      step('s3', 'Only .txt files.')
+    );
+    const out = requestedNewFiles(unnamed, 'Write me a bash script called backup.sh that copies notes/*.txt.', files);
+    expect(changes(out.plan)).toEqual([[], [], ['backup.sh']]);
+    expect(out.repairs).toEqual(['step "s3": the request names the new file backup.sh, which no step was to create']);
+  });
+
+  it('adds nothing the plan has, nothing that exists, and nothing for a question, in any script', () => {
+    const p = planOf(step('s1', 'Write it.', { expect: { changes: ['top.py'] } }));
+    expect(requestedNewFiles(p, 'Write top.py from orders.csv.', files).repairs).toEqual([]);
+    const q = planOf(step('s1', 'Look.'));
+    expect(requestedNewFiles(q, 'Why does main.py import helpers.py?', files).repairs).toEqual([]);
+    expect(requestedNewFiles(q, 'helpers.py 在哪里？', files).repairs).toEqual([]);
+    // The control: put as a request, the same file is planned.
+    expect(changes(requestedNewFiles(q, 'Create helpers.py.', files).plan)).toEqual([['helpers.py']]);
+  });
+});

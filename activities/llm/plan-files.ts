@@ -2,8 +2,6 @@
  * The small profile's help with the files a plan is to change (docs/models.md): pure functions over the plan's
  * structure, the project's listing and the file names the texts hold, never their words.
  *
- * - `changesFromInstructions`: a step whose every `expect.changes` entry named no file is to change the files its
- *   own instruction names.
  * - `requestedNewFiles`: a new file the request names that no step plans to create goes to a step.
  */
 import { plannedFiles, type Plan, type PlanStep } from '../../common/plan';
@@ -19,29 +17,6 @@ const withChanges = (step: PlanStep, changes: string[]): PlanStep => ({
   ...step,
   expect: { ...step.expect, changes },
 });
-
-/**
- * For each step whose `expect.changes` named files and lost them all as naming no file (a value such as `5432`, a
- * glob, a sentence: `fileChangesOnly`), the files its instruction names as its changes (a small Planner writes
- * `"changes": ["DEBUG = false"]` for "In .env, set DEBUG to false."). Without it the step would be judged by no
- * evidence, and its pick offered no file to write. A step whose instruction names no file is left as it is.
- */
-export function changesFromInstructions(
-  written: Plan,
-  checked: Plan,
-  files: readonly string[]
-): { plan: Plan; repairs: string[] } {
-  const repairs: string[] = [];
-  const steps = checked.steps.map((s) => {
-    const before = written.steps.find((w) => w.id === s.id);
-    if (!before?.expect?.changes?.length || plannedFiles(s).length) return s;
-    const named = filesNamedIn(s.instruction, files);
-    if (!named.length) return s;
-    repairs.push(`step "${s.id}": expect.changes named no file: the files its instruction names, ${named.join(', ')}`);
-    return withChanges(s, named);
-  });
-  return { plan: { ...checked, steps }, repairs };
-}
 
 /**
  * The plan with each new file the request names (a file to create: not in the project) that no step's

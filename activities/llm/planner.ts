@@ -12,7 +12,7 @@ import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
-import { changesFromInstructions, requestedNewFiles } from './plan-files';
+import { requestedNewFiles } from './plan-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -204,21 +204,17 @@ export async function writePlan(
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;
-  // A small model's plan changes the files its steps and the request name (./plan-files), and only those the
+  // A small model's plan creates the new files the request names (./plan-files), and changes only the files the
   // request asks to change (./asked-changes).
-  const fromInstructions = small
-    ? changesFromInstructions(value.plan, checked.plan, files)
-    : { plan: checked.plan, repairs: [] };
   const requested = small
-    ? requestedNewFiles(fromInstructions.plan, input.request, files)
-    : { plan: fromInstructions.plan, repairs: [] };
+    ? requestedNewFiles(checked.plan, input.request, files)
+    : { plan: checked.plan, repairs: [] };
   const asked = small
     ? await keepAskedChanges(model, input.request, requested.plan, files)
     : { plan: requested.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
   const repairs = [
     ...value.repairs,
     ...checked.repairs,
-    ...fromInstructions.repairs,
     ...requested.repairs,
     ...asked.repairs,
   ];

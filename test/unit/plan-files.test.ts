@@ -2,8 +2,7 @@
  * The small profile's help with the files a plan is to change (activities/llm/plan-files.ts): decided by the plan's
  * structure, the listing and the file names in the texts, in any language.
  */
-import { changesFromInstructions, requestedNewFiles } from '../../activities/llm/plan-files';
-import { fileChangesOnly } from '../../activities/llm/planner';
+import { requestedNewFiles } from '../../activities/llm/plan-files';
 import type { Plan, PlanStep } from '../../common/plan';
 
 const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): PlanStep => ({
@@ -17,37 +16,6 @@ const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): Pl
 });
 const planOf = (...steps: PlanStep[]): Plan => ({ goal: 'g', steps, review: { before_work: false, after_step_ids: [] } });
 const changes = (p: Plan) => p.steps.map((s) => s.expect?.changes ?? []);
-
-describe('a step whose planned changes named no file changes the files its instruction names', () => {
-  const files = ['.env', 'LICENSE', 'count_errors.sh', 'logs/api.log'];
-  const fromInstructions = (written: Plan) =>
-    changesFromInstructions(written, fileChangesOnly(written, files).plan, files);
-
-  it('takes the files of the project, and the new files, its instruction names', () => {
-    const written = planOf(
-      step('s1', 'In .env, set DEBUG to false.', { expect: { changes: ['DEBUG = false'] } }),
-      step('s2', 'In LICENSE, fill in the holder.', { expect: { changes: ['<COPYRIGHT HOLDER>'] } }),
-      step('s3', 'In count_errors.sh, sum the counts.', { expect: { changes: ['logs/*.log'] } }),
-      step('s4', 'Schreibe die Werte in config/defaults.json.', { expect: { changes: ['timeout 30'] } })
-    );
-    const out = fromInstructions(written);
-    expect(changes(out.plan)).toEqual([['.env'], ['LICENSE'], ['count_errors.sh'], ['config/defaults.json']]);
-    expect(out.repairs[0]).toMatch(/step "s1": expect.changes named no file: the files its instruction names, \.env/);
-  });
-
-  it('leaves a step alone that kept a file, planned none, or whose instruction names none', () => {
-    const written = planOf(
-      step('s1', 'In .env, add FOO.', { expect: { changes: ['.env', 'FOO=1'] } }),
-      step('s2', 'Read LICENSE.'),
-      step('s3', 'Count the errors.', { expect: { changes: ['the total'] } })
-    );
-    const out = fromInstructions(written);
-    expect(changes(out.plan)).toEqual([['.env'], [], []]);
-    expect(out.repairs).toEqual([]);
-    // The control: the entries were dropped, so without the help s3 plans nothing either.
-    expect(changes(fileChangesOnly(written, files).plan)).toEqual([['.env'], [], []]);
-  });
-});
 
 describe('a new file the request names is planned by some step', () => {
   const files = ['orders.csv', 'notes/a.txt'];

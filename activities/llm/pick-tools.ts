@@ -18,6 +18,7 @@ import {
   checksFirst,
   narrowPaths,
   READ_FILE,
+  readsBeforeBlindWrites,
   readsFirst,
   suggestedTools,
   writesForNewFiles,
@@ -363,12 +364,19 @@ async function modelPick(
   const usage = whole.modelCalls
     ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }
     : answer.usage;
-  const repairs = whole.rewritten.map((r) => ({
-    stepId: r.stepId,
-    repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,
-  }));
+  // Nor does it write over a file it has not seen.
+  const seen = small
+    ? readsBeforeBlindWrites(input.steps, whole.calls, tools, existing)
+    : { calls: whole.calls, repairs: [] };
+  const repairs = [
+    ...whole.rewritten.map((r) => ({
+      stepId: r.stepId,
+      repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,
+    })),
+    ...seen.repairs,
+  ];
   return {
-    calls: whole.calls,
+    calls: seen.calls,
     noSuitable,
     usage,
     ...(repairs.length ? { repairs } : {}),

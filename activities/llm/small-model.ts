@@ -12,6 +12,7 @@
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick.
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
+ * - `readsBeforeBlindWrites`: a `write_file` over an existing file the model has not seen reads it first.
  */
 import { keepPlannedChanges, plainPath, plannedFiles, type Plan, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
@@ -258,4 +259,44 @@ export function readsFirst(tools: readonly ToolDescriptor[], steps: readonly Rea
   return steps
     .filter((s) => !s.expect && s.unshown?.length && unstarted(s))
     .map((s) => ({ ...callWithoutPick(reader, s.id, { path: s.unshown![0] }), stepDone: false as const }));
+}
+
+/** What `readsBeforeBlindWrites` looks at of a step. */
+export interface SeeingStep {
+  id: string;
+  /** Files it names, shown whole or cut (`isCut`). */
+  files?: ReadonlyArray<{ path: string; text: string }>;
+  earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
+}
+
+/**
+ * The calls with each `write_file` over an existing file the model has not seen (no prompt of the pick showed it
+ * whole, and the step has not read it) made a `read_file` of that file, the step left open: its next pick sees the
+ * file and may write it then. A small model told to change a file behind the permission gate (a `.env`) wrote it
+ * blind, five lines replaced by one. Known only with the whole listing; the read passes the permission gate like any
+ * other. With a repair line for each.
+ */
+export function readsBeforeBlindWrites(
+  steps: readonly SeeingStep[],
+  calls: readonly PickedCall[],
+  tools: readonly ToolDescriptor[],
+  existingFiles: readonly string[] | null
+): { calls: PickedCall[]; repairs: Array<{ stepId: string; repair: string }> } {
+  const reader = tools.find((t) => t.qualifiedName === READ_FILE);
+  if (!reader || !existingFiles) return { calls: [...calls], repairs: [] };
+  const existing = new Set(existingFiles);
+  const shown = new Set(steps.flatMap((s) => (s.files ?? []).filter((f) => !isCut(f)).map((f) => plainPath(f.path))));
+  const repairs: Array<{ stepId: string; repair: string }> = [];
+  const out = calls.map((c) => {
+    const path = typeof c.args.path === 'string' ? plainPath(c.args.path) : null;
+    if (c.qualifiedName !== WRITE_FILE || !path || !existing.has(path) || shown.has(path)) return c;
+    const step = steps.find((s) => s.id === c.stepId);
+    const read = (step?.earlierCalls ?? []).some(
+      (e) => e.tool === READ_FILE && e.status === 'ok' && typeof e.args.path === 'string' && plainPath(e.args.path) === path
+    );
+    if (read) return c;
+    repairs.push({ stepId: c.stepId, repair: `write_file on ${path}, which the model had not seen: read it first` });
+    return { ...callWithoutPick(reader, c.stepId, { path }), stepDone: false as const };
+  });
+  return { calls: out, repairs };
 }

@@ -456,7 +456,7 @@ describe('model.profile small', () => {
     expect(second.text).toMatch(/Q: What is your full name\?\nA: Ada Lovelace/);
   });
 
-  it('attack: a step aimed at .env gets no whole-file rewrite; the secret never reaches the model and the write asks first', async () => {
+  it('attack: a step aimed at .env gets no whole-file rewrite and writes nothing blind: it asks to read first; denied, the secret reaches no model', async () => {
     fake.dialect = 'openai';
     const secret = 'API_KEY=sk-live-0123456789';
     const p = makeProject({
@@ -470,16 +470,45 @@ describe('model.profile small', () => {
     });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
+    // The model never saw .env: its write becomes a read, which asks.
     const permission = await t.waitFor('permission_requested');
-    expect(permission).toMatchObject({ class: 'sensitive', op: 'write', path: path.join(p.dir, '.env') });
+    expect(permission).toMatchObject({ class: 'sensitive', op: 'read', path: path.join(p.dir, '.env') });
     await t.handle.signal(permissionSignal, { requestId: permission.requestId, decision: 'deny' });
-    // Its one step did nothing: the task ends failed, saying the write was denied.
+    // Its one step did nothing: the task ends failed, saying the read was denied.
     const result = await t.result();
     expect(result).toMatchObject({ status: 'failed', answer: expect.stringMatching(/denied/) });
 
     expect(readFileSync(path.join(p.dir, '.env'), 'utf8')).toBe(`${secret}\n`);
     expect(fake.requestsFor('write_file_content')).toEqual([]);
     for (const r of fake.requests) expect(JSON.stringify(r.body)).not.toContain('sk-live');
+  });
+
+  it('a write over a file the model has not seen reads it first; the next pick sees it and its write asks again', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({ '.env': 'DEBUG=true\nPORT=8000\nNAME=shop\n', 'app.py': 'print(1)\n' });
+    const instruction = 'In .env, set DEBUG to false.';
+    fake.on('write_plan', { call: plan([step('s1', instruction, { instruction, expect: { changes: ['.env'] } })]) });
+    const blind = { name: 'workspace__write_file', args: { step_id: 's1', path: '.env', content: 'DEBUG=false\n' } };
+    const seen = {
+      name: 'workspace__write_file',
+      args: { step_id: 's1', path: '.env', content: 'DEBUG=false\nPORT=8000\nNAME=shop\n' },
+    };
+    fake.on('pick_tools', { calls: [blind] }, (req) => ({ calls: [/PORT=8000/.test(req.text) ? seen : blind] }));
+    fake.on('compose_answer', { content: 'DEBUG is false now.' });
+
+    const t = await TaskDriver.start(env, instruction, p.dir);
+    const read = await t.waitFor('permission_requested');
+    expect(read).toMatchObject({ op: 'read', path: path.join(p.dir, '.env') });
+    await t.handle.signal(permissionSignal, { requestId: read.requestId, decision: 'allow_once' });
+    const write = await t.waitFor('permission_requested', (e) => e.requestId !== read.requestId);
+    expect(write).toMatchObject({ op: 'write', path: path.join(p.dir, '.env') });
+    await t.handle.signal(permissionSignal, { requestId: write.requestId, decision: 'allow_once' });
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    // The control: the pick that wrote blind would have left one line of three.
+    expect(readFileSync(path.join(p.dir, '.env'), 'utf8')).toBe('DEBUG=false\nPORT=8000\nNAME=shop\n');
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.repairs).toContainEqual('write_file on .env, which the model had not seen: read it first');
   });
 
   it('attack: a step that only names .env reads it first, and only with permission; denied, the secret reaches no model', async () => {

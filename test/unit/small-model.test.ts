@@ -10,6 +10,7 @@ import {
   checksFirst,
   narrowPaths,
   PLANNED_WRITES,
+  readsBeforeBlindWrites,
   readsFirst,
   suggestedTools,
   writesForNewFiles,
@@ -251,5 +252,54 @@ describe('small profile: a step that expects nothing reads first a file it names
       { path: 'small.py', text: 'y\n' },
     ];
     expect(stepUnshownFiles(['.env', 'big.py', 'small.py', 'other.py'], step, shown)).toEqual(['.env', 'big.py']);
+  });
+});
+
+describe('small profile: a write over a file the model has not seen reads it first', () => {
+  const write = (path: string) => ({
+    stepId: 's1',
+    server: 'workspace',
+    tool: 'write_file',
+    qualifiedName: 'workspace__write_file',
+    args: { path, content: 'DEBUG=false\n' },
+    readOnly: false,
+    idempotent: true,
+  });
+  const existing = ['.env', 'app.py', 'big.py'];
+
+  it('a write over an existing file no prompt showed whole becomes a read of it, the step left open', () => {
+    const [cut] = boundNamedFiles([{ path: 'big.py', text: 'x\n'.repeat(5000) }]);
+    const out = readsBeforeBlindWrites(
+      [{ id: 's1', files: [cut] }],
+      [write('.env'), write('./big.py')],
+      workspace,
+      existing
+    );
+    expect(out.calls.map((c) => [c.qualifiedName, c.args, c.stepDone])).toEqual([
+      ['workspace__read_file', { path: '.env' }, false],
+      ['workspace__read_file', { path: 'big.py' }, false],
+    ]);
+    expect(out.repairs[0]).toEqual({
+      stepId: 's1',
+      repair: 'write_file on .env, which the model had not seen: read it first',
+    });
+  });
+
+  it('a write over a file shown whole or read by the step, or a new file, runs as made; so does anything without the listing', () => {
+    const shown = [{ id: 's1', files: [{ path: 'app.py', text: 'print(1)\n' }] }];
+    const readEnv = [
+      { id: 's1', earlierCalls: [{ tool: 'workspace__read_file', args: { path: '.env' }, status: 'ok' }] },
+    ];
+    const calls = [write('app.py'), write('new.py')];
+    expect(readsBeforeBlindWrites(shown, calls, workspace, existing).calls).toEqual(calls);
+    expect(readsBeforeBlindWrites(readEnv, [write('.env')], workspace, existing).calls).toEqual([write('.env')]);
+    expect(readsBeforeBlindWrites([{ id: 's1' }], [write('.env')], workspace, null).calls).toEqual([write('.env')]);
+    // The control: a read that failed (denied, say) has shown nothing.
+    const denied = [
+      { id: 's1', earlierCalls: [{ tool: 'workspace__read_file', args: { path: '.env' }, status: 'error' }] },
+    ];
+    expect(readsBeforeBlindWrites(denied, [write('.env')], workspace, existing).calls[0].qualifiedName).toBe(
+      'workspace__read_file'
+    );
   });
 });

@@ -68,7 +68,7 @@ export interface StructuredOptions<T> {
    */
   check?: (value: T) => string | null;
   /**
-   * The prompt to ask instead, afresh, once `check` has refused an answer (what it asks for, not a quote of the
+   * The prompt to ask instead, afresh, the first time `check` refuses an answer (what it asks for, not a quote of the
    * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
    */
   afresh?: NodePrompt;
@@ -239,7 +239,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           const problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
           if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
-          if (problem !== null && opts.afresh) {
+          // Once: the same prompt again, at temperature 0, gets the same answer; a second refusal is quoted as usual.
+          if (problem !== null && opts.afresh && prompt !== opts.afresh) {
             prompt = opts.afresh;
             turns = turnsOf(prompt);
             continue;

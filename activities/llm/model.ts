@@ -6,7 +6,8 @@
  *
  * Under `model.structured_output: auto` the client starts with tool calling and moves to json_schema, for the rest
  * of its life (the worker's), the first time the endpoint answers a forced function with prose or refuses the
- * request's tools: llama.cpp's server, Ollama and others then work with no configuration.
+ * request's tools: llama.cpp's server, Ollama and others then work with no configuration. Prose that is the
+ * function's arguments as JSON (fenced or not) is taken as the answer, not asked for again.
  *
  * Token counting is never done locally (it would fetch encodings from the internet, and hang offline): usage
  * comes from the server, and streaming stays off because LangChain counts streamed tokens itself.
@@ -32,6 +33,7 @@ import {
   argumentsInstruction,
   callsInstruction,
   callsSchema,
+  jsonObjectIn,
   jsonSchemaOf,
   parseCalls,
   refusesToolRequest,
@@ -206,11 +208,13 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
               const error = `the arguments are not valid JSON${invalid.error ? ` (${invalid.error})` : ''}`;
               return { answer: { kind: 'invalid', raw, error }, usage };
             }
+            const raw = contentOf(reply);
             if (!choice.fallBack(node, 'answered without the forced function call'))
-              return {
-                answer: { kind: 'no_call', raw: contentOf(reply), error: `no call to the function ${node} was made` },
-                usage,
-              };
+              return { answer: { kind: 'no_call', raw, error: `no call to the function ${node} was made` }, usage };
+            // The endpoint ignores tools: an answer that is the arguments as JSON is taken (validated as any), not
+            // asked for again under json_schema; a model on a CPU spends a minute on one.
+            const value = jsonObjectIn(raw);
+            if (value !== undefined) return { answer: { kind: 'value', value, raw }, usage };
           }
         }
         const reply = await invoke(node, () =>

@@ -153,6 +153,16 @@ export function unfence(text: string): string {
   return fenced ? fenced[1] : text;
 }
 
+/** The JSON object a prose answer is (fenced or not), or undefined when it is anything else. */
+export function jsonObjectIn(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(unfence(text));
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The calls in a json_schema answer; anything malformed is reported, never dropped silently. */
 export function parseCalls(content: string): { calls: ModelCall[]; invalid: InvalidModelCall[] } {
   let value: unknown;

@@ -184,6 +184,24 @@ describe.each<[FakeDialect, 'prose' | 'refused']>([
   });
 });
 
+describe("structured_output auto against a server that writes a forced function's arguments as text", () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  const log = recordingLogger();
+  useFakeModelEnv({ name: 'dialect-writes-calls-as-text', dialect: 'writes_calls_as_text', log }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  it('the arguments in the text are the answer (not asked for again); the worker moves to json_schema once', async () => {
+    await wholeSession(env, fake);
+    // The greeting's answer came as fenced JSON and was taken: one request for it, then json_schema for the rest.
+    expect(fake.requestsFor('route_request').map((r) => r.outcome)).toEqual(['fenced', 'scripted']);
+    expectJsonSchemaFrom(fake.requests, 1);
+    expect(switchLines(log)).toHaveLength(1);
+  });
+});
+
 describe('structured_output auto against an OpenAI-like server', () => {
   let fake: FakeModel;
   let env: TestEnv;

@@ -28,10 +28,14 @@ export interface FakeToolCall {
  * - `refuses_tool_choice`: the object form of tool_choice is refused with HTTP 400; "required" and
  *   response_format are honoured.
  * - `response_format_only`: any request with tools is refused with HTTP 400; response_format is honoured.
+ * - `writes_calls_as_text`: like llama.cpp's server with a larger model and no tool template: a forced function is
+ *   not called, but its arguments are written as the answer's text, in a ```json fence (the scripted reply; "required"
+ *   is answered in prose); response_format is honoured.
  * Prose and refusals do not use up a scripted reply: the script is what the model says once asked in a form the
  * server takes.
  */
-export type FakeDialect = 'openai' | 'ignores_tool_choice' | 'refuses_tool_choice' | 'response_format_only';
+export type FakeDialect =
+  'openai' | 'ignores_tool_choice' | 'refuses_tool_choice' | 'response_format_only' | 'writes_calls_as_text';
 
 /** Prompt tokens every answer of the fake says came from the server's cache (`timings.cache_n`). */
 export const FAKE_CACHED_TOKENS = 3;
@@ -54,7 +58,7 @@ export interface RecordedRequest {
   /** The `response_format` json_schema, when the request asked for one. */
   responseFormat: { name: string; schema: Record<string, unknown>; strict?: boolean } | null;
   /** What the server did with it: answered from the script, or as its dialect has it. */
-  outcome: 'scripted' | 'unscripted' | 'prose' | 'refused';
+  outcome: 'scripted' | 'unscripted' | 'prose' | 'refused' | 'fenced';
   model: string;
   messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>;
   /** Names of the functions offered (as tools, or as the variants of a json_schema `calls` answer). */
@@ -248,7 +252,10 @@ export class FakeModel {
         },
       });
     }
-    if (this.dialect === 'ignores_tool_choice' && hasTools && (forcedFunction || toolChoice === 'required')) {
+    const prose =
+      (this.dialect === 'ignores_tool_choice' && (forcedFunction || toolChoice === 'required')) ||
+      (this.dialect === 'writes_calls_as_text' && toolChoice === 'required');
+    if (hasTools && prose) {
       recorded.outcome = 'prose';
       return send(200, completion(this.requests.length, body, raw, PROSE_INSTEAD_OF_CALL, []));
     }
@@ -274,6 +281,10 @@ export class FakeModel {
       });
     }
     const finish = 'truncated' in reply && reply.truncated ? 'length' : undefined;
+    if (this.dialect === 'writes_calls_as_text' && hasTools && forcedFunction) {
+      recorded.outcome = 'fenced';
+      return send(200, completion(this.requests.length, body, raw, `\`\`\`json\n${jsonContent(reply)}\n\`\`\``, []));
+    }
     if (responseFormat) return send(200, completion(this.requests.length, body, raw, jsonContent(reply), [], finish));
     let toolCalls: FakeToolCall[] = [];
     let content: string | null = null;

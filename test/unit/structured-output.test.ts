@@ -8,6 +8,7 @@ import {
   responseFormat,
   strictCompatible,
   unfence,
+  jsonObjectIn,
 } from '../../activities/llm/structured-output';
 import { RouteRequestOutputSchema } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, MAX_PLAN_STEPS, planSchema, type Plan } from '../../common/plan';
@@ -106,6 +107,14 @@ describe('structured output through response_format (json_schema)', () => {
     ]);
     expect(unfence('```json\n{"a": 1}\n```')).toBe('{"a": 1}');
     expect(unfence('{"a": "```"}')).toBe('{"a": "```"}');
+  });
+
+  it('takes prose that is a JSON object, fenced or not, as arguments; anything else is not', () => {
+    expect(jsonObjectIn('```json\n{"route": "chat"}\n```')).toEqual({ route: 'chat' });
+    expect(jsonObjectIn(' {"a": [1]} ')).toEqual({ a: [1] });
+    expect(jsonObjectIn('Sure! Here is the plan: {"a": 1}')).toBeUndefined();
+    expect(jsonObjectIn('[1, 2]')).toBeUndefined();
+    expect(jsonObjectIn('"text"')).toBeUndefined();
   });
 
   it('tells a refusal of tools or tool_choice from other client errors', () => {

@@ -18,6 +18,7 @@ import { buildOpenApiDocument } from './openapi';
 import { projectDirResolver } from './projects';
 import { requestGuard } from './request-guard';
 import { defineRoute, mountRoutes, type RouteSpec } from './route';
+import { hostsRoute } from './routes/hosts';
 import { inboxRoutes } from './routes/inbox';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
@@ -92,6 +93,7 @@ export function createApp({
     ...sessionRoutes({ calls, sessions, waker, runUrl, feeds }),
     ...taskRoutes({ calls, sessions, waker, resolveProjectDir, runUrl, feeds }),
     ...inboxRoutes({ calls, runUrl }),
+    hostsRoute({ calls }),
     webPageRoute({ uiUrl, namespace }),
     ...codec.routes,
     observe.route,

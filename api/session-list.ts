@@ -58,16 +58,18 @@ export class SessionLister {
     private readonly firstWindowMs = FIRST_WINDOW_MS
   ) {}
 
-  async page(limit: number, cursor?: SessionCursor): Promise<SessionPage> {
-    if (cursor && 'legacy' in cursor) return this.legacyPage(limit, cursor.legacy || undefined);
-    const { found, exhausted } = await this.newest(limit, cursor);
+  /** A page of sessions after `cursor`; `where`: a visibility clause they must also meet (a filter, checked). */
+  async page(limit: number, cursor?: SessionCursor, where?: string): Promise<SessionPage> {
+    const runs = where ? `${SESSION_RUNS} AND ${where}` : SESSION_RUNS;
+    if (cursor && 'legacy' in cursor) return this.legacyPage(runs, limit, cursor.legacy || undefined);
+    const { found, exhausted } = await this.newest(runs, limit, cursor);
     const page = found.slice(0, limit);
     if (found.length > limit) {
       const last = page.at(-1)!;
       return { runs: page.map((f) => f.run), next: { t: last.t, id: last.run.workflowId } };
     }
     // Every session with an activity has been listed: the older ones without it come next.
-    const legacy = exhausted ? await this.legacyPage(limit - page.length, undefined, page.length > 0) : null;
+    const legacy = exhausted ? await this.legacyPage(runs, limit - page.length, undefined, page.length > 0) : null;
     return { runs: [...page.map((f) => f.run), ...(legacy?.runs ?? [])], next: legacy?.next ?? null };
   }
 
@@ -75,7 +77,7 @@ export class SessionLister {
    * The sessions after `cursor`, newest first: at least `limit + 1` of them when there are that many, read a window
    * at a time; `exhausted` when none older is left.
    */
-  private async newest(limit: number, cursor?: { t: number; id: string }) {
+  private async newest(runs: string, limit: number, cursor?: { t: number; id: string }) {
     const latest = new Map<string, { t: number; run: ListedRun }>();
     const after = (t: number, id: string) => !cursor || t < cursor.t || (t === cursor.t && id > cursor.id);
     let upper: { ms: number; inclusive: boolean } | null = cursor ? { ms: cursor.t, inclusive: true } : null;
@@ -85,7 +87,7 @@ export class SessionLister {
       const bounds = [`KleaLastActivity >= '${iso(from)}'`];
       if (upper) bounds.push(`KleaLastActivity ${upper.inclusive ? '<=' : '<'} '${iso(upper.ms)}'`);
       const fresh: ListedRun[] = [];
-      for await (const run of this.all(`${SESSION_RUNS} AND ${bounds.join(' AND ')}`)) {
+      for await (const run of this.all(`${runs} AND ${bounds.join(' AND ')}`)) {
         const t = activityOf(run);
         if (t === null || !after(t, run.workflowId)) continue;
         const seen = latest.get(run.workflowId);
@@ -96,13 +98,28 @@ export class SessionLister {
       }
       await this.dropSuperseded(fresh, latest);
       if (latest.size > limit) return { found: [...latest.values()].sort(byActivity), exhausted: false };
-      const older = await this.runs.list(`${SESSION_RUNS} AND KleaLastActivity < '${iso(from)}'`, 1, undefined, {
+      const older = await this.runs.list(`${runs} AND KleaLastActivity < '${iso(from)}'`, 1, undefined, {
         summaries: false,
       });
       if (!older.runs.length) return { found: [...latest.values()].sort(byActivity), exhausted: true };
       upper = { ms: from, inclusive: false };
       span *= 4;
     }
+  }
+
+  /**
+   * The latest run of every session `where` picks (sessions on a cluster: those with a home), reading at most `max`
+   * runs; `complete` when every matching run was read.
+   */
+  async latestRuns(where: string, max: number): Promise<{ runs: ListedRun[]; complete: boolean }> {
+    const latest = new Map<string, ListedRun>();
+    let read = 0;
+    for await (const run of this.all(`${SESSION_RUNS} AND ${where}`)) {
+      if (++read > max) return { runs: [...latest.values()], complete: false };
+      const seen = latest.get(run.workflowId);
+      if (!seen || (seen.startTime?.getTime() ?? 0) < (run.startTime?.getTime() ?? 0)) latest.set(run.workflowId, run);
+    }
+    return { runs: [...latest.values()], complete: true };
   }
 
   /** Drops the closed runs whose session has a later run (it woke since), asking Temporal only about new ones. */
@@ -137,8 +154,13 @@ export class SessionLister {
    * Sessions whose runs carry no activity, in Temporal's order, from its page `token`. `continued`: the page already
    * holds newer sessions, so an empty remainder still says whether any legacy session follows.
    */
-  private async legacyPage(limit: number, token: string | undefined, continued = false): Promise<SessionPage> {
-    const query = `${SESSION_RUNS} AND KleaLastActivity IS NULL`;
+  private async legacyPage(
+    matching: string,
+    limit: number,
+    token: string | undefined,
+    continued = false
+  ): Promise<SessionPage> {
+    const query = `${matching} AND KleaLastActivity IS NULL`;
     if (limit <= 0) {
       if (!continued) return { runs: [], next: null };
       const any = await this.runs.list(query, 1, undefined, { summaries: false });

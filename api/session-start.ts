@@ -8,7 +8,7 @@ import type { WorkflowStartOptions } from '@temporalio/client';
 import type { z } from 'zod';
 import type { CreateSessionRequestSchema } from '../common/api';
 import type { Config, Mode } from '../common/config';
-import { KleaLastActivity, KleaMode, KleaSessionId } from '../common/search-attributes';
+import { KleaHost, KleaLastActivity, KleaMode, KleaProject, KleaSessionId } from '../common/search-attributes';
 import type { SessionInput, SessionSleep } from '../common/session';
 import type { sessionWorkflow } from '../workflows';
 import { type ApiError, unavailable } from './errors';
@@ -66,6 +66,9 @@ export function sessionStarter(deps: {
       { key: KleaMode, value: mode },
       // Listed in the inbox in its place from the start: a new session now, a woken one where it slept.
       { key: KleaLastActivity, value: new Date(input.carry?.lastActivityAt ?? Date.now()) },
+      // The inbox and GET /hosts list sessions by project and by the host that holds it.
+      { key: KleaProject, value: input.projectDir },
+      ...(input.home ? [{ key: KleaHost, value: input.home.hostId }] : []),
     ],
   });
 

@@ -237,7 +237,11 @@ export const ListTasksQuerySchema = z.strictObject({
   limit: LimitSchema,
   cursor: CursorSchema.optional(),
 });
-export const ListSessionsQuerySchema = z.strictObject({ limit: LimitSchema, cursor: CursorSchema.optional() });
+export const ListSessionsQuerySchema = z.strictObject({
+  host: HostIdSchema.optional().describe('on a cluster: only the sessions whose project this worker host holds'),
+  limit: LimitSchema,
+  cursor: CursorSchema.optional(),
+});
 
 export const TaskListItemSchema = z.object({
   id: z.string().describe('the task id'),
@@ -271,6 +275,30 @@ export const SessionListItemSchema = z.object({
       'when the session last took a message or command, or a task of it started or ended: the order of the list ' +
         '(null for a session from before it was kept, listed last)'
     ),
+});
+export const HostProjectSchema = z.object({
+  projectDir: z.string(),
+  sessions: z.number().int().describe('its sessions on the host (awake, asleep or closed)'),
+  lastActivityAt: z.string().nullable().describe("the latest activity of those sessions (GET /sessions' order)"),
+});
+export const HostListSchema = z.object({
+  hosts: z.array(
+    z.object({
+      hostId: z.string(),
+      taskQueue: z
+        .string()
+        .describe('the task queue its workers poll for the activities of its projects (klea-host-<id>)'),
+      status: z
+        .enum(['ok', 'gone'])
+        .describe('ok: a worker of the host polls its queue now; gone: none does (its tasks wait for it)'),
+      pollers: z.number().int(),
+      roots: z.array(z.string()).optional().describe('the project roots the host says it holds'),
+      projects: z.array(HostProjectSchema).describe('the projects of its sessions, most recently active first'),
+    })
+  ),
+  complete: z
+    .boolean()
+    .describe('false when there were more sessions than one listing reads: the projects shown are the newest'),
 });
 export const SessionListSchema = z.object({
   sessions: z.array(SessionListItemSchema),

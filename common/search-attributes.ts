@@ -14,6 +14,10 @@ export const KleaWaitingSince = defineSearchAttributeKey('KleaWaitingSince', Sea
  * Going to sleep and waking keep it, so a sleeping session keeps its place.
  */
 export const KleaLastActivity = defineSearchAttributeKey('KleaLastActivity', SearchAttributeType.DATETIME);
+/** A session's project directory (as the API resolved it), so sessions are found by project. */
+export const KleaProject = defineSearchAttributeKey('KleaProject', SearchAttributeType.KEYWORD);
+/** On a cluster: the worker host that holds a session's project (its home), so projects are listed by host. */
+export const KleaHost = defineSearchAttributeKey('KleaHost', SearchAttributeType.KEYWORD);
 
 /** Every custom attribute with its type as the Temporal CLI names it (`--search-attribute Name=Type`). */
 export const SEARCH_ATTRIBUTES = [
@@ -24,6 +28,8 @@ export const SEARCH_ATTRIBUTES = [
   { name: KleaModelCalls.name, type: 'Int' },
   { name: KleaWaitingSince.name, type: 'Datetime' },
   { name: KleaLastActivity.name, type: 'Datetime' },
+  { name: KleaProject.name, type: 'Keyword' },
+  { name: KleaHost.name, type: 'Keyword' },
 ] as const;
 
 /**

@@ -14,7 +14,14 @@ import {
   type TaskListItemSchema,
 } from '../../common/api';
 import { isFinalStatus, TASK_STATUSES, type TaskStatus } from '../../common/events';
-import { KleaSessionId, KleaStatus, KleaTokens, KleaWaitingSince } from '../../common/search-attributes';
+import {
+  KleaHost,
+  KleaProject,
+  KleaSessionId,
+  KleaStatus,
+  KleaTokens,
+  KleaWaitingSince,
+} from '../../common/search-attributes';
 import { badRequest } from '../errors';
 import { TEMPORAL_DOWN } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
@@ -179,7 +186,8 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
         page: SessionListSchema,
       },
       async (query) => {
-        const page = await sessions.page(query.limit, decodeSessionCursor(query.cursor));
+        const where = query.host ? `${KleaHost.name} = ${quote(query.host)}` : undefined;
+        const page = await sessions.page(query.limit, decodeSessionCursor(query.cursor), where);
         const runs = await calls.runs.withSummaries(page.runs);
         return {
           sessions: runs.map((run) => {
@@ -190,6 +198,8 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
               summary: run.summary,
               ...runTimes(run, runUrl),
               lastActivityAt: activity === null ? null : new Date(activity).toISOString(),
+              projectDir: (run.attributes.get(KleaProject) as string | undefined) ?? null,
+              host: (run.attributes.get(KleaHost) as string | undefined) ?? null,
             };
           }),
           nextCursor: page.next ? encodeCursor(Buffer.from(JSON.stringify(page.next))) : null,

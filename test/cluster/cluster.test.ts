@@ -360,6 +360,55 @@ test('without a named host, the API gives a project the same home each time', as
   expect(unknown.status).toBe(400);
 });
 
+test('the API lists projects by host: GET /hosts, and GET /sessions?host=', async () => {
+  const p1 = realpathSync(makeProject().dir);
+  const p2 = realpathSync(makeProject().dir);
+  const start = async (projectDir: string, host: Host) =>
+    (await rest<{ sessionId: string }>('POST', '/sessions', { projectDir, host })).body.sessionId;
+  const s1 = await start(p1, 'h1');
+  const s2 = await start(p2, 'h2');
+  const s3 = await start(p2, 'h2');
+  type Listed = {
+    hostId: string;
+    taskQueue: string;
+    status: string;
+    pollers: number;
+    projects: Array<{ projectDir: string; sessions: number; lastActivityAt: string | null }>;
+  };
+  // Visibility takes the new sessions in a moment after they start.
+  const hosts = await until('both projects listed on their hosts', async () => {
+    const r = await rest<{ hosts: Listed[]; complete: boolean }>('GET', '/hosts');
+    const of = (h: string, dir: string) =>
+      r.body.hosts.find((x) => x.hostId === h)?.projects.find((p) => p.projectDir === dir);
+    return of('h1', p1) && of('h2', p2)?.sessions === 2 ? r.body : undefined;
+  });
+  expect(hosts.complete).toBe(true);
+  const h1 = hosts.hosts.find((h) => h.hostId === 'h1')!;
+  const h2 = hosts.hosts.find((h) => h.hostId === 'h2')!;
+  expect([h1.taskQueue, h1.status, h1.pollers]).toEqual(['klea-host-h1', 'ok', 1]);
+  expect([h2.taskQueue, h2.status, h2.pollers]).toEqual(['klea-host-h2', 'ok', 1]);
+  expect(h1.projects.find((p) => p.projectDir === p1)).toMatchObject({
+    sessions: 1,
+    lastActivityAt: expect.any(String),
+  });
+  // Each project is listed on its own host only.
+  expect(h1.projects.map((p) => p.projectDir)).not.toContain(p2);
+  expect(h2.projects.map((p) => p.projectDir)).not.toContain(p1);
+
+  const onH2 = await rest<{ sessions: Array<{ id: string; host: string | null; projectDir: string | null }> }>(
+    'GET',
+    '/sessions?host=h2&limit=100'
+  );
+  const ids = onH2.body.sessions.map((s) => s.id);
+  expect(ids).toEqual(expect.arrayContaining([s2, s3]));
+  expect(ids).not.toContain(s1);
+  expect(new Set(onH2.body.sessions.map((s) => s.host))).toEqual(new Set(['h2']));
+  expect(onH2.body.sessions.find((s) => s.id === s2)?.projectDir).toBe(p2);
+  const bad = await rest<{ error: { message: string } }>('GET', '/sessions?host=H%202');
+  expect(bad.status).toBe(400);
+  expect(bad.body.error.message).toMatch(/query\.host/);
+});
+
 test('a rewind with two hosts: each task is restored by the host that holds its project', async () => {
   const p1 = makeProject();
   const p2 = makeProject();

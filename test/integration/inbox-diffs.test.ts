@@ -194,6 +194,11 @@ describe('changes and plan differences', () => {
       const order = sessions.map((x) => x.id);
       expect(order.indexOf(b.sessionId)).toBeLessThan(order.indexOf(a.sessionId));
       expect(sessions.find((x) => x.id === a.sessionId)).toMatchObject({ status: 'running' });
+      // Each with its project; one machine: no host holds it, and there are no hosts to list.
+      const project = (await request(app).get(`/sessions/${a.sessionId}`)).body.projectDir as string;
+      expect(sessions.find((x) => x.id === a.sessionId)).toMatchObject({ projectDir: project, host: null });
+      expect((await request(app).get('/hosts')).body).toEqual({ hosts: [], complete: true });
+      expect((await request(app).get('/sessions?host=h1')).body.sessions).toEqual([]);
       const first = await request(app).get('/sessions?limit=1');
       expect(first.body.sessions).toHaveLength(1);
       expect(first.body.nextCursor).toEqual(expect.any(String));
@@ -215,6 +220,7 @@ describe('changes and plan differences', () => {
       ['/tasks?colour=red', 'query.colour'],
       ['/sessions?limit=1000', 'query.limit'],
       ['/sessions?cursor=bm90LWEtdG9rZW4', 'query.cursor'],
+      ['/sessions?host=H%27%20OR%201%3D1', 'query.host'],
     ])('GET %s is refused with 400 naming %s', async (url, field) => {
       const res = await request(app).get(url);
       expect(res.status).toBe(400);

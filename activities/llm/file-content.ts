@@ -139,6 +139,8 @@ export interface WholeFileStep {
   newFiles?: string[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
   notDone?: string;
+  /** What its plan expects: once every file of `changes` is written whole, the step is done. */
+  expect?: { changes?: string[] };
 }
 
 export interface WholeFileWrites {
@@ -251,8 +253,17 @@ export async function withWholeFileWrites(
     }
     if (r?.content !== undefined) {
       res.rewritten.push({ stepId: step.id, path });
+      // The whole file is the step's change to it: once every file its plan changes is written, the step is done
+      // (its check, if any, runs next), whatever the pick said; another pick would only write the file again.
+      const made = new Set([
+        ...written,
+        ...res.rewritten.filter((w) => w.stepId === step.id).map((w) => plainPath(w.path)),
+      ]);
+      const planned = (step.expect?.changes ?? []).map(plainPath);
+      const { stepDone, ...rest } = call;
       res.calls.push({
-        ...call,
+        ...rest,
+        ...(planned.length && planned.every((f) => made.has(f)) ? {} : stepDone === false ? { stepDone } : {}),
         server: writer.server,
         tool: writer.name,
         qualifiedName: WRITE_FILE,

@@ -3,6 +3,7 @@
  * structure, the project's listing and the file names the texts hold, never their words.
  *
  * - `requestedNewFiles`: a new file the request names that no step plans to create goes to a step.
+ * - `thinkingSteps`: a step that works over other steps' results and names no file needs no tool.
  */
 import { plannedFiles, type Plan, type PlanStep } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
@@ -46,5 +47,38 @@ export function requestedNewFiles(
     steps = steps.map((s) => (s === target ? withChanges(s, [...plannedFiles(s), file]) : s));
     repairs.push(`step "${target.id}": the request names the new file ${file}, which no step was to create`);
   }
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/**
+ * The plan with each step that works over other steps' results marked as one that needs no tool: it needs a tool
+ * by its plan, yet expects nothing (no files to change, no check), names no file, and every step it depends on
+ * names a file of the project or works over results itself. A small Planner splits a question about a data file
+ * into "read users.json", "filter the users", "count them", each with a tool; the picks for the last two found no
+ * call to make (a listing of the data file, failed) and the answer came from nothing. As a step without a tool it
+ * answers from what its dependencies returned. Only meaningful with a complete listing.
+ */
+export function thinkingSteps(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const readsFile = new Set(plan.steps.filter((s) => namedFiles(files, s.instruction).length).map((s) => s.id));
+  const candidate = (s: PlanStep) =>
+    s.needs_tool &&
+    s.depends_on.length > 0 &&
+    !plannedFiles(s).length &&
+    !s.expect?.check?.trim() &&
+    !filesNamedIn(s.instruction, files).length;
+  // Until nothing changes: a step over a thinking step may think too, in whatever order the plan lists them.
+  const thinking = new Set<string>();
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const s of plan.steps)
+      if (!thinking.has(s.id) && candidate(s) && s.depends_on.every((d) => readsFile.has(d) || thinking.has(d))) {
+        thinking.add(s.id);
+        grew = true;
+      }
+  }
+  const steps = plan.steps.map((s) => (thinking.has(s.id) ? { ...s, needs_tool: false } : s));
+  const repairs = plan.steps
+    .filter((s) => thinking.has(s.id))
+    .map((s) => `step "${s.id}" works over the results of ${s.depends_on.join(', ')} and names no file: no tool`);
   return { plan: { ...plan, steps }, repairs };
 }

@@ -12,7 +12,7 @@ import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
-import { requestedNewFiles } from './plan-files';
+import { requestedNewFiles, thinkingSteps } from './plan-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -206,20 +206,14 @@ export async function writePlan(
   const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names (./plan-files), and changes only the files the
   // request asks to change (./asked-changes).
-  const requested = small
-    ? requestedNewFiles(checked.plan, input.request, files)
-    : { plan: checked.plan, repairs: [] };
+  const requested = small ? requestedNewFiles(checked.plan, input.request, files) : { plan: checked.plan, repairs: [] };
   const asked = small
     ? await keepAskedChanges(model, input.request, requested.plan, files)
     : { plan: requested.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
-  const repairs = [
-    ...value.repairs,
-    ...checked.repairs,
-    ...requested.repairs,
-    ...asked.repairs,
-  ];
+  const thinking = small ? thinkingSteps(asked.plan, files) : { plan: asked.plan, repairs: [] };
+  const repairs = [...value.repairs, ...checked.repairs, ...requested.repairs, ...asked.repairs, ...thinking.repairs];
   return {
-    plan: asked.plan,
+    plan: thinking.plan,
     usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,
     ...(repairs.length ? { repairs } : {}),
   };

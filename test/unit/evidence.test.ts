@@ -42,6 +42,27 @@ describe('evidence of a step', () => {
     );
   });
 
+  it('a value the plan took for a file is not asked of the step when the step wrote it into a file it changed', () => {
+    const wrote = (diff: string): CallOutcome => ({
+      ...ok('workspace__write_file', ['config.ini']),
+      change: { path: 'config.ini', diff, added: 2, removed: 2 },
+    });
+    const ini = '--- a/config.ini\n+++ b/config.ini\n@@ -1,3 +1,3 @@\n [database]\n-host = old\n+host = db.internal\n';
+    const expect_ = { changes: ['config.ini', 'db.internal'] };
+    expect(missingEvidence([wrote(ini)], expect_)).toBeNull();
+    // Only a name written whole, on an added line: part of a longer name, or a removed line, is no sign.
+    expect(missingEvidence([wrote(ini.replace('db.internal', 'db.internal2'))], expect_)).toBe(
+      'db.internal was not changed'
+    );
+    expect(missingEvidence([wrote(ini.replace('+host = db.internal', '-db.internal'))], expect_)).toBe(
+      'db.internal was not changed'
+    );
+    // Nothing changed at all: every planned file is missing, whatever a call's text says.
+    expect(missingEvidence([ok('workspace__run_command', [])], { changes: ['db.internal'] })).toBe(
+      'db.internal was not changed'
+    );
+  });
+
   it('a step with a check is done only when the check exits 0', () => {
     const expect_ = { check: 'python3 -m unittest' };
     expect(missingEvidence([ok('x')], expect_, err('workspace__run_command', 'FAILED (failures=1)'))).toMatch(

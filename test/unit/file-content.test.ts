@@ -148,6 +148,34 @@ describe('whole-file writes in a pick', () => {
     expect(r).toMatchObject({ modelCalls: 1, usage: { inputTokens: 10, outputTokens: 5 } });
   });
 
+  it('once every file its plan changes is written whole, the step is done, whatever the pick said', async () => {
+    const m = model({
+      'settings.yaml': '```yaml\napp:\n  name: inventory\nlogging:\n  level: debug\n```',
+      'app.py': '```python\nLEVEL = "debug"\n```',
+    });
+    const open = { stepDone: false as const };
+    const yaml = { ...call('edit_file', { path: 'settings.yaml', old_string: 'info', new_string: 'x' }), ...open };
+    const step = { ...yamlStep, expect: { changes: ['settings.yaml'] } };
+    const [one] = (await withWholeFileWrites(m.client, [step], [yaml], TOOLS)).calls;
+    expect(one).toMatchObject({ qualifiedName: 'workspace__write_file', args: { path: 'settings.yaml' } });
+    expect(one).not.toHaveProperty('stepDone');
+
+    // Two planned files: the first write leaves the step open as the pick said, the second closes it.
+    const two = {
+      ...step,
+      files: [...yamlStep.files!, { path: 'app.py', text: 'LEVEL = "info"\n' }],
+      expect: { changes: ['settings.yaml', './app.py'] },
+    };
+    const app = { ...call('edit_file', { path: 'app.py', old_string: 'info', new_string: 'x' }), ...open };
+    const both = (await withWholeFileWrites(m.client, [two], [yaml, app], TOOLS)).calls;
+    expect(both.map((c) => [c.args.path, c.stepDone])).toEqual([
+      ['settings.yaml', false],
+      ['app.py', undefined],
+    ]);
+    // Without a plan of changes, the pick's word stands.
+    expect((await withWholeFileWrites(m.client, [yamlStep], [yaml], TOOLS)).calls[0].stepDone).toBe(false);
+  });
+
   it('calls that change no file are left as they are', async () => {
     const run = call('run_command', { command: 'cat settings.yaml' });
     const j = model({});

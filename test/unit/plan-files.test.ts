@@ -2,7 +2,7 @@
  * The small profile's help with the files a plan is to change (activities/llm/plan-files.ts): decided by the plan's
  * structure, the listing and the file names in the texts, in any language.
  */
-import { requestedNewFiles } from '../../activities/llm/plan-files';
+import { requestedNewFiles, thinkingSteps } from '../../activities/llm/plan-files';
 import type { Plan, PlanStep } from '../../common/plan';
 
 const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): PlanStep => ({
@@ -14,7 +14,11 @@ const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): Pl
   questions: [],
   ...more,
 });
-const planOf = (...steps: PlanStep[]): Plan => ({ goal: 'g', steps, review: { before_work: false, after_step_ids: [] } });
+const planOf = (...steps: PlanStep[]): Plan => ({
+  goal: 'g',
+  steps,
+  review: { before_work: false, after_step_ids: [] },
+});
 const changes = (p: Plan) => p.steps.map((s) => s.expect?.changes ?? []);
 
 describe('a new file the request names is planned by some step', () => {
@@ -50,5 +54,38 @@ describe('a new file the request names is planned by some step', () => {
     expect(requestedNewFiles(q, 'helpers.py 在哪里？', files).repairs).toEqual([]);
     // The control: put as a request, the same file is planned.
     expect(changes(requestedNewFiles(q, 'Create helpers.py.', files).plan)).toEqual([['helpers.py']]);
+  });
+});
+
+describe('a step that works over other steps’ results and names no file needs no tool', () => {
+  const files = ['users.json', 'src/app.py'];
+  const tools = (p: Plan) => p.steps.map((s) => s.needs_tool);
+
+  it('after a step that names a file, and after such a step in turn, in any order the plan lists them', () => {
+    const p = planOf(
+      step('s3', 'Zähle sie.', { depends_on: ['s2'] }),
+      step('s1', 'Read users.json.'),
+      step('s2', 'Filter the list to the active ones.', { depends_on: ['s1'] })
+    );
+    const out = thinkingSteps(p, files);
+    expect(tools(out.plan)).toEqual([false, true, false]);
+    expect(out.repairs).toEqual([
+      'step "s3" works over the results of s2 and names no file: no tool',
+      'step "s2" works over the results of s1 and names no file: no tool',
+    ]);
+  });
+
+  it('not one that names a file, expects changes or a check, depends on nothing, or follows a step that names none', () => {
+    const p = planOf(
+      step('s1', 'Read users.json.'),
+      step('s2', 'Edit src/app.py to match.', { depends_on: ['s1'] }),
+      step('s3', 'Save the count.', { depends_on: ['s1'], expect: { changes: ['count.txt'] } }),
+      step('s4', 'Run the tests.', { depends_on: ['s1'], expect: { check: 'pytest' } }),
+      step('s5', 'Search the code for TODOs.'),
+      step('s6', 'Search again, wider.', { depends_on: ['s5'] })
+    );
+    const out = thinkingSteps(p, files);
+    expect(tools(out.plan)).toEqual([true, true, true, true, true, true]);
+    expect(out.repairs).toEqual([]);
   });
 });

@@ -39,10 +39,36 @@ export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpe
  */
 export const unrunnable = (check: CallOutcome) => /^exit code: 12[67]\b/.test(check.text);
 
-/** The files of the step's `expect.changes` that none of its calls changed. */
+/**
+ * The files of the step's `expect.changes` that none of its calls changed. A name the step wrote into a file it
+ * changed is a value the plan took for a file (`changes: ["config.ini", "db.internal"]` for "point config.ini at
+ * host db.internal"): it is not asked of the step as a file.
+ */
 export function unchangedFiles(calls: readonly CallOutcome[], expect?: StepExpect): string[] {
   const changed = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
-  return plannedFiles({ expect }).filter((p) => !changed.has(p));
+  const written = calls.flatMap((c) => (c.change ? addedLines(c.change.diff) : [])).join('\n');
+  return plannedFiles({ expect }).filter((p) => !changed.has(p) && !(changed.size && namesInText(written, p)));
+}
+
+/** The lines a unified diff adds (its `+` lines, not the `+++` header). */
+function addedLines(diff: string): string[] {
+  return diff
+    .split('\n')
+    .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+    .map((l) => l.slice(1));
+}
+
+/** Whether `text` holds `name` whole: not inside a longer name or path. */
+function namesInText(text: string, name: string): boolean {
+  const edge = /[\w./-]/;
+  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1)) {
+    const before = text[at - 1];
+    // A full stop after it ends a sentence, not the name.
+    const end = text[at + name.length] === '.' && !/\w/.test(text[at + name.length + 1] ?? '') ? 1 : 0;
+    const after = text[at + name.length + end];
+    if ((before === undefined || !edge.test(before)) && (after === undefined || !edge.test(after))) return true;
+  }
+  return false;
 }
 
 /**

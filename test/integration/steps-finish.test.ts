@@ -262,6 +262,52 @@ describe('steps that finish their instruction', () => {
     fake.assertDone();
   });
 
+  it('a check that still fails after the repair rounds leads to a new plan, shown its output, which fixes the code', async () => {
+    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
+    // The first plan looks instead of fixing (as a small model's did), then runs the test as a step of its own.
+    fake.on(
+      'write_plan',
+      {
+        call: plan([
+          step('s1', 'Look at add in calc.py', { expect: { check: 'python3 calc.py' } }),
+          step('s2', 'Run test_calc.py', { depends_on: ['s1'], expect: { check: 'python3 test_calc.py' } }),
+        ]),
+      },
+      { call: plan([step('s3', 'Fix add in calc.py', { expect: { changes: ['calc.py'] } })]) }
+    );
+    const run = {
+      calls: [{ name: 'workspace__run_command', args: { step_id: 's2', command: 'python3 test_calc.py' } }],
+    };
+    const look = { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'python3 calc.py' } }] };
+    fake.on(
+      'pick_tools',
+      look,
+      // s2 runs the test, and its two repair rounds only run it again: the step cannot make it pass.
+      run,
+      run,
+      run,
+      {
+        calls: [
+          {
+            name: 'workspace__edit_file',
+            args: { step_id: 's3', path: 'calc.py', old_string: 'a - b', new_string: 'a + b' },
+          },
+        ],
+      }
+    );
+    fake.on('compose_answer', { content: 'add adds now.' });
+
+    const t = await TaskDriver.start(env, 'test_calc.py fails. Fix calc.py and run test_calc.py to prove it.', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe(CALC.replace('a - b', 'a + b'));
+    const [replanned] = await t.eventsOf('replanned');
+    expect(replanned.reason).toMatch(/not achieved: .*AssertionError/s);
+    // The new plan was asked with the failing check's output in view.
+    expect(fake.requestsFor('write_plan')[1].text).toMatch(/AssertionError/);
+    fake.assertDone();
+  });
+
   it('a step left open forever stops at its call budget, and says so', async () => {
     const p = makeProject({ '1.txt': '1', '2.txt': '2', '3.txt': '3', '4.txt': '4' });
     fake.on('write_plan', { call: plan([step('s1', 'Read the numbered files')]) });

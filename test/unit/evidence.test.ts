@@ -96,6 +96,23 @@ describe('evidence of a step', () => {
     });
     expect(d).toEqual({ outcome: 'move_on', ok: false, reason: 'not achieved: calc.py was not changed' });
   });
+
+  it('triage: a check still failing after the repair rounds leads to a new plan, while replans are left', () => {
+    const failing = {
+      noTool: null,
+      calls: [err('workspace__run_command', 'AssertionError: 1900 was not a leap year')],
+      attempts: 1,
+      maxAttempts: 3,
+      replansLeft: 1,
+      missing: 'every call failed; the last, workspace__run_command: AssertionError',
+      checkFailed: true,
+    };
+    expect(triage(failing)).toEqual({
+      outcome: 'replan',
+      reason: 'not achieved: every call failed; the last, workspace__run_command: AssertionError',
+    });
+    expect(triage({ ...failing, replansLeft: 0 })).toMatchObject({ outcome: 'move_on', ok: false });
+  });
 });
 
 describe('a failed call is never sent again unchanged', () => {

@@ -86,11 +86,16 @@ export class StepRunner {
     files: FileOrder,
     picked: string[]
   ): Promise<void> {
-    const { made, lastRound, laterNoTool, missing, repairs } = await this.rounds.run(s, running, files, picked);
+    const { made, lastRound, laterNoTool, missing, checkFailed, repairs } = await this.rounds.run(
+      s,
+      running,
+      files,
+      picked
+    );
     const result = stepToolResult(s.id, made, noSuitable);
     // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
-    const d = await this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing);
+    const d = await this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed);
     this.settle(
       s,
       d,
@@ -107,9 +112,14 @@ export class StepRunner {
     noTool: string | null,
     calls: CallOutcome[],
     madeCalls?: string,
-    missing?: string | null
+    missing?: string | null,
+    checkFailed = false
   ): Promise<TriageDecision> {
-    const tin = { ...this.task.progress.triageInput(s, noTool, calls, madeCalls), missing: missing ?? null };
+    const tin = {
+      ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
+      missing: missing ?? null,
+      ...(checkFailed ? { checkFailed } : {}),
+    };
     const d = triage(tin);
     return d.outcome === 'evaluate' ? await this.evaluate(s, calls, tin) : d;
   }

@@ -14,7 +14,7 @@ import type { PickedCall } from '../../common/tools';
 import { modelNodes } from '../shared/activities';
 import type { CallRunner, RunningCall } from './call-runner';
 import { callKey, freshCalls, type FileOrder, type MadeCall } from './dispatch';
-import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck, unchangedFiles } from './evidence';
+import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck, unchangedFiles, unrunnable } from './evidence';
 import { RESULT_CHARS } from './plan-progress';
 import type { TaskRun } from './task-run';
 import { cut } from './text';
@@ -30,6 +30,8 @@ export interface RoundsEnd {
   laterNoTool: string | null;
   /** What the evidence showed missing when last judged (null: nothing, or not judged). */
   missing: string | null;
+  /** Whether the step's check ran, when last judged, and failed. */
+  checkFailed: boolean;
   /** What was repaired or cut short on the way, for the step's `repairs`. */
   repairs: string[];
 }
@@ -53,13 +55,16 @@ export class ToolRounds {
     /** What the evidence showed missing when last judged, and whether it was judged after the last call. */
     let missing: string | null = null;
     let judged = false;
+    let checkFailed = false;
     let repairRounds = 0;
     const judge = async (round: number) => {
+      const check = await this.check(s, made, round);
       missing = missingEvidence(
         made.map((m) => m.outcome),
         s.expect,
-        await this.check(s, made, round)
+        check
       );
+      checkFailed = !!check && check.status !== 'ok' && !unrunnable(check);
       judged = true;
     };
     let round = 1;
@@ -126,7 +131,7 @@ export class ToolRounds {
     }
     // A step that ended another way (its budget, a pick that only repeated) is judged on what it did too.
     if (!judged && !lastRound.some(stops) && !laterNoTool) await judge(round);
-    return { made, lastRound, laterNoTool, missing, repairs };
+    return { made, lastRound, laterNoTool, missing, checkFailed: missing !== null && checkFailed, repairs };
   }
 
   /**

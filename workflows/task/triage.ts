@@ -33,6 +33,11 @@ export interface TriageInput {
    * achieved, decided here without a model call.
    */
   missing?: string | null;
+  /**
+   * The step's check ran and failed after its repair rounds: what the plan did so far does not pass, and a new plan,
+   * shown the check's output, does the rest another way.
+   */
+  checkFailed?: boolean;
 }
 
 export type TriageDecision =
@@ -78,7 +83,9 @@ function firstTriage(input: TriageInput): TriageDecision {
   const denied = by('denied');
   // What the step's calls show it did not do (every call failed, a file not changed, a failed check): not achieved.
   if (input.missing && !denied.length)
-    return { outcome: 'move_on', ok: false, reason: `not achieved: ${input.missing}` };
+    return input.checkFailed
+      ? replanOr(input, `not achieved: ${input.missing}`)
+      : { outcome: 'move_on', ok: false, reason: `not achieved: ${input.missing}` };
 
   const errors = by('error');
   if (errors.length) return { outcome: 'evaluate', reason: `${errors[0].tool} returned an error: ${errors[0].text}` };

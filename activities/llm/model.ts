@@ -29,6 +29,7 @@ import { observeModelCalls } from './model-observe';
 import { contentOf, CUT_SHORT, cutShort, usageOf } from './model-reply';
 import { silentLogger, type Logger } from '../../runtime/log';
 import { StructuredOutputChoice } from './structured-output-choice';
+import { activityContext } from '../activity-context';
 import {
   argumentsInstruction,
   callsInstruction,
@@ -44,6 +45,16 @@ import {
   type OpenAIFunction,
   type StructuredOutputMethod,
 } from './structured-output';
+
+/**
+ * The request's abort signal: the activity's cancellation (a cancelled task, a workflow that ended), so the model
+ * server stops working on an answer nobody will read. A local server answers one request at a time: an abandoned
+ * one held up the next task's requests until the client's own timeout.
+ */
+function aborting(): { signal?: AbortSignal } {
+  const ctx = activityContext();
+  return ctx ? { signal: ctx.cancellationSignal } : {};
+}
 
 export type { OpenAIFunction, StructuredOutputMethod } from './structured-output';
 
@@ -195,7 +206,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         if (choice.method === 'tool_calling') {
           const reply = await invokeWithTools(
             node,
-            () => bound.invoke(toMessages(prompt, turns)) as Promise<AIMessage>
+            () => bound.invoke(toMessages(prompt, turns), aborting()) as Promise<AIMessage>
           );
           if (reply) {
             usage = usageOf(reply);
@@ -218,7 +229,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           }
         }
         const reply = await invoke(node, () =>
-          m.invoke(toMessages(prompt, turns, argumentsInstruction(node)), { response_format: format })
+          m.invoke(toMessages(prompt, turns, argumentsInstruction(node)), { ...aborting(), response_format: format })
         );
         usage = addUsage(usage, usageOf(reply));
         const raw = contentOf(reply);
@@ -271,7 +282,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
 
     async text(prompt) {
       const m = requireModel();
-      const reply = await invoke(prompt.node, () => m.invoke(toMessages(prompt, turnsOf(prompt))));
+      const reply = await invoke(prompt.node, () => m.invoke(toMessages(prompt, turnsOf(prompt)), aborting()));
       return { text: contentOf(reply), usage: usageOf(reply) };
     },
 
@@ -282,7 +293,10 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       let usage = ZERO_USAGE;
       if (choice.method === 'tool_calling') {
         const bound = m.bindTools(functions, { tool_choice: 'required' });
-        const reply = await invokeWithTools(node, () => bound.invoke(toMessages(prompt, turns)) as Promise<AIMessage>);
+        const reply = await invokeWithTools(
+          node,
+          () => bound.invoke(toMessages(prompt, turns), aborting()) as Promise<AIMessage>
+        );
         if (reply) {
           usage = usageOf(reply);
           const calls = (reply.tool_calls ?? []).map((c) => ({
@@ -300,7 +314,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       }
       const format = responseFormat(node, callsSchema(functions, opts.maxCalls));
       const reply = await invoke(node, () =>
-        m.invoke(toMessages(prompt, turns, callsInstruction(functions)), { response_format: format })
+        m.invoke(toMessages(prompt, turns, callsInstruction(functions)), { ...aborting(), response_format: format })
       );
       const parsed = parseCalls(unfence(contentOf(reply)));
       if (cutShort(reply)) for (const bad of parsed.invalid) bad.error = CUT_SHORT;

@@ -551,6 +551,23 @@ describe('taskWorkflow: the task path', () => {
     expect(existsSync(path.join(p.dir, 'woke-up'))).toBe(false);
   });
 
+  it('cancel while the model writes the plan aborts its request: the model server stops working for nobody', async () => {
+    const p = makeProject();
+    // A local server answers one request at a time: a request left running holds up the next task's for minutes.
+    fake.on('write_plan', { call: plan([step('s1', 'Never')]), delayMs: 60_000 });
+    const t = await TaskDriver.start(env, 'Plan slowly', p.dir);
+    for (let i = 0; i < 200 && !fake.requestsFor('write_plan').length; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    const asked = Date.now();
+    await t.handle.signal(cancelSignal, {});
+    expect((await t.result()).status).toBe('cancelled');
+    const [request] = fake.requestsFor('write_plan');
+    for (let i = 0; i < 300 && !request.aborted; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(request.aborted).toBe(true);
+    // By the cancellation (at the activity's next heartbeat), not by the client's own timeout (10 s here).
+    expect(Date.now() - asked).toBeLessThan(8000);
+  });
+
   it('survives a worker restart while waiting for review; the approval then completes the task', async () => {
     const p = makeProject({ 'r.txt': 'restart-proof' });
     fake.on('write_plan', { call: plan([step('s1', 'Read r.txt')], { before_work: true }) });

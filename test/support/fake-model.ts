@@ -70,6 +70,8 @@ export interface RecordedRequest {
   system: string;
   /** The usage this fake answered with (a successful completion only). */
   usage?: { inputTokens: number; outputTokens: number; promptEvaluated: number; promptCached: number };
+  /** The client went away before the answer was sent (it aborted the request). */
+  aborted?: boolean;
 }
 
 interface Script {
@@ -232,6 +234,10 @@ export class FakeModel {
       text: messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n'),
     };
     this.requests.push(recorded);
+    const entry = recorded;
+    res.on('close', () => {
+      if (!res.writableFinished) entry.aborted = true;
+    });
 
     const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
     if (this.dialect === 'response_format_only' && hasTools) {
@@ -273,7 +279,16 @@ export class FakeModel {
       });
     }
     while (typeof reply === 'function') reply = reply(recorded);
-    if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    // A delayed answer is not sent to a client that went away meanwhile (a server stops on an aborted request).
+    if (reply.delayMs)
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, reply.delayMs);
+        res.on('close', () => {
+          clearTimeout(timer);
+          r();
+        });
+      });
+    if (entry.aborted) return;
 
     if ('status' in reply) {
       return send(reply.status, {

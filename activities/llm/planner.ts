@@ -6,7 +6,7 @@
  */
 import type { ToolAccess } from '../../common/config';
 import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
-import { keepPlannedChanges, planSchema, type Plan } from '../../common/plan';
+import { keepPlannedChanges, planSchema, type Plan, type PlanStep } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
@@ -141,7 +141,7 @@ export function writePlanPrompt(
     section('Recent conversation', turns),
     filesSection(input.listing?.text),
     toolList ? section('Tools', toolList) : '',
-    input.previousPlan ? section('Previous plan', JSON.stringify(input.previousPlan, null, 2)) : '',
+    input.previousPlan ? section('Previous plan', previousPlanText(input.previousPlan, input.feedbackFrom)) : '',
     input.finished?.length
       ? section('Steps already finished (leave them out; you may depend on their ids)', resultsText(input.finished))
       : '',
@@ -155,6 +155,25 @@ export function writePlanPrompt(
   );
   const system = withUntrustedRule(withExample ? WRITE_PLAN_SYSTEM : WRITE_PLAN_RULES);
   return { node: 'write_plan' as const, system, messages: [user] };
+}
+
+/**
+ * The plan a revision or a replan replaces. The user revises the plan as they saw it (its JSON); a replan is shown
+ * Klea's own plan as a list of its steps: shown the JSON, a small model answered with it again, word for word.
+ */
+function previousPlanText(plan: Plan, from: WritePlanInput['feedbackFrom']): string {
+  if (from !== 'replan') return JSON.stringify(plan, null, 2);
+  const expects = (s: PlanStep) =>
+    [
+      s.expect?.changes?.length ? `changes ${s.expect.changes.join(', ')}` : '',
+      s.expect?.check ? `check \`${s.expect.check}\`` : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
+  return [
+    `Goal: ${plan.goal}`,
+    ...plan.steps.map((s) => `- ${s.id}: ${s.instruction}${expects(s) ? ` (${expects(s)})` : ''}`),
+  ].join('\n');
 }
 
 /** Everything of the task the Planner was shown, for `copiedFromExample`. */
@@ -198,7 +217,8 @@ export async function writePlan(
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     {
       check: (v) => copiedFromExample(v.plan, shown),
-      afresh: writePlanPrompt(input, tools, projectContext, false),
+      // A plan that copied the example is asked again without it.
+      afresh: () => writePlanPrompt(input, tools, projectContext, false),
     }
   );
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);

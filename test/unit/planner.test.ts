@@ -1,0 +1,45 @@
+/**
+ * The Planner's replans (activities/llm/planner.ts): shown its previous plan as a list of steps.
+ */
+import { writePlanPrompt, type WritePlanInput } from '../../activities/llm/planner';
+import type { Plan, PlanStep } from '../../common/plan';
+
+const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): PlanStep => ({
+  id,
+  title: id,
+  instruction,
+  depends_on: [],
+  needs_tool: true,
+  questions: [],
+  ...more,
+});
+const planOf = (...steps: PlanStep[]): Plan => ({
+  goal: 'Fix dates.py',
+  steps,
+  review: { before_work: false, after_step_ids: [] },
+});
+
+const look = step('s1', 'In dates.py, check if 1900 is a leap year.', { expect: { check: 'python3 dates.py' } });
+const run = step('s2', 'Run check_dates.py.', { depends_on: ['s1'], expect: { check: 'python3 check_dates.py' } });
+const replan: WritePlanInput = {
+  projectDir: '/p',
+  toolAccess: 'full',
+  request: 'Fix dates.py and run check_dates.py to prove it.',
+  previousPlan: planOf(look, run),
+  feedback: 'step s2 (Run check_dates.py.): not achieved: AssertionError',
+  feedbackFrom: 'replan',
+  finished: [{ id: 's1', title: 's1', status: 'done', result: 'exit code: 0' }],
+};
+
+describe('a replan', () => {
+  it('shows the previous plan as a list of its steps; a revision shows the JSON the user saw', () => {
+    const text = (input: WritePlanInput) => String(writePlanPrompt(input, [], '').messages[0]);
+    const replanText = text(replan);
+    expect(replanText).toContain(
+      '## Previous plan\nGoal: Fix dates.py\n- s1: In dates.py, check if 1900 is a leap year. (check `python3 dates.py`)\n' +
+        '- s2: Run check_dates.py. (check `python3 check_dates.py`)'
+    );
+    expect(replanText).not.toContain('"steps"');
+    expect(text({ ...replan, feedbackFrom: 'user' })).toContain('"steps": [');
+  });
+});

@@ -3,22 +3,10 @@
  * structure, the listing and the file names in the texts, in any language.
  */
 import { requestedNewFiles, thinkingSteps } from '../../activities/llm/plan-files';
-import type { Plan, PlanStep } from '../../common/plan';
+import type { Plan } from '../../common/plan';
+import { planOf, planStep } from '../support/plan-steps';
 
-const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): PlanStep => ({
-  id,
-  title: id,
-  instruction,
-  depends_on: [],
-  needs_tool: true,
-  questions: [],
-  ...more,
-});
-const planOf = (...steps: PlanStep[]): Plan => ({
-  goal: 'g',
-  steps,
-  review: { before_work: false, after_step_ids: [] },
-});
+const step = planStep;
 const changes = (p: Plan) => p.steps.map((s) => s.expect?.changes ?? []);
 
 describe('a new file the request names is planned by some step', () => {

@@ -3,21 +3,10 @@
  */
 import { writePlanPrompt, type WritePlanInput } from '../../activities/llm/planner';
 import type { Plan, PlanStep } from '../../common/plan';
+import { planOf as plainPlan, planStep } from '../support/plan-steps';
 
-const step = (id: string, instruction: string, more: Partial<PlanStep> = {}): PlanStep => ({
-  id,
-  title: id,
-  instruction,
-  depends_on: [],
-  needs_tool: true,
-  questions: [],
-  ...more,
-});
-const planOf = (...steps: PlanStep[]): Plan => ({
-  goal: 'Fix dates.py',
-  steps,
-  review: { before_work: false, after_step_ids: [] },
-});
+const step = planStep;
+const planOf = (...steps: PlanStep[]): Plan => ({ ...plainPlan(...steps), goal: 'Fix dates.py' });
 
 const look = step('s1', 'In dates.py, check if 1900 is a leap year.', { expect: { check: 'python3 dates.py' } });
 const run = step('s2', 'Run check_dates.py.', { depends_on: ['s1'], expect: { check: 'python3 check_dates.py' } });

@@ -260,10 +260,11 @@ export async function withWholeFileWrites(
         ...res.rewritten.filter((w) => w.stepId === step.id).map((w) => plainPath(w.path)),
       ]);
       const planned = (step.expect?.changes ?? []).map(plainPath);
+      const done = planned.length > 0 && planned.every((f) => made.has(f));
       const { stepDone, ...rest } = call;
       res.calls.push({
         ...rest,
-        ...(planned.length && planned.every((f) => made.has(f)) ? {} : stepDone === false ? { stepDone } : {}),
+        ...(stepDone === false && !done ? { stepDone } : {}),
         server: writer.server,
         tool: writer.name,
         qualifiedName: WRITE_FILE,

@@ -275,6 +275,11 @@ export const SessionListItemSchema = z.object({
       'when the session last took a message or command, or a task of it started or ended: the order of the list ' +
         '(null for a session from before it was kept, listed last)'
     ),
+  projectDir: z.string().nullable().describe('the project directory its tools work in (null: started before it was kept)'),
+  host: z
+    .string()
+    .nullable()
+    .describe('on a cluster: the worker host that holds its project (null: one machine, or started before it was kept)'),
 });
 export const HostProjectSchema = z.object({
   projectDir: z.string(),

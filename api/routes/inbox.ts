@@ -9,6 +9,7 @@ import { z } from 'zod';
 import {
   ListSessionsQuerySchema,
   ListTasksQuerySchema,
+  type SessionListItemSchema,
   SessionListSchema,
   TaskListSchema,
   type TaskListItemSchema,
@@ -85,9 +86,9 @@ function runTimes(run: ListedRun, runUrl: (workflowId: string) => string) {
 }
 
 /** A list from visibility at `/<items>` (`listTasks`, `listSessions`): a page of runs from the client's cursor. */
-function listRoute<Q extends { limit: number; cursor?: string }>(
-  route: { items: 'tasks' | 'sessions'; summary: string; query: z.ZodType<Q>; page: z.ZodType },
-  handler: (query: Q) => Promise<unknown>
+function listRoute<Q extends { limit: number; cursor?: string }, P extends z.ZodType>(
+  route: { items: 'tasks' | 'sessions'; summary: string; query: z.ZodType<Q>; page: P },
+  handler: (query: Q) => Promise<z.infer<P>>
 ): RouteSpec {
   const { items, summary, query, page } = route;
   return defineRoute({
@@ -190,7 +191,7 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
         const page = await sessions.page(query.limit, decodeSessionCursor(query.cursor), where);
         const runs = await calls.runs.withSummaries(page.runs);
         return {
-          sessions: runs.map((run) => {
+          sessions: runs.map((run): z.infer<typeof SessionListItemSchema> => {
             const activity = activityOf(run);
             return {
               id: (run.attributes.get(KleaSessionId) as string | undefined) ?? run.workflowId.replace(/^session-/, ''),

@@ -8,7 +8,7 @@ import type { SummarizeInput } from '../common/session';
 import type { Logger } from '../runtime/log';
 import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
-import { REQUEST_FILES_CHARS, namedFiles } from './llm/named-files';
+import { ANSWER_FILES_CHARS, namedFiles } from './llm/named-files';
 import * as nodes from './llm/nodes';
 import { routeRequest, type RouteRequestInput, type RouteRequestResult } from './llm/route-request';
 import type { McpPool } from './mcp/pool';
@@ -80,7 +80,7 @@ export function createActivities(deps: ActivityDeps) {
         context.listing(input.projectDir),
       ]);
       const named = namedFiles(listing?.files ?? [], input.request);
-      const files = await context.fileTexts(input.projectDir, named, REQUEST_FILES_CHARS);
+      const files = await context.fileTexts(input.projectDir, named, ANSWER_FILES_CHARS);
       return nodes.composeAnswer(model, { ...input, ...(files.length ? { files } : {}) }, ctx.text);
     },
 

@@ -13,7 +13,6 @@ import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
 import { activityContext } from './activity-context';
 import type { ModelClient } from './llm/model';
-import { namedFiles, REQUEST_FILES_CHARS } from './llm/named-files';
 import { pickTools, type PickToolsInput, type PickToolsResult } from './llm/pick-tools';
 import { writePlan, type WritePlanInput } from './llm/planner';
 import type { createToolActivities } from './mcp/tools';
@@ -122,9 +121,7 @@ export function createPlanActivities(deps: PlanActivityDeps) {
         deps.projectContext.read(input.projectDir),
         context.listing(input.projectDir),
       ]);
-      const named = namedFiles(listing?.files ?? [], input.request);
-      const files = named.length ? await context.fileTexts(input.projectDir, named, REQUEST_FILES_CHARS) : [];
-      const listed = { ...input, listing, ...(files.length ? { files } : {}) };
+      const listed = { ...input, listing };
       const written = await writePlan(model, listed, toolList, ctx.text);
       if (!input.firstPick) return written;
       const picked = await firstPick(listed, input.firstPick, written, toolList, began);

@@ -7,8 +7,8 @@
 /** How much of one named file the pick sees, and of all of them. */
 export const NAMED_FILE_CHARS = 2000;
 export const NAMED_FILES_CHARS = 4000;
-/** How much of the files a request names the Planner and the answer composer see. */
-export const REQUEST_FILES_CHARS = 1500;
+/** How much of the files a request names the answer composer sees. */
+export const ANSWER_FILES_CHARS = 1500;
 /** Most files one step gets shown. */
 export const NAMED_FILES_MAX = 3;
 

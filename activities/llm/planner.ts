@@ -13,8 +13,7 @@ import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
 import { requestedNewFiles, thinkingSteps } from './plan-files';
-import type { NamedFile } from './named-files';
-import { filesSection, join, requestFilesSection, resultsText, section } from './prompt-text';
+import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
 export interface WritePlanInput {
@@ -32,11 +31,6 @@ export interface WritePlanInput {
   finished?: StepResultView[];
   /** The project's listing (filled in by the activity). */
   listing?: ProjectListing;
-  /**
-   * The files the request names, as they are now (filled in by the activity, read as any prompt's files are: a file
-   * behind the permission gate is not among them): a plan written blind to a file's columns or code guesses them.
-   */
-  files?: NamedFile[];
 }
 
 /** The example the instructions show: a request from another project, and its plan as a model writes it. */
@@ -66,14 +60,14 @@ const EXAMPLE_PLAN = {
 const WRITE_PLAN_RULES = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
 function write_plan with it. You never answer the request yourself.
 - goal: what the user wants, in one sentence.
-- steps: the work as a dependency graph, in as few steps as it takes. A step is one job on the project (find,
-  read, change, create, delete, run); it may make several tool calls. All the request asks of one file is one
-  step. A step that needs another step's result lists it in depends_on.
+- steps: the work as a dependency graph. A step is one job (find, read, change, create, delete, run); it may
+  make several tool calls. Separate jobs get separate steps. A step that needs another step's result lists it in
+  depends_on; steps that do not need each other do not depend on each other.
 - instruction: exactly what the step does, with the file names, names, values and commands the request gives.
 - expect, for a step that changes files or runs something: "changes" lists the files it creates, changes or
-  deletes; "check" is a short shell command that exits 0 only if the step worked (the test or script the request
-  asks to run). Leave expect out for a step that only reads or searches.
-- questions, only when a step needs a fact only the user knows (their own name, a secret, a choice of theirs).
+  deletes; "check" is a shell command that exits 0 only if the step worked (the test or script the request asks
+  to run). Leave expect out for a step that only reads or searches.
+- questions, only when the step needs a fact only the user knows (their own name, a secret, a choice of theirs).
 - needs_tool: false, only for a step that just thinks over the results of the steps it depends on.
 - review, only when the request asks to review the plan or results.
 - A new plan after a failed step still does what the request asks: plan only what is left, another way.`;
@@ -134,7 +128,6 @@ export function writePlanPrompt(
     section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
     section('Recent conversation', turns),
     filesSection(input.listing?.text),
-    requestFilesSection(input.files),
     toolList ? section('Tools', toolList) : '',
     input.previousPlan ? section('Previous plan', previousPlanText(input.previousPlan, input.feedbackFrom)) : '',
     input.finished?.length
@@ -178,7 +171,6 @@ function taskText(input: WritePlanInput, projectContext: string): string {
     input.summary ?? '',
     ...(input.recentTurns ?? []).map((t) => t.text),
     input.listing?.text ?? '',
-    ...(input.files ?? []).map((f) => f.text),
     projectContext,
     input.previousPlan ? JSON.stringify(input.previousPlan) : '',
     ...(input.finished ?? []).map((f) => `${f.title} ${f.instruction ?? ''} ${f.result ?? ''}`),

@@ -137,30 +137,6 @@ describe('work in any language, and a question about .env', () => {
     expect(fake.requestsFor('route_request')).toEqual([]);
   });
 
-  it("the Planner sees the files the request names, but not one behind the permission gate (the .env test's control)", async () => {
-    const p = makeProject({
-      'sales.csv': 'date,product,quantity,unit_price\n2026-05-01,notebook,40,2.50\n',
-      '.env': 'DATABASE_URL=postgres://db.internal/app\n',
-    });
-    const s = await SessionDriver.start(env, p.dir);
-    fake.on('write_plan', { call: plan([step('s1', 'Sum quantity times unit_price per product in sales.csv')]) });
-    fake.on('pick_tools', {
-      calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'cat sales.csv' } }],
-    });
-    fake.on('compose_answer', { content: 'notebook: 100.00' });
-
-    const r = await s.submit('Which product in sales.csv earned the most? Use the settings of .env if you need them.');
-
-    const t = await TaskDriver.attach(env, r.taskId!);
-    expect(await t.result()).toMatchObject({ status: 'done' });
-    const [planned] = fake.requestsFor('write_plan');
-    expect(planned.text).toContain('## Files the request names, as they are now\n#### sales.csv (2 lines)');
-    expect(planned.text).toContain('date,product,quantity,unit_price');
-    // .env is a file of the project the request names, listed like any other: only the gate keeps it out.
-    expect(planned.text).toMatch(/<untrusted source="the project listing">[^<]*\.env\n/);
-    expect(planned.text).not.toContain('db.internal');
-  });
-
   it('the control: a greeting in German still goes to the router', async () => {
     const p = makeProject();
     const s = await SessionDriver.start(env, p.dir);

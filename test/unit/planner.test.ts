@@ -1,6 +1,5 @@
 /**
- * The Planner's prompt (activities/llm/planner.ts): the files its request names, as they are now; a replan shown its
- * previous plan as a list of steps.
+ * The Planner's replans (activities/llm/planner.ts): shown its previous plan as a list of steps.
  */
 import { writePlanPrompt, type WritePlanInput } from '../../activities/llm/planner';
 import type { Plan, PlanStep } from '../../common/plan';
@@ -31,28 +30,5 @@ describe('a replan', () => {
     );
     expect(replanText).not.toContain('"steps"');
     expect(text({ ...replan, feedbackFrom: 'user' })).toContain('"steps": [');
-  });
-});
-
-describe('the files the request names', () => {
-  const first: WritePlanInput = {
-    projectDir: '/p',
-    toolAccess: 'full',
-    request: 'Which product in sales.csv brought in the most?',
-    listing: { text: 'sales.csv', files: ['sales.csv'], complete: true },
-    files: [{ path: 'sales.csv', text: 'date,product,quantity,unit_price\n2026-05-01,notebook,40,2.50\n' }],
-  };
-
-  it('are shown to the Planner after the listing, fenced as untrusted, with their line counts', () => {
-    const text = String(writePlanPrompt(first, [], '').messages[0]);
-    expect(text).toContain(
-      '## Files the request names, as they are now\n#### sales.csv (2 lines)\n' +
-        '<untrusted source="sales.csv">\ndate,product,quantity,unit_price'
-    );
-    expect(text.indexOf('## Files in the project')).toBeLessThan(text.indexOf('## Files the request names'));
-    // Control: none read (a file behind the permission gate is never among them), no section.
-    expect(String(writePlanPrompt({ ...first, files: undefined }, [], '').messages[0])).not.toContain(
-      'as they are now'
-    );
   });
 });

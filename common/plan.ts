@@ -103,40 +103,6 @@ export const PlanShape = z.strictObject({
 
 export type Plan = z.infer<typeof PlanShape>;
 
-const TITLE_CHARS = 60;
-
-/** A step's title when its plan gives none: its instruction's first line, cut at a word within TITLE_CHARS. */
-export function titleOf(instruction: string): string {
-  const line = instruction.trim().split('\n')[0].trim();
-  if (line.length <= TITLE_CHARS) return line;
-  const cut = line.slice(0, TITLE_CHARS);
-  const space = cut.lastIndexOf(' ');
-  return `${space > TITLE_CHARS / 2 ? cut.slice(0, space) : cut}…`;
-}
-
-/**
- * A step as a model writes it: only its id and instruction must be written; what it leaves out has the usual value
- * (a title from the instruction, no dependencies, a tool needed, no questions). Every field the model writes costs a
- * small model's output tokens, and a plan cut at the server's output limit is asked again whole.
- */
-const WrittenStepSchema = PlanStepSchema.extend({
-  title: PlanStepSchema.shape.title.optional().describe("a few words (left out: the instruction's start)"),
-  depends_on: PlanStepSchema.shape.depends_on.default([]).describe('ids of steps whose results this step needs'),
-  needs_tool: z
-    .boolean()
-    .default(true)
-    .describe('false only for a step that just thinks over the results of the steps it depends on'),
-  questions: PlanStepSchema.shape.questions
-    .default([])
-    .describe('questions for the user when a fact this step needs is missing'),
-}).transform(({ id, title, ...step }): PlanStep => ({ id, title: title ?? titleOf(step.instruction), ...step }));
-
-/** A plan as a model writes it (`WrittenStepSchema`); no review unless it says so. */
-const WrittenPlanShape = PlanShape.extend({
-  steps: z.array(WrittenStepSchema).min(1).max(MAX_PLAN_STEPS),
-  review: PlanReviewSchema.default({ before_work: false, after_step_ids: [] }),
-});
-
 /** Problems with a plan's structure; `knownIds` are ids of earlier steps that a revised plan may depend on. */
 export function planProblems(plan: Plan, knownIds: readonly string[] = []): string[] {
   const problems: string[] = [];
@@ -268,7 +234,7 @@ export function repairPlan(plan: Plan, knownIds: readonly string[] = []): Repair
  * repair leaves no step is refused unless it is a replan (finished steps exist).
  */
 const repairedPlan = (knownIds: readonly string[]) =>
-  WrittenPlanShape.transform((plan) => repairPlan(plan, knownIds)).superRefine((r, ctx) => {
+  PlanShape.transform((plan) => repairPlan(plan, knownIds)).superRefine((r, ctx) => {
     if (!r.plan.steps.length && !knownIds.length) ctx.addIssue({ code: 'custom', message: 'the plan has no step' });
     for (const message of planProblems(r.plan, knownIds)) ctx.addIssue({ code: 'custom', message });
   });

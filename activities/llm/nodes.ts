@@ -9,8 +9,8 @@ import { EvaluateStepOutputSchema, type PlanStep } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView } from '../../common/task';
 import type { ModelClient, NodePrompt } from './model';
-import type { NamedFile } from './named-files';
-import { join, requestFilesSection, resultsText, section } from './prompt-text';
+import { isCut, type NamedFile } from './named-files';
+import { join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
 export { writePlan, writePlanPrompt, WRITE_PLAN_SYSTEM, type WritePlanInput } from './planner';
@@ -108,11 +108,23 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
         section('Request', input.request),
         section('Project context (from the project instruction file)', projectContext),
         section('Step results', resultsText(input.results)),
-        requestFilesSection(input.files),
+        input.files?.length
+          ? section(
+              'Files the request names, as they are now',
+              input.files.map((f) => `#### ${f.path}${linesNote(f)}\n${untrusted(f.path, f.text)}`).join('\n')
+            )
+          : '',
         input.toolAccess === 'read_only' ? section('Access', READ_ONLY_NOTE) : ''
       ),
     ],
   };
+}
+
+/** How many lines a file shown whole has, for the heading it is shown under (a count a model cannot make). */
+export function linesNote(file: NamedFile): string {
+  if (isCut(file)) return '';
+  const lines = file.text ? file.text.replace(/\n$/, '').split('\n').length : 0;
+  return ` (${lines} ${lines === 1 ? 'line' : 'lines'})`;
 }
 
 export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {

@@ -33,30 +33,42 @@ export interface WritePlanInput {
   listing?: ProjectListing;
 }
 
-/** The example the instructions show: a request from another project, and its plan as a model writes it. */
+/** The example the instructions show: a request from another project, and its plan. */
 const EXAMPLE_REQUEST = 'Rename the column qty to quantity in orders.csv and report.py, then run report.py.';
-const EXAMPLE_PLAN = {
+const EXAMPLE_PLAN: Plan = {
   goal: 'Rename qty to quantity in orders.csv and report.py, and check that report.py still runs.',
   steps: [
-    { id: 's1', instruction: 'In orders.csv, rename the column qty to quantity.', expect: { changes: ['orders.csv'] } },
+    {
+      id: 's1',
+      title: 'Rename in orders.csv',
+      instruction: 'In orders.csv, rename the column qty to quantity.',
+      depends_on: [],
+      needs_tool: true,
+      questions: [],
+      expect: { changes: ['orders.csv'] },
+    },
     {
       id: 's2',
+      title: 'Rename in report.py',
       instruction: 'In report.py, rename every use of the column qty to quantity.',
+      depends_on: [],
+      needs_tool: true,
+      questions: [],
       expect: { changes: ['report.py'] },
     },
     {
       id: 's3',
+      title: 'Run report.py',
       instruction: 'Run report.py and report what it prints.',
       depends_on: ['s1', 's2'],
+      needs_tool: true,
+      questions: [],
       expect: { check: 'python3 report.py' },
     },
   ],
+  review: { before_work: false, after_step_ids: [] },
 };
 
-/**
- * The Planner's rules. What a step leaves out has its usual value (common/plan.ts): a small model writes a plan at a
- * few tokens a second, and every field it writes is time.
- */
 const WRITE_PLAN_RULES = `You are the Planner of Klea, a coding agent. You write the plan for the user's request and call the
 function write_plan with it. You never answer the request yourself.
 - goal: what the user wants, in one sentence.
@@ -67,9 +79,9 @@ function write_plan with it. You never answer the request yourself.
 - expect, for a step that changes files or runs something: "changes" lists the files it creates, changes or
   deletes; "check" is a shell command that exits 0 only if the step worked (the test or script the request asks
   to run). Leave expect out for a step that only reads or searches.
-- questions, only when the step needs a fact only the user knows (their own name, a secret, a choice of theirs).
-- needs_tool: false, only for a step that just thinks over the results of the steps it depends on.
-- review, only when the request asks to review the plan or results.
+- questions: [] unless the step needs a fact only the user knows (their own name, a secret, a choice of theirs).
+- needs_tool: false only for a step that just thinks over the results of the steps it depends on.
+- review: before_work false and after_step_ids [] unless the request asks to review the plan or results.
 - A new plan after a failed step still does what the request asks: plan only what is left, another way.`;
 
 export const WRITE_PLAN_SYSTEM = `${WRITE_PLAN_RULES}

@@ -1,6 +1,5 @@
 /** The pieces every node's prompt is built of: titled sections, step results fenced as untrusted, the listing. */
 import type { StepResultView } from '../../common/task';
-import { isCut, type NamedFile } from './named-files';
 import { untrusted } from './untrusted';
 
 export const section = (title: string, body: string | undefined | null) =>
@@ -24,19 +23,3 @@ export const resultsText = (results: readonly StepResultView[]) =>
 /** The project's files as the Planner and the picker see them (a short listing), when known. */
 export const filesSection = (files: string | undefined) =>
   section('Files in the project', files && untrusted('the project listing', files));
-
-/** How many lines a file shown whole has, for the heading it is shown under (a count a model cannot make). */
-export function linesNote(file: NamedFile): string {
-  if (isCut(file)) return '';
-  const lines = file.text ? file.text.replace(/\n$/, '').split('\n').length : 0;
-  return ` (${lines} ${lines === 1 ? 'line' : 'lines'})`;
-}
-
-/** The files a request names as they are now (the Planner's and the answer composer's view), fenced as untrusted. */
-export const requestFilesSection = (files: readonly NamedFile[] | undefined) =>
-  files?.length
-    ? section(
-        'Files the request names, as they are now',
-        files.map((f) => `#### ${f.path}${linesNote(f)}\n${untrusted(f.path, f.text)}`).join('\n')
-      )
-    : '';

@@ -1,13 +1,4 @@
-import {
-  planHash,
-  planProblems,
-  planSchema,
-  PlanSchema,
-  repairPlan,
-  titleOf,
-  type Plan,
-  type PlanStep,
-} from '../../common/plan';
+import { planHash, planProblems, planSchema, PlanSchema, repairPlan, type Plan, type PlanStep } from '../../common/plan';
 import { FileOrder } from '../../workflows/task/dispatch';
 import { allFinished, readySteps } from '../../workflows/task/plan-graph';
 import { applyVerdict, triage, type TriageInput } from '../../workflows/task/triage';
@@ -59,40 +50,6 @@ describe('plan validation', () => {
     expect(planHash(p)).toBe(planHash(reordered));
     expect(planHash(p)).not.toBe(planHash(plan([step('b')])));
     expect(planHash(p)).toMatch(/^[0-9a-f]{16}$/);
-  });
-});
-
-describe('a plan as a model writes it', () => {
-  it('needs only ids and instructions: what it leaves out has its usual value', () => {
-    const r = PlanSchema.parse({
-      goal: 'g',
-      steps: [
-        { id: 's1', instruction: 'In a.py, rename f to g.', expect: { changes: ['a.py'] } },
-        { id: 's2', instruction: 'Say what changed.', depends_on: ['s1'], needs_tool: false },
-      ],
-    });
-    expect(r.plan).toEqual(
-      plan([
-        step('s1', [], {
-          title: 'In a.py, rename f to g.',
-          instruction: 'In a.py, rename f to g.',
-          expect: { changes: ['a.py'] },
-        }),
-        step('s2', ['s1'], { title: 'Say what changed.', instruction: 'Say what changed.', needs_tool: false }),
-      ])
-    );
-    // Control: a plan with every field is taken as written.
-    expect(PlanSchema.parse(plan([step('a')])).plan).toEqual(plan([step('a')]));
-    // Still refused without an instruction.
-    expect(PlanSchema.safeParse({ goal: 'g', steps: [{ id: 's1' }] }).success).toBe(false);
-  });
-
-  it("titles a step from its instruction's first line, cut at a word", () => {
-    expect(titleOf('Fix it.\nThen more.')).toBe('Fix it.');
-    expect(titleOf('Change every call of the old helper in the billing module to the new one, keeping the tests')).toBe(
-      'Change every call of the old helper in the billing module…'
-    );
-    expect(titleOf('把'.repeat(70))).toBe(`${'把'.repeat(60)}…`);
   });
 });
 

@@ -81,11 +81,10 @@ export interface StructuredOptions<T> {
    */
   check?: (value: T) => string | null;
   /**
-   * The prompt to ask instead, afresh, the first time `check` refuses an answer for `problem` (what it asks for, not a
-   * quote of the refused answer and the reason, which a small model at temperature 0 repeats: an example it copied,
-   * say); null: the refusal is quoted with its reason, as any other.
+   * The prompt to ask instead, afresh, the first time `check` refuses an answer (what it asks for, not a quote of the
+   * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
    */
-  afresh?: (problem: string) => NodePrompt | null;
+  afresh?: NodePrompt;
 }
 
 export interface TextResult {
@@ -245,7 +244,6 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       let usage = ZERO_USAGE;
       let lastError = '';
       let lastKind: Answer['kind'] = 'value';
-      let askedAfresh = false;
       const maxAttempts = config.model.max_reasks + 1;
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
         const { answer, usage: used } = await ask();
@@ -257,10 +255,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
           // Once: the same prompt again, at temperature 0, gets the same answer; a second refusal is quoted as usual.
-          const fresh = problem !== null && !askedAfresh ? (opts.afresh?.(problem) ?? null) : null;
-          if (fresh) {
-            askedAfresh = true;
-            prompt = fresh;
+          if (problem !== null && opts.afresh && prompt !== opts.afresh) {
+            prompt = opts.afresh;
             turns = turnsOf(prompt);
             continue;
           }

@@ -218,7 +218,7 @@ export async function writePlan(
     {
       check: (v) => copiedFromExample(v.plan, shown),
       // A plan that copied the example is asked again without it.
-      afresh: () => writePlanPrompt(input, tools, projectContext, false),
+      afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);

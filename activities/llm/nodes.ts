@@ -105,7 +105,6 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
     system: withUntrustedRule(COMPOSE_ANSWER_SYSTEM),
     messages: [
       join(
-        section('Request', input.request),
         section('Project context (from the project instruction file)', projectContext),
         section('Step results', resultsText(input.results)),
         input.files?.length
@@ -114,11 +113,18 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
               input.files.map((f) => `#### ${f.path}${linesNote(f)}\n${untrusted(f.path, f.text)}`).join('\n')
             )
           : '',
-        input.toolAccess === 'read_only' ? section('Access', READ_ONLY_NOTE) : ''
+        input.toolAccess === 'read_only' ? section('Access', READ_ONLY_NOTE) : '',
+        // Last, so the answer follows the request rather than the results: after a list of results a small model
+        // went on with the list ("- s2 … (done)") as its answer.
+        section('Request', input.request),
+        ANSWER_NOW
       ),
     ],
   };
 }
+
+/** The compose prompt's last line. */
+export const ANSWER_NOW = "Write Klea's answer to this request, from the results above.";
 
 /** How many lines a file shown whole has, for the heading it is shown under (a count a model cannot make). */
 export function linesNote(file: NamedFile): string {

@@ -4,8 +4,11 @@
  *
  * - `requestedNewFiles`: a new file the request names that no step plans to create goes to a step.
  * - `thinkingSteps`: a step that works over other steps' results and names no file needs no tool.
+ * - `sameFileSteps`: steps that are to change the same files are one step.
+ * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
+ * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
  */
-import { plannedFiles, type Plan, type PlanStep } from '../../common/plan';
+import { plainPath, plannedFiles, type Plan, type PlanStep } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
 import { isQuestion } from './small-model';
 
@@ -21,10 +24,11 @@ const withChanges = (step: PlanStep, changes: string[]): PlanStep => ({
 
 /**
  * The plan with each new file the request names (a file to create: not in the project) that no step's
- * `expect.changes` holds given to a step: the first whose instruction names it, else the first that needs a tool,
- * runs no check and is to change nothing, else the first that needs a tool. A small Planner splits "write a script
- * that …" into the script's own steps (read the data, print the result) and plans the script itself nowhere, so no
- * step writes it. Not for a request put as a question (`isQuestion`): a file it names that is not there is one it
+ * `expect.changes` holds given to a step: the first whose instruction names it, else every step that needs a tool,
+ * runs no check and is to change nothing (`sameFileSteps` then makes them one), else the first that needs a tool.
+ * A small Planner splits "write a script that …" into the script's own steps (make the folder, copy the files; read
+ * the data, print the result) and plans the script itself nowhere, so no step writes it; given to the first of them
+ * only, the script did only what that step said (it made the folder and copied nothing). Not for a request put as a question (`isQuestion`): a file it names that is not there is one it
  * asks about. Only meaningful with a complete listing.
  */
 export function requestedNewFiles(
@@ -39,13 +43,13 @@ export function requestedNewFiles(
   let steps = plan.steps;
   for (const file of missing) {
     const tooling = steps.filter((s) => s.needs_tool);
-    const target =
-      tooling.find((s) => filesNamedIn(s.instruction, files).includes(file)) ??
-      tooling.find((s) => !s.expect?.check && !plannedFiles(s).length) ??
-      tooling[0];
-    if (!target) break;
-    steps = steps.map((s) => (s === target ? withChanges(s, [...plannedFiles(s), file]) : s));
-    repairs.push(`step "${target.id}": the request names the new file ${file}, which no step was to create`);
+    const naming = tooling.find((s) => filesNamedIn(s.instruction, files).includes(file));
+    const idle = tooling.filter((s) => !s.expect?.check && !plannedFiles(s).length);
+    const targets = naming ? [naming] : idle.length ? idle : tooling.slice(0, 1);
+    if (!targets.length) break;
+    steps = steps.map((s) => (targets.includes(s) ? withChanges(s, [...plannedFiles(s), file]) : s));
+    for (const target of targets)
+      repairs.push(`step "${target.id}": the request names the new file ${file}, which no step was to create`);
   }
   return { plan: { ...plan, steps }, repairs };
 }
@@ -81,4 +85,154 @@ export function thinkingSteps(plan: Plan, files: readonly string[]): { plan: Pla
     .filter((s) => thinking.has(s.id))
     .map((s) => `step "${s.id}" works over the results of ${s.depends_on.join(', ')} and names no file: no tool`);
   return { plan: { ...plan, steps }, repairs };
+}
+
+/** The longest merged title and instruction a plan step may hold (`PlanStepSchema`). */
+const MAX_TITLE = 200;
+const MAX_INSTRUCTION = 4000;
+const MAX_CHECK = 500;
+
+const sameFiles = (a: readonly string[], b: readonly string[]) =>
+  a.length > 0 && a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
+
+/** Whether `from` depends on `on`, directly or through other steps. */
+function dependsOn(steps: ReadonlyMap<string, PlanStep>, from: string, on: string, seen = new Set<string>()): boolean {
+  for (const d of steps.get(from)?.depends_on ?? []) {
+    if (d === on) return true;
+    if (!seen.has(d)) {
+      seen.add(d);
+      if (dependsOn(steps, d, on, seen)) return true;
+    }
+  }
+  return false;
+}
+
+/** Two checks as one command (the same check once), or null when they do not fit in one. */
+function bothChecks(a: string | undefined, b: string | undefined): string | null | undefined {
+  const checks = [...new Set([a?.trim(), b?.trim()].filter((c): c is string => !!c))];
+  const joined = checks.map((c) => (checks.length > 1 ? `(${c})` : c)).join(' && ');
+  if (joined.length > MAX_CHECK) return null;
+  return joined || undefined;
+}
+
+/**
+ * The plan with the steps that are to change the same files (the same `expect.changes`, as a set) made one step, at
+ * the first of them: its instruction is theirs in order, its check both checks, its questions theirs, and the steps
+ * that depended on any of them depend on it. A later step joins only when every step it depends on is the first
+ * one or one the first depends on, and the first does not depend on it through another step, so no order the plan
+ * gave is lost and no cycle is made. A small Planner splits one change of one file into "open the file", "find the
+ * line", "change it", "save it", each expecting the file changed: the first wrote the whole change from the request
+ * and the next found nothing left to change (not achieved), or invented more ("add the following content:" with no
+ * content: a second line in a hello-world script), or spent its rounds changing nothing.
+ */
+export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
+  let steps = [...plan.steps];
+  const repairs: string[] = [];
+  /** Steps joined into another: their dependents depend on that one. */
+  const joinedInto = new Map<string, string>();
+  for (let i = 0; i < steps.length; i++) {
+    for (let j = i + 1; j < steps.length; j++) {
+      const first = steps[i];
+      const later = steps[j];
+      if (!sameFiles(plannedFiles(first), plannedFiles(later))) continue;
+      const byId = new Map(steps.map((s) => [s.id, s]));
+      const allowed = new Set([first.id, ...first.depends_on]);
+      if (!later.depends_on.every((d) => allowed.has(d)) || dependsOn(byId, first.id, later.id)) continue;
+      const check = bothChecks(first.expect?.check, later.expect?.check);
+      const instruction = `${first.instruction.trim()}\n${later.instruction.trim()}`;
+      const questions = [...new Set([...first.questions, ...later.questions])];
+      if (check === null || instruction.length > MAX_INSTRUCTION || questions.length > 5) continue;
+      const title = `${first.title}; ${later.title}`;
+      const merged: PlanStep = {
+        ...first,
+        title: title.length > MAX_TITLE ? first.title : title,
+        instruction,
+        needs_tool: first.needs_tool || later.needs_tool,
+        questions,
+        expect: { ...first.expect, ...(check ? { check } : {}) },
+      };
+      joinedInto.set(later.id, first.id);
+      repairs.push(
+        `steps "${first.id}" and "${later.id}" change the same files (${plannedFiles(first).join(', ')}): one step`
+      );
+      steps = steps
+        .filter((s) => s !== later)
+        .map((s) => {
+          if (s === first) return merged;
+          if (!s.depends_on.includes(later.id)) return s;
+          const depends_on = [...new Set(s.depends_on.map((d) => (d === later.id ? first.id : d)))];
+          return { ...s, depends_on };
+        });
+      j--;
+    }
+  }
+  if (!joinedInto.size) return { plan, repairs };
+  const follow = (id: string): string => (joinedInto.has(id) ? follow(joinedInto.get(id)!) : id);
+  const after = [...new Set(plan.review.after_step_ids.map(follow))];
+  return { plan: { ...plan, steps, review: { ...plan.review, after_step_ids: after } }, repairs };
+}
+
+/**
+ * The plan with the check left out of each step that is to change nothing when a step that depends on it, directly
+ * or through others, runs the same check and is to change files: the check is the evidence of that change, and
+ * before it, it fails by design. A small Planner gives "find the bug", "fix calc.py" and "run the tests" each the
+ * failing test as their check: the first step's check failed (the bug is not fixed yet), its repair rounds found
+ * nothing to do, and the task was planned again from a step that could never pass.
+ */
+export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] } {
+  const byId = new Map(plan.steps.map((s) => [s.id, s]));
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check?.trim();
+    if (!check || plannedFiles(s).length) return s;
+    const fixer = plan.steps.find(
+      (later) =>
+        later.expect?.check?.trim() === check && plannedFiles(later).length > 0 && dependsOn(byId, later.id, s.id)
+    );
+    if (!fixer) return s;
+    repairs.push(
+      `step "${s.id}": its check is that of step "${fixer.id}", which is to make it pass: left to that step`
+    );
+    const { check: _check, ...others } = s.expect ?? {};
+    const { expect: _expect, ...rest } = s;
+    return Object.keys(others).length ? { ...rest, expect: others } : rest;
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/**
+ * The plan with each file of the project left out of a step's `expect.changes` when no text of the task names it:
+ * not the request, the plan's goal, nor the step's own title or instruction. The Planner took it from the listing
+ * with nothing said of what to do to it: with the 1.5B model, "add a .gitignore that ignores …" planned app.py as a
+ * change beside .gitignore, and the step wrote the ignore patterns over app.py. A new file is left as planned, and
+ * the step may still change any file it is led to (this only stops asking it to). Only meaningful with a complete
+ * listing.
+ */
+export function unnamedChanges(
+  plan: Plan,
+  request: string,
+  files: readonly string[]
+): { plan: Plan; repairs: string[] } {
+  const existing = new Set(files);
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const texts = [request, plan.goal, s.title, s.instruction];
+    const named = (f: string) => texts.some((t) => namedFiles([f], t).length > 0);
+    const gone = plannedFiles(s).filter((f) => existing.has(f) && !named(f));
+    if (!gone.length) return s;
+    repairs.push(
+      `step "${s.id}": expect.changes named ${gone.join(', ')}, which neither the request nor the step names: left out`
+    );
+    return withoutPlanned(s, gone);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/** A step with `files` left out of its `expect.changes` (an `expect` left with nothing in it goes). */
+function withoutPlanned(step: PlanStep, files: readonly string[]): PlanStep {
+  const changes = (step.expect?.changes ?? []).filter((c) => !files.includes(plainPath(c)));
+  const { changes: _changes, ...others } = step.expect ?? {};
+  const expect = changes.length ? { ...others, changes } : others;
+  const { expect: _expect, ...rest } = step;
+  return Object.keys(expect).length ? { ...rest, expect } : rest;
 }

@@ -12,7 +12,7 @@ import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
-import { requestedNewFiles, thinkingSteps } from './plan-files';
+import { checksAfterChanges, requestedNewFiles, sameFileSteps, thinkingSteps, unnamedChanges } from './plan-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -224,14 +224,27 @@ export async function writePlan(
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;
-  // A small model's plan creates the new files the request names (./plan-files), and changes only the files the
-  // request asks to change (./asked-changes).
+  // A small model's plan creates the new files the request names, changes only files some text of the task names
+  // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
+  // file in one step, and runs a check only once the change it checks is made (./plan-files).
   const requested = small ? requestedNewFiles(checked.plan, input.request, files) : { plan: checked.plan, repairs: [] };
+  const named = small ? unnamedChanges(requested.plan, input.request, files) : { plan: requested.plan, repairs: [] };
   const asked = small
-    ? await keepAskedChanges(model, input.request, requested.plan, files)
-    : { plan: requested.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
-  const thinking = small ? thinkingSteps(asked.plan, files) : { plan: asked.plan, repairs: [] };
-  const repairs = [...value.repairs, ...checked.repairs, ...requested.repairs, ...asked.repairs, ...thinking.repairs];
+    ? await keepAskedChanges(model, input.request, named.plan, files)
+    : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
+  const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
+  const awaited = small ? checksAfterChanges(joined.plan) : { plan: joined.plan, repairs: [] };
+  const thinking = small ? thinkingSteps(awaited.plan, files) : { plan: awaited.plan, repairs: [] };
+  const repairs = [
+    ...value.repairs,
+    ...checked.repairs,
+    ...requested.repairs,
+    ...named.repairs,
+    ...asked.repairs,
+    ...joined.repairs,
+    ...awaited.repairs,
+    ...thinking.repairs,
+  ];
   return {
     plan: thinking.plan,
     usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,

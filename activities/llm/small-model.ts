@@ -10,7 +10,8 @@
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
- * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick.
+ * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick
+ *   (not a check that pipes output into another command).
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
  * - `readsBeforeBlindWrites`: a `write_file` over an existing file the model has not seen reads it first.
  */
@@ -202,14 +203,25 @@ export interface CheckingStep {
  * For each step that has made no call yet and whose plan asks only for a check (an `expect.check`, no files to
  * change), the check as its first call: a step that is to run something is done when that runs cleanly, and one
  * whose check fails goes to its next pick with the output in view, as after any call. Only where `run_command` is
- * offered (never with read-only access); it passes the permission gate like any command.
+ * offered (never with read-only access); it passes the permission gate like any command. Not a check that pipes
+ * one command into another (`piped`): that works an answer out of output the Planner never saw, and exits as its
+ * last command does whatever the first did.
  */
 export function checksFirst(tools: readonly ToolDescriptor[], steps: readonly CheckingStep[]): PickedCall[] {
   const runner = tools.find((t) => t.qualifiedName === RUN_COMMAND);
   if (!runner) return [];
   return steps
-    .filter((s) => s.expect?.check?.trim() && !plannedFiles(s).length && unstarted(s))
+    .filter((s) => s.expect?.check?.trim() && !piped(s.expect.check) && !plannedFiles(s).length && unstarted(s))
     .map((s) => callWithoutPick(runner, s.id, { command: s.expect!.check!.trim() }));
+}
+
+/**
+ * Whether a command pipes one program's output into another (a `|` outside quotes that is not `||`). With the 1.5B
+ * model, "run stats.py and report what it prints" was checked by `python3 stats.py | awk '{print $1}' | bc -l`: run
+ * first, bc's error exited 0, the step was done on it, and the answer made up the average.
+ */
+export function piped(command: string): boolean {
+  return /(?<!\|)\|(?!\|)/.test(command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''"));
 }
 
 /** Whether a step has made no call yet and is not in a repair round. */
@@ -292,7 +304,8 @@ export function readsBeforeBlindWrites(
     if (c.qualifiedName !== WRITE_FILE || !path || !existing.has(path) || shown.has(path)) return c;
     const step = steps.find((s) => s.id === c.stepId);
     const read = (step?.earlierCalls ?? []).some(
-      (e) => e.tool === READ_FILE && e.status === 'ok' && typeof e.args.path === 'string' && plainPath(e.args.path) === path
+      (e) =>
+        e.tool === READ_FILE && e.status === 'ok' && typeof e.args.path === 'string' && plainPath(e.args.path) === path
     );
     if (read) return c;
     repairs.push({ stepId: c.stepId, repair: `write_file on ${path}, which the model had not seen: read it first` });

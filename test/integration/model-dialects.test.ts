@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
 import { MAX_PLAN_STEPS } from '../../common/plan';
 import type { FakeDialect, FakeModel, RecordedRequest } from '../support/fake-model';
+import { FOUND_NOTHING } from '../../workflows/task/dispatch';
 import { clarifySignal, permissionSignal, reviewSignal } from '../../workflows/task/messages';
 import { recordingLogger, type TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
@@ -356,6 +357,125 @@ describe('model.profile small', () => {
     // The model was asked for the content of hello.sh and never to pick: each step's plan said what to call.
     expect(fake.requestsFor('write_file_content')[0].text).toContain('hello.sh is a new file');
     expect(fake.requestsFor('pick_tools')).toEqual([]);
+  });
+
+  it('a plan that creates a file in one step and fills it in the next runs them as one step: the file is written once', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({ 'README.md': '# scratch\n' });
+    const request = 'Create hello.sh that prints hello world, then run it.';
+    fake.on('write_plan', {
+      call: plan(
+        [
+          step('s1', 'Create a new file named hello.sh.', { expect: { changes: ['hello.sh'] } }),
+          step('s2', 'In hello.sh, add the following content:', {
+            depends_on: ['s1'],
+            expect: { changes: ['hello.sh'] },
+          }),
+          step('s3', 'Run hello.sh.', { depends_on: ['s2'], expect: { check: 'sh hello.sh' } }),
+        ],
+        {},
+        request
+      ),
+    });
+    // Asked once only: a second request for hello.sh would find no reply scripted, and fail the test.
+    fake.on('write_file_content', { content: '```sh\necho hello world\n```' });
+    fake.on('compose_answer', { content: 'hello.sh prints hello world.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'hello.sh'), 'utf8')).toBe('echo hello world\n');
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps.map((s) => [s.id, s.depends_on])).toEqual([
+      ['s1', []],
+      ['s3', ['s1']],
+    ]);
+    expect(planned.repairs).toContain('steps "s1" and "s2" change the same files (hello.sh): one step');
+    expect((await finishedOf(t)).map((f) => [f.stepId, f.status])).toEqual([
+      ['s1', 'done'],
+      ['s3', 'done'],
+    ]);
+    const asked = fake.requestsFor('write_file_content');
+    expect(asked).toHaveLength(1);
+    expect(asked[0].text).toContain('Create a new file named hello.sh.\nIn hello.sh, add the following content:');
+  });
+
+  it('a fix whose first step runs the failing test too: that step does not run it; the fix does, and passes', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({
+      'calc.py': 'def add(a, b):\n    return a - b\n',
+      'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n',
+    });
+    const request = 'The test in test_calc.py fails. Fix the bug in calc.py so that it passes.';
+    const check = 'python3 test_calc.py';
+    fake.on('write_plan', {
+      call: plan(
+        [
+          step('s1', 'Run test_calc.py and find the bug in calc.py.', { expect: { check } }),
+          step('s2', 'Fix the bug in calc.py.', { depends_on: ['s1'], expect: { changes: ['calc.py'], check } }),
+        ],
+        {},
+        request
+      ),
+    });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'test_calc.py', step_done: true } }],
+    });
+    fake.on('pick_tools', {
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's2', path: 'calc.py', old_string: 'a - b', new_string: 'a + b', step_done: true },
+        },
+      ],
+    });
+    fake.always('write_file_content', { content: '```python\ndef add(a, b):\n    return a + b\n```' });
+    fake.on('compose_answer', { content: 'Fixed: add returns a + b, and the test passes.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe('def add(a, b):\n    return a + b\n');
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps.map((s) => s.expect)).toEqual([undefined, { changes: ['calc.py'], check }]);
+    expect(planned.repairs).toContain(
+      'step "s1": its check is that of step "s2", which is to make it pass: left to that step'
+    );
+    expect((await finishedOf(t)).map((f) => [f.stepId, f.status])).toEqual([
+      ['s1', 'done'],
+      ['s2', 'done'],
+    ]);
+    expect(await t.eventsOf('replanned')).toEqual([]);
+  });
+
+  it('a search step whose check finds nothing is done, its answer that there is none: not tried again, not replanned', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({ 'parser.py': '# TODO: handle empty input\n', 'report.py': 'print(1)\n' });
+    const request = 'Is there a TODO in parser.py or report.py?';
+    fake.on('write_plan', {
+      call: plan(
+        [
+          step('s1', 'Search parser.py for TODO.', { expect: { check: 'grep -n TODO parser.py' } }),
+          step('s2', 'Search report.py for TODO.', { expect: { check: 'grep -n TODO report.py' } }),
+        ],
+        {},
+        request
+      ),
+    });
+    fake.on('compose_answer', { content: 'parser.py has a TODO on line 1; report.py has none.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect((await finishedOf(t)).map((f) => [f.stepId, f.status, f.reason])).toEqual(
+      expect.arrayContaining([
+        ['s1', 'done', 'succeeded'],
+        ['s2', 'done', 'succeeded'],
+      ])
+    );
+    expect(await t.eventsOf('replanned')).toEqual([]);
+    expect(fake.requestsFor('pick_tools')).toEqual([]);
+    expect(fake.requestsFor('compose_answer')[0].text).toContain(FOUND_NOTHING);
   });
 
   it('a step that creates a file beside one that reads is picked for the reading step only', async () => {

@@ -1,7 +1,13 @@
 /** What the answer composer is told: the results, and for a read-only task that a change asked for was not made. */
 import type { ModelClient } from '../../activities/llm/model';
 import { CUT_MARK } from '../../activities/llm/named-files';
-import { composeAnswer, composeAnswerPrompt, READ_ONLY_NOTE, withoutLoops } from '../../activities/llm/nodes';
+import {
+  ANSWER_NOW,
+  composeAnswer,
+  composeAnswerPrompt,
+  READ_ONLY_NOTE,
+  withoutLoops,
+} from '../../activities/llm/nodes';
 import { answerWithAccess, READ_ONLY_ANSWER_NOTE } from '../../workflows/task/status';
 
 const input = {
@@ -37,6 +43,14 @@ describe('the answer prompt', () => {
     expect(text).toContain('#### one.txt (1 line)\n');
     expect(text).toContain('#### empty.txt (0 lines)\n');
     expect(text).toContain('#### long.txt\n');
+  });
+
+  it('ends with the request and the call to answer it, after the results and the files', () => {
+    const files = [{ path: 'notes.txt', text: 'Shopping list:\n- bread\n' }];
+    const [text] = composeAnswerPrompt({ ...input, files, toolAccess: 'read_only' }, '').messages as string[];
+    expect(text.endsWith(`## Request\n${input.request}\n\n${ANSWER_NOW}`)).toBe(true);
+    expect(text.indexOf('## Request')).toBeGreaterThan(text.indexOf('#### notes.txt'));
+    expect(text.indexOf('## Request')).toBeGreaterThan(text.indexOf(READ_ONLY_NOTE));
   });
 
   it('a task with full access is told nothing of access', () => {

@@ -4,7 +4,7 @@
  * so plainly.
  */
 import { checkKept } from '../../tools/workspace/tools/write';
-import { readInsteadOf, repeatsCall, type MadeCall } from '../../workflows/task/dispatch';
+import { callOutcome, FOUND_NOTHING, readInsteadOf, repeatsCall, type MadeCall } from '../../workflows/task/dispatch';
 import { checkToRun, missingEvidence, ownCheck } from '../../workflows/task/evidence';
 import { answerWithShortfalls, nothingAchievedAnswer } from '../../workflows/task/status';
 import { triage, type CallOutcome } from '../../workflows/task/triage';
@@ -76,6 +76,35 @@ describe('evidence of a step', () => {
     expect(checkToRun(expect_, false)).toBe('python3 -m unittest');
     expect(checkToRun(expect_, true)).toBeNull();
     expect(checkToRun(undefined, false)).toBeNull();
+  });
+
+  it('a search that found nothing answers a step that looks; for a step that is to change files, its check fails', () => {
+    const searched = (command: string, structured: Record<string, unknown>) =>
+      callOutcome(call('run_command', { command }), {
+        status: 'error',
+        text: `exit code: ${String(structured.exit_code)}`,
+        structured: { stdout: '', stderr: '', timed_out: false, stopped: null, ...structured },
+        truncated: false,
+        bytes: 13,
+      });
+    const none = searched("grep -r 'TODO' report.py", { exit_code: 1 });
+    expect(none).toEqual({
+      tool: 'workspace__run_command',
+      status: 'ok',
+      text: `exit code: 1\n${FOUND_NOTHING}`,
+      foundNothing: true,
+    });
+    expect(missingEvidence([none], { check: "grep -r 'TODO' report.py" }, none)).toBeNull();
+    expect(
+      missingEvidence([ok('workspace__write_file', ['a.py'])], { changes: ['a.py'], check: 'grep -q x a.py' }, none)
+    ).toMatch(/the check `grep -q x a.py` failed/);
+    // The controls: a search that could not run, said something, was piped or chained, or another program's exit 1.
+    expect(searched('grep -r TODO missing/', { exit_code: 2, stderr: 'No such file' }).status).toBe('error');
+    expect(searched('grep TODO a.py', { exit_code: 1, stderr: 'grep: a.py: Permission denied' }).status).toBe('error');
+    expect(searched('grep TODO a.py | wc -l', { exit_code: 1 }).status).toBe('error');
+    expect(searched('grep TODO a.py && rm a.py', { exit_code: 1 }).status).toBe('error');
+    expect(searched('python3 check.py', { exit_code: 1 }).status).toBe('error');
+    expect(searched("grep -E 'a|b;c' a.py", { exit_code: 1 }).status).toBe('ok');
   });
 
   it("the step's own last run of the check command is the check", () => {

@@ -2,7 +2,13 @@
  * The small profile's help with the files a plan is to change (activities/llm/plan-files.ts): decided by the plan's
  * structure, the listing and the file names in the texts, in any language.
  */
-import { requestedNewFiles, thinkingSteps } from '../../activities/llm/plan-files';
+import {
+  checksAfterChanges,
+  requestedNewFiles,
+  sameFileSteps,
+  thinkingSteps,
+  unnamedChanges,
+} from '../../activities/llm/plan-files';
 import type { Plan } from '../../common/plan';
 import { planOf, planStep } from '../support/plan-steps';
 
@@ -12,7 +18,7 @@ const changes = (p: Plan) => p.steps.map((s) => s.expect?.changes ?? []);
 describe('a new file the request names is planned by some step', () => {
   const files = ['orders.csv', 'notes/a.txt'];
 
-  it('goes to the step that names it, else the first tool step that is to change nothing and runs no check', () => {
+  it('goes to the step that names it, else every tool step that is to change nothing and runs no check', () => {
     const named = planOf(
       step('s1', 'Read orders.csv.'),
       step('s2', 'Write top.py to print the top customer.'),
@@ -32,6 +38,23 @@ describe('a new file the request names is planned by some step', () => {
     const out = requestedNewFiles(unnamed, 'Write me a bash script called backup.sh that copies notes/*.txt.', files);
     expect(changes(out.plan)).toEqual([[], [], ['backup.sh']]);
     expect(out.repairs).toEqual(['step "s3": the request names the new file backup.sh, which no step was to create']);
+
+    // The script's own steps, none naming it: each gets it, and then they are one step that writes it whole.
+    const parts = planOf(
+      step('s1', 'Create the folder backup/ if it does not exist.'),
+      step('s2', 'Copy the .txt files from notes/ into backup/.', { depends_on: ['s1'] }),
+      step('s3', 'Check it.', { depends_on: ['s2'], expect: { check: 'bash backup.sh' } })
+    );
+    const given = requestedNewFiles(parts, 'Write a script backup.sh that copies notes/*.txt into backup/.', files);
+    expect(changes(given.plan)).toEqual([['backup.sh'], ['backup.sh'], []]);
+    const joined = sameFileSteps(given.plan).plan;
+    expect(joined.steps.map((s) => [s.id, s.depends_on])).toEqual([
+      ['s1', []],
+      ['s3', ['s1']],
+    ]);
+    expect(joined.steps[0].instruction).toBe(
+      'Create the folder backup/ if it does not exist.\nCopy the .txt files from notes/ into backup/.'
+    );
   });
 
   it('adds nothing the plan has, nothing that exists, and nothing for a question, in any script', () => {
@@ -75,5 +98,131 @@ describe('a step that works over other steps’ results and names no file needs 
     const out = thinkingSteps(p, files);
     expect(tools(out.plan)).toEqual([true, true, true, true, true, true]);
     expect(out.repairs).toEqual([]);
+  });
+});
+
+describe('steps that are to change the same files are one step', () => {
+  const ids = (p: Plan) => p.steps.map((s) => [s.id, s.depends_on]);
+
+  it('a chain that opens, changes and saves one file: one step, its instructions in order, its dependents kept', () => {
+    const p = planOf(
+      step('s1', 'Create hello.py.', { title: 'Create', expect: { changes: ['hello.py'] } }),
+      step('s2', 'Write the print into it.', {
+        title: 'Fill',
+        depends_on: ['s1'],
+        expect: { changes: ['./hello.py'] },
+      }),
+      step('s3', 'Run hello.py.', { depends_on: ['s2'], expect: { check: 'python3 hello.py' } })
+    );
+    const out = sameFileSteps({ ...p, review: { before_work: false, after_step_ids: ['s2'] } });
+    expect(ids(out.plan)).toEqual([
+      ['s1', []],
+      ['s3', ['s1']],
+    ]);
+    expect(out.plan.steps[0]).toMatchObject({
+      title: 'Create; Fill',
+      instruction: 'Create hello.py.\nWrite the print into it.',
+      expect: { changes: ['hello.py'] },
+    });
+    expect(out.plan.review.after_step_ids).toEqual(['s1']);
+    expect(out.repairs).toEqual(['steps "s1" and "s2" change the same files (hello.py): one step']);
+  });
+
+  it('steps side by side on one file, with checks and questions: one step with both checks and every question', () => {
+    const p = planOf(
+      step('s1', 'Set the version.', { expect: { changes: ['a.toml', 'b.toml'], check: 'test -s a.toml' } }),
+      step('s2', 'Add the dependency.', { expect: { changes: ['b.toml', 'a.toml'], check: 'test -s b.toml' } }),
+      step('s3', 'Set the owner.', { questions: ['Who?'], expect: { changes: ['a.toml', 'b.toml'] } })
+    );
+    const out = sameFileSteps(p);
+    expect(out.plan.steps).toHaveLength(1);
+    expect(out.plan.steps[0].expect).toEqual({
+      changes: ['a.toml', 'b.toml'],
+      check: '(test -s a.toml) && (test -s b.toml)',
+    });
+    expect(out.plan.steps[0].questions).toEqual(['Who?']);
+    expect(out.plan.steps[0].instruction).toBe('Set the version.\nAdd the dependency.\nSet the owner.');
+  });
+
+  it('not steps on other files, nor a step whose order the plan fixed through another step', () => {
+    const p = planOf(
+      step('s1', 'Change a.py.', { expect: { changes: ['a.py'] } }),
+      step('s2', 'Change a.py and b.py.', { expect: { changes: ['a.py', 'b.py'] } }),
+      step('s3', 'Run a.py.', { depends_on: ['s1'], expect: { check: 'python3 a.py' } }),
+      // After the run: joined into s1, it would run before the run it waits for.
+      step('s4', 'Change a.py again.', { depends_on: ['s3'], expect: { changes: ['a.py'] } }),
+      step('s5', 'Read a.py.'),
+      step('s6', 'Read a.py again.')
+    );
+    const out = sameFileSteps(p);
+    expect(out.plan).toEqual(p);
+    expect(out.repairs).toEqual([]);
+  });
+
+  it('not a first step that waits for the later one through another step (no cycle)', () => {
+    const p = planOf(
+      step('s1', 'Change a.py after s2.', { depends_on: ['s2'], expect: { changes: ['a.py'] } }),
+      step('s2', 'Read the notes.', { depends_on: ['s3'] }),
+      step('s3', 'Change a.py first.', { expect: { changes: ['a.py'] } })
+    );
+    expect(sameFileSteps(p).repairs).toEqual([]);
+  });
+});
+
+describe('a check is run once the change it is evidence of is made', () => {
+  const test = 'python3 test_calc.py';
+
+  it('a step before the fix, with the fix’s check, is left without it; the fix and the run after it keep theirs', () => {
+    const p = planOf(
+      step('s1', 'Find the failing test.', { expect: { check: test } }),
+      step('s2', 'Fix calc.py.', { depends_on: ['s1'], expect: { changes: ['calc.py'], check: ` ${test}` } }),
+      step('s3', 'Run the tests again.', { depends_on: ['s2'], expect: { check: test } })
+    );
+    const out = checksAfterChanges(p);
+    expect(out.plan.steps.map((s) => s.expect)).toEqual([
+      undefined,
+      { changes: ['calc.py'], check: ` ${test}` },
+      { check: test },
+    ]);
+    expect(out.repairs).toEqual([
+      'step "s1": its check is that of step "s2", which is to make it pass: left to that step',
+    ]);
+  });
+
+  it('not a check of its own, nor one before a step that changes nothing or does not wait for it', () => {
+    const p = planOf(
+      step('s1', 'Run the tests.', { expect: { check: test } }),
+      step('s2', 'Fix calc.py.', { expect: { changes: ['calc.py'], check: test } }),
+      step('s3', 'Run it.', { depends_on: ['s1'], expect: { check: test } }),
+      step('s4', 'Lint.', { expect: { check: 'ruff check .' } }),
+      step('s5', 'Fix it.', { depends_on: ['s4'], expect: { changes: ['calc.py'], check: test } })
+    );
+    expect(checksAfterChanges(p)).toEqual({ plan: p, repairs: [] });
+  });
+});
+
+describe('a file of the project that no text of the task names is not asked of a step as a change', () => {
+  const files = ['app.py', 'src/config.py', 'README.md'];
+
+  it('left out with a repair; a file the request, the goal or the step names stays, and so does a new file', () => {
+    const p = {
+      ...planOf(
+        step('s1', 'Create .gitignore with __pycache__ and *.pyc.', { expect: { changes: ['app.py', '.gitignore'] } }),
+        step('s2', 'Fix the port in config.py.', { expect: { changes: ['src/config.py', './app.py'] } }),
+        step('s3', 'Update the docs.', { expect: { changes: ['README.md'], check: 'test -s README.md' } })
+      ),
+      goal: 'Ignore caches and fix the port.',
+    };
+    const out = unnamedChanges(p, 'Add a .gitignore for Python caches, and fix the port.', files);
+    expect(changes(out.plan)).toEqual([['.gitignore'], ['src/config.py'], []]);
+    expect(out.plan.steps[2].expect).toEqual({ check: 'test -s README.md' });
+    expect(out.repairs).toEqual([
+      'step "s1": expect.changes named app.py, which neither the request nor the step names: left out',
+      'step "s2": expect.changes named app.py, which neither the request nor the step names: left out',
+      'step "s3": expect.changes named README.md, which neither the request nor the step names: left out',
+    ]);
+    // The control: named by the request (in another language) or by the goal, the same files stay.
+    const kept = unnamedChanges({ ...p, goal: 'Update README.md.' }, 'Ajoute app.py au .gitignore.', files);
+    expect(changes(kept.plan)).toEqual([['app.py', '.gitignore'], ['src/config.py', './app.py'], ['README.md']]);
   });
 });

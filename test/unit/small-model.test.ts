@@ -8,6 +8,7 @@ import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
 import {
   checksFirst,
+  piped,
   narrowPaths,
   PLANNED_WRITES,
   readsBeforeBlindWrites,
@@ -181,6 +182,17 @@ describe('small profile: a step whose plan only asks for a check runs it first',
     expect(checksFirst(withRunner, [{ id: 's1', expect: { check: 'make test' }, earlierCalls: [{}] }])).toEqual([]);
     expect(checksFirst(withRunner, [{ id: 's1', expect: { check: 'make test' }, notDone: 'failed' }])).toEqual([]);
     expect(checksFirst(withRunner, [{ id: 's1' }])).toEqual([]);
+  });
+
+  it('not a check that pipes output into another command: the step is picked, and its check runs after', () => {
+    const run = (check: string) => checksFirst(withRunner, [{ id: 's1', expect: { check } }]);
+    expect(run("python3 stats.py | awk '{print $1}' | bc -l")).toEqual([]);
+    expect(run('cut -d, -f2 sales.csv|sort')).toEqual([]);
+    // The controls: a list, an alternative and a quoted bar are not pipes.
+    expect(run('python3 -m pytest -q || python3 -m unittest')).toHaveLength(1);
+    expect(run("grep -E 'a|b' notes.txt")).toHaveLength(1);
+    expect(run('node -e "console.log(1 | 2)" && echo ok')).toHaveLength(1);
+    expect(piped('a | b')).toBe(true);
   });
 
   it('never where run_command is not offered (read-only access)', () => {

@@ -26,17 +26,50 @@ export function callKey(
 }
 
 /** A call's result as triage and the step see it; a cut output says where the whole of it is kept. */
-export function callOutcome(call: Pick<PickedCall, 'qualifiedName'>, r: ToolCallResult): CallOutcome {
+export function callOutcome(
+  call: Pick<PickedCall, 'qualifiedName'> & { args?: PickedCall['args'] },
+  r: ToolCallResult
+): CallOutcome {
   const text = r.ref ? `[full output of ${r.bytes} bytes kept as ${r.ref}]\n${r.text}` : r.text;
   const change = fileChangeOf(call.qualifiedName, r);
   const changed = change ? [change.path] : r.changed;
+  const nothing = foundNothing(call, r);
   return {
     tool: call.qualifiedName,
-    status: r.status,
-    text,
+    status: nothing ? 'ok' : r.status,
+    text: nothing ? `${text}\n${FOUND_NOTHING}` : text,
+    ...(nothing ? { foundNothing: true } : {}),
     ...(change ? { change } : {}),
     ...(changed?.length ? { changed } : {}),
   };
+}
+
+/** What a search that found nothing says beside its exit code. */
+export const FOUND_NOTHING = 'note: no match (the search found nothing; that is its answer, not an error)';
+
+/** Programs whose exit status 1 means "no line matched" (POSIX grep, and the searchers that follow it). */
+const SEARCHERS = /^(?:grep|egrep|fgrep|rg|git\s+grep)\s/;
+/** Shell syntax that makes a command more than one program (a pipe, a list, a substitution, a redirection). */
+const COMPOUND = /[|;&`$<>()\n]/;
+
+/**
+ * Whether a workspace command was one search (grep and its kind, nothing piped or chained) that exited 1 with no
+ * output: it found nothing, which answers the question it asked. A Planner checks "is there a TODO in report.py?"
+ * with `grep TODO report.py`; taken for a failure, each file without one was tried again and planned again.
+ */
+export function foundNothing(call: { qualifiedName: string; args?: PickedCall['args'] }, r: ToolCallResult): boolean {
+  if (call.qualifiedName !== 'workspace__run_command' || r.status !== 'error') return false;
+  const command = typeof call.args?.command === 'string' ? call.args.command.trim() : '';
+  const s = r.structured;
+  return (
+    SEARCHERS.test(command) &&
+    !COMPOUND.test(command.replace(/'[^']*'|"[^"\\$`]*"/g, "''")) &&
+    s?.exit_code === 1 &&
+    !s.stdout &&
+    !s.stderr &&
+    !s.timed_out &&
+    !s.stopped
+  );
 }
 
 /** The tools whose results carry a file's change (other servers' structured content is not trusted for it). */

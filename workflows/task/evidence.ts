@@ -28,9 +28,19 @@ export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpe
   }
   const unchanged = unchangedFiles(calls, expect);
   if (unchanged.length) return `${unchanged.join(', ')} ${unchanged.length > 1 ? 'were' : 'was'} not changed`;
-  if (check && check.status !== 'ok' && !unrunnable(check))
+  if (check && checkFails(check, expect))
     return `the check \`${expect?.check ?? ''}\` failed: ${cut(check.text, OUTPUT_CHARS)}`;
   return null;
+}
+
+/**
+ * Whether the step's check says it did not work: it exited non-zero (and could run at all), or it searched for what
+ * the step was to write and found nothing. For a step that is to change nothing, a search that found nothing is its
+ * answer.
+ */
+export function checkFails(check: CallOutcome, expect?: StepExpect): boolean {
+  if (check.foundNothing) return plannedFiles({ expect }).length > 0;
+  return check.status !== 'ok' && !unrunnable(check);
 }
 
 /**

@@ -14,7 +14,7 @@ import type { PickedCall } from '../../common/tools';
 import { modelNodes } from '../shared/activities';
 import type { CallRunner, RunningCall } from './call-runner';
 import { callKey, freshCalls, type FileOrder, type MadeCall } from './dispatch';
-import { checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck, unchangedFiles, unrunnable } from './evidence';
+import { checkFails, checkToRun, MAX_REPAIR_ROUNDS, missingEvidence, ownCheck, unchangedFiles } from './evidence';
 import { RESULT_CHARS } from './plan-progress';
 import type { TaskRun } from './task-run';
 import { cut } from './text';
@@ -64,7 +64,7 @@ export class ToolRounds {
         s.expect,
         check
       );
-      checkFailed = !!check && check.status !== 'ok' && !unrunnable(check);
+      checkFailed = !!check && checkFails(check, s.expect);
       judged = true;
     };
     let round = 1;

@@ -14,6 +14,8 @@ export interface CallOutcome {
   change?: FileChange;
   /** The project files the call created, changed or deleted, as the workspace server reports them. */
   changed?: string[];
+  /** A search command that found nothing (`foundNothing` in ./dispatch): ok for a step that looks, not for a check of a change. */
+  foundNothing?: boolean;
 }
 
 export interface TriageInput {

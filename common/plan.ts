@@ -82,11 +82,15 @@ export function keepPlannedChanges<P extends { steps: PlanStep[] }>(
       `step "${s.id}": expect.changes named ${gone.map((g) => JSON.stringify(g)).join(', ')}, ${why}: left out`
     );
     const { changes: _changes, ...others } = s.expect ?? {};
-    const expect = kept.length ? { ...others, changes: kept } : others;
-    const { expect: _expect, ...rest } = s;
-    return Object.keys(expect).length ? { ...rest, expect } : rest;
+    return withExpect(s, kept.length ? { ...others, changes: kept } : others);
   });
   return { plan: { ...plan, steps }, repairs };
+}
+
+/** The step with `expect` as given; an `expect` with nothing in it is left out. */
+export function withExpect(step: PlanStep, expect: StepExpect): PlanStep {
+  const { expect: _expect, ...rest } = step;
+  return Object.keys(expect).length ? { ...rest, expect } : rest;
 }
 
 export const PlanReviewSchema = z.strictObject({

@@ -8,7 +8,7 @@
  * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
  */
-import { plainPath, plannedFiles, type Plan, type PlanStep } from '../../common/plan';
+import { plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
 import { isQuestion } from './small-model';
 
@@ -194,8 +194,7 @@ export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] 
       `step "${s.id}": its check is that of step "${fixer.id}", which is to make it pass: left to that step`
     );
     const { check: _check, ...others } = s.expect ?? {};
-    const { expect: _expect, ...rest } = s;
-    return Object.keys(others).length ? { ...rest, expect: others } : rest;
+    return withExpect(s, others);
   });
   return { plan: { ...plan, steps }, repairs };
 }
@@ -203,8 +202,8 @@ export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] 
 /**
  * The plan with each file of the project left out of a step's `expect.changes` when no text of the task names it:
  * not the request, the plan's goal, nor the step's own title or instruction. The Planner took it from the listing
- * with nothing said of what to do to it: with the 1.5B model, "add a .gitignore that ignores …" planned app.py as a
- * change beside .gitignore, and the step wrote the ignore patterns over app.py. A new file is left as planned, and
+ * with nothing said of what to do to it: with the 1.5B model, a request to create an ignore file planned the
+ * project's one script as a change beside it, and the step wrote the ignore patterns over the script. A new file is left as planned, and
  * the step may still change any file it is led to (this only stops asking it to). Only meaningful with a complete
  * listing.
  */
@@ -232,7 +231,5 @@ export function unnamedChanges(
 function withoutPlanned(step: PlanStep, files: readonly string[]): PlanStep {
   const changes = (step.expect?.changes ?? []).filter((c) => !files.includes(plainPath(c)));
   const { changes: _changes, ...others } = step.expect ?? {};
-  const expect = changes.length ? { ...others, changes } : others;
-  const { expect: _expect, ...rest } = step;
-  return Object.keys(expect).length ? { ...rest, expect } : rest;
+  return withExpect(step, changes.length ? { ...others, changes } : others);
 }

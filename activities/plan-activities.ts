@@ -38,7 +38,13 @@ export function createPlanActivities(deps: PlanActivityDeps) {
     const listing = input.listing ?? (await context.listing(input.projectDir));
     const steps = await Promise.all(
       input.steps.map(async (s) => {
-        const files = await context.stepFiles(input.projectDir, listing, s);
+        // A small model is shown the part of a long file the step or the request names (./llm/file-part).
+        const files = await context.stepFiles(
+          input.projectDir,
+          listing,
+          s,
+          model.profile === 'small' ? input.request : undefined
+        );
         return {
           ...s,
           files,

@@ -5,7 +5,16 @@
  * without it.
  */
 import { plannedFiles } from '../common/plan';
-import { boundNamedFiles, isCut, NAMED_FILES_MAX, namedFiles, newFileNames, type NamedFile } from './llm/named-files';
+import { codeNames, filePart, partText } from './llm/file-part';
+import {
+  boundNamedFiles,
+  isWhole,
+  NAMED_FILE_CHARS,
+  NAMED_FILES_MAX,
+  namedFiles,
+  newFileNames,
+  type NamedFile,
+} from './llm/named-files';
 import type { PickStep } from './llm/pick-tools';
 import type { createToolActivities } from './mcp/tools';
 import { projectListing, type ProjectListing } from './project/listing';
@@ -19,9 +28,15 @@ export interface PromptContext {
   fileTexts(projectDir: string, names: readonly string[], chars?: number): Promise<NamedFile[]>;
   /**
    * The files a step works on, as they are now: those its plan's `expect.changes` and its instruction name, and
-   * those its calls so far read or changed (an edit is aimed at text it sees).
+   * those its calls so far read or changed (an edit is aimed at text it sees). With `partsFor` (the small profile), a
+   * file too long to show whole is shown as the part of it around a name of code that text gives (./llm/file-part).
    */
-  stepFiles(projectDir: string, listing: ProjectListing | undefined, step: PickStep): Promise<NamedFile[]>;
+  stepFiles(
+    projectDir: string,
+    listing: ProjectListing | undefined,
+    step: PickStep,
+    partsFor?: string
+  ): Promise<NamedFile[]>;
 }
 
 export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): PromptContext {
@@ -34,11 +49,15 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
     }
   }
 
-  async function fileTexts(projectDir: string, names: readonly string[], chars?: number) {
+  async function fileTexts(projectDir: string, names: readonly string[], chars?: number, partsFor?: string) {
+    const codeNamed = partsFor ? codeNames(partsFor) : [];
     const texts = await Promise.all(
-      names.slice(0, NAMED_FILES_MAX).map(async (file) => {
+      names.slice(0, NAMED_FILES_MAX).map(async (file): Promise<NamedFile | null> => {
         const text = await read(projectDir, 'read_file', { path: file });
-        return text === undefined ? null : { path: file, text };
+        if (text === undefined) return null;
+        const part =
+          text.length > NAMED_FILE_CHARS && codeNamed.length ? filePart(text, codeNamed, NAMED_FILE_CHARS) : null;
+        return part ? { path: file, text: partText(part), part } : { path: file, text };
       })
     );
     return boundNamedFiles(
@@ -53,7 +72,7 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
       return text === undefined ? undefined : projectListing(text);
     },
     fileTexts,
-    stepFiles(projectDir, listing, step) {
+    stepFiles(projectDir, listing, step, partsFor) {
       const touched = (step.earlierCalls ?? [])
         .map((c) => c.args.path)
         .filter((p): p is string => typeof p === 'string');
@@ -63,7 +82,7 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
         ...namedFiles(listing?.files ?? [], step.instruction),
         ...touched.filter((p) => listed.has(p)),
       ]);
-      return fileTexts(projectDir, [...names]);
+      return fileTexts(projectDir, [...names], undefined, partsFor && `${step.instruction}\n${partsFor}`);
     },
   };
 }
@@ -82,6 +101,6 @@ export function stepNewFiles(files: readonly string[], step: PickStep): string[]
  * for the prompt at all (a file behind the permission gate).
  */
 export function stepUnshownFiles(files: readonly string[], step: PickStep, shown: readonly NamedFile[]): string[] {
-  const whole = new Set(shown.filter((f) => !isCut(f)).map((f) => f.path));
+  const whole = new Set(shown.filter(isWhole).map((f) => f.path));
   return namedFiles(files, step.instruction).filter((f) => !whole.has(f));
 }

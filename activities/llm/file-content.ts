@@ -13,8 +13,9 @@ import { plainPath } from '../../common/plan';
 import { droppedLines, keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
-import { isCut, type NamedFile } from './named-files';
-import { EDIT_FILE, PLANNED_WRITES, WRITE_FILE } from './small-model';
+import { withPart } from './file-part';
+import { isCut, isWhole, type NamedFile } from './named-files';
+import { EDIT_FILE, PART_WRITES, PLANNED_WRITES, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
 code block, and nothing else. Keep every line the step does not ask to change as it is.`;
@@ -48,8 +49,10 @@ const fenced = (text: string) => {
 
 export interface FileContentInput {
   path: string;
-  /** The file as it is now, or null for a new file. */
+  /** The file as it is now, or null for a new file; for a long file, the lines of it the step is about (`part`). */
   current: string | null;
+  /** For a long file: which lines `current` holds (./file-part). */
+  part?: { from: number; to: number; total: number };
   /** The step's instruction (with the user's answers). */
   instruction: string;
   /** The user's request in their own words, when it says more than the step (a Planner's rewording may lose it). */
@@ -60,6 +63,8 @@ export interface FileContentInput {
   mayAsk?: boolean;
   /** In a repair round: what the step's evidence shows is not done yet (a failed check's output, say). */
   notDone?: string;
+  /** Why the step's previous attempt failed (a retried or replanned step), when this is not a repair round. */
+  previousFailure?: string;
   /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
   dropped?: readonly string[];
 }
@@ -72,8 +77,12 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
     ...input.context.map((f) => `File ${f.path} (to read, not to change):\n${fenced(f.text)}`),
     input.current === null
       ? `${input.path} is a new file: write all of it.`
-      : `File ${input.path}:\n${fenced(input.current)}`,
+      : input.part
+        ? `Lines ${input.part.from}-${input.part.to} of ${input.path} (of ${input.part.total}; the other lines stay ` +
+          `as they are):\n${fenced(input.current)}`
+        : `File ${input.path}:\n${fenced(input.current)}`,
   ];
+  const whole = input.part ? `new content of lines ${input.part.from}-${input.part.to} of` : 'whole new content of';
   return {
     node: 'write_file_content',
     system: input.mayAsk ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}` : WRITE_FILE_CONTENT_SYSTEM,
@@ -82,14 +91,18 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
         ...parts,
         ...(input.request && input.request.trim() !== input.instruction.trim() ? [`Request: ${input.request}`] : []),
         `Step: ${input.instruction}`,
-        ...(input.notDone ? [`Not done yet: ${input.notDone}`] : []),
+        ...(input.notDone
+          ? [`Not done yet: ${input.notDone}`]
+          : input.previousFailure
+            ? [`The previous attempt failed: ${input.previousFailure}`]
+            : []),
         ...(input.dropped?.length
           ? [
               `Your first answer left out these lines of ${input.path}. Keep each one the step does not ask to ` +
                 `change:\n${fenced(input.dropped.slice(0, DROPPED_SHOWN).join('\n'))}`,
             ]
           : []),
-        `Reply with the whole new content of ${input.path}.`,
+        `Reply with the ${whole} ${input.path}.`,
       ].join('\n\n'),
     ],
   };
@@ -139,6 +152,7 @@ export interface WholeFileStep {
   newFiles?: string[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
   notDone?: string;
+  previousFailure?: string;
   /** What its plan expects: once every file of `changes` is written whole, the step is done. */
   expect?: { changes?: string[] };
 }
@@ -187,17 +201,21 @@ export async function withWholeFileWrites(
     current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
-    const context = (step.files ?? []).filter((f) => f !== current && !isCut(f));
+    const context = (step.files ?? []).filter((f) => f !== current && isWhole(f));
     const ask = async (dropped?: string[]) => {
       const answer = await model.text(
         fileContentPrompt({
           path,
           current: current ? current.text : null,
+          ...(current?.part
+            ? { part: { from: current.part.from, to: current.part.to, total: current.part.total } }
+            : {}),
           instruction: step.instruction,
           request: opts.request,
           context,
           mayAsk,
           notDone: step.notDone,
+          previousFailure: step.previousFailure,
           ...(dropped ? { dropped } : {}),
         })
       );
@@ -223,6 +241,8 @@ export async function withWholeFileWrites(
     if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
     // Nor is one that copies in a file it was shown to read: the model merged two files into one.
     if (context.some((f) => copiedIn(f.text, content, current?.text ?? ''))) return null;
+    // A part's new lines go back into the whole file, the rest of it as it was.
+    if (current?.part) return { content: withPart(current.part, content) };
     return { content };
   };
   for (const call of calls) {
@@ -237,6 +257,7 @@ export async function withWholeFileWrites(
         .filter((c) => CHANGES_A_FILE.has(c.tool) && c.status === 'ok' && typeof c.args.path === 'string')
         .map((c) => plainPath(c.args.path as string))
     );
+    // Files shown whole, and long files shown in part (their part is rewritten and put back).
     const shown = (step.files ?? []).filter((f) => !isCut(f));
     const aimed = shown.find((f) => plainPath(f.path) === target);
     const isNew = !aimed && (step.newFiles ?? []).map(plainPath).includes(target);
@@ -262,7 +283,7 @@ export async function withWholeFileWrites(
       const planned = (step.expect?.changes ?? []).map(plainPath);
       const done = planned.length > 0 && planned.every((f) => made.has(f));
       const { stepDone, ...rest } = call;
-      res.calls.push({
+      const write: PickedCall = {
         ...rest,
         ...(stepDone === false && !done ? { stepDone } : {}),
         server: writer.server,
@@ -271,7 +292,10 @@ export async function withWholeFileWrites(
         readOnly: writer.readOnly,
         idempotent: writer.idempotent,
         args: { path, content: r.content },
-      });
+      };
+      // Written from the whole file, though only a part of it was shown: not a blind write.
+      if (aimed?.part) PART_WRITES.add(write);
+      res.calls.push(write);
     } else if (!written.has(target) && !PLANNED_WRITES.has(call)) res.calls.push(call);
   }
   return res;

@@ -3,6 +3,7 @@
  * rather than read them. The names come from the project's listing (so only files that exist), matched as whole
  * words of the step's text, by path or by base name when that is unique.
  */
+import type { FilePart } from './file-part';
 
 /** How much of one named file the pick sees, and of all of them. */
 export const NAMED_FILE_CHARS = 2000;
@@ -14,7 +15,10 @@ export const NAMED_FILES_MAX = 3;
 
 export interface NamedFile {
   path: string;
+  /** Its content; or, for a long file (`part`), the lines of it shown. */
   text: string;
+  /** For a long file shown in part (./file-part): which lines `text` holds, and the whole file. */
+  part?: FilePart;
 }
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -66,6 +70,8 @@ export function newFileNames(existing: readonly string[], text: string): string[
 
 export const CUT_MARK = '\n… (cut: read_file shows the rest)';
 export const isCut = (f: NamedFile) => f.text.endsWith(CUT_MARK);
+/** Whether a prompt shows the file whole: not cut, nor a part of it. */
+export const isWhole = (f: NamedFile) => !isCut(f) && !f.part;
 
 /** The files' texts within the bounds, each cut with a mark that says so. */
 export function boundNamedFiles(files: readonly NamedFile[], total = NAMED_FILES_CHARS): NamedFile[] {
@@ -73,6 +79,12 @@ export function boundNamedFiles(files: readonly NamedFile[], total = NAMED_FILES
   const out: NamedFile[] = [];
   for (const f of files) {
     if (left <= 0) break;
+    // A part is within NAMED_FILE_CHARS already (./file-part).
+    if (f.part) {
+      left -= f.text.length;
+      out.push(f);
+      continue;
+    }
     const room = Math.min(NAMED_FILE_CHARS, left);
     const text = f.text.length > room ? `${f.text.slice(0, room)}${CUT_MARK}` : f.text;
     left -= Math.min(f.text.length, room);

@@ -9,7 +9,7 @@ import { EvaluateStepOutputSchema, type PlanStep } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView } from '../../common/task';
 import type { ModelClient, NodePrompt } from './model';
-import { isCut, type NamedFile } from './named-files';
+import { isWhole, type NamedFile } from './named-files';
 import { join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
@@ -128,7 +128,7 @@ export const ANSWER_NOW = "Write Klea's answer to this request, from the results
 
 /** How many lines a file shown whole has, for the heading it is shown under (a count a model cannot make). */
 export function linesNote(file: NamedFile): string {
-  if (isCut(file)) return '';
+  if (!isWhole(file)) return '';
   const lines = file.text ? file.text.replace(/\n$/, '').split('\n').length : 0;
   return ` (${lines} ${lines === 1 ? 'line' : 'lines'})`;
 }

@@ -12,7 +12,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ProjectListing } from '../project/listing';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient } from './model';
-import { isCut, type NamedFile } from './named-files';
+import { isWhole, type NamedFile } from './named-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import {
   checksFirst,
@@ -194,7 +194,7 @@ export function pickToolsPrompt(input: PickToolsInput) {
         `### Step ${s.id}: ${s.instruction}`,
         s.files?.length
           ? `Files it names, as they are now (no need to read them):\n${s.files
-              .map((f) => `#### ${f.path}\n${untrusted(f.path, f.text)}`)
+              .map((f) => `#### ${f.path}${partNote(f)}\n${untrusted(f.path, f.text)}`)
               .join('\n')}`
           : '',
         s.newFiles?.length ? `New files it names (not in the project yet): ${s.newFiles.join(', ')}` : '',
@@ -225,6 +225,10 @@ export function pickToolsPrompt(input: PickToolsInput) {
   };
 }
 
+/** The heading's note for a long file shown in part: which lines (./file-part). */
+export const partNote = (f: NamedFile) =>
+  f.part ? `, lines ${f.part.from}-${f.part.to} of ${f.part.total} (the part the step is about)` : '';
+
 /** What the step's plan says shows it worked, as the pick sees it. */
 function expectText(expect: StepExpect | undefined): string {
   if (!expect) return '';
@@ -237,7 +241,7 @@ function expectText(expect: StepExpect | undefined): string {
 
 /** The files every step of the pick is shown whole (a file only one step sees may still be read by another). */
 function shownInFull(steps: readonly PickStep[]): Set<string> {
-  const per = steps.map((s) => new Set((s.files ?? []).filter((f) => !isCut(f)).map((f) => f.path)));
+  const per = steps.map((s) => new Set((s.files ?? []).filter(isWhole).map((f) => f.path)));
   return new Set([...(per[0] ?? [])].filter((p) => per.every((set) => set.has(p))));
 }
 

@@ -7,6 +7,7 @@
  * - `sameFileSteps`: steps that are to change the same files are one step.
  * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
+ * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
  */
 import { plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
@@ -232,4 +233,38 @@ function withoutPlanned(step: PlanStep, files: readonly string[]): PlanStep {
   const changes = (step.expect?.changes ?? []).filter((c) => !files.includes(plainPath(c)));
   const { changes: _changes, ...others } = step.expect ?? {};
   return withExpect(step, changes.length ? { ...others, changes } : others);
+}
+
+/**
+ * A new plan, after a step's check failed, that is to change no file at all: the steps that run that check again are
+ * to change the files the task has changed so far (`changed`: what it wrote is what fails), or, where it has changed
+ * none, the project's files the request names other than those the check itself names (the test or script it runs).
+ * A check passes only once something changes, and a plan that only runs it again fails the same way: with the 1.5B
+ * model, "fix dates.py and run check_dates.py" was planned as two steps that only ran scripts, and each replan ran
+ * the failing check again until none were left. Not for a request put as a question (`isQuestion`), nor when there
+ * is no such file (nothing says which file to change).
+ */
+export function changesForFailedCheck(
+  plan: Plan,
+  failedCheck: string,
+  request: string,
+  files: readonly string[],
+  changed: readonly string[] = []
+): { plan: Plan; repairs: string[] } {
+  const check = failedCheck.trim();
+  const unchanged = { plan, repairs: [] };
+  if (!check || isQuestion(request) || plan.steps.some((s) => plannedFiles(s).length)) return unchanged;
+  const checked = new Set(namedFiles(files, check));
+  const existing = new Set(files);
+  const ours = changed.map(plainPath).filter((f) => existing.has(f));
+  const toChange = ours.length ? ours : namedFiles(files, request).filter((f) => !checked.has(f));
+  const rerun = plan.steps.filter((s) => s.needs_tool && s.expect?.check?.trim() === check);
+  if (!toChange.length || !rerun.length) return unchanged;
+  const steps = plan.steps.map((s) => (rerun.includes(s) ? withChanges(s, toChange) : s));
+  const repairs = rerun.map(
+    (s) =>
+      `step "${s.id}": its check \`${check}\` failed before and the plan changes no file: ` +
+      `it is to change ${toChange.join(', ')}, ${ours.length ? 'which the task changed' : 'which the request names'}`
+  );
+  return { plan: { ...plan, steps }, repairs };
 }

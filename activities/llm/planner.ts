@@ -12,7 +12,14 @@ import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
-import { checksAfterChanges, requestedNewFiles, sameFileSteps, thinkingSteps, unnamedChanges } from './plan-files';
+import {
+  changesForFailedCheck,
+  checksAfterChanges,
+  requestedNewFiles,
+  sameFileSteps,
+  thinkingSteps,
+  unnamedChanges,
+} from './plan-files';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -27,6 +34,10 @@ export interface WritePlanInput {
   feedback?: string;
   /** Whose the feedback is: the user's (a revision, the default) or Klea's own (a replan after a failed step). */
   feedbackFrom?: 'user' | 'replan';
+  /** For a replan after a step's check failed: that check (a new plan that changes nothing cannot make it pass). */
+  failedCheck?: string;
+  /** With `failedCheck`: the files the task's steps have changed so far. */
+  changedFiles?: string[];
   /** Steps already finished (a replan keeps them); the new plan may depend on their ids. */
   finished?: StepResultView[];
   /** The project's listing (filled in by the activity). */
@@ -226,8 +237,13 @@ export async function writePlan(
   const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names, changes only files some text of the task names
   // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
-  // file in one step, and runs a check only once the change it checks is made (./plan-files).
-  const requested = small ? requestedNewFiles(checked.plan, input.request, files) : { plan: checked.plan, repairs: [] };
+  // file in one step, and runs a check only once the change it checks is made (./plan-files). A new plan after a
+  // failed check changes something before it runs the check again.
+  const fixing =
+    small && input.failedCheck
+      ? changesForFailedCheck(checked.plan, input.failedCheck, input.request, files, input.changedFiles)
+      : { plan: checked.plan, repairs: [] };
+  const requested = small ? requestedNewFiles(fixing.plan, input.request, files) : { plan: fixing.plan, repairs: [] };
   const named = small ? unnamedChanges(requested.plan, input.request, files) : { plan: requested.plan, repairs: [] };
   const asked = small
     ? await keepAskedChanges(model, input.request, named.plan, files)
@@ -238,6 +254,7 @@ export async function writePlan(
   const repairs = [
     ...value.repairs,
     ...checked.repairs,
+    ...fixing.repairs,
     ...requested.repairs,
     ...named.repairs,
     ...asked.repairs,

@@ -17,7 +17,7 @@
  */
 import { keepPlannedChanges, plainPath, plannedFiles, type Plan, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { isCut } from './named-files';
+import { isCut, isWhole } from './named-files';
 import type { OpenAIFunction } from './structured-output';
 
 export const READ_FILE = 'workspace__read_file';
@@ -108,6 +108,12 @@ export function narrowPaths(fns: readonly OpenAIFunction[], paths: PickPaths): O
  * is dropped, never sent as it is.
  */
 export const PLANNED_WRITES = new WeakSet<PickedCall>();
+
+/**
+ * The whole-file writes of a long file shown in part (./file-part): its new lines put back into the file as it was
+ * read, so not blind writes, though no prompt showed the file whole.
+ */
+export const PART_WRITES = new WeakSet<PickedCall>();
 
 /** Tools whose call may change a file. */
 const MAY_CHANGE = new Set([WRITE_FILE, EDIT_FILE, RUN_COMMAND]);
@@ -297,11 +303,12 @@ export function readsBeforeBlindWrites(
   const reader = tools.find((t) => t.qualifiedName === READ_FILE);
   if (!reader || !existingFiles) return { calls: [...calls], repairs: [] };
   const existing = new Set(existingFiles);
-  const shown = new Set(steps.flatMap((s) => (s.files ?? []).filter((f) => !isCut(f)).map((f) => plainPath(f.path))));
+  const shown = new Set(steps.flatMap((s) => (s.files ?? []).filter(isWhole).map((f) => plainPath(f.path))));
   const repairs: Array<{ stepId: string; repair: string }> = [];
   const out = calls.map((c) => {
     const path = typeof c.args.path === 'string' ? plainPath(c.args.path) : null;
-    if (c.qualifiedName !== WRITE_FILE || !path || !existing.has(path) || shown.has(path)) return c;
+    if (c.qualifiedName !== WRITE_FILE || !path || !existing.has(path) || shown.has(path) || PART_WRITES.has(c))
+      return c;
     const step = steps.find((s) => s.id === c.stepId);
     const read = (step?.earlierCalls ?? []).some(
       (e) =>

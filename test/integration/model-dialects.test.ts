@@ -448,6 +448,92 @@ describe('model.profile small', () => {
     expect(await t.eventsOf('replanned')).toEqual([]);
   });
 
+  it('a replan that only runs the failed check again is to change the file the request names: it is fixed and passes', async () => {
+    fake.dialect = 'openai';
+    const p = makeProject({
+      'units.py': 'def km(miles):\n    return miles * 1.6\n',
+      'test_units.py': 'from units import km\nassert km(10) == 16.09344, km(10)\n',
+    });
+    const request = 'km() in units.py rounds the factor. Fix units.py and run test_units.py to prove it.';
+    const check = 'python3 test_units.py';
+    const rerun = step('s1', 'Run test_units.py and check that it passes.', { expect: { check } });
+    // The first plan and its replan only run the test: without help the replan fails the same way.
+    fake.on('write_plan', { call: plan([rerun], {}, request) }, { call: plan([rerun], {}, request) });
+    // The step's repair picks only run the test again.
+    const again = { name: 'workspace__run_command', args: { step_id: 's1', command: check, step_done: true } };
+    fake.on('pick_tools', { calls: [again] }, { calls: [again] });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'units.py', old_string: 'x', new_string: 'y', step_done: true },
+    };
+    fake.on('pick_tools', { calls: [edit] });
+    fake.on('write_file_content', { content: '```python\ndef km(miles):\n    return miles * 1.609344\n```' });
+    fake.on('compose_answer', { content: 'units.py uses 1.609344 now, and test_units.py passes.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'units.py'), 'utf8')).toBe('def km(miles):\n    return miles * 1.609344\n');
+    const [replanned] = await t.eventsOf('replanned');
+    expect(replanned.plan.steps.map((s) => s.expect)).toEqual([{ check, changes: ['units.py'] }]);
+    expect(replanned.repairs).toContain(
+      `step "s1": its check \`${check}\` failed before and the plan changes no file: it is to change units.py, which the request names`
+    );
+    expect((await finishedOf(t)).map((f) => [f.stepId, f.status])).toEqual([
+      ['s1', 'retry'],
+      ['s1', 'done'],
+    ]);
+    // The file's rewrite was shown the failure the replan was for.
+    expect(fake.requestsFor('write_file_content')[0].text).toMatch(
+      /The previous attempt failed: .*AssertionError: 16\.0/s
+    );
+  });
+
+  it('a long file is shown as the part the request names; the change is written into it and the rest stays byte for byte', async () => {
+    fake.dialect = 'openai';
+    const fns = Array.from({ length: 60 }, (_, i) =>
+      i === 41
+        ? 'function shippingCost(order) {\n  if (order.total >= 50) {\n    return 0;\n  }\n  return 4.9;\n}'
+        : `function rule${i}(order) {\n  return order.id % ${i + 2} === 0;\n}`
+    );
+    const shop = `'use strict';\n\n${fns.join('\n\n')}\n\nmodule.exports = { shippingCost };\n`;
+    const p = makeProject({ 'shop.js': shop });
+    const request =
+      'shop.js ist lang: in shippingCost soll der Versand ab 40 statt ab 50 gratis sein. Sonst nichts ändern.';
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Change the free shipping limit in shop.js.', { expect: { changes: ['shop.js'] } })]),
+    });
+    fake.on('pick_tools', {
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's1', path: 'shop.js', old_string: '50', new_string: '40', step_done: true },
+        },
+      ],
+    });
+    fake.on('write_file_content', {
+      content:
+        '```js\nfunction shippingCost(order) {\n  if (order.total >= 40) {\n    return 0;\n  }\n  return 4.9;\n}\n```',
+    });
+    fake.on('compose_answer', { content: 'Shipping is free from 40 now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    // Only the one line changed, in a file of 240 lines no prompt showed whole.
+    expect(readFileSync(path.join(p.dir, 'shop.js'), 'utf8')).toBe(shop.replace('>= 50', '>= 40'));
+    const from = shop.split('\n').indexOf('function shippingCost(order) {') + 1;
+    const heading = `shop.js, lines ${from}-${from + 5} of ${shop.split('\n').length - 1}`;
+    expect(fake.requestsFor('pick_tools')[0].text).toContain(heading);
+    expect(fake.requestsFor('pick_tools')[0].text).not.toContain('function rule0');
+    const [rewrite] = fake.requestsFor('write_file_content');
+    expect(rewrite.text).toContain(`Lines ${from}-${from + 5} of shop.js`);
+    expect(rewrite.text).toContain(`Reply with the new content of lines ${from}-${from + 5} of shop.js.`);
+    const [finished] = await finishedOf(t);
+    expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
+    expect(finished.changes).toEqual([expect.objectContaining({ path: 'shop.js', added: 1, removed: 1 })]);
+  });
+
   it('a search step whose check finds nothing is done, its answer that there is none: not tried again, not replanned', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'parser.py': '# TODO: handle empty input\n', 'report.py': 'print(1)\n' });

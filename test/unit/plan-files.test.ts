@@ -3,6 +3,7 @@
  * structure, the listing and the file names in the texts, in any language.
  */
 import {
+  changesForFailedCheck,
   checksAfterChanges,
   requestedNewFiles,
   sameFileSteps,
@@ -224,5 +225,52 @@ describe('a file of the project that no text of the task names is not asked of a
     // The control: named by the request (in another language) or by the goal, the same files stay.
     const kept = unnamedChanges({ ...p, goal: 'Update README.md.' }, 'Ajoute app.py au .gitignore.', files);
     expect(changes(kept.plan)).toEqual([['app.py', '.gitignore'], ['src/config.py', './app.py'], ['README.md']]);
+  });
+});
+
+describe('a new plan after a failed check changes something before it runs the check again', () => {
+  const files = ['units.py', 'test_units.py', 'data/rates.json'];
+  const check = 'python3 test_units.py';
+  const request = 'Die Umrechnung in units.py ist falsch. Repariere sie und führe test_units.py aus.';
+
+  it('the steps that rerun the check are to change the files the request names, other than what the check runs', () => {
+    const p = planOf(
+      step('s1', 'Look at the output.', {}),
+      step('s2', 'Run test_units.py and check it passes.', { depends_on: ['s1'], expect: { check } })
+    );
+    const out = changesForFailedCheck(p, ` ${check}`, request, files);
+    expect(out.plan.steps.map((s) => s.expect)).toEqual([undefined, { check, changes: ['units.py'] }]);
+    expect(out.repairs).toEqual([
+      `step "s2": its check \`${check}\` failed before and the plan changes no file: it is to change units.py, which the request names`,
+    ]);
+  });
+
+  it('not when the plan changes a file, the request is a question, names no other file, or no step reruns the check', () => {
+    const fixing = planOf(
+      step('s1', 'Fix units.py.', { expect: { changes: ['units.py'] } }),
+      step('s2', 'Run the test.', { depends_on: ['s1'], expect: { check } })
+    );
+    expect(changesForFailedCheck(fixing, check, request, files)).toEqual({ plan: fixing, repairs: [] });
+    const rerun = planOf(step('s1', 'Run the test.', { expect: { check } }));
+    expect(changesForFailedCheck(rerun, check, 'Why does test_units.py fail in units.py?', files).repairs).toEqual([]);
+    expect(changesForFailedCheck(rerun, check, 'Run test_units.py until it passes.', files).repairs).toEqual([]);
+    expect(changesForFailedCheck(rerun, 'python3 -m pytest', request, files).repairs).toEqual([]);
+    // The control: the same plan, check and request get the change.
+    expect(changesForFailedCheck(rerun, check, request, files).repairs).toHaveLength(1);
+  });
+
+  it('the files the task has changed come first: what it wrote is what fails', () => {
+    const rerun = planOf(step('s1', 'Run the tests.', { expect: { check: 'python3 -m unittest discover tests' } }));
+    const request = 'Add tests for convert() in units.py to tests/test_convert.py.';
+    const after = [...files, 'tests/test_convert.py'];
+    const out = changesForFailedCheck(rerun, 'python3 -m unittest discover tests', request, after, [
+      './tests/test_convert.py',
+      'gone.txt',
+    ]);
+    expect(out.plan.steps[0].expect?.changes).toEqual(['tests/test_convert.py']);
+    expect(out.repairs[0]).toMatch(/it is to change tests\/test_convert.py, which the task changed$/);
+    // Without changes of its own, the request's files (here the code under test: the case the task's changes avoid).
+    const before = changesForFailedCheck(rerun, 'python3 -m unittest discover tests', request, after);
+    expect(before.plan.steps[0].expect?.changes).toEqual(['units.py', 'tests/test_convert.py']);
   });
 });

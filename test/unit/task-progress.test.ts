@@ -90,13 +90,21 @@ describe('plan progress', () => {
     const p = new PlanProgress();
     p.adopt(plan([step('s1'), step('s2')]));
     p.settle(started(p, 's1'), { outcome: 'replan', reason: 'no tool reads PDFs' }, [], '');
-    p.settle(started(p, 's2'), { outcome: 'replan', reason: 'refused by policy' }, [], '');
+    p.settle(started(p, 's2'), { outcome: 'replan', reason: 'refused by policy' }, [], '', undefined, 'pytest');
 
-    const reason = p.takeReplan();
+    const replan = p.takeReplan();
 
-    expect(reason).toBe('step s1 (step s1): no tool reads PDFs');
+    expect(replan).toEqual({ reason: 'step s1 (step s1): no tool reads PDFs' });
     expect(p.takeReplan()).toBeNull();
     expect(p.triageInput(plan([step('s1')]).steps[0], null, []).replansLeft).toBe(MAX_REPLANS - 1);
+  });
+
+  it('a replan asked for by a failed check carries that check to the Planner', () => {
+    const p = new PlanProgress();
+    p.adopt(plan([step('s1')]));
+    p.settle(started(p, 's1'), { outcome: 'replan', reason: 'not achieved' }, [], '', undefined, 'python3 t.py');
+
+    expect(p.takeReplan()).toEqual({ reason: 'step s1 (step s1): not achieved', failedCheck: 'python3 t.py' });
   });
 
   it('an attempt that makes the very calls of a failed one at the same instruction is told so; other calls are not', () => {

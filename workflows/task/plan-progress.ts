@@ -37,6 +37,10 @@ export class PlanProgress {
   /** Steps whose after-step review has been held (each is reviewed once). */
   private readonly checkpointed = new Set<string>();
   private replanReason: string | null = null;
+  /** The check that failed in the step that asked for the waiting replan, if that is why it asked. */
+  private replanCheck: string | null = null;
+  /** The files the task's steps have changed (this run of the workflow), in the order first changed. */
+  private readonly changed = new Set<string>();
   private replansUsed = 0;
 
   /** A fresh task's progress, or (continue-as-new) the progress an earlier run of the task carried over. */
@@ -150,17 +154,28 @@ export class PlanProgress {
    * asked for in a round is the one done), anything else finishes it with its result. Null for `evaluate`, which
    * the caller resolves with the evaluator first.
    */
-  settle(s: PlanStep, d: TriageDecision, calls: CallOutcome[], text: string, madeCalls?: string): StepFinished | null {
+  settle(
+    s: PlanStep,
+    d: TriageDecision,
+    calls: CallOutcome[],
+    text: string,
+    madeCalls?: string,
+    failedCheck?: string
+  ): StepFinished | null {
     const st = this.step(s.id);
     const callView = calls.map((c) => ({ tool: c.tool, status: c.status }));
     // What the attempt's writes and edits changed, as unified diffs.
     const changes = calls.flatMap((c) => (c.change ? [c.change] : []));
     const changed = changes.length ? { changes } : {};
+    for (const c of changes) this.changed.add(c.path);
     if (d.outcome === 'retry' || d.outcome === 'replan') {
       this.failures.set(s.id, d.reason);
       if (madeCalls !== undefined) this.failedCalls.set(s.instruction, madeCalls);
       st.status = 'pending';
-      if (d.outcome === 'replan') this.replanReason ??= `step ${s.id} (${s.title}): ${d.reason}`;
+      if (d.outcome === 'replan' && this.replanReason === null) {
+        this.replanReason = `step ${s.id} (${s.title}): ${d.reason}`;
+        this.replanCheck = failedCheck ?? null;
+      }
       return {
         type: 'step_finished',
         stepId: s.id,
@@ -190,13 +205,23 @@ export class PlanProgress {
     };
   }
 
-  /** The replan a round asked for, if any; taking it uses one of the task's replans. */
-  takeReplan(): string | null {
+  /** The files the task's steps have changed so far (since this run of the workflow began). */
+  changedFiles(): string[] {
+    return [...this.changed];
+  }
+
+  /**
+   * The replan a round asked for, if any, and the check whose failure asked for it; taking it uses one of the task's
+   * replans.
+   */
+  takeReplan(): { reason: string; failedCheck?: string } | null {
     const reason = this.replanReason;
     if (reason === null) return null;
+    const failedCheck = this.replanCheck;
     this.replanReason = null;
+    this.replanCheck = null;
     this.replansUsed++;
-    return reason;
+    return { reason, ...(failedCheck ? { failedCheck } : {}) };
   }
 
   /** Steps of the current plan's after-step reviews that have finished and not been reviewed yet. */

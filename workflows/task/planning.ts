@@ -94,9 +94,10 @@ export class Planning {
   /**
    * A new plan after a step that could not be completed, told as `replanned` with the reason. False when the
    * Planner could not write a usable one: the work done stands, and the task goes on to its answer (which says
-   * what was not achieved) rather than failing over its plan's bookkeeping.
+   * what was not achieved) rather than failing over its plan's bookkeeping. `failedCheck`: the check whose failure
+   * asked for it, for the Planner's help (a new plan that changes nothing cannot make it pass).
    */
-  async replan(reason: string): Promise<boolean> {
+  async replan(reason: string, failedCheck?: string): Promise<boolean> {
     const { progress, log } = this.task;
     let written;
     try {
@@ -105,7 +106,8 @@ export class Planning {
         `A step could not be completed: ${reason}`,
         progress.finishedViews(),
         undefined,
-        'replan'
+        'replan',
+        failedCheck
       );
     } catch (err) {
       if (isCancellation(err) || failureCode(err, '') !== Failure.ModelOutputInvalid) throw err;
@@ -159,7 +161,8 @@ export class Planning {
     feedback?: string,
     finished?: StepResultView[],
     firstPick?: FirstPickAsk,
-    feedbackFrom?: 'replan'
+    feedbackFrom?: 'replan',
+    failedCheck?: string
   ) {
     const { input, progress } = this.task;
     this.task.setStatus('planning', summary);
@@ -173,6 +176,7 @@ export class Planning {
         previousPlan: progress.plan ?? undefined,
         feedback,
         ...(feedbackFrom ? { feedbackFrom } : {}),
+        ...(failedCheck ? { failedCheck, changedFiles: progress.changedFiles() } : {}),
         finished: finished?.length ? finished : undefined,
         firstPick,
       },

@@ -102,7 +102,8 @@ export class StepRunner {
       made.map((m) => m.outcome),
       result.text,
       [...result.repairs, ...repairs],
-      madeCalls
+      madeCalls,
+      checkFailed ? s.expect?.check : undefined
     );
   }
 
@@ -148,9 +149,10 @@ export class StepRunner {
     calls: CallOutcome[],
     text: string,
     repairs: string[] = [],
-    madeCalls?: string
+    madeCalls?: string,
+    failedCheck?: string
   ): void {
-    const finished = this.task.progress.settle(s, d, calls, text, madeCalls);
+    const finished = this.task.progress.settle(s, d, calls, text, madeCalls, failedCheck);
     if (finished)
       this.task.log.emit({
         ...finished,

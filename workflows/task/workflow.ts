@@ -131,7 +131,7 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
     const replan = progress.takeReplan();
     if (replan) {
       // A Planner that cannot write a usable plan leaves the work done standing: the answer says what is missing.
-      if (!(await planning.replan(replan))) break;
+      if (!(await planning.replan(replan.reason, replan.failedCheck))) break;
       questions.reset();
       await planning.reviewBeforeWork();
       continue;

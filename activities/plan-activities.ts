@@ -13,10 +13,13 @@ import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
 import { activityContext } from './activity-context';
 import type { ModelClient } from './llm/model';
+import { namedFiles } from './llm/named-files';
 import { pickTools, type PickToolsInput, type PickToolsResult } from './llm/pick-tools';
 import { writePlan, type WritePlanInput } from './llm/planner';
+import { isDataFile } from './llm/program';
 import type { createToolActivities } from './mcp/tools';
 import type { ProjectContextReader } from './project/context';
+import type { ProjectListing } from './project/listing';
 import { stepNewFiles, stepUnshownFiles, type PromptContext } from './prompt-context';
 
 export interface PlanActivityDeps {
@@ -33,6 +36,13 @@ export function createPlanActivities(deps: PlanActivityDeps) {
   const offered = async (projectDir: string, toolAccess: WritePlanInput['toolAccess']) =>
     (await tools.listTools({ projectDir, toolAccess })).tools;
 
+  /** The data files the steps a step builds on name (./llm/program), as they are now. */
+  async function dataSources(projectDir: string, listing: ProjectListing | undefined, s: PickToolsInput['steps'][0]) {
+    const built = [...s.dependencyResults.map((d) => d.title), ...(s.builtOn ?? [])].join('\n');
+    const names = namedFiles(listing?.files ?? [], built).filter(isDataFile);
+    return names.length ? context.fileTexts(projectDir, names) : [];
+  }
+
   /** A pick, with every call's paths checked. */
   async function pickChecked(input: PickToolsInput, offeredTools: ToolDescriptor[], opts: { mayAsk?: boolean } = {}) {
     const listing = input.listing ?? (await context.listing(input.projectDir));
@@ -45,9 +55,12 @@ export function createPlanActivities(deps: PlanActivityDeps) {
           s,
           model.profile === 'small' ? input.request : undefined
         );
+        const sources =
+          model.profile === 'small' && !files.length ? await dataSources(input.projectDir, listing, s) : [];
         return {
           ...s,
           files,
+          ...(sources.length ? { sources } : {}),
           unshown: stepUnshownFiles(listing?.files ?? [], s, files),
           ...(listing?.complete ? { newFiles: stepNewFiles(listing.files, s) } : {}),
         };

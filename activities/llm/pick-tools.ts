@@ -13,9 +13,11 @@ import type { ProjectListing } from '../project/listing';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
-import { filesSection, join, resultsText, section } from './prompt-text';
+import { computingSteps, programCalls } from './program';
+import { NO_SUITABLE_TOOL, pickToolsPrompt } from './pick-prompt';
 import {
   checksFirst,
+  isQuestion,
   narrowPaths,
   READ_FILE,
   readsBeforeBlindWrites,
@@ -25,13 +27,14 @@ import {
   writesForUnchanged,
 } from './small-model';
 import { jsonSchemaOf, type OpenAIFunction } from './structured-output';
-import { untrusted, withUntrustedRule } from './untrusted';
 
 export interface PickStep {
   id: string;
   title: string;
   instruction: string;
   dependencyResults: StepResultView[];
+  /** What the steps it depends on were to do (their instructions), for the small profile's programs (./program). */
+  builtOn?: string[];
   /** Why the previous attempt failed, when this is a retry. */
   previousFailure?: string;
   /** The calls this attempt of the step has made so far, with what they returned (a step left open). */
@@ -42,6 +45,11 @@ export interface PickStep {
   newFiles?: string[];
   /** Files of the project the step's instruction names that `files` does not hold whole (filled in by the activity). */
   unshown?: string[];
+  /**
+   * For a step that names no file of the project: the data files the steps it builds on name, as they are now (filled
+   * in by the activity, under the small profile: ./program).
+   */
+  sources?: NamedFile[];
   /** What shows the step worked (the plan's `expect`). */
   expect?: StepExpect;
   /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */
@@ -82,22 +90,12 @@ export interface PickToolsResult {
   questions?: FileQuestion[];
 }
 
-export const NO_SUITABLE_TOOL = 'no_suitable_tool';
 /**
  * Bounds one pick_tools answer under json_schema: one call per step. A small model held to a list of calls
  * fills it, copying the offered tools one after another; a step that needs more calls leaves itself open
  * (`step_done: false`) and is picked again with what its call returned.
  */
 export const MAX_CALLS_PER_STEP = 1;
-
-export const PICK_TOOLS_SYSTEM = `You make the tool calls that carry out the steps listed. For each step, call the tool that does its next
-part, with exact arguments, and set step_id to the step's id.
-- Paths are relative to the project directory: use the real file names from the step or the files listed.
-- step_done: false when the step needs more calls once you see this call's result (run the tests after you fix
-  the code, say); true when the step is complete after this call.
-- Steps already under way show the calls made so far and their results: make the next call, do not repeat one.
-- If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason.
-Call functions only.`;
 
 /**
  * What no_suitable_tool takes, and the step id every offered function gets, for the steps of one batch. One zod
@@ -174,80 +172,11 @@ export function pickToolsFunctions(tools: readonly ToolDescriptor[], stepIds: re
   return fns;
 }
 
-/** What an earlier call of the step returned, as much as a next pick needs. */
-export const EARLIER_CALL_CHARS = 1500;
-
-function earlierCallsText(calls: readonly EarlierCall[]): string {
-  return calls
-    .map((c, i) => {
-      const text = c.text.length > EARLIER_CALL_CHARS ? `${c.text.slice(0, EARLIER_CALL_CHARS)}…` : c.text;
-      return `${i + 1}. ${c.tool} ${JSON.stringify(c.args)} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
-    })
-    .join('\n');
-}
-
-export function pickToolsPrompt(input: PickToolsInput) {
-  const steps = input.steps
-    .map((s) =>
-      join(
-        // The step's own instruction first: it is what the call must carry out.
-        `### Step ${s.id}: ${s.instruction}`,
-        s.files?.length
-          ? `Files it names, as they are now (no need to read them):\n${s.files
-              .map((f) => `#### ${f.path}${partNote(f)}\n${untrusted(f.path, f.text)}`)
-              .join('\n')}`
-          : '',
-        s.newFiles?.length ? `New files it names (not in the project yet): ${s.newFiles.join(', ')}` : '',
-        s.earlierCalls?.length
-          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}\nMake the next call this step ` +
-              'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
-              'when it finishes the step.'
-          : '',
-        s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
-        s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : '',
-        expectText(s.expect),
-        s.notDone ? `Not done yet: ${s.notDone}\nMake the call that fixes this; do not repeat a call that failed.` : '',
-        s.suggested?.length ? `Tools for this step: ${s.suggested.join(', ')}.` : ''
-      )
-    )
-    .join('\n\n');
-  return {
-    node: 'pick_tools' as const,
-    system: withUntrustedRule(PICK_TOOLS_SYSTEM),
-    messages: [
-      join(
-        section("The user's request", input.request),
-        sameWords(input.request, input.goal) ? '' : section('Goal', input.goal),
-        filesSection(input.listing?.text),
-        section('Steps', steps)
-      ),
-    ],
-  };
-}
-
-/** The heading's note for a long file shown in part: which lines (./file-part). */
-export const partNote = (f: NamedFile) =>
-  f.part ? `, lines ${f.part.from}-${f.part.to} of ${f.part.total} (the part the step is about)` : '';
-
-/** What the step's plan says shows it worked, as the pick sees it. */
-function expectText(expect: StepExpect | undefined): string {
-  if (!expect) return '';
-  const parts = [
-    expect.changes?.length ? `${expect.changes.join(', ')} changed` : '',
-    expect.check ? `\`${expect.check}\` exits 0 (Klea runs it after the step)` : '',
-  ].filter(Boolean);
-  return parts.length ? `Done when: ${parts.join('; ')}.` : '';
-}
-
 /** The files every step of the pick is shown whole (a file only one step sees may still be read by another). */
 function shownInFull(steps: readonly PickStep[]): Set<string> {
   const per = steps.map((s) => new Set((s.files ?? []).filter(isWhole).map((f) => f.path)));
   return new Set([...(per[0] ?? [])].filter((p) => per.every((set) => set.has(p))));
 }
-
-/** Whether two texts say the same in the same words (a goal that only restates the request adds nothing). */
-const sameWords = (a: string | undefined, b: string) =>
-  a !== undefined && a.toLowerCase().replace(/\W+/g, ' ').trim() === b.toLowerCase().replace(/\W+/g, ' ').trim();
 
 export async function pickTools(
   model: ModelClient,
@@ -258,12 +187,27 @@ export async function pickTools(
   if (model.profile !== 'small') return modelPick(model, input, tools, opts);
   // A small model's steps that only run a check, or only create files, make that call without a pick
   // (./small-model); a step whose write got no content, and every other step, is picked by the model as usual.
-  const checks = [...checksFirst(tools, input.steps), ...readsFirst(tools, input.steps)];
-  const creating = input.listing?.complete ? writesForNewFiles(input.steps) : [];
-  const planned = await withWholeFileWrites(model, input.steps, [...checks, ...creating], tools, {
+  // A step that works something out of data files runs a program the model writes for it (./program).
+  const programs = await programCalls(
+    model,
+    input.request ?? input.goal,
+    computingSteps(input.steps, isQuestion(input.request ?? '')),
+    tools
+  );
+  const computed = new Set(programs.calls.map((c) => c.stepId));
+  const others = input.steps.filter((s) => !computed.has(s.id));
+  const checks = [...checksFirst(tools, others), ...readsFirst(tools, others)];
+  const creating = input.listing?.complete ? writesForNewFiles(others) : [];
+  const written = await withWholeFileWrites(model, others, [...checks, ...creating], tools, {
     mayAsk: opts.mayAsk,
     request: input.request,
   });
+  const planned = {
+    ...written,
+    calls: [...programs.calls, ...written.calls],
+    usage: addUsage(programs.usage, written.usage),
+    modelCalls: programs.modelCalls + written.modelCalls,
+  };
   const covered = new Set([...planned.calls, ...planned.questions].map((c) => c.stepId));
   if (!covered.size && !planned.modelCalls) return modelPick(model, input, tools, opts);
   const rest = input.steps.filter((s) => !covered.has(s.id));
@@ -271,6 +215,10 @@ export async function pickTools(
     ? await modelPick(model, { ...input, steps: rest }, tools, opts)
     : { calls: [], noSuitable: [], usage: { ...ZERO_USAGE, modelCalls: 0 } };
   const repairs = [
+    ...programs.calls.map((c) => ({
+      stepId: c.stepId,
+      repair: 'worked out by a program the model wrote, run with python3',
+    })),
     ...checks.map((c) => ({
       stepId: c.stepId,
       repair:
@@ -360,7 +308,7 @@ async function modelPick(
   // A small model's change to a file is written whole, from plain text (./file-content); in a repair round, a file
   // the step's plan names that is still unchanged is written when the model's pick changes nothing.
   const whole = small
-    ? await withWholeFileWrites(model, input.steps, writesForUnchanged(input.steps, calls), tools, {
+    ? await withWholeFileWrites(model, input.steps, writesForUnchanged(input.steps, calls, input.request), tools, {
         mayAsk: opts.mayAsk,
         request: input.request,
       })

@@ -3,14 +3,17 @@
  * structure, the project's listing and the file names the texts hold, never their words.
  *
  * - `requestedNewFiles`: a new file the request names that no step plans to create goes to a step.
- * - `thinkingSteps`: a step that works over other steps' results and names no file needs no tool.
+ * - `thinkingSteps`: a step that works over other steps' results and names no file needs no tool (over data files:
+ *   such steps are one step, worked out by a program).
  * - `sameFileSteps`: steps that are to change the same files are one step.
  * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
+ * - `dataChecks`: a check that only reads data files is not a check.
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
  */
 import { plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
+import { isDataFile } from './program';
 import { isQuestion } from './small-model';
 
 /** The files a text names: the project's files it names, then the new files it names. */
@@ -58,13 +61,16 @@ export function requestedNewFiles(
 /**
  * The plan with each step that works over other steps' results marked as one that needs no tool: it needs a tool
  * by its plan, yet expects nothing (no files to change, no check), names no file, and every step it depends on
- * names a file of the project or works over results itself. A small Planner splits a question about a data file
- * into "read users.json", "filter the users", "count them", each with a tool; the picks for the last two found no
- * call to make (a listing of the data file, failed) and the answer came from nothing. As a step without a tool it
- * answers from what its dependencies returned. Only meaningful with a complete listing.
+ * names a file of the project or works over results itself. A small Planner splits a question about a file into
+ * "read app.py", "find the handlers", "count them", each with a tool; the picks for the last two found no call to
+ * make (a listing of the file, failed) and the answer came from nothing. As a step without a tool it answers from
+ * what its dependencies returned. Where the files they work on are data (./program: a table, records, lines), the
+ * steps keep their tool and are joined into one instead (`joinSteps`), for a program to work it all out in one go: a
+ * small model that filters and counts records by eye gets it wrong. Only meaningful with a complete listing.
  */
 export function thinkingSteps(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
-  const readsFile = new Set(plan.steps.filter((s) => namedFiles(files, s.instruction).length).map((s) => s.id));
+  const named = new Map(plan.steps.map((s) => [s.id, namedFiles(files, s.instruction)]));
+  const readsFile = new Set(plan.steps.filter((s) => named.get(s.id)!.length).map((s) => s.id));
   const candidate = (s: PlanStep) =>
     s.needs_tool &&
     s.depends_on.length > 0 &&
@@ -81,11 +87,25 @@ export function thinkingSteps(plan: Plan, files: readonly string[]): { plan: Pla
         grew = true;
       }
   }
-  const steps = plan.steps.map((s) => (thinking.has(s.id) ? { ...s, needs_tool: false } : s));
+  // The files a thinking step works over: those the steps it builds on name, through other thinking steps.
+  const byId = new Map(plan.steps.map((s) => [s.id, s]));
+  const over = (id: string, seen = new Set<string>()): string[] =>
+    byId.get(id)!.depends_on.flatMap((d) => {
+      if (seen.has(d)) return [];
+      seen.add(d);
+      return thinking.has(d) ? over(d, seen) : (named.get(d) ?? []);
+    });
+  const computing = new Set([...thinking].filter((id) => over(id).some(isDataFile)));
+  const steps = plan.steps.map((s) => (thinking.has(s.id) && !computing.has(s.id) ? { ...s, needs_tool: false } : s));
   const repairs = plan.steps
-    .filter((s) => thinking.has(s.id))
+    .filter((s) => thinking.has(s.id) && !computing.has(s.id))
     .map((s) => `step "${s.id}" works over the results of ${s.depends_on.join(', ')} and names no file: no tool`);
-  return { plan: { ...plan, steps }, repairs };
+  const joined = joinSteps(
+    { ...plan, steps },
+    (a, b) => computing.has(a.id) && computing.has(b.id),
+    (a, b) => `steps "${a.id}" and "${b.id}" work over the same data: one step, for one program`
+  );
+  return { plan: joined.plan, repairs: [...repairs, ...joined.repairs] };
 }
 
 /** The longest merged title and instruction a plan step may hold (`PlanStepSchema`). */
@@ -118,15 +138,31 @@ function bothChecks(a: string | undefined, b: string | undefined): string | null
 
 /**
  * The plan with the steps that are to change the same files (the same `expect.changes`, as a set) made one step, at
- * the first of them: its instruction is theirs in order, its check both checks, its questions theirs, and the steps
- * that depended on any of them depend on it. A later step joins only when every step it depends on is the first
- * one or one the first depends on, and the first does not depend on it through another step, so no order the plan
- * gave is lost and no cycle is made. A small Planner splits one change of one file into "open the file", "find the
+ * the first of them (`joinSteps`). A small Planner splits one change of one file into "open the file", "find the
  * line", "change it", "save it", each expecting the file changed: the first wrote the whole change from the request
  * and the next found nothing left to change (not achieved), or invented more ("add the following content:" with no
  * content: a second line in a hello-world script), or spent its rounds changing nothing.
  */
 export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
+  return joinSteps(
+    plan,
+    (a, b) => sameFiles(plannedFiles(a), plannedFiles(b)),
+    (a) => `change the same files (${plannedFiles(a).join(', ')}): one step`
+  );
+}
+
+/**
+ * The plan with each pair of steps that `together` holds made one step, at the first of them: its instruction is
+ * theirs in order, its check both checks, its questions theirs, and the steps that depended on any of them depend on
+ * it. A later step joins only when every step it depends on is the first one or one the first depends on, and the
+ * first does not depend on it through another step, so no order the plan gave is lost and no cycle is made.
+ * `why(first, later)` ends the repair line: `steps "a" and "b" <why>` (or is the whole line when it starts so).
+ */
+function joinSteps(
+  plan: Plan,
+  together: (first: PlanStep, later: PlanStep) => boolean,
+  why: (first: PlanStep, later: PlanStep) => string
+): { plan: Plan; repairs: string[] } {
   let steps = [...plan.steps];
   const repairs: string[] = [];
   /** Steps joined into another: their dependents depend on that one. */
@@ -135,7 +171,7 @@ export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
     for (let j = i + 1; j < steps.length; j++) {
       const first = steps[i];
       const later = steps[j];
-      if (!sameFiles(plannedFiles(first), plannedFiles(later))) continue;
+      if (!together(first, later)) continue;
       const byId = new Map(steps.map((s) => [s.id, s]));
       const allowed = new Set([first.id, ...first.depends_on]);
       if (!later.depends_on.every((d) => allowed.has(d)) || dependsOn(byId, first.id, later.id)) continue;
@@ -150,12 +186,11 @@ export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
         instruction,
         needs_tool: first.needs_tool || later.needs_tool,
         questions,
-        expect: { ...first.expect, ...(check ? { check } : {}) },
+        ...(first.expect || check ? { expect: { ...first.expect, ...(check ? { check } : {}) } } : {}),
       };
       joinedInto.set(later.id, first.id);
-      repairs.push(
-        `steps "${first.id}" and "${later.id}" change the same files (${plannedFiles(first).join(', ')}): one step`
-      );
+      const reason = why(first, later);
+      repairs.push(reason.startsWith('steps ') ? reason : `steps "${first.id}" and "${later.id}" ${reason}`);
       steps = steps
         .filter((s) => s !== later)
         .map((s) => {
@@ -268,3 +303,27 @@ export function changesForFailedCheck(
   );
   return { plan: { ...plan, steps }, repairs };
 }
+
+/**
+ * The plan with the check left out of each step that is to change nothing when the check only reads data files: the
+ * project files its command names are all data (./program), and it runs none of the project's scripts or tests. It
+ * says nothing of whether the step worked: it is the step's own work, done blind. With the 1.5B model, "which product
+ * brought in the most money?" was planned as `cat sales.csv`, then an `awk … | sort | head` that took the wrong
+ * columns and passed, then an `echo` of a formula: the answer was made of the wrong line. Left without a check, the
+ * steps work the data out with a program (`thinkingSteps`, ./program).
+ */
+export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check?.trim();
+    if (!check || plannedFiles(s).length) return s;
+    const named = namedFiles(files, check);
+    if (!named.length || !named.every(isDataFile)) return s;
+    repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` only reads ${named.join(', ')}: left out`);
+    const { check: _check, ...others } = s.expect ?? {};
+    return withExpect(s, others);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}…` : check);

@@ -15,6 +15,7 @@ import { keepAskedChanges } from './asked-changes';
 import {
   changesForFailedCheck,
   checksAfterChanges,
+  dataChecks,
   requestedNewFiles,
   sameFileSteps,
   thinkingSteps,
@@ -250,7 +251,8 @@ export async function writePlan(
     : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
   const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
   const awaited = small ? checksAfterChanges(joined.plan) : { plan: joined.plan, repairs: [] };
-  const thinking = small ? thinkingSteps(awaited.plan, files) : { plan: awaited.plan, repairs: [] };
+  const reading = small ? dataChecks(awaited.plan, files) : { plan: awaited.plan, repairs: [] };
+  const thinking = small ? thinkingSteps(reading.plan, files) : { plan: reading.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
     ...checked.repairs,
@@ -260,6 +262,7 @@ export async function writePlan(
     ...asked.repairs,
     ...joined.repairs,
     ...awaited.repairs,
+    ...reading.repairs,
     ...thinking.repairs,
   ];
   return {

@@ -17,7 +17,7 @@
  */
 import { keepPlannedChanges, plainPath, plannedFiles, type Plan, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { isCut, isWhole } from './named-files';
+import { isCut, isWhole, namedFiles } from './named-files';
 import type { OpenAIFunction } from './structured-output';
 
 export const READ_FILE = 'workspace__read_file';
@@ -130,18 +130,33 @@ export interface RepairStep {
 
 /**
  * The calls of a repair round with, for each step whose evidence says a file of its plan's `expect.changes` is not
- * changed yet and whose pick changes nothing again (it reads once more), a `write_file` of that file in place of
- * those calls, for the whole-file writes to write from plain text. Only a new file the step names: an existing
- * file is changed only where the model aims a change at it (a plan may name a file that a step only reads: a data
- * file a question is about, say). The write goes where the plan aimed it, and through the permission gate like any
- * other.
+ * changed yet and whose pick changes nothing again (it reads or searches once more), a `write_file` of that file in
+ * place of those calls, for the whole-file writes to write from plain text: a new file the step names, or an
+ * existing one the prompt shows (whole, or the part the step is about) that the request itself names, when the
+ * request is not put as a question. A plan may name a file that a step only reads (a data file a question is about,
+ * a file the Planner took from the listing): that file is changed only where the model aims a change at it. With
+ * the 1.5B model a step to change a 270-line file searched for a constant the Planner had made up, three times, and
+ * changed nothing. The write goes where the plan aimed it, and through the permission gate like any other.
  */
-export function writesForUnchanged(steps: readonly RepairStep[], calls: readonly PickedCall[]): PickedCall[] {
+export function writesForUnchanged(
+  steps: readonly RepairStep[],
+  calls: readonly PickedCall[],
+  request = ''
+): PickedCall[] {
   let out = [...calls];
+  const asked = isQuestion(request)
+    ? []
+    : namedFiles(
+        steps.flatMap((s) => s.unchanged ?? []),
+        request
+      );
   for (const s of steps) {
     const own = out.filter((c) => c.stepId === s.id);
     if (!s.unchanged?.length || own.some((c) => MAY_CHANGE.has(c.qualifiedName))) continue;
-    const target = s.unchanged.find((p) => (s.newFiles ?? []).includes(p));
+    const shown = new Set((s.files ?? []).filter((f) => !isCut(f)).map((f) => plainPath(f.path)));
+    const target =
+      s.unchanged.find((p) => (s.newFiles ?? []).includes(p)) ??
+      s.unchanged.find((p) => shown.has(plainPath(p)) && asked.includes(p));
     if (!target) continue;
     const write: PickedCall = {
       stepId: s.id,

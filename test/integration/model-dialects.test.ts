@@ -4,7 +4,7 @@
  * the real task path, and the worker moves to json_schema once and logs it once; `tool_calling` and
  * `json_schema` do what they say.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KleaEvent } from '../../common/events';
 import { MAX_PLAN_STEPS } from '../../common/plan';
@@ -532,6 +532,62 @@ describe('model.profile small', () => {
     const [finished] = await finishedOf(t);
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
     expect(finished.changes).toEqual([expect.objectContaining({ path: 'shop.js', added: 1, removed: 1 })]);
+  });
+
+  it('a question over a data file is worked out by programs the model writes, run from standard input: a failed one is written again', async () => {
+    fake.dialect = 'openai';
+    const sales = 'region,amount\nNord,10\nSud,5\nNord,2.5\n';
+    const p = makeProject({ 'sales.csv': sales });
+    const request = 'À combien s’élève le total de amount pour la région Nord dans sales.csv ?';
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Read sales.csv.'),
+        step('s2', 'Keep the rows of the region Nord.', { depends_on: ['s1'] }),
+        step('s3', 'Add up their amount.', { depends_on: ['s2'] }),
+      ]),
+    });
+    fake.on(
+      'write_program',
+      { content: "```python\nprint(open('sales.csv').read())\n```" },
+      // The first program for the sum reads a column that is not there: it fails, and is written again.
+      {
+        content:
+          "```python\nimport csv\nprint(sum(float(r['montant']) for r in csv.DictReader(open('sales.csv'))))\n```",
+      },
+      {
+        content:
+          "```python\nimport csv\nrows = csv.DictReader(open('sales.csv'))\nprint(sum(float(r['amount']) for r in rows if r['region'] == 'Nord'))\n```",
+      }
+    );
+    fake.on('compose_answer', { content: 'Le total pour Nord est 12.5.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'Le total pour Nord est 12.5.' });
+
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps.map((s) => [s.id, s.needs_tool])).toEqual([
+      ['s1', true],
+      ['s2', true],
+    ]);
+    const finished = await finishedOf(t);
+    expect(finished.map((f) => [f.stepId, f.status])).toEqual([
+      ['s1', 'done'],
+      ['s2', 'done'],
+    ]);
+    expect(finished[1].calls).toEqual([
+      { tool: 'workspace__run_command', status: 'error' },
+      { tool: 'workspace__run_command', status: 'ok' },
+    ]);
+    expect(finished[1].repairs).toContain('worked out by a program the model wrote, run with python3');
+    expect(fake.requestsFor('pick_tools')).toEqual([]);
+    const programs = fake.requestsFor('write_program');
+    expect(programs).toHaveLength(3);
+    expect(programs[1].text).toContain(`File sales.csv:\n\`\`\`\n${sales}`);
+    expect(programs[2].text).toMatch(/The last program failed:.*KeyError: 'montant'/s);
+    expect(fake.requestsFor('compose_answer')[0].text).toContain('12.5');
+    // The programs ran from standard input: the project holds what it held.
+    expect(readdirSync(p.dir).filter((f) => !f.startsWith('.'))).toEqual(['sales.csv']);
+    expect(readFileSync(path.join(p.dir, 'sales.csv'), 'utf8')).toBe(sales);
   });
 
   it('a search step whose check finds nothing is done, its answer that there is none: not tried again, not replanned', async () => {

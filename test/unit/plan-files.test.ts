@@ -5,6 +5,7 @@
 import {
   changesForFailedCheck,
   checksAfterChanges,
+  dataChecks,
   requestedNewFiles,
   sameFileSteps,
   thinkingSteps,
@@ -76,14 +77,32 @@ describe('a step that works over other steps’ results and names no file needs 
   it('after a step that names a file, and after such a step in turn, in any order the plan lists them', () => {
     const p = planOf(
       step('s3', 'Zähle sie.', { depends_on: ['s2'] }),
-      step('s1', 'Read users.json.'),
-      step('s2', 'Filter the list to the active ones.', { depends_on: ['s1'] })
+      step('s1', 'Read src/app.py.'),
+      step('s2', 'Find the handlers in it.', { depends_on: ['s1'] })
     );
     const out = thinkingSteps(p, files);
     expect(tools(out.plan)).toEqual([false, true, false]);
     expect(out.repairs).toEqual([
       'step "s3" works over the results of s2 and names no file: no tool',
       'step "s2" works over the results of s1 and names no file: no tool',
+    ]);
+  });
+
+  it('over a data file, such steps keep their tool and are one step, for one program', () => {
+    const p = planOf(
+      step('s1', 'Read users.json.'),
+      step('s2', 'Filter the list to the active ones.', { depends_on: ['s1'] }),
+      step('s3', 'Zähle sie.', { depends_on: ['s2'] }),
+      step('s4', 'Report the count.', { depends_on: ['s3'] })
+    );
+    const out = thinkingSteps(p, files);
+    expect(out.plan.steps.map((s) => [s.id, s.needs_tool, s.depends_on, s.instruction])).toEqual([
+      ['s1', true, [], 'Read users.json.'],
+      ['s2', true, ['s1'], 'Filter the list to the active ones.\nZähle sie.\nReport the count.'],
+    ]);
+    expect(out.repairs).toEqual([
+      'steps "s2" and "s3" work over the same data: one step, for one program',
+      'steps "s2" and "s4" work over the same data: one step, for one program',
     ]);
   });
 
@@ -272,5 +291,36 @@ describe('a new plan after a failed check changes something before it runs the c
     // Without changes of its own, the request's files (here the code under test: the case the task's changes avoid).
     const before = changesForFailedCheck(rerun, 'python3 -m unittest discover tests', request, after);
     expect(before.plan.steps[0].expect?.changes).toEqual(['units.py', 'tests/test_convert.py']);
+  });
+});
+
+describe('a check that only reads data files is not a check', () => {
+  const files = ['sales.csv', 'report.py', 'notes.txt'];
+
+  it('left out of a step that changes nothing; then such steps are one step, for a program', () => {
+    const p = planOf(
+      step('s1', 'Read sales.csv.', { expect: { check: 'cat sales.csv' } }),
+      step('s2', 'Sum quantity times price per product.', {
+        depends_on: ['s1'],
+        expect: { check: "awk -F, '{print $2, $3 * $4}' sales.csv | sort -k2nr | head -n 1" },
+      }),
+      step('s3', 'Report the best product.', { depends_on: ['s2'], expect: { check: 'echo "$(head -1 sales.csv)"' } })
+    );
+    const out = dataChecks(p, files);
+    expect(out.plan.steps.map((s) => s.expect)).toEqual([undefined, undefined, undefined]);
+    expect(out.repairs[0]).toBe('step "s1": its check `cat sales.csv` only reads sales.csv: left out');
+    expect(thinkingSteps(out.plan, files).plan.steps.map((s) => [s.id, s.needs_tool])).toEqual([
+      ['s1', true],
+      ['s2', true],
+    ]);
+  });
+
+  it('kept when it runs a script of the project, names no file, reads other files, or the step changes files', () => {
+    const p = planOf(
+      step('s1', 'Run the report.', { expect: { check: 'python3 report.py sales.csv' } }),
+      step('s2', 'Count.', { expect: { check: 'python3 -c "print(1)"' } }),
+      step('s3', 'Add milk.', { expect: { changes: ['notes.txt'], check: 'grep -q milk notes.txt' } })
+    );
+    expect(dataChecks(p, files)).toEqual({ plan: p, repairs: [] });
   });
 });

@@ -126,9 +126,19 @@ describe('small profile: a repair round writes the file the plan names when the 
     expect(PLANNED_WRITES.has(write)).toBe(true);
   });
 
-  it('an existing file the plan names is never written for the model: a question about a data file leaves it as it is', () => {
+  it('an existing file is written for the model only when the request, not put as a question, names it', () => {
     const users = { path: 'users.json', text: '[{"name": "ana", "active": true}]\n' };
-    expect(writesForUnchanged([{ id: 's1', unchanged: ['users.json'], files: [users] }], [read])).toEqual([read]);
+    const step = { id: 's1', unchanged: ['users.json'], files: [users] };
+    // Not named by the request, or named by a question about it: left as it is.
+    expect(writesForUnchanged([step], [read])).toEqual([read]);
+    expect(writesForUnchanged([step], [read], 'How many users in users.json are active?')).toEqual([read]);
+    // Named by the request, shown whole or in part: written, for the whole-file write to fill.
+    const [write] = writesForUnchanged([step], [read], 'Mark ana inactive in users.json.');
+    expect(write).toMatchObject({ qualifiedName: 'workspace__write_file', args: { path: 'users.json' } });
+    expect(PLANNED_WRITES.has(write)).toBe(true);
+    const part = { ...users, part: { from: 1, to: 1, total: 300, whole: users.text } };
+    const [inPart] = writesForUnchanged([{ ...step, files: [part] }], [read], 'Mark ana inactive in users.json.');
+    expect(inPart).toMatchObject({ qualifiedName: 'workspace__write_file', args: { path: 'users.json' } });
   });
 
   it('a pick that changes something, a file seen only in part, or a step with nothing missing is left alone', () => {
@@ -137,7 +147,9 @@ describe('small profile: a repair round writes the file the plan names when the 
       writesForUnchanged([{ id: 's1', unchanged: ['a.py'], files: [{ path: 'a.py', text: 'x' }] }], [edit])
     ).toEqual([edit]);
     const [cut] = boundNamedFiles([{ path: 'big.py', text: 'x\n'.repeat(5000) }]);
-    expect(writesForUnchanged([{ id: 's1', unchanged: ['big.py'], files: [cut] }], [read])).toEqual([read]);
+    expect(writesForUnchanged([{ id: 's1', unchanged: ['big.py'], files: [cut] }], [read], 'Fix big.py.')).toEqual([
+      read,
+    ]);
     expect(writesForUnchanged([{ id: 's1', unchanged: [] }], [read])).toEqual([read]);
   });
 });

@@ -251,6 +251,11 @@ export class PlanProgress {
       .map((d) => this.resultView(d));
   }
 
+  /** What the steps `s` depends on were to do (their instructions), for the pick's help with data files. */
+  dependencyInstructions(s: PlanStep): string[] {
+    return s.depends_on.flatMap((d) => this.graph.find((g) => g.id === d)?.instruction ?? []);
+  }
+
   /** Every step's result, for the answer. */
   allResults(): StepResultView[] {
     return this.graph.map((s) => this.resultView(s, true));

@@ -155,6 +155,7 @@ export class ToolRounds {
             title: s.title,
             instruction: questions.withAnswers(s).instruction,
             dependencyResults: progress.dependencyResults(s),
+            ...(s.depends_on.length ? { builtOn: progress.dependencyInstructions(s) } : {}),
             previousFailure: progress.previousFailure(s.id),
             ...(s.expect ? { expect: s.expect } : {}),
             ...(notDone

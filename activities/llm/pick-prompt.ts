@@ -1,0 +1,91 @@
+/**
+ * The pick_tools node's prompt (docs/architecture.md §7): the request, the goal, the project's listing and, for each
+ * step, its instruction, the files it names as they are now (a long one as the part the step is about), its calls so
+ * far, what it builds on, and what shows it worked.
+ */
+import type { StepExpect } from '../../common/plan';
+import type { NamedFile } from './named-files';
+import type { EarlierCall, PickToolsInput } from './pick-tools';
+import { filesSection, join, resultsText, section } from './prompt-text';
+import { untrusted, withUntrustedRule } from './untrusted';
+
+/** The function a pick calls for a step no offered tool can do. */
+export const NO_SUITABLE_TOOL = 'no_suitable_tool';
+
+export const PICK_TOOLS_SYSTEM = `You make the tool calls that carry out the steps listed. For each step, call the tool that does its next
+part, with exact arguments, and set step_id to the step's id.
+- Paths are relative to the project directory: use the real file names from the step or the files listed.
+- step_done: false when the step needs more calls once you see this call's result (run the tests after you fix
+  the code, say); true when the step is complete after this call.
+- Steps already under way show the calls made so far and their results: make the next call, do not repeat one.
+- If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason.
+Call functions only.`;
+
+/** What an earlier call of the step returned, as much as a next pick needs. */
+export const EARLIER_CALL_CHARS = 1500;
+
+function earlierCallsText(calls: readonly EarlierCall[]): string {
+  return calls
+    .map((c, i) => {
+      const text = c.text.length > EARLIER_CALL_CHARS ? `${c.text.slice(0, EARLIER_CALL_CHARS)}…` : c.text;
+      return `${i + 1}. ${c.tool} ${JSON.stringify(c.args)} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
+    })
+    .join('\n');
+}
+
+export function pickToolsPrompt(input: PickToolsInput) {
+  const steps = input.steps
+    .map((s) =>
+      join(
+        // The step's own instruction first: it is what the call must carry out.
+        `### Step ${s.id}: ${s.instruction}`,
+        s.files?.length
+          ? `Files it names, as they are now (no need to read them):\n${s.files
+              .map((f) => `#### ${f.path}${partNote(f)}\n${untrusted(f.path, f.text)}`)
+              .join('\n')}`
+          : '',
+        s.newFiles?.length ? `New files it names (not in the project yet): ${s.newFiles.join(', ')}` : '',
+        s.earlierCalls?.length
+          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}\nMake the next call this step ` +
+              'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
+              'when it finishes the step.'
+          : '',
+        s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
+        s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : '',
+        expectText(s.expect),
+        s.notDone ? `Not done yet: ${s.notDone}\nMake the call that fixes this; do not repeat a call that failed.` : '',
+        s.suggested?.length ? `Tools for this step: ${s.suggested.join(', ')}.` : ''
+      )
+    )
+    .join('\n\n');
+  return {
+    node: 'pick_tools' as const,
+    system: withUntrustedRule(PICK_TOOLS_SYSTEM),
+    messages: [
+      join(
+        section("The user's request", input.request),
+        sameWords(input.request, input.goal) ? '' : section('Goal', input.goal),
+        filesSection(input.listing?.text),
+        section('Steps', steps)
+      ),
+    ],
+  };
+}
+
+/** The heading's note for a long file shown in part: which lines (./file-part). */
+export const partNote = (f: NamedFile) =>
+  f.part ? `, lines ${f.part.from}-${f.part.to} of ${f.part.total} (the part the step is about)` : '';
+
+/** What the step's plan says shows it worked, as the pick sees it. */
+function expectText(expect: StepExpect | undefined): string {
+  if (!expect) return '';
+  const parts = [
+    expect.changes?.length ? `${expect.changes.join(', ')} changed` : '',
+    expect.check ? `\`${expect.check}\` exits 0 (Klea runs it after the step)` : '',
+  ].filter(Boolean);
+  return parts.length ? `Done when: ${parts.join('; ')}.` : '';
+}
+
+/** Whether two texts say the same in the same words (a goal that only restates the request adds nothing). */
+const sameWords = (a: string | undefined, b: string) =>
+  a !== undefined && a.toLowerCase().replace(/\W+/g, ' ').trim() === b.toLowerCase().replace(/\W+/g, ' ').trim();

@@ -6,6 +6,7 @@
  */
 import { plannedFiles } from '../common/plan';
 import { codeNames, filePart, partText } from './llm/file-part';
+import { isDataFile } from './llm/program';
 import {
   boundNamedFiles,
   isWhole,
@@ -55,8 +56,11 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
       names.slice(0, NAMED_FILES_MAX).map(async (file): Promise<NamedFile | null> => {
         const text = await read(projectDir, 'read_file', { path: file });
         if (text === undefined) return null;
+        // A data file is not code: shown by its start, for a program to read whole (./llm/program).
         const part =
-          text.length > NAMED_FILE_CHARS && codeNamed.length ? filePart(text, codeNamed, NAMED_FILE_CHARS) : null;
+          text.length > NAMED_FILE_CHARS && codeNamed.length && !isDataFile(file)
+            ? filePart(text, codeNamed, NAMED_FILE_CHARS)
+            : null;
         return part ? { path: file, text: partText(part), part } : { path: file, text };
       })
     );

@@ -54,6 +54,33 @@ const HARMLESS_COMMAND_PATH =
  * name a sensitive file. A command can reach anything; this catches the plain cases so they are asked about.
  */
 export function commandPathTokens(command: string): string[] {
+  // A here-document's lines are a program's text, not shell words: its operators (`a / b`, `n //= 2`) are no paths,
+  // while a path it names (`open('/etc/passwd')`) still is.
+  const { shell, documents } = hereDocuments(command);
+  return [...pathWords(shell), ...documents.flatMap((d) => pathWords(d).filter((w) => !/^\/{1,2}=?$/.test(w)))];
+}
+
+/** The command without the bodies of its here-documents (`<<MARK` … `MARK`), and those bodies. */
+function hereDocuments(command: string): { shell: string; documents: string[] } {
+  const lines = command.split('\n');
+  const shell: string[] = [];
+  const documents: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    shell.push(lines[i]);
+    const marks = [...lines[i].matchAll(/<<-?\s*(?:'([^']+)'|"([^"]+)"|([A-Za-z_][\w]*))/g)].map(
+      (m) => m[1] ?? m[2] ?? m[3]
+    );
+    for (const mark of marks) {
+      const body: string[] = [];
+      for (i++; i < lines.length && lines[i].replace(/^\t+/, '') !== mark; i++) body.push(lines[i]);
+      documents.push(body.join('\n'));
+    }
+  }
+  return { shell: shell.join('\n'), documents };
+}
+
+/** The path-like words of shell text. */
+function pathWords(command: string): string[] {
   const words = command.match(/"[^"]*"|'[^']*'|[^\s;|&<>()`]+/g) ?? [];
   const out: string[] = [];
   for (let w of words) {

@@ -20,6 +20,10 @@ import { EDIT_FILE, PART_WRITES, PLANNED_WRITES, WRITE_FILE } from './small-mode
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
 code block, and nothing else. Keep every line the step does not ask to change as it is.`;
 
+/** The same for a long file shown in part (./file-part): only the lines shown are written. */
+export const WRITE_FILE_PART_SYSTEM = `You rewrite some lines of one file of a project, for one step of a task. Reply with the new content of just the
+lines shown, in one fenced code block, and nothing else. Keep every line the step does not ask to change as it is.`;
+
 /**
  * Told only for a new file, and only where the question can still be asked before the step runs (the first pick,
  * with the plan): a question the file did not need costs the user one answer.
@@ -85,7 +89,11 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
   const whole = input.part ? `new content of lines ${input.part.from}-${input.part.to} of` : 'whole new content of';
   return {
     node: 'write_file_content',
-    system: input.mayAsk ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}` : WRITE_FILE_CONTENT_SYSTEM,
+    system: input.part
+      ? WRITE_FILE_PART_SYSTEM
+      : input.mayAsk
+        ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}`
+        : WRITE_FILE_CONTENT_SYSTEM,
     messages: [
       [
         ...parts,

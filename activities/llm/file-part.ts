@@ -1,10 +1,10 @@
 /**
  * The part of a long file a step is about (the small profile, docs/models.md): a file too long to show whole is shown
- * as the block of lines around a name of code that the step or the request gives (`handleRefund`, `price_of_oil`),
- * and a change to it is written as the new content of those lines, put back in the file as it is. A small model shown
- * the first 2000 characters of a 270-line file read it, read it again and changed nothing; asked to write the whole
- * file, it would keep a fraction of it. Pure: what it goes by is the names' shape and the file's layout (blank lines,
- * indentation), never their words.
+ * as the block of lines around a name of code that the step or the request gives (`applyDiscount`, `max_retries`),
+ * and a change to it is written as the new content of those lines, put back in the file as it is. Shown only the
+ * first 2000 characters of a file of a few hundred lines, a small model reads it, reads it again and changes
+ * nothing; asked to write the whole file, it keeps a fraction of it. Pure: what it goes by is the names' shape and
+ * the file's layout (blank lines, indentation), never their words.
  */
 
 /** The lines of a file a prompt shows in place of the whole file. */
@@ -25,7 +25,7 @@ const PART_LINES_ABOVE = 10;
 
 /**
  * Names in a text that are names of code by their shape: an underscore or `$` inside, a lower-case letter followed by
- * an upper-case one (`handleRefund`), letters then digits (`v2api`), or anything the text puts in backticks; three
+ * an upper-case one (`applyDiscount`), letters then digits (`v2api`), or anything the text puts in backticks; three
  * characters at least. In the text's order, each once.
  */
 export function codeNames(text: string): string[] {

@@ -275,8 +275,8 @@ function withoutPlanned(step: PlanStep, files: readonly string[]): PlanStep {
  * to change the files the task has changed so far (`changed`: what it wrote is what fails), or, where it has changed
  * none, the project's files the request names other than those the check itself names (the test or script it runs).
  * A check passes only once something changes, and a plan that only runs it again fails the same way: with the 1.5B
- * model, "fix dates.py and run check_dates.py" was planned as two steps that only ran scripts, and each replan ran
- * the failing check again until none were left. Not for a request put as a question (`isQuestion`), nor when there
+ * model, a request to fix one file and run a script that proves it was planned as steps that only ran scripts, and
+ * each replan ran the failing check again until none were left. Not for a request put as a question (`isQuestion`), nor when there
  * is no such file (nothing says which file to change).
  */
 export function changesForFailedCheck(
@@ -305,18 +305,19 @@ export function changesForFailedCheck(
 }
 
 /**
- * The plan with the check left out of each step that is to change nothing when the check only reads data files: the
- * project files its command names are all data (./program), and it runs none of the project's scripts or tests. It
- * says nothing of whether the step worked: it is the step's own work, done blind. With the 1.5B model, "which product
- * brought in the most money?" was planned as `cat sales.csv`, then an `awk … | sort | head` that took the wrong
- * columns and passed, then an `echo` of a formula: the answer was made of the wrong line. Left without a check, the
- * steps work the data out with a program (`thinkingSteps`, ./program).
+ * The plan with the check left out of each step that is to change nothing when the check only reads data files: each
+ * command of it (between pipes and `&&`) is one of the programs that read or reshape text (`READERS`), and the project
+ * files it names are all data (./program). Such a check is the step's own work done blind, and says nothing of
+ * whether the step worked: with the 1.5B model, a question about a CSV file was planned as `cat`, then an
+ * `awk … | sort | head` that took the wrong columns and passed, then an `echo` of a formula, and the answer was made
+ * of the wrong line. Left without a check, the steps work the data out with a program (`thinkingSteps`,
+ * ./program). A check that runs anything else (a build, a test runner, an installer) stays.
  */
 export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
-    if (!check || plannedFiles(s).length) return s;
+    if (!check || plannedFiles(s).length || !onlyReaders(check)) return s;
     const named = namedFiles(files, check);
     if (!named.length || !named.every(isDataFile)) return s;
     repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` only reads ${named.join(', ')}: left out`);
@@ -324,6 +325,32 @@ export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; 
     return withExpect(s, others);
   });
   return { plan: { ...plan, steps }, repairs };
+}
+
+/** Programs that only read or reshape text: what a check made of them alone works the step out rather than checks it. */
+const READERS = new Set([
+  'cat',
+  'head',
+  'tail',
+  'awk',
+  'gawk',
+  'sort',
+  'uniq',
+  'cut',
+  'grep',
+  'egrep',
+  'wc',
+  'jq',
+  'echo',
+  'tr',
+  'column',
+  'paste',
+]);
+
+/** Whether each command of a shell line starts with one of `READERS`. */
+function onlyReaders(command: string): boolean {
+  const parts = command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''").split(/\|\|?|&&|;/);
+  return parts.every((p) => READERS.has(p.trim().split(/\s+/)[0] ?? ''));
 }
 
 const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}…` : check);

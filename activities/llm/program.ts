@@ -2,9 +2,9 @@
  * The small profile's programs (docs/models.md): a step that works something out of a data file of the project (a
  * count, a sum, a filter, the largest) and changes nothing is carried out by a short Python program the
  * `write_program` node writes, run as a `run_command` like any other (through the permission gate, in the sandbox;
- * the program goes in on standard input, so nothing is left in the project). Its output is the step's result. A small
- * model that reads the data and works it out in its head gets it wrong: with the 1.5B model, "how many users are
- * active and signed up in 2024" was filtered by eye, kept a user of 2025 and answered 3 for 4.
+ * the program goes in on standard input, so nothing is written for it). Its output is the step's result. A small
+ * model that reads records and filters or adds them up in its head gets it wrong: it keeps a record the condition
+ * leaves out, or drops one, and answers a count one off.
  *
  * Which steps: one that expects nothing (no `expect.changes`, no check) and works on data files only, by the files'
  * kind (their extension, below): those the steps it builds on name, when it names no file itself, or, for a request
@@ -23,8 +23,8 @@ export const isDataFile = (path: string) => DATA_FILE.test(plainPath(path));
 
 export const WRITE_PROGRAM_SYSTEM = `You write a short Python 3 program that carries out one step of a task on the project's files and
 prints its result. It runs in the project's folder with the standard library only, reads the files by the paths
-given, and prints just the result, with the values it found. Reply with the program in one fenced code block, and
-nothing else.`;
+given, creates and changes no file, and prints just the result, with the values it found. Reply with the program in
+one fenced code block, and nothing else.`;
 
 export interface ProgramInput {
   /** The user's request, in their own words. */
@@ -87,8 +87,8 @@ export interface ComputingStep {
  * and works on data files only, that has made no call yet or whose last call was a program that failed. Either it
  * names no file and the steps it builds on name data files (it works over what they read), or it names data files
  * itself and the request is put as a question (`question`). A step that names a data file for a request that is not
- * a question may be a change the Planner gave no `expect` ("set the level in settings.yaml to debug"): it is picked
- * as usual, for its edit.
+ * a question may be a change the Planner gave no `expect` (a setting to change in a YAML file, say): it is picked as
+ * usual, for its edit.
  */
 export function computingSteps<S extends ComputingStep>(
   steps: readonly S[],

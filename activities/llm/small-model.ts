@@ -135,8 +135,8 @@ export interface RepairStep {
  * existing one the prompt shows (whole, or the part the step is about) that the request itself names, when the
  * request is not put as a question. A plan may name a file that a step only reads (a data file a question is about,
  * a file the Planner took from the listing): that file is changed only where the model aims a change at it. With
- * the 1.5B model a step to change a 270-line file searched for a constant the Planner had made up, three times, and
- * changed nothing. The write goes where the plan aimed it, and through the permission gate like any other.
+ * the 1.5B model a step to change a long file searched three times for a name the Planner had made up, and changed
+ * nothing. The write goes where the plan aimed it, and through the permission gate like any other.
  */
 export function writesForUnchanged(
   steps: readonly RepairStep[],

@@ -222,6 +222,14 @@ describe('path guard: which arguments are paths', () => {
 });
 
 describe('path guard helpers', () => {
+  it('a here-document is a program: its operators are no paths, a path it names is', () => {
+    const program = "python3 - <<'END'\nprint(sum(r) / len(r), n // 2)\nx /= 2\nprint(open('/etc/passwd').read())\nEND";
+    expect(commandPathTokens(program)).toEqual(['/etc/passwd']);
+    // The control: the same operator as a shell word is a path (the root).
+    expect(commandPathTokens('ls /')).toEqual(['/']);
+    expect(commandPathTokens('cat <<EOF > /tmp/x\na / b\nEOF')).toEqual(['/tmp/x']);
+  });
+
   it('commandPathTokens skips plain words and flags, keeps flag values that are paths', () => {
     expect(commandPathTokens('grep -rn TODO src --include=*.ts --file=/etc/passwd')).toEqual(['/etc/passwd']);
     expect(commandPathTokens('curl https://example.com/x')).toEqual([]);

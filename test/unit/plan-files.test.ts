@@ -315,11 +315,13 @@ describe('a check that only reads data files is not a check', () => {
     ]);
   });
 
-  it('kept when it runs a script of the project, names no file, reads other files, or the step changes files', () => {
+  it('kept when it runs anything but a reader, names no file, reads other files, or the step changes files', () => {
     const p = planOf(
       step('s1', 'Run the report.', { expect: { check: 'python3 report.py sales.csv' } }),
       step('s2', 'Count.', { expect: { check: 'python3 -c "print(1)"' } }),
-      step('s3', 'Add milk.', { expect: { changes: ['notes.txt'], check: 'grep -q milk notes.txt' } })
+      step('s3', 'Add milk.', { expect: { changes: ['notes.txt'], check: 'grep -q milk notes.txt' } }),
+      step('s4', 'Install.', { expect: { check: 'pip install -r notes.txt' } }),
+      step('s5', 'Count.', { expect: { check: 'cat notes.txt | python3 report.py' } })
     );
     expect(dataChecks(p, files)).toEqual({ plan: p, repairs: [] });
   });

@@ -93,7 +93,8 @@ function pathWords(command: string): string[] {
     if (
       w.startsWith('/') ||
       w.startsWith('~') ||
-      w.startsWith('file:') ||
+      // A `file:` URI, not the word `file:` (Python's `with open(…) as file:`).
+      /^file:./i.test(w) ||
       /(^|\/)\.\.(\/|$)/.test(w) ||
       w.startsWith('./') ||
       /(^|\/)\.env(\.|$)|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.netrc|\.pem$|\.key$/i.test(w)

@@ -225,6 +225,9 @@ describe('path guard helpers', () => {
   it('a here-document is a program: its operators are no paths, a path it names is', () => {
     const program = "python3 - <<'END'\nprint(sum(r) / len(r), n // 2)\nx /= 2\nprint(open('/etc/passwd').read())\nEND";
     expect(commandPathTokens(program)).toEqual(['/etc/passwd']);
+    // `as file:` is Python, not a `file:` URI (asked about as the root, and granted, it broke the sandbox's scan).
+    expect(commandPathTokens("python3 - <<'E'\nwith open('a.csv') as file:\n    pass\nE")).toEqual([]);
+    expect(commandPathTokens('cat file:///etc/passwd')).toEqual(['file:///etc/passwd']);
     // The control: the same operator as a shell word is a path (the root).
     expect(commandPathTokens('ls /')).toEqual(['/']);
     expect(commandPathTokens('cat <<EOF > /tmp/x\na / b\nEOF')).toEqual(['/tmp/x']);

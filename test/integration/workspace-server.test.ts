@@ -295,6 +295,27 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
       expect(all.structuredContent).toMatchObject({ replacements: 2 });
     });
 
+    it('a write or an edit that would break a file’s syntax is refused with the parser’s message; the file stays', async () => {
+      const file = `broken-${transport}.cjs`;
+      const good = 'function size(n) {\n  return n;\n}\nmodule.exports = { size };\n';
+      writeFileSync(path.join(root, file), good);
+      const whole = await call('write_file', { path: file, content: '512 B\n' });
+      expect(whole.isError).toBe(true);
+      expect(textOf(whole)).toMatch(
+        new RegExp(
+          `refused: ${file.replace('.', '\\.')} would not parse as JavaScript .*line 1: SyntaxError: Unexpected identifier 'B'.*nothing changed`
+        )
+      );
+      const edit = await call('edit_file', { path: file, old_string: '  return n;\n}', new_string: '  return n;' });
+      expect(edit.isError).toBe(true);
+      expect(textOf(edit)).toMatch(/would not parse as JavaScript/);
+      expect(readFileSync(path.join(root, file), 'utf8')).toBe(good);
+      // The control: a change that keeps it valid goes ahead.
+      const fine = await call('edit_file', { path: file, old_string: 'return n;', new_string: 'return n * 2;' });
+      expect(fine.isError).toBeFalsy();
+      expect(readFileSync(path.join(root, file), 'utf8')).toContain('return n * 2;');
+    });
+
     it('run_command returns exit code and output, in a cwd inside the root', async () => {
       const ok = await call('run_command', { command: 'pwd && echo out && echo err >&2', cwd: 'src' });
       expect(ok.isError).toBeFalsy();

@@ -10,6 +10,7 @@ import { fileChange, keptLines } from '../../../common/text-diff';
 import type { WriteChange } from '../../checkpoints/recorder';
 import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
+import { checkParses } from '../syntax-check';
 import { text, ToolError } from '../tool-result';
 
 /** Refuses a file larger than the per-file limit before anything is written. */
@@ -71,6 +72,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
       description:
         'Create a file in the project (add a new one), or overwrite one, with the given content (parent directories are created). The write is atomic. ' +
         'A write that would remove most of an existing long file is refused: change a part of a file with edit_file. ' +
+        'A write that would break the syntax of a code or config file is refused. ' +
         'The result reports the sha256 before and after; writing the same content again changes nothing.',
       inputSchema: {
         path: z.string().describe('file path, relative to the project directory'),
@@ -111,6 +113,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
     const hashAfter = sha256(a.content);
     const changed = hashBefore !== hashAfter;
     const r = await gate.rel(g.real);
+    if (changed) await checkParses(before ? before.toString('utf8') : null, a.content, r);
     const bytes = Buffer.byteLength(a.content);
     const result = text(
       changed
@@ -143,7 +146,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
       title: 'Edit a file',
       description:
         'Change a file by replacing an exact string in it. old_string must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. ' +
-        'Fails, changing nothing, when old_string is missing or not unique. The result reports the sha256 before and after.',
+        'Fails, changing nothing, when old_string is missing or not unique, or when it would break the syntax of the file. The result reports the sha256 before and after.',
       inputSchema: {
         path: z.string().describe('file path, relative to the project directory'),
         old_string: z.string().min(1).describe('exact text to replace, including whitespace'),
@@ -201,6 +204,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
       ? current.split(a.old_string).join(a.new_string)
       : current.replace(a.old_string, () => a.new_string);
     checkSize(Buffer.byteLength(next), limits.writeBytes, r);
+    await checkParses(current, next, r);
     const hashes = { sha256_before: sha256(buf), sha256_after: sha256(next) };
     return change(
       meta,

@@ -333,6 +333,8 @@ export function renderMarkdown(
     "- **Measured** by a proxy between the agent and the server: model calls, the server's `usage` (tokens in / out)," +
       ' and its `timings`: prompt tokens really evaluated (`prompt_n`) and served from the KV cache (`cache_n`).',
     '',
+    'Runs before this report, and what each change did: [EVAL-history.md](EVAL-history.md).',
+    '',
     ...MODEL_KEYS.flatMap((key) => modelSection(key, file.models[key])),
     '## Tasks',
     '',

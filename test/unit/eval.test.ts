@@ -732,6 +732,7 @@ describe('eval judgement, targets and report', () => {
 
     expect(md).toContain(`\`${MODELS['0.5b'].file}\` (sha256 \`${MODELS['0.5b'].sha256}\``);
     expect(md).toContain('shared with other work');
+    expect(md).toContain('[EVAL-history.md](EVAL-history.md)');
     expect(md).toContain('| holdout ≥ 60 % with 0.5B | **no** | 0 / 1 (0 %) |');
     expect(md).toContain(
       '| Klea ahead of mini-swe-agent with the same model | **yes** | Klea 1, mini-swe-agent 0 of the same 1 |'

@@ -48,14 +48,27 @@ describe('a change that breaks a file is refused with the parser’s message', (
     ).resolves.toBeUndefined();
   });
 
-  it('a new file that would not parse is refused too', async () => {
+  it('a new Python, JSON, TOML or shell file that would not parse is refused too', async () => {
     await expect(refused(null, 'def f(:\n', 'new.py')).rejects.toThrow(/new\.py would not parse as Python/);
     await expect(refused(null, 'def f():\n    return 1\n', 'new.py')).resolves.toBeUndefined();
+    await expect(refused(null, '{"a": }', 'new.json')).rejects.toThrow(/new\.json would not parse as JSON/);
+  });
+
+  it('a new JavaScript or YAML file is not judged: JSX in a .js file, a Helm template', async () => {
+    await expect(refused(null, 'const App = () => <div>hi</div>;\n', 'App.js')).resolves.toBeUndefined();
+    await expect(
+      refused(null, 'replicas: {{ .Values.replicas }}\n  x: [\n', 'templates/deploy.yaml')
+    ).resolves.toBeUndefined();
+    // The control: the same JSX written over a plain script that parses is refused.
+    await expect(refused('const a = 1;\n', 'const App = () => <div>hi</div>;\n', 'App.js')).rejects.toThrow(
+      /would not parse as JavaScript/
+    );
   });
 
   it('a JavaScript module parses as well as a script', async () => {
-    await expect(refused(null, 'export const a = 1;\nimport x from "y";\n', 'm.js')).resolves.toBeUndefined();
-    await expect(refused(null, 'return 1;\n', 'cjs.js')).resolves.toBeUndefined();
+    const before = 'const a = 1;\n';
+    await expect(refused(before, 'export const a = 1;\nimport x from "y";\n', 'm.js')).resolves.toBeUndefined();
+    await expect(refused(before, 'return 1;\n', 'cjs.js')).resolves.toBeUndefined();
   });
 
   it('a file that does not parse now, an empty text or an unknown kind is not judged', async () => {
@@ -63,6 +76,8 @@ describe('a change that breaks a file is refused with the parser’s message', (
     await expect(refused('{ // c\n}\n', '{ // d\n}\n', 'tsconfig.json')).resolves.toBeUndefined();
     await expect(refused('a = 1\n', '', 'a.py')).resolves.toBeUndefined();
     await expect(refused(null, '512 B', 'notes.md')).resolves.toBeUndefined();
+    // Over a million characters: not held up parsing it (the control, the same break in a short text, is above).
+    await expect(refused('{}\n', `{"a": ${' '.repeat(1_000_000)}`, 'big.json')).resolves.toBeUndefined();
     expect(languageOf('README.md')).toBeNull();
     expect(languageOf('Build.PY')?.name).toBe('Python');
   });
@@ -70,7 +85,7 @@ describe('a change that breaks a file is refused with the parser’s message', (
   it('nothing is run: a parsed Python file that would write a file writes nothing', async () => {
     const marker = `/tmp/klea-syntax-${process.pid}`;
     await refused(null, `open(${JSON.stringify(marker)}, "w").write("x")\n`, 'w.py');
-    await refused(null, `require("fs").writeFileSync(${JSON.stringify(marker)}, "x")\n`, 'w.js');
+    await refused('1;\n', `require("fs").writeFileSync(${JSON.stringify(marker)}, "x")\n`, 'w.js');
     await refused(null, `touch ${marker}\n`, 'w.sh');
     expect(existsSync(marker)).toBe(false);
   });

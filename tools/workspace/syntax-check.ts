@@ -16,7 +16,15 @@ export type Parse = { ok: true } | { ok: false; error: string } | null;
 interface Language {
   name: string;
   parse(text: string): Promise<Parse>;
+  /**
+   * Whether a new file is judged too. Not JavaScript (a `.js` file may hold JSX) nor YAML (a Helm chart's
+   * templates are `.yaml` files full of `{{ }}`): a file of theirs that exists is judged only when it parses.
+   */
+  judgesNew: boolean;
 }
+
+/** A text longer than this is not judged: JSON and YAML parse in the server's own process, and would hold it up. */
+const MAX_JUDGED_CHARS = 1_000_000;
 
 /** The longest a parser may take before its verdict counts as "cannot tell". */
 const PARSE_TIMEOUT_MS = 5_000;
@@ -88,10 +96,12 @@ function nodeSaid(stderr: string): string {
 
 const LANGUAGES: Record<string, Language> = {
   python: {
+    judgesNew: true,
     name: 'Python',
     parse: (t) => external('python3', PY_PARSE, t, lastLine),
   },
   javascript: {
+    judgesNew: false,
     name: 'JavaScript',
     // A script (CommonJS) or a module: either parses.
     parse: async (t) => {
@@ -102,10 +112,12 @@ const LANGUAGES: Record<string, Language> = {
     },
   },
   shell: {
+    judgesNew: true,
     name: 'a shell script',
     parse: (t) => external('bash', ['-n'], t, (e) => lastLine(e).replace(/^bash: /, ''), 2),
   },
   json: {
+    judgesNew: true,
     name: 'JSON',
     parse: (t) => {
       try {
@@ -117,6 +129,7 @@ const LANGUAGES: Record<string, Language> = {
     },
   },
   yaml: {
+    judgesNew: false,
     name: 'YAML',
     parse: (t) => {
       const error = parseAllDocuments(t, { prettyErrors: true })
@@ -126,6 +139,7 @@ const LANGUAGES: Record<string, Language> = {
     },
   },
   toml: {
+    judgesNew: true,
     name: 'TOML',
     parse: (t) => external('python3', TOML_PARSE, t, lastLine),
   },
@@ -151,13 +165,14 @@ export function languageOf(file: string): Language | null {
 }
 
 /**
- * Refuses a change that would leave `shown` unparseable in its language when it parses now, or when it is new
- * (`before` null). A file that does not parse now (a JSON file with comments, a template) is not judged; nor is
- * an empty text.
+ * Refuses a change that would leave `shown` unparseable in its language when it parses now (an empty file counts
+ * as new), or when it is new (`before` null) and of a language that judges new files. A file that does not parse
+ * now (a JSON file with comments, a template) is not judged; nor is an empty text, nor one over a million characters.
  */
 export async function checkParses(before: string | null, after: string, shown: string): Promise<void> {
   const language = languageOf(shown);
-  if (!language || !after.trim()) return;
+  if (!language || !after.trim() || after.length > MAX_JUDGED_CHARS) return;
+  if (before === null ? !language.judgesNew : before.length > MAX_JUDGED_CHARS) return;
   const now = await language.parse(after);
   if (!now || now.ok) return;
   if (before !== null && before.trim()) {
@@ -166,6 +181,6 @@ export async function checkParses(before: string | null, after: string, shown: s
   }
   throw new ToolError(
     `refused: ${shown} would not parse as ${language.name} after this change (${now.error}); nothing changed. ` +
-      `${before === null ? '' : 'As it is, it parses. '}Make the change so that the whole file is valid ${language.name}.`
+      `${before?.trim() ? 'As it is, it parses. ' : ''}Make the change so that the whole file is valid ${language.name}.`
   );
 }

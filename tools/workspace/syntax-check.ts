@@ -78,11 +78,13 @@ const lastLine = (s: string) => s.trim().split('\n').at(-1)?.trim() ?? '';
 /** Python reports `line N: message` from a script that only parses (ast.parse compiles nothing it runs). */
 const PY_PARSE = [
   '-I',
+  '-S',
   '-c',
   'import ast, sys\ntry:\n  ast.parse(sys.stdin.buffer.read())\nexcept SyntaxError as e:\n  print(f"line {e.lineno}: {e.msg}", file=sys.stderr); sys.exit(1)',
 ];
 const TOML_PARSE = [
   '-I',
+  '-S',
   '-c',
   'import sys\ntry:\n  import tomllib\nexcept ImportError:\n  sys.exit(3)\ntry:\n  tomllib.loads(sys.stdin.read())\nexcept Exception as e:\n  print(e, file=sys.stderr); sys.exit(1)',
 ];

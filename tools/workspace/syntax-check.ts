@@ -1,7 +1,7 @@
 /**
  * Whether a file's new content still parses, for write_file and edit_file: a change that would leave a Python,
- * JavaScript, shell, JSON, YAML or TOML file that parses now (or a new one) unparseable is refused, with the
- * parser's message, so the model sees what it broke and the file stays as it was. Known by the file's extension only.
+ * JavaScript, shell, JSON, YAML or TOML file that parses now (or a new Python, shell, JSON or TOML file)
+ * unparseable is refused, with the parser's message, so the model sees what it broke and the file stays as it was. Known by the file's extension only.
  * Nothing is run: each parser only reads the text (Python's `ast`, `node --check`, `bash -n`, `tomllib`), given on
  * standard input, and a parser that is missing or too slow means "cannot tell", never a refusal.
  */
@@ -37,24 +37,19 @@ function runParser(
 ): Promise<{ code: number; stderr: string } | null> {
   return new Promise((resolve) => {
     let stderr = '';
-    let done = false;
-    const finish = (v: { code: number; stderr: string } | null) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(v);
-    };
-    const child = spawn(cmd, args, { stdio: ['pipe', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      finish(null);
-    }, PARSE_TIMEOUT_MS);
-    child.on('error', () => finish(null));
+    const child = spawn(cmd, args, {
+      stdio: ['pipe', 'ignore', 'pipe'],
+      env: { PATH: process.env.PATH ?? '' },
+      timeout: PARSE_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
+    });
+    // A missing parser, or one killed at the timeout (no exit code): no verdict. A promise settles once.
+    child.on('error', () => resolve(null));
+    child.on('close', (code) => resolve(code === null ? null : { code, stderr }));
     child.stderr.on('data', (d: Buffer) => {
       if (stderr.length < 8_000) stderr += d.toString('utf8');
     });
     child.stdin.on('error', () => undefined);
-    child.on('close', (code) => finish(code === null ? null : { code, stderr }));
     child.stdin.end(input);
   });
 }
@@ -121,23 +116,23 @@ const LANGUAGES: Record<string, Language> = {
   json: {
     judgesNew: true,
     name: 'JSON',
-    parse: (t) => {
+    parse: async (t) => {
       try {
         JSON.parse(t);
-        return Promise.resolve({ ok: true });
+        return { ok: true };
       } catch (err) {
-        return Promise.resolve({ ok: false, error: (err as Error).message });
+        return { ok: false, error: (err as Error).message };
       }
     },
   },
   yaml: {
     judgesNew: false,
     name: 'YAML',
-    parse: (t) => {
+    parse: async (t) => {
       const error = parseAllDocuments(t, { prettyErrors: true })
         .flatMap((d) => ('errors' in d ? d.errors : []))
         .at(0);
-      return Promise.resolve(error ? { ok: false, error: error.message.split('\n')[0] } : { ok: true });
+      return error ? { ok: false, error: error.message.split('\n')[0] } : { ok: true };
     },
   },
   toml: {

@@ -7,7 +7,7 @@
  * folder) writable. It cannot ask the user anything nor be granted a path; it is judged by the same checkers.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../runtime/temporal';
 
@@ -78,12 +78,17 @@ export async function runPeer(opts: {
     // litellm would fetch its model price list from the network at start; the copy it ships is enough.
     LITELLM_LOCAL_MODEL_COST_MAP: 'True',
   };
+  // /tmp is empty inside: a clone under /tmp would hide the peer and its config, so both are bound back, read-only.
+  const peerDir = realpathSync(PEER_DIR);
+  const config = realpathSync(PEER_CONFIG);
   const args = [
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     '--proc', '/proc',
     '--tmpfs', '/tmp',
     '--dir', '/tmp/home',
+    '--ro-bind', peerDir, peerDir,
+    '--ro-bind', config, config,
     '--bind', opts.projectDir, opts.projectDir,
     '--bind', opts.outDir, opts.outDir,
     '--chdir', opts.projectDir,
@@ -92,9 +97,9 @@ export async function runPeer(opts: {
     '--clearenv',
     ...Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]),
     '--',
-    path.join(PEER_DIR, 'bin', 'mini'),
+    path.join(peerDir, 'bin', 'mini'),
     '-c', 'mini_textbased.yaml',
-    '-c', PEER_CONFIG,
+    '-c', config,
     '-c', `model.model_kwargs.api_base=${opts.baseUrl}`,
     '-m', `openai/${opts.modelId}`,
     '-t', opts.prompt,
@@ -126,7 +131,9 @@ export async function runPeer(opts: {
   try {
     traj = JSON.parse(readFileSync(trajectory, 'utf8')) as typeof traj;
   } catch {
-    /* killed before it wrote one, or it failed at start */
+    // Killed before it wrote one: a result. Exited without one: it never got going (mini-swe-agent writes its
+    // trajectory on every exit of its own), and scoring that against the peer would count the harness's fault.
+    if (!timedOut) throw new Error(`${PEER_NAME} did not start (exit ${code}): ${output.trim().slice(-500)}`);
   }
   const exitStatus = traj.info?.exit_status || (timedOut ? 'killed at the time limit' : `exited ${code}`);
   const over = timedOut || exitStatus === 'TimeExceeded';

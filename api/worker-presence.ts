@@ -7,14 +7,18 @@ import { hostOfIdentity, hostRootsOfIdentity, hostTaskQueue } from '../common/ho
 import { temporal } from '@temporalio/proto';
 import { unavailable } from './errors';
 import { tsToDate } from './run-listing';
+import { beatOf, isAlive, taskQueueQuery, type Beat } from './worker-beats';
 import type { TemporalCalls } from './temporal-calls';
 import { endedConflict, type Target } from './temporal-errors';
 
-/** A poller seen within this window counts as a live worker (an idle worker renews its long poll every minute). */
+/**
+ * Without heartbeats: a poller seen within this window counts as a live worker (an idle worker renews its long poll
+ * every minute).
+ */
 const POLLER_FRESH_MS = 90_000;
 /**
- * How long a worker seen polling is taken to be there without asking again. Temporal itself lists a worker that
- * stopped for about a minute (POLLER_FRESH_MS), so this adds nothing to what `requireWorker` can miss, and it saves
+ * How long a worker seen polling is taken to be there without asking again. A killed worker is seen gone only after
+ * some seconds anyway (three of its heartbeats), so this adds little to what `requireWorker` can miss, and it saves
  * a round trip on every message sent within it.
  */
 const PRESENCE_KEPT_MS = 2_000;
@@ -25,53 +29,84 @@ export class WorkerPresence {
 
   constructor(private readonly calls: TemporalCalls) {}
 
-  /** Workers that polled the task queue recently, and their identities. Throws Temporal's error when it cannot be asked. */
+  /**
+   * The workers of a task queue: every identity Temporal still lists (a worker that stopped stays listed for some
+   * minutes) and those alive now. Alive by heartbeat where the server keeps them (./worker-beats.ts: a killed
+   * worker is seen gone within seconds), else by a recent poll (within about a minute and a half).
+   */
+  private async queueWorkers(
+    name: string,
+    type: temporal.api.enums.v1.TaskQueueType,
+    timeoutMs: number
+  ): Promise<{ listed: string[]; alive: string[] }> {
+    const { client, namespace } = this.calls;
+    const [res, beats] = await Promise.all([
+      this.calls.within(timeoutMs, () =>
+        client.workflowService.describeTaskQueue({
+          namespace,
+          taskQueue: { name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          taskQueueType: type,
+        })
+      ),
+      this.beats(name, timeoutMs),
+    ]);
+    const now = Date.now();
+    const pollers = res.pollers ?? [];
+    const listed = [...pollers.map((p) => p.identity ?? ''), ...beats.map((b) => b.identity)];
+    const alive = beats.length
+      ? beats.filter((b) => isAlive(b, now)).map((b) => b.identity)
+      : pollers
+          .filter((p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS)
+          .map((p) => p.identity ?? '');
+    return { listed, alive };
+  }
+
+  /** The heartbeats of a task queue's workers; none where the server keeps none or cannot list them. */
+  private async beats(taskQueue: string, timeoutMs: number): Promise<Beat[]> {
+    const { client, namespace } = this.calls;
+    try {
+      const res = await this.calls.within(timeoutMs, () =>
+        client.workflowService.listWorkers({ namespace, pageSize: 1000, query: taskQueueQuery(taskQueue) })
+      );
+      return (res.workersInfo ?? []).map(beatOf).filter((b): b is Beat => b !== null && b.taskQueue === taskQueue);
+    } catch {
+      // An older server (no ListWorkers): presence by polls. Temporal being down fails describeTaskQueue as well.
+      return [];
+    }
+  }
+
+  /** Workers alive on the task queue, and their identities. Throws Temporal's error when it cannot be asked. */
   async workerPresence(
     timeoutMs = this.calls.callTimeoutMs
   ): Promise<{ pollers: number; identities: string[]; hosts: string[]; roots: Map<string, string[]> }> {
-    const { client, namespace, taskQueue } = this.calls;
-    const res = await this.calls.within(timeoutMs, () =>
-      client.workflowService.describeTaskQueue({
-        namespace,
-        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      })
-    );
-    const now = Date.now();
-    const fresh = (res.pollers ?? []).filter(
-      (p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS
+    const { listed, alive } = await this.queueWorkers(
+      this.calls.taskQueue,
+      temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      timeoutMs
     );
     // Every host Temporal still lists (for some minutes after its worker stopped), so a gone host shows as gone.
-    const hosts = [...new Set((res.pollers ?? []).map((p) => hostOfIdentity(p.identity)))].filter(
-      (h): h is string => h !== null
-    );
+    const hosts = [...new Set(listed.map((id) => hostOfIdentity(id)))].filter((h): h is string => h !== null);
     // The project roots each host says it holds (the union over its workers; absent: it does not say).
     const roots = new Map<string, string[]>();
-    for (const p of res.pollers ?? []) {
-      const host = hostOfIdentity(p.identity);
-      const said = hostRootsOfIdentity(p.identity);
+    for (const id of listed) {
+      const host = hostOfIdentity(id);
+      const said = hostRootsOfIdentity(id);
       if (host && said) roots.set(host, [...new Set([...(roots.get(host) ?? []), ...said])]);
     }
-    return { pollers: fresh.length, identities: fresh.map((p) => p.identity ?? ''), hosts: hosts.sort(), roots };
+    return { pollers: alive.length, identities: alive, hosts: hosts.sort(), roots };
   }
 
-  /** The workers polling a host's task queue (`klea-host-<id>`, activities) recently. */
+  /** The workers alive on a host's task queue (`klea-host-<id>`, activities), and whether it was ever polled lately. */
   async hostPollers(
     hostId: string,
     timeoutMs = this.calls.callTimeoutMs
   ): Promise<{ pollers: number; known: boolean }> {
-    const { client, namespace } = this.calls;
-    const res = await this.calls.within(timeoutMs, () =>
-      client.workflowService.describeTaskQueue({
-        namespace,
-        taskQueue: { name: hostTaskQueue(hostId), kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-      })
+    const { listed, alive } = await this.queueWorkers(
+      hostTaskQueue(hostId),
+      temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      timeoutMs
     );
-    const now = Date.now();
-    const all = res.pollers ?? [];
-    const fresh = all.filter((p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS);
-    return { pollers: fresh.length, known: all.length > 0 };
+    return { pollers: alive.length, known: listed.length > 0 };
   }
 
   /**

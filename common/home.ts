@@ -13,6 +13,12 @@ export const HostIdSchema = z
   .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a host id is 1 to 63 lower-case letters, digits and dashes');
 export type HostId = z.infer<typeof HostIdSchema>;
 
+/**
+ * How often a worker tells Temporal it is alive (the SDK's default is a minute): the API sees a killed host gone
+ * within three of these (api/worker-beats.ts).
+ */
+export const WORKER_HEARTBEAT_MS = 5_000;
+
 /** How long an activity for the home waits to be taken before the task says it waits for the host. */
 export const DEFAULT_HOST_WAIT_MS = 30_000;
 

@@ -11,6 +11,7 @@ import { exitWithParent } from '../runtime/supervised';
 import { isModelConfigured } from '../common/config';
 import { WORKFLOW_BUNDLE_PATH } from './bundle';
 import { createKleaWorker, sdkPrometheusOptions, type KleaWorkerOptions } from './worker';
+import { WORKER_HEARTBEAT_MS } from '../common/home';
 
 /** Runs a worker process until SIGTERM/SIGINT; `extra` adds interceptors (tests use one to pause activities). */
 export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'interceptors'> = {}): Promise<void> {
@@ -29,6 +30,8 @@ export async function runWorkerProcess(extra: Pick<KleaWorkerOptions, 'intercept
   // (worker.metrics_address) serves its text after Klea's.
   const sdkMetricsAt = metricsAt ? `127.0.0.1:${await freeLoopbackPort()}` : undefined;
   Runtime.install({
+    // A killed worker is seen gone by its missing heartbeats (GET /healthz, the hosts a session may start on).
+    workerHeartbeatInterval: WORKER_HEARTBEAT_MS,
     logger: {
       log: (level, message, meta) => {
         if (level === 'ERROR') log.error(message, meta);

@@ -530,6 +530,15 @@ test('a task waiting for a gone host can be cancelled', async () => {
     return s.body.lastSeq > 0;
   });
   await killHost('h2');
+  // Seen gone by its missing heartbeats (about 20 s), not after the minute and a half its last poll stays listed.
+  await until(
+    'h2 gone on /healthz',
+    async () => {
+      const { body } = await rest<Health>('GET', '/healthz');
+      return body.hosts?.find((x) => x.hostId === 'h2')?.status === 'gone' && body.status === 'ok';
+    },
+    60_000
+  );
   const task = await rest<{ taskId: string }>('POST', '/tasks', {
     prompt: 'Write and then edit FILE=never.txt',
     sessionId: session.body.sessionId,

@@ -7,6 +7,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createApp } from '../../api/app';
 import { loadConfig } from '../../runtime/config';
 import type { FakeModel } from '../support/fake-model';
@@ -14,6 +15,7 @@ import { createFrameParser } from '../../web/sse';
 import { testConfig, type TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';
+import { until } from '../support/until';
 
 describe('API', () => {
   let fake: FakeModel;
@@ -61,6 +63,33 @@ describe('API', () => {
         temporal: { status: 'ok' },
         worker: { status: 'none', pollers: 0 },
       });
+    });
+
+    it('GET /healthz sees a worker that stopped as gone at once, not after its last poll ages out', async () => {
+      const queue = `stops-${Date.now()}`;
+      const connection = await NativeConnection.connect({ address: env.config.temporal.address });
+      const worker = await Worker.create({
+        connection,
+        taskQueue: queue,
+        workflowBundle: { codePath: process.env.KLEA_TEST_WORKFLOW_BUNDLE! },
+        activities: { noop: async () => 0 },
+      });
+      const running = worker.run();
+      const there = createApp({
+        client: env.client,
+        config: { ...env.config, temporal: { ...env.config.temporal, task_queue: queue } },
+      });
+      // Control: while it runs, it is there.
+      await until('the worker seen', async () =>
+        (await request(there).get('/healthz')).status === 200 ? true : undefined
+      );
+      worker.shutdown();
+      await running;
+      await connection.close();
+      // Its poll is listed for a minute more; its heartbeat said it stopped.
+      const res = await request(there).get('/healthz');
+      expect(res.status).toBe(503);
+      expect(res.body.worker).toMatchObject({ status: 'none', pollers: 0 });
     });
 
     it('GET /healthz says when Temporal is unreachable, without hanging', async () => {

@@ -18,6 +18,7 @@ import { dataConverterFor } from '../../runtime/payload-codec';
 import { createKleaWorker } from '../../worker/worker';
 import type { FakeModel } from './fake-model';
 import { untilPolling } from './until';
+import { WORKER_HEARTBEAT_MS } from '../../common/home';
 
 type DeepPartial<T> = {
   [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];
@@ -29,6 +30,7 @@ function quietRuntime() {
   runtimeInstalled = true;
   try {
     Runtime.install({
+      workerHeartbeatInterval: WORKER_HEARTBEAT_MS,
       logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m, meta) => console.error(m, meta) },
     });
   } catch {

@@ -17,6 +17,7 @@ import { REPO_ROOT } from '../../runtime/temporal';
 import { createKleaWorker, type KleaWorker } from '../../worker/worker';
 import { FakeModel } from './fake-model';
 import { untilPolling } from './until';
+import { WORKER_HEARTBEAT_MS } from '../../common/home';
 
 /** The Temporal server a stack runs on: the dev server it started, or one the caller started (a cluster). */
 export type StackServer = Pick<DevServer, 'address' | 'stop'>;
@@ -56,6 +57,7 @@ export async function startStack(opts: {
   if (!runtimeInstalled) {
     runtimeInstalled = true;
     Runtime.install({
+      workerHeartbeatInterval: WORKER_HEARTBEAT_MS,
       logger: {
         log: (level, message, meta) => (level === 'WARN' || level === 'ERROR' ? loud(level, message, meta) : undefined),
         trace() {},

@@ -13,7 +13,7 @@ import { tsToDate } from './run-listing';
 
 /** A heartbeat older than three of its worker's intervals, plus this much for clocks that differ, is stale. */
 const CLOCK_SLACK_MS = 5_000;
-/** The interval assumed of a worker that has sent one heartbeat only (the SDK's default). */
+/** The interval assumed of a worker whose heartbeat says neither (the SDK's default). */
 const FIRST_BEAT_INTERVAL_MS = 60_000;
 
 export interface Beat {
@@ -22,7 +22,10 @@ export interface Beat {
   running: boolean;
   /** When the worker sent it (its own clock), ms; null if it did not say. */
   sentAt: number | null;
-  /** The time since its previous heartbeat, ms: the worker's interval; null for its first. */
+  /**
+   * The worker's interval, ms: the time since its previous heartbeat, or for its first one the time since the worker
+   * started (the first is sent one interval after the start); null when neither is said.
+   */
   everyMs: number | null;
 }
 
@@ -34,13 +37,16 @@ const durationMs = (d: { seconds?: unknown; nanos?: number | null } | null | und
 export function beatOf(info: WorkerInfo): Beat | null {
   const hb = info.workerHeartbeat;
   if (!hb) return null;
-  const every = durationMs(hb.elapsedSinceLastHeartbeat);
+  const sentAt = tsToDate(hb.heartbeatTime)?.getTime() ?? null;
+  const startedAt = tsToDate(hb.startTime)?.getTime() ?? null;
+  const since = durationMs(hb.elapsedSinceLastHeartbeat);
+  const every = since && since > 0 ? since : sentAt !== null && startedAt !== null ? sentAt - startedAt : null;
   return {
     identity: hb.workerIdentity ?? '',
     taskQueue: hb.taskQueue ?? '',
     running: hb.status === temporal.api.enums.v1.WorkerStatus.WORKER_STATUS_RUNNING,
-    sentAt: tsToDate(hb.heartbeatTime)?.getTime() ?? null,
-    everyMs: every && every > 0 ? every : null,
+    sentAt,
+    everyMs: every !== null && every > 0 ? every : null,
   };
 }
 

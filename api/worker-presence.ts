@@ -31,8 +31,9 @@ export class WorkerPresence {
 
   /**
    * The workers of a task queue: every identity Temporal still lists (a worker that stopped stays listed for some
-   * minutes) and those alive now. Alive by heartbeat where the server keeps them (./worker-beats.ts: a killed
-   * worker is seen gone within seconds), else by a recent poll (within about a minute and a half).
+   * minutes) and those alive now. A worker that has sent heartbeats is alive while they keep coming (./worker-beats.ts:
+   * a killed worker is seen gone within seconds, one that stopped cleanly at once); one that has sent none (it started
+   * a moment ago, or the server keeps none) while it polled within about a minute and a half.
    */
   private async queueWorkers(
     name: string,
@@ -51,13 +52,17 @@ export class WorkerPresence {
       this.beats(name, timeoutMs),
     ]);
     const now = Date.now();
-    const pollers = res.pollers ?? [];
-    const listed = [...pollers.map((p) => p.identity ?? ''), ...beats.map((b) => b.identity)];
-    const alive = beats.length
-      ? beats.filter((b) => isAlive(b, now)).map((b) => b.identity)
-      : pollers
-          .filter((p) => now - (tsToDate(p.lastAccessTime)?.getTime() ?? 0) < POLLER_FRESH_MS)
-          .map((p) => p.identity ?? '');
+    const polled = new Map<string, number>();
+    for (const p of res.pollers ?? [])
+      polled.set(
+        p.identity ?? '',
+        Math.max(polled.get(p.identity ?? '') ?? 0, tsToDate(p.lastAccessTime)?.getTime() ?? 0)
+      );
+    const listed = [...new Set([...polled.keys(), ...beats.map((b) => b.identity)])];
+    const alive = listed.filter((id) => {
+      const own = beats.filter((b) => b.identity === id);
+      return own.length ? own.some((b) => isAlive(b, now)) : now - (polled.get(id) ?? 0) < POLLER_FRESH_MS;
+    });
     return { listed, alive };
   }
 
@@ -70,7 +75,7 @@ export class WorkerPresence {
       );
       return (res.workersInfo ?? []).map(beatOf).filter((b): b is Beat => b !== null && b.taskQueue === taskQueue);
     } catch {
-      // An older server (no ListWorkers): presence by polls. Temporal being down fails describeTaskQueue as well.
+      // An older server (no ListWorkers): presence by polls alone. Temporal being down fails describeTaskQueue too.
       return [];
     }
   }

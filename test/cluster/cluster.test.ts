@@ -23,6 +23,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { Connection } from '@temporalio/client';
 import { findFreePort } from '../../runtime/ports';
 import { FakeModel, type RecordedRequest } from '../support/fake-model';
 import { makeProject, plan, step } from '../support/task-driver';
@@ -529,6 +530,16 @@ test('a task waiting for a gone host can be cancelled', async () => {
     );
     return s.body.lastSeq > 0;
   });
+  // A host up long enough to have sent a heartbeat (one that never sent any is judged by its polls, as before).
+  const temporal = await Connection.connect({ address });
+  await until('h2 heard from', async () => {
+    const res = await temporal.workflowService.listWorkers({
+      namespace: 'default',
+      query: 'TaskQueue = "klea-host-h2"',
+    });
+    return (res.workersInfo ?? []).length > 0;
+  });
+  await temporal.close();
   await killHost('h2');
   // Seen gone by its missing heartbeats (about 20 s), not after the minute and a half its last poll stays listed.
   await until(

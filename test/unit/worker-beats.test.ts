@@ -24,7 +24,7 @@ describe('worker heartbeats', () => {
     expect(isAlive(beat({ running: false }), NOW)).toBe(false);
   });
 
-  test("a worker's own interval sets the window; after its first heartbeat, the SDK's default minute", () => {
+  test("a worker's own interval sets the window; without one, the SDK's default minute", () => {
     expect(isAlive(beat({ everyMs: 60_000, sentAt: NOW - 150_000 }), NOW)).toBe(true);
     expect(isAlive(beat({ everyMs: null, sentAt: NOW - 150_000 }), NOW)).toBe(true);
     expect(isAlive(beat({ everyMs: null, sentAt: NOW - 190_000 }), NOW)).toBe(false);
@@ -49,6 +49,12 @@ describe('worker heartbeats', () => {
       everyMs: 4_999,
     });
     expect(beatOf(info(WORKER_STATUS_SHUTTING_DOWN))?.running).toBe(false);
+    // Its first heartbeat comes one interval after it started.
+    const first = info(WORKER_STATUS_RUNNING);
+    first.workerHeartbeat.elapsedSinceLastHeartbeat = { seconds: Long.fromNumber(0), nanos: 0 };
+    const started = { startTime: { seconds: Long.fromNumber(1_799_999_995), nanos: 500_000_000 } };
+    expect(beatOf({ workerHeartbeat: { ...first.workerHeartbeat, ...started } })?.everyMs).toBe(5_000);
+    expect(beatOf(first)?.everyMs).toBeNull();
     expect(beatOf({})).toBeNull();
   });
 

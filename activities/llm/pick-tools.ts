@@ -197,7 +197,7 @@ export async function pickTools(
   const computed = new Set(programs.calls.map((c) => c.stepId));
   const others = input.steps.filter((s) => !computed.has(s.id));
   const checks = [...checksFirst(tools, others), ...readsFirst(tools, others)];
-  const creating = input.listing?.complete ? writesForNewFiles(others) : [];
+  const creating = input.listing?.complete ? writesForNewFiles(others, input.listing.files) : [];
   const written = await withWholeFileWrites(model, others, [...checks, ...creating], tools, {
     mayAsk: opts.mayAsk,
     request: input.request,
@@ -254,7 +254,7 @@ async function modelPick(
   const small = model.profile === 'small';
   const existing = input.listing?.complete ? input.listing.files : null;
   const fns = pickToolsFunctions(tools, stepIds);
-  const steps = small ? input.steps.map((s) => ({ ...s, suggested: suggestedTools(tools, s) })) : input.steps;
+  const steps = small ? input.steps.map((s) => ({ ...s, suggested: suggestedTools(tools, s, existing) })) : input.steps;
   const answer = await model.toolCalls(
     pickToolsPrompt({ ...input, steps }),
     small

@@ -9,7 +9,8 @@
  * - `narrowPaths`: a `path` the sent schema holds to files that exist, or to the new files a step names.
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
- * - `writesForNewFiles`: a step that is only to create files gets them written without a pick.
+ * - `writesForNewFiles`: a step that is only to create files gets them written without a pick (not copies or moves
+ *   of files the project has: `mirroredFiles`).
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick
  *   (not a check that pipes output into another command).
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
@@ -34,17 +35,37 @@ export interface SuggestStep {
 }
 
 /**
+ * The new files a step is to create that have the name of a file the project has in another folder: a copy or a move
+ * of it (`logs/debug.log` beside `debug.log`), whose content is that file's, which a command moves or copies whole
+ * and a write from nothing can only make up. With the 1.5B model, "move the .log files into logs/" was planned as
+ * creating `logs/*.log`, and each was written as a placeholder line while the logs stayed where they were.
+ */
+export function mirroredFiles(newFiles: readonly string[], existing: readonly string[] | null | undefined): string[] {
+  if (!existing?.length) return [];
+  const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+  const names = new Set(existing.map(base));
+  const have = new Set(existing.map(plainPath));
+  return newFiles.filter((f) => !have.has(plainPath(f)) && names.has(base(plainPath(f))));
+}
+
+/**
  * The tools the step's plan says it needs, first the likeliest, named at the end of the step in the pick's prompt
  * (a small model leans to the first tool it is offered; the offered list itself keeps the server's order, so the
  * prompt's long stable part stays the same from pick to pick and the server's prompt cache holds it):
- * - writing (`write_file` for a new file, `edit_file` for an existing one) for a step that is to change files;
+ * - writing (`write_file` for a new file, `edit_file` for an existing one) for a step that is to change files,
+ *   after `run_command` when the new files are copies or moves of the project's (`mirroredFiles`);
  * - `run_command` for one with a check;
  * - `read_file` only where a file the step names is not shown whole.
  * None for a step with no `expect`: every tool is as likely.
  */
-export function suggestedTools(tools: readonly ToolDescriptor[], step: SuggestStep): string[] {
+export function suggestedTools(
+  tools: readonly ToolDescriptor[],
+  step: SuggestStep,
+  existing?: readonly string[] | null
+): string[] {
   const wanted: string[] = [];
   const changes = plannedFiles(step);
+  if (mirroredFiles(changes, existing).length) wanted.push(RUN_COMMAND);
   if (changes.length) {
     const creates = changes.some((c) => (step.newFiles ?? []).includes(c));
     wanted.push(...(creates ? [WRITE_FILE, EDIT_FILE] : [EDIT_FILE, WRITE_FILE]));
@@ -187,14 +208,16 @@ export interface CreatingStep {
  * For each step that has made no call yet and whose plan says it only creates files (every file of its
  * `expect.changes` is new), a `write_file` of each of them, for the whole-file writes to fill: offered the tools, a
  * small model could only aim that call, and often aims another. The writes go where the plan aimed them, through the
- * permission gate like any other; a step whose write gets no content is picked as usual.
+ * permission gate like any other; a step whose write gets no content is picked as usual. Not a step that copies or
+ * moves files the project has (`mirroredFiles`, against `existing`, the project's files): it is picked.
  */
-export function writesForNewFiles(steps: readonly CreatingStep[]): PickedCall[] {
+export function writesForNewFiles(steps: readonly CreatingStep[], existing?: readonly string[] | null): PickedCall[] {
   const calls: PickedCall[] = [];
   for (const s of steps) {
     const files = plannedFiles(s);
     const fresh = new Set(s.newFiles ?? []);
     if (!files.length || s.earlierCalls?.length || s.notDone || !files.every((f) => fresh.has(f))) continue;
+    if (mirroredFiles(files, existing).length) continue;
     for (const path of new Set(files)) {
       const write: PickedCall = {
         stepId: s.id,

@@ -8,6 +8,7 @@ import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
 import {
   checksFirst,
+  mirroredFiles,
   piped,
   narrowPaths,
   PLANNED_WRITES,
@@ -177,6 +178,39 @@ describe('small profile: a step that only creates files is written without a pic
     expect(writesForNewFiles([{ ...fresh, earlierCalls: [{}] }])).toEqual([]);
     expect(writesForNewFiles([{ ...fresh, notDone: 'the check failed' }])).toEqual([]);
     expect(writesForNewFiles([fresh])).toHaveLength(1);
+  });
+});
+
+describe('small profile: a new file named as one the project has elsewhere is a copy or a move of it', () => {
+  const project = ['debug.log', 'server.log', 'src/app.py', 'README.md'];
+
+  it('is found by its name in another folder, not by its own path or a name the project lacks', () => {
+    expect(mirroredFiles(['logs/debug.log', './logs/server.log', 'logs/index.md'], project)).toEqual([
+      'logs/debug.log',
+      './logs/server.log',
+    ]);
+    expect(mirroredFiles(['backup/app.py'], project)).toEqual(['backup/app.py']);
+    // The file itself, or a project whose listing is not known, has none.
+    expect(mirroredFiles(['src/app.py', 'debug.log'], project)).toEqual([]);
+    expect(mirroredFiles(['logs/debug.log'], null)).toEqual([]);
+  });
+
+  it('is not written from nothing: the step is picked, and told run_command first', () => {
+    const moving = {
+      id: 's2',
+      expect: { changes: ['logs/debug.log', 'logs/server.log'] },
+      newFiles: ['logs/debug.log', 'logs/server.log'],
+    };
+    expect(writesForNewFiles([moving], project)).toEqual([]);
+    expect(suggestedTools(workspace, moving, project).map((n) => n.replace('workspace__', ''))).toEqual([
+      'run_command',
+      'write_file',
+      'edit_file',
+    ]);
+    // Control: a new file of a name the project does not have is still written without a pick, told write_file first.
+    const creating = { id: 's1', expect: { changes: ['logs/index.md'] }, newFiles: ['logs/index.md'] };
+    expect(writesForNewFiles([creating], project)).toHaveLength(1);
+    expect(suggestedTools(workspace, creating, project)[0]).toBe('workspace__write_file');
   });
 });
 

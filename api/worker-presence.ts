@@ -7,7 +7,10 @@ import { hostOfIdentity, hostRootsOfIdentity, hostTaskQueue } from '../common/ho
 import { temporal } from '@temporalio/proto';
 import { unavailable } from './errors';
 import { tsToDate } from './run-listing';
-import { beatOf, isAlive, taskQueueQuery, type Beat } from './worker-beats';
+import { createLogger } from '../runtime/log';
+import { BeatClock, beatOf, taskQueueQuery, workerAlive, type Beat } from './worker-beats';
+
+const log = createLogger('api');
 import type { TemporalCalls } from './temporal-calls';
 import { endedConflict, type Target } from './temporal-errors';
 
@@ -26,14 +29,16 @@ const PRESENCE_KEPT_MS = 2_000;
 export class WorkerPresence {
   /** When a worker was last seen polling (ms), by `requireWorker`. */
   private workerSeenAt = -Infinity;
+  private readonly beatClock = new BeatClock();
+  /** Whether listing heartbeats failed once (said once in the log). */
+  private beatsFailed = false;
 
   constructor(private readonly calls: TemporalCalls) {}
 
   /**
-   * The workers of a task queue: every identity Temporal still lists (a worker that stopped stays listed for some
-   * minutes) and those alive now. A worker that has sent heartbeats is alive while they keep coming (./worker-beats.ts:
-   * a killed worker is seen gone within seconds, one that stopped cleanly at once); one that has sent none (it started
-   * a moment ago, or the server keeps none) while it polled within about a minute and a half.
+   * The workers of a task queue: every identity Temporal still lists as polling it (a worker that stopped stays
+   * listed for some minutes) and those alive now, by their heartbeats where they send them, else by their polls
+   * (./worker-beats.ts).
    */
   private async queueWorkers(
     name: string,
@@ -53,31 +58,57 @@ export class WorkerPresence {
     ]);
     const now = Date.now();
     const polled = new Map<string, number>();
-    for (const p of res.pollers ?? [])
-      polled.set(
-        p.identity ?? '',
-        Math.max(polled.get(p.identity ?? '') ?? 0, tsToDate(p.lastAccessTime)?.getTime() ?? 0)
-      );
-    const listed = [...new Set([...polled.keys(), ...beats.map((b) => b.identity)])];
-    const alive = listed.filter((id) => {
-      const own = beats.filter((b) => b.identity === id);
-      return own.length ? own.some((b) => isAlive(b, now)) : now - (polled.get(id) ?? 0) < POLLER_FRESH_MS;
-    });
+    for (const p of res.pollers ?? []) {
+      const id = p.identity ?? '';
+      polled.set(id, Math.max(polled.get(id) ?? 0, tsToDate(p.lastAccessTime)?.getTime() ?? 0));
+    }
+    const seen = beats.map((beat) => ({ beat, firstSeen: this.beatClock.firstSeen(beat, now) }));
+    const listed = [...polled.keys()];
+    const alive = listed.filter((id) =>
+      workerAlive(
+        seen.filter((b) => b.beat.identity === id),
+        polled.get(id)!,
+        now,
+        POLLER_FRESH_MS
+      )
+    );
     return { listed, alive };
   }
 
-  /** The heartbeats of a task queue's workers; none where the server keeps none or cannot list them. */
+  /**
+   * The heartbeats of a task queue's workers (every page); none where the server keeps none or cannot list them.
+   * Read from `workers_info`, the only form that carries the heartbeat's time (the API marks it to be replaced).
+   */
   private async beats(taskQueue: string, timeoutMs: number): Promise<Beat[]> {
     const { client, namespace } = this.calls;
+    const beats: Beat[] = [];
     try {
-      const res = await this.calls.within(timeoutMs, () =>
-        client.workflowService.listWorkers({ namespace, pageSize: 1000, query: taskQueueQuery(taskQueue) })
-      );
-      return (res.workersInfo ?? []).map(beatOf).filter((b): b is Beat => b !== null && b.taskQueue === taskQueue);
-    } catch {
+      let nextPageToken: Uint8Array | undefined;
+      for (let page = 0; page < 10; page++) {
+        const res = await this.calls.within(timeoutMs, () =>
+          client.workflowService.listWorkers({
+            namespace,
+            pageSize: 1000,
+            query: taskQueueQuery(taskQueue),
+            nextPageToken,
+          })
+        );
+        for (const info of res.workersInfo ?? []) {
+          const beat = beatOf(info);
+          if (beat && beat.taskQueue === taskQueue) beats.push(beat);
+        }
+        if (!res.nextPageToken?.length) break;
+        nextPageToken = res.nextPageToken;
+      }
+    } catch (err) {
       // An older server (no ListWorkers): presence by polls alone. Temporal being down fails describeTaskQueue too.
-      return [];
+      if (!this.beatsFailed)
+        log.warn('worker heartbeats cannot be listed: a worker that stops is seen gone by its polls only', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      this.beatsFailed = true;
     }
+    return beats;
   }
 
   /** Workers alive on the task queue, and their identities. Throws Temporal's error when it cannot be asked. */

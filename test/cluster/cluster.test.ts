@@ -530,14 +530,16 @@ test('a task waiting for a gone host can be cancelled', async () => {
     );
     return s.body.lastSeq > 0;
   });
-  // A host up long enough to have sent a heartbeat (one that never sent any is judged by its polls, as before).
+  // A host up long enough to have sent heartbeats at its interval (before its second one, it is judged by its polls).
   const temporal = await Connection.connect({ address });
-  await until('h2 heard from', async () => {
+  await until('h2 heard from twice', async () => {
     const res = await temporal.workflowService.listWorkers({
       namespace: 'default',
       query: 'TaskQueue = "klea-host-h2"',
     });
-    return (res.workersInfo ?? []).length > 0;
+    return (res.workersInfo ?? []).some(
+      (w) => w.workerHeartbeat?.status === 1 && Number(w.workerHeartbeat.elapsedSinceLastHeartbeat?.seconds ?? 0) > 0
+    );
   });
   await temporal.close();
   await killHost('h2');

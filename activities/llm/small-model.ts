@@ -10,7 +10,7 @@
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick (not copies or moves
- *   of files the project has: `mirroredFiles`).
+ *   of files the project has: `copiesFiles`).
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick
  *   (not a check that pipes output into another command).
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
@@ -27,7 +27,7 @@ export const EDIT_FILE = 'workspace__edit_file';
 const RUN_COMMAND = 'workspace__run_command';
 
 /** What `suggestedTools` looks at of a step. */
-export interface SuggestStep {
+export interface SuggestStep extends CopyingStep {
   expect?: StepExpect;
   /** Files the step names that exist, shown whole or cut. */
   files?: ReadonlyArray<{ path: string; text: string }>;
@@ -35,10 +35,8 @@ export interface SuggestStep {
 }
 
 /**
- * The new files a step is to create that have the name of a file the project has in another folder: a copy or a move
- * of it (`logs/debug.log` beside `debug.log`), whose content is that file's, which a command moves or copies whole
- * and a write from nothing can only make up. With the 1.5B model, "move the .log files into logs/" was planned as
- * creating `logs/*.log`, and each was written as a placeholder line while the logs stayed where they were.
+ * The new files a step is to create that have the name of a file the project has in another folder
+ * (`logs/debug.log` beside `debug.log`). Only meaningful with a complete listing.
  */
 export function mirroredFiles(newFiles: readonly string[], existing: readonly string[] | null | undefined): string[] {
   if (!existing?.length) return [];
@@ -48,12 +46,37 @@ export function mirroredFiles(newFiles: readonly string[], existing: readonly st
   return newFiles.filter((f) => !have.has(plainPath(f)) && names.has(base(plainPath(f))));
 }
 
+/** What `copiesFiles` looks at of a step. */
+export interface CopyingStep {
+  title?: string;
+  instruction?: string;
+  expect?: StepExpect;
+}
+
+/**
+ * Whether a step is to copy or move files the project has: every file its plan creates has the name of one the
+ * project has in another folder, and there are several, or the step names the one it mirrors (`notes.txt` for
+ * `archive/notes.txt`). Their content is that of the files they mirror, which a command copies or moves whole and a
+ * write from nothing can only make up: with the 1.5B model, "move the .log files into logs/" was planned as creating
+ * `logs/*.log`, each was written as a placeholder line, and the logs stayed where they were. A lone file named as
+ * another (`docs/README.md`, `tests/__init__.py`) is a new file like any other.
+ */
+export function copiesFiles(step: CopyingStep, existing: readonly string[] | null | undefined): boolean {
+  const planned = plannedFiles(step);
+  const mirrored = mirroredFiles(planned, existing);
+  if (!planned.length || mirrored.length < planned.length || !existing) return false;
+  if (mirrored.length >= 2) return true;
+  const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+  const sources = existing.filter((f) => mirrored.some((m) => base(plainPath(m)) === base(f)));
+  return namedFiles(sources, `${step.title ?? ''}\n${step.instruction ?? ''}`).length > 0;
+}
+
 /**
  * The tools the step's plan says it needs, first the likeliest, named at the end of the step in the pick's prompt
  * (a small model leans to the first tool it is offered; the offered list itself keeps the server's order, so the
  * prompt's long stable part stays the same from pick to pick and the server's prompt cache holds it):
  * - writing (`write_file` for a new file, `edit_file` for an existing one) for a step that is to change files,
- *   after `run_command` when the new files are copies or moves of the project's (`mirroredFiles`);
+ *   after `run_command` when the new files are copies or moves of the project's (`copiesFiles`);
  * - `run_command` for one with a check;
  * - `read_file` only where a file the step names is not shown whole.
  * None for a step with no `expect`: every tool is as likely.
@@ -65,7 +88,7 @@ export function suggestedTools(
 ): string[] {
   const wanted: string[] = [];
   const changes = plannedFiles(step);
-  if (mirroredFiles(changes, existing).length) wanted.push(RUN_COMMAND);
+  if (copiesFiles(step, existing)) wanted.push(RUN_COMMAND);
   if (changes.length) {
     const creates = changes.some((c) => (step.newFiles ?? []).includes(c));
     wanted.push(...(creates ? [WRITE_FILE, EDIT_FILE] : [EDIT_FILE, WRITE_FILE]));
@@ -195,7 +218,7 @@ export function writesForUnchanged(
 }
 
 /** What `writesForNewFiles` looks at of a step. */
-export interface CreatingStep {
+export interface CreatingStep extends CopyingStep {
   id: string;
   expect?: StepExpect;
   /** Files the step names or plans that are not in the project yet. */
@@ -209,7 +232,7 @@ export interface CreatingStep {
  * `expect.changes` is new), a `write_file` of each of them, for the whole-file writes to fill: offered the tools, a
  * small model could only aim that call, and often aims another. The writes go where the plan aimed them, through the
  * permission gate like any other; a step whose write gets no content is picked as usual. Not a step that copies or
- * moves files the project has (`mirroredFiles`, against `existing`, the project's files): it is picked.
+ * moves files the project has (`copiesFiles`, against `existing`, the project's files): it is picked.
  */
 export function writesForNewFiles(steps: readonly CreatingStep[], existing?: readonly string[] | null): PickedCall[] {
   const calls: PickedCall[] = [];
@@ -217,7 +240,7 @@ export function writesForNewFiles(steps: readonly CreatingStep[], existing?: rea
     const files = plannedFiles(s);
     const fresh = new Set(s.newFiles ?? []);
     if (!files.length || s.earlierCalls?.length || s.notDone || !files.every((f) => fresh.has(f))) continue;
-    if (mirroredFiles(files, existing).length) continue;
+    if (copiesFiles(s, existing)) continue;
     for (const path of new Set(files)) {
       const write: PickedCall = {
         stepId: s.id,

@@ -8,6 +8,7 @@ import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
 import {
   checksFirst,
+  copiesFiles,
   mirroredFiles,
   piped,
   narrowPaths,
@@ -181,36 +182,49 @@ describe('small profile: a step that only creates files is written without a pic
   });
 });
 
-describe('small profile: a new file named as one the project has elsewhere is a copy or a move of it', () => {
-  const project = ['debug.log', 'server.log', 'src/app.py', 'README.md'];
+describe('small profile: new files named as those the project has elsewhere are copies or moves of them', () => {
+  const project = ['debug.log', 'server.log', 'notes.txt', 'src/app.py', 'src/__init__.py', 'README.md'];
+  const step = (changes: string[], instruction = 'Do it.') => ({
+    id: 's2',
+    title: 'Step',
+    instruction,
+    expect: { changes },
+    newFiles: changes,
+  });
 
-  it('is found by its name in another folder, not by its own path or a name the project lacks', () => {
+  it('mirroredFiles: a new file with the name of one in another folder, not the file itself', () => {
     expect(mirroredFiles(['logs/debug.log', './logs/server.log', 'logs/index.md'], project)).toEqual([
       'logs/debug.log',
       './logs/server.log',
     ]);
-    expect(mirroredFiles(['backup/app.py'], project)).toEqual(['backup/app.py']);
-    // The file itself, or a project whose listing is not known, has none.
     expect(mirroredFiles(['src/app.py', 'debug.log'], project)).toEqual([]);
     expect(mirroredFiles(['logs/debug.log'], null)).toEqual([]);
   });
 
-  it('is not written from nothing: the step is picked, and told run_command first', () => {
-    const moving = {
-      id: 's2',
-      expect: { changes: ['logs/debug.log', 'logs/server.log'] },
-      newFiles: ['logs/debug.log', 'logs/server.log'],
-    };
-    expect(writesForNewFiles([moving], project)).toEqual([]);
-    expect(suggestedTools(workspace, moving, project).map((n) => n.replace('workspace__', ''))).toEqual([
-      'run_command',
-      'write_file',
-      'edit_file',
-    ]);
-    // Control: a new file of a name the project does not have is still written without a pick, told write_file first.
-    const creating = { id: 's1', expect: { changes: ['logs/index.md'] }, newFiles: ['logs/index.md'] };
-    expect(writesForNewFiles([creating], project)).toHaveLength(1);
-    expect(suggestedTools(workspace, creating, project)[0]).toBe('workspace__write_file');
+  it('several such files, or one whose original the step names, are not written from nothing: run_command first', () => {
+    const moving = step(['logs/debug.log', 'logs/server.log']);
+    const archiving = step(['archive/notes.txt'], 'Put notes.txt into archive/.');
+    for (const s of [moving, archiving]) {
+      expect(copiesFiles(s, project)).toBe(true);
+      expect(writesForNewFiles([s], project)).toEqual([]);
+      expect(suggestedTools(workspace, s, project).map((n) => n.replace('workspace__', ''))).toEqual([
+        'run_command',
+        'write_file',
+        'edit_file',
+      ]);
+    }
+  });
+
+  it('a lone file named as another, or a step that creates other files too, is a new file like any other', () => {
+    for (const s of [
+      step(['docs/README.md'], 'Write docs/README.md about the API.'),
+      step(['tests/__init__.py', 'tests/test_app.py']),
+      step(['logs/index.md']),
+    ]) {
+      expect(copiesFiles(s, project)).toBe(false);
+      expect(writesForNewFiles([s], project).length).toBeGreaterThan(0);
+      expect(suggestedTools(workspace, s, project)[0]).toBe('workspace__write_file');
+    }
   });
 });
 

@@ -4,7 +4,8 @@
  * decision for a task that has ended, and a workflow that does not answer what the route asks.
  */
 import path from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import request from 'supertest';
 import type { Express } from 'express';
 import { Client, Connection } from '@temporalio/client';
@@ -17,6 +18,7 @@ import { startTestEnv, testConfig, uniqueId, type TestEnv } from '../support/har
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step } from '../support/task-driver';
 import { until } from '../support/until';
+import { startWorkerProcess, workerConfigFile } from '../support/worker-process';
 
 type Res = request.Response;
 
@@ -197,8 +199,7 @@ describe('API errors', () => {
       }
     });
 
-    it('a worker that stopped moments ago (it still looks alive): 503 no_worker within the bound', async () => {
-      // Arrange: a stack of its own, whose worker stops after the session starts.
+    it('a worker that stopped cleanly: 503 no_worker at once, and nothing is sent', async () => {
       const own = await startTestEnv({
         fakeModel: fake,
         name: 'stopped',
@@ -208,7 +209,31 @@ describe('API errors', () => {
         const ownApp = createApp({ client: own.client, config: own.config, acceptTimeoutMs: 1500 });
         const sessionId = await newSession(ownApp);
         await own.stopWorker();
-        // Temporal lists the stopped worker as a poller for about a minute: the case the bound is for.
+        // It told Temporal it stopped: no longer taken to poll, though its last poll is listed for a minute more.
+        expect((await request(ownApp).get('/healthz')).body.worker).toMatchObject({ status: 'none' });
+        const message = await request(ownApp)
+          .post(`/sessions/${sessionId}/messages`)
+          .send({ text: '/mode scientific' });
+        expectError(message, 503, 'no_worker', /^no worker is polling task queue/);
+      } finally {
+        await own.shutdown();
+      }
+    });
+
+    it('a worker killed moments ago (it still looks alive): 503 no_worker within the bound', async () => {
+      // Arrange: a worker process of its own, killed (SIGKILL, no word to Temporal) after the session starts.
+      const config = { ...env.config, temporal: { ...env.config.temporal, task_queue: uniqueId('killed') } };
+      const file = workerConfigFile(mkdtempSync(path.join(os.tmpdir(), 'klea-killed-')), 'klea', {
+        model: { name: config.model.name, base_url: config.model.base_url, api_key: 'k', timeout_ms: 10_000 },
+        temporal: { address: config.temporal.address, task_queue: config.temporal.task_queue },
+        project: { dir: project.dir },
+      });
+      let worker = await startWorkerProcess(file);
+      try {
+        const ownApp = createApp({ client: env.client, config, acceptTimeoutMs: 1500 });
+        const sessionId = await newSession(ownApp);
+        await worker.kill();
+        // Its last heartbeat and its last poll are seconds old: the case the bound is for.
         expect((await request(ownApp).get('/healthz')).body.worker).toMatchObject({ status: 'ok' });
 
         // Act
@@ -230,21 +255,21 @@ describe('API errors', () => {
         // What the answers said holds once a worker is back: the session answers again (the message that no worker
         // took may or may not have been acted on: Temporal holds an update it has not handed out in memory only),
         // and the task never starts.
-        await own.restartWorker();
+        worker = await startWorkerProcess(file);
         await until('the session answers again', async () => {
           const s = await request(ownApp).get(`/sessions/${sessionId}`);
           return s.status === 200 && ['general', 'scientific'].includes(s.body.mode) ? true : undefined;
         });
         const stopped = await until('the session POST /tasks started is listed as stopped', async () => {
           const runs: Array<{ id: string; status: string }> = [];
-          for await (const w of own.client.workflow.list({ query: `TaskQueue = "${own.taskQueue}"` }))
+          for await (const w of env.client.workflow.list({ query: `TaskQueue = "${config.temporal.task_queue}"` }))
             runs.push({ id: w.workflowId, status: w.status.name });
           return runs.some((w) => w.status === 'TERMINATED') ? runs : undefined;
         });
         expect(stopped.filter((w) => w.id !== `session-${sessionId}`).map((w) => w.status)).toEqual(['TERMINATED']);
         expect(stopped.filter((w) => w.id.startsWith('task-'))).toEqual([]);
       } finally {
-        await own.shutdown();
+        await worker.kill();
       }
     });
   });

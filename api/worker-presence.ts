@@ -9,10 +9,10 @@ import { unavailable } from './errors';
 import { tsToDate } from './run-listing';
 import { createLogger } from '../runtime/log';
 import { BeatClock, beatOf, taskQueueQuery, workerAlive, type Beat } from './worker-beats';
-
-const log = createLogger('api');
 import type { TemporalCalls } from './temporal-calls';
 import { endedConflict, type Target } from './temporal-errors';
+
+const log = createLogger('api');
 
 /**
  * Without heartbeats: a poller seen within this window counts as a live worker (an idle worker renews its long poll

@@ -17,6 +17,7 @@
  * - `readsBeforeBlindWrites`: a `write_file` over an existing file the model has not seen reads it first.
  */
 import { keepPlannedChanges, plainPath, plannedFiles, type Plan, type StepExpect } from '../../common/plan';
+import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { isCut, isWhole, namedFiles } from './named-files';
 import type { OpenAIFunction } from './structured-output';
@@ -40,10 +41,9 @@ export interface SuggestStep extends CopyingStep {
  */
 export function mirroredFiles(newFiles: readonly string[], existing: readonly string[] | null | undefined): string[] {
   if (!existing?.length) return [];
-  const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
-  const names = new Set(existing.map(base));
+  const names = new Set(existing.map(basename));
   const have = new Set(existing.map(plainPath));
-  return newFiles.filter((f) => !have.has(plainPath(f)) && names.has(base(plainPath(f))));
+  return newFiles.filter((f) => !have.has(plainPath(f)) && names.has(basename(f)));
 }
 
 /** What `copiesFiles` looks at of a step. */
@@ -66,8 +66,7 @@ export function copiesFiles(step: CopyingStep, existing: readonly string[] | nul
   const mirrored = mirroredFiles(planned, existing);
   if (!planned.length || mirrored.length < planned.length || !existing) return false;
   if (mirrored.length >= 2) return true;
-  const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
-  const sources = existing.filter((f) => mirrored.some((m) => base(plainPath(m)) === base(f)));
+  const sources = existing.filter((f) => mirrored.some((m) => basename(m) === basename(f)));
   return namedFiles(sources, `${step.title ?? ''}\n${step.instruction ?? ''}`).length > 0;
 }
 

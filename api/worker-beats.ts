@@ -80,8 +80,9 @@ export function beatFresh(beat: Beat, now: number, firstSeen: number): boolean |
 
 /**
  * Whether a worker the poller list names is alive: by the heartbeats of its instances that run (any fresh; one that
- * has sent only its first counts by its polls); with none running, a poll after the last instance stopped (a worker
- * restarted under the same identity); with no heartbeat at all, by a poll within `pollFreshMs`.
+ * has sent only its first counts by its polls); with none running, a poll well after the last instance stopped (a
+ * worker restarted under the same identity that sends no heartbeats); with no heartbeat at all, by a poll within
+ * `pollFreshMs`.
  */
 export function workerAlive(
   beats: ReadonlyArray<{ beat: Beat; firstSeen: number }>,
@@ -92,7 +93,9 @@ export function workerAlive(
   const polled = now - lastPoll < pollFreshMs;
   const running = beats.filter((b) => b.beat.running);
   if (running.length) return running.some((b) => beatFresh(b.beat, now, b.firstSeen) ?? polled);
-  if (beats.length) return polled && beats.every((b) => b.beat.sentAt !== null && lastPoll > b.beat.sentAt);
+  // A worker that stops may still poll in the moment it says so; only a poll well after is another worker (one that
+  // sends no heartbeats: one that does says it runs as soon as it starts).
+  if (beats.length) return polled && beats.every((b) => b.beat.sentAt !== null && lastPoll > b.beat.sentAt + SLACK_MS);
   return polled;
 }
 

@@ -46,16 +46,16 @@ export class WorkerPresence {
     timeoutMs: number
   ): Promise<{ listed: string[]; alive: string[] }> {
     const { client, namespace } = this.calls;
-    const [res, beats] = await Promise.all([
-      this.calls.within(timeoutMs, () =>
-        client.workflowService.describeTaskQueue({
-          namespace,
-          taskQueue: { name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-          taskQueueType: type,
-        })
-      ),
-      this.beats(name, timeoutMs),
-    ]);
+    const res = await this.calls.within(timeoutMs, () =>
+      client.workflowService.describeTaskQueue({
+        namespace,
+        taskQueue: { name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: type,
+      })
+    );
+    // Only once Temporal answered: a listing started beside a call that failed would go on retrying until its
+    // deadline, past the connection's close.
+    const beats = await this.beats(name, timeoutMs);
     const now = Date.now();
     const polled = new Map<string, number>();
     for (const p of res.pollers ?? []) {

@@ -43,9 +43,23 @@ export const plainPath = (p: string) =>
     .replace(/^\.\/+/, '')
     .replace(/\/+$/, '');
 
+/** Whether an `expect.changes` entry names a folder (`logs/`): one made, removed or filled by the step. */
+export const isFolderEntry = (p: string) => /\/\s*$/.test(p) && plainPath(p) !== '';
+
 /** The files a step's plan says it creates or changes (its `expect.changes`), as the project names them. */
 export const plannedFiles = (step: { expect?: StepExpect }): string[] =>
-  (step.expect?.changes ?? []).map(plainPath).filter(Boolean);
+  (step.expect?.changes ?? [])
+    .filter((c) => !isFolderEntry(c))
+    .map(plainPath)
+    .filter(Boolean);
+
+/** The folders a step's plan says it creates, removes or puts files in (`expect.changes` entries ending in "/"). */
+export const plannedFolders = (step: { expect?: StepExpect }): string[] =>
+  (step.expect?.changes ?? []).filter(isFolderEntry).map(plainPath);
+
+/** Whether a step's plan says it changes anything: a file or a folder. */
+export const changesSomething = (step: { expect?: StepExpect }): boolean =>
+  plannedFiles(step).length > 0 || plannedFolders(step).length > 0;
 
 export const PlanStepSchema = z.strictObject({
   id: StepIdSchema.describe('short unique id, e.g. "s1"'),

@@ -9,7 +9,7 @@
  * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { plainPath } from '../../common/plan';
+import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { droppedLines, keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
@@ -288,8 +288,12 @@ export async function withWholeFileWrites(
         ...written,
         ...res.rewritten.filter((w) => w.stepId === step.id).map((w) => plainPath(w.path)),
       ]);
-      const planned = (step.expect?.changes ?? []).map(plainPath);
-      const done = planned.length > 0 && planned.every((f) => made.has(f));
+      const planned = plannedFiles(step);
+      const folders = plannedFolders(step);
+      const done =
+        planned.length + folders.length > 0 &&
+        planned.every((f) => made.has(f)) &&
+        folders.every((d) => [...made].some((f) => f.startsWith(`${d}/`)));
       const { stepDone, ...rest } = call;
       const write: PickedCall = {
         ...rest,

@@ -11,7 +11,7 @@
  * - `dataChecks`: a check that only reads data files is not a check.
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
  */
-import { plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
+import { changesSomething, plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
 import { isDataFile } from './program';
 import { isQuestion } from './small-model';
@@ -48,10 +48,10 @@ export function requestedNewFiles(
   for (const file of missing) {
     const tooling = steps.filter((s) => s.needs_tool);
     const naming = tooling.find((s) => filesNamedIn(s.instruction, files).includes(file));
-    const idle = tooling.filter((s) => !s.expect?.check && !plannedFiles(s).length);
+    const idle = tooling.filter((s) => !s.expect?.check && !changesSomething(s));
     const targets = naming ? [naming] : idle.length ? idle : tooling.slice(0, 1);
     if (!targets.length) break;
-    steps = steps.map((s) => (targets.includes(s) ? withChanges(s, [...plannedFiles(s), file]) : s));
+    steps = steps.map((s) => (targets.includes(s) ? withChanges(s, [...(s.expect?.changes ?? []), file]) : s));
     for (const target of targets)
       repairs.push(`step "${target.id}": the request names the new file ${file}, which no step was to create`);
   }
@@ -74,7 +74,7 @@ export function thinkingSteps(plan: Plan, files: readonly string[]): { plan: Pla
   const candidate = (s: PlanStep) =>
     s.needs_tool &&
     s.depends_on.length > 0 &&
-    !plannedFiles(s).length &&
+    !changesSomething(s) &&
     !s.expect?.check?.trim() &&
     !filesNamedIn(s.instruction, files).length;
   // Until nothing changes: a step over a thinking step may think too, in whatever order the plan lists them.
@@ -220,10 +220,9 @@ export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] 
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
-    if (!check || plannedFiles(s).length) return s;
+    if (!check || changesSomething(s)) return s;
     const fixer = plan.steps.find(
-      (later) =>
-        later.expect?.check?.trim() === check && plannedFiles(later).length > 0 && dependsOn(byId, later.id, s.id)
+      (later) => later.expect?.check?.trim() === check && changesSomething(later) && dependsOn(byId, later.id, s.id)
     );
     if (!fixer) return s;
     repairs.push(
@@ -288,7 +287,7 @@ export function changesForFailedCheck(
 ): { plan: Plan; repairs: string[] } {
   const check = failedCheck.trim();
   const unchanged = { plan, repairs: [] };
-  if (!check || isQuestion(request) || plan.steps.some((s) => plannedFiles(s).length)) return unchanged;
+  if (!check || isQuestion(request) || plan.steps.some((s) => changesSomething(s))) return unchanged;
   const checked = new Set(namedFiles(files, check));
   const existing = new Set(files);
   const ours = changed.map(plainPath).filter((f) => existing.has(f));
@@ -317,7 +316,7 @@ export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; 
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
-    if (!check || plannedFiles(s).length || !onlyReaders(check)) return s;
+    if (!check || changesSomething(s) || !onlyReaders(check)) return s;
     const named = namedFiles(files, check);
     if (!named.length || !named.every(isDataFile)) return s;
     repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` only reads ${named.join(', ')}: left out`);

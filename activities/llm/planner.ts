@@ -6,7 +6,15 @@
  */
 import type { ToolAccess } from '../../common/config';
 import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
-import { keepPlannedChanges, planSchema, type Plan, type PlanStep } from '../../common/plan';
+import {
+  isFolderEntry,
+  keepPlannedChanges,
+  plainPath,
+  planSchema,
+  withExpect,
+  type Plan,
+  type PlanStep,
+} from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
@@ -205,14 +213,37 @@ function taskText(input: WritePlanInput, projectContext: string): string {
 /** A path as a step's `expect.changes` may name it: a file of the project, or a file name (a new file). */
 const FILE_NAME = /^(?:\.\/)?(?:[\w.-]+\/)*(?:[\w-]+\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w.-]*)$/;
 
+/** A folder as a step's `expect.changes` may name it: a path ending in "/" (`logs/`, `src/utils/`). */
+const FOLDER_NAME = /^(?:\.\/)?(?:(?!\.\.?\/)[\w.-]+\/)+$/;
+
 /**
- * The plan with each `expect.changes` entry that names no file (neither a file of the listing nor a file name: a
- * value such as "5432") left out, and what was left out, for the plan's repairs. Without it, such an entry could
- * never change, and its step would be judged not done whatever it did.
+ * The plan with each `expect.changes` entry that names neither a file (of the listing, or a file name) nor a folder
+ * (a folder of the listing, or a path ending in "/") left out: a value such as "5432" could never change, and its
+ * step would be judged not done whatever it did. A folder of the listing named without its "/" is written with it, so
+ * it is judged as a folder (something made, removed or changed in it), not as a file.
  */
 export function fileChangesOnly(plan: Plan, listed: readonly string[]): { plan: Plan; repairs: string[] } {
   const known = new Set(listed);
-  return keepPlannedChanges(plan, (c) => known.has(c.replace(/^\.\//, '')) || FILE_NAME.test(c.trim()), 'no file');
+  const folders = new Set(
+    listed.flatMap((f) =>
+      f
+        .split('/')
+        .slice(0, -1)
+        .map((_, i, up) => up.slice(0, i + 1).join('/'))
+    )
+  );
+  const asFolder = (c: string) =>
+    !isFolderEntry(c) && !known.has(plainPath(c)) && folders.has(plainPath(c)) ? `${plainPath(c)}/` : c;
+  const steps = plan.steps.map((s) =>
+    s.expect?.changes?.some((c) => asFolder(c) !== c)
+      ? withExpect(s, { ...s.expect, changes: s.expect.changes.map(asFolder) })
+      : s
+  );
+  return keepPlannedChanges(
+    { ...plan, steps },
+    (c) => known.has(c.replace(/^\.\//, '')) || FILE_NAME.test(c.trim()) || FOLDER_NAME.test(c.trim()),
+    'no file'
+  );
 }
 
 export async function writePlan(

@@ -11,7 +11,7 @@
  * put as a question, those it names. Not the words of any request.
  */
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { plainPath, plannedFiles, type StepExpect } from '../../common/plan';
+import { changesSomething, plainPath, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { contentOfAnswer } from './file-content';
 import type { ModelClient, NodePrompt } from './model';
@@ -96,7 +96,7 @@ export function computingSteps<S extends ComputingStep>(
 ): Array<{ step: S; files: NamedFile[] }> {
   const out: Array<{ step: S; files: NamedFile[] }> = [];
   for (const s of steps) {
-    if (plannedFiles(s).length || s.expect?.check?.trim() || s.newFiles?.length) continue;
+    if (changesSomething(s) || s.expect?.check?.trim() || s.newFiles?.length) continue;
     const own = s.files ?? [];
     if (own.length && !question) continue;
     const files = (own.length ? own : (s.sources ?? [])).filter((f) => isDataFile(f.path) && !f.part);

@@ -16,7 +16,14 @@
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
  * - `readsBeforeBlindWrites`: a `write_file` over an existing file the model has not seen reads it first.
  */
-import { keepPlannedChanges, plainPath, plannedFiles, type Plan, type StepExpect } from '../../common/plan';
+import {
+  changesSomething,
+  keepPlannedChanges,
+  plainPath,
+  plannedFiles,
+  type Plan,
+  type StepExpect,
+} from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { isCut, isWhole, namedFiles } from './named-files';
@@ -277,7 +284,7 @@ export function checksFirst(tools: readonly ToolDescriptor[], steps: readonly Ch
   const runner = tools.find((t) => t.qualifiedName === RUN_COMMAND);
   if (!runner) return [];
   return steps
-    .filter((s) => s.expect?.check?.trim() && !piped(s.expect.check) && !plannedFiles(s).length && unstarted(s))
+    .filter((s) => s.expect?.check?.trim() && !piped(s.expect.check) && !changesSomething(s) && unstarted(s))
     .map((s) => callWithoutPick(runner, s.id, { command: s.expect!.check!.trim() }));
 }
 

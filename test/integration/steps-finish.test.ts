@@ -227,6 +227,33 @@ describe('steps that finish their instruction', () => {
     fake.assertDone();
   });
 
+  it('a step that is to move files into a new folder is done only once they are there; a file written in its place is repaired', async () => {
+    const p = makeProject({ 'app.log': 'a\n', 'db.log': 'd\n' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Move app.log and db.log into a new folder logs', { expect: { changes: ['logs/'] } })]),
+    });
+    const pick = (name: string, args: Record<string, unknown>) => ({
+      calls: [{ name, args: { step_id: 's1', ...args, step_done: true } }],
+    });
+    // The first pick writes a file named like the folder (seen from a 1.5B model); the repair round is told so.
+    fake.on(
+      'pick_tools',
+      pick('workspace__write_file', { path: 'logs', content: 'app.log\ndb.log\n' }),
+      pick('workspace__run_command', { command: 'rm logs && mkdir logs && mv app.log db.log logs/' })
+    );
+    fake.on('compose_answer', { content: 'Moved both logs into logs/.' });
+
+    const t = await TaskDriver.start(env, 'Move app.log and db.log into a new folder logs', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(fake.requestsFor('pick_tools')[1].text).toContain(
+      'Not done yet: logs was written as a file where the folder logs/ was to be'
+    );
+    expect(readFileSync(path.join(p.dir, 'logs', 'app.log'), 'utf8')).toBe('a\n');
+    expect(readFileSync(path.join(p.dir, 'logs', 'db.log'), 'utf8')).toBe('d\n');
+    fake.assertDone();
+  });
+
   it("a step with a check is done only when Klea's own run of the check exits 0", async () => {
     const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
     fake.on('write_plan', {

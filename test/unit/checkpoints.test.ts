@@ -190,6 +190,17 @@ describe('checkpoints', () => {
     expect((await taskChanges(f.place, 't1')).every((s) => s.undone)).toBe(true);
   });
 
+  it('says what a command changed, a folder it made or removed with a "/" after its name', async () => {
+    const f = fixture({ 'app.log': 'A\n', 'old/x.txt': 'X\n', 'keep.txt': 'K\n' });
+    const cp = f.rec.forCall('run_command', { 'klea/checkpoint': { task: 't', step: 's1' } });
+    const { changed } = await f.rec.command(cp!, async () => {
+      mkdirSync(at(f, 'logs'));
+      renameSync(at(f, 'app.log'), at(f, 'logs/app.log'));
+      rmSync(at(f, 'old'), { recursive: true });
+    });
+    expect([...changed].sort()).toEqual(['app.log', 'logs/', 'logs/app.log', 'old/', 'old/x.txt']);
+  });
+
   it('undoes some steps of several that touched the same file: the content before the earliest of them', async () => {
     const f = fixture({ 'a.txt': 'v0\n', 'b.txt': 'b0\n' });
     await f.write('t', 's1', 'a.txt', 'v1\n');

@@ -42,6 +42,28 @@ describe('evidence of a step', () => {
     );
   });
 
+  it('a step that is to make, fill or remove a folder is done only when something happened there; a file named so is not it', () => {
+    const run = (changed?: string[]) => ok('workspace__run_command', changed);
+    // Moved into it, made empty, written into, removed.
+    expect(missingEvidence([run(['logs/', 'logs/app.log', 'app.log'])], { changes: ['logs/'] })).toBeNull();
+    expect(missingEvidence([run(['logs/'])], { changes: ['logs/'] })).toBeNull();
+    expect(missingEvidence([ok('workspace__write_file', ['logs/app.log'])], { changes: ['./logs/'] })).toBeNull();
+    expect(missingEvidence([run(['logs/2024/'])], { changes: ['logs/'] })).toBeNull();
+    // Only looked at: nothing happened there.
+    expect(missingEvidence([ok('workspace__list_dir')], { changes: ['logs/'] })).toBe(
+      'nothing was made, moved or changed in the folder logs/'
+    );
+    // A file where the folder was to be, and a folder whose name only begins the same.
+    expect(missingEvidence([ok('workspace__write_file', ['logs'])], { changes: ['logs/'] })).toBe(
+      'logs was written as a file where the folder logs/ was to be'
+    );
+    expect(missingEvidence([run(['logs-old/', 'logs-old/a.log'])], { changes: ['logs/'] })).toMatch(/nothing was made/);
+    // With files: each is asked for on its own.
+    expect(missingEvidence([run(['logs/a.log'])], { changes: ['logs/', 'README.md'] })).toBe(
+      'README.md was not changed'
+    );
+  });
+
   it('a value the plan took for a file is not asked of the step when the step wrote it into a file it changed', () => {
     const wrote = (diff: string): CallOutcome => ({
       ...ok('workspace__write_file', ['config.ini']),

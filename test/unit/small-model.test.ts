@@ -6,6 +6,7 @@ import { pickToolsFunctions } from '../../activities/llm/nodes';
 import { boundNamedFiles, CUT_MARK } from '../../activities/llm/named-files';
 import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
+import { changesSomething, plannedFiles, plannedFolders } from '../../common/plan';
 import {
   checksFirst,
   copiesFiles,
@@ -294,6 +295,32 @@ describe("a plan's expect.changes names files only", () => {
       'step "s1": expect.changes named "5432", no file: left out',
       'step "s2": expect.changes named "port", no file: left out',
     ]);
+  });
+});
+
+describe("a plan's expect.changes may name folders", () => {
+  const step = (changes: string[]) => ({
+    id: 's1',
+    title: 't',
+    instruction: 'i',
+    depends_on: [],
+    needs_tool: true,
+    questions: [],
+    expect: { changes },
+  });
+  it('a path ending in "/" is a folder, and a folder of the listing named without it becomes one; none is a file', () => {
+    const plan = {
+      goal: 'g',
+      steps: [step(['logs/', 'src', './out/', 'debug.log', '../up/', '5432'])],
+      review: { before_work: false, after_step_ids: [] },
+    };
+    const r = fileChangesOnly(plan, ['src/a.py', 'debug.log']);
+    expect(r.plan.steps[0].expect).toEqual({ changes: ['logs/', 'src/', './out/', 'debug.log'] });
+    expect(r.repairs).toEqual(['step "s1": expect.changes named "../up/", "5432", no file: left out']);
+    expect(plannedFiles(r.plan.steps[0])).toEqual(['debug.log']);
+    expect(plannedFolders(r.plan.steps[0])).toEqual(['logs', 'src', 'out']);
+    // A step that only makes a folder changes something; one that names nothing does not.
+    expect([changesSomething(step(['logs/'])), changesSomething(step([]))]).toEqual([true, false]);
   });
 });
 

@@ -81,7 +81,8 @@ export interface CheckpointRecorder {
   /**
    * Runs a command between two looks at the project and journals what changed. A failure to bring the index up to
    * date before the command is thrown (the command does not run); one after it is returned as `problem` (the step
-   * is journalled as not checkpointed). `changed` is the project paths the command created, changed or deleted.
+   * is journalled as not checkpointed). `changed` is the project paths the command created, changed or deleted,
+   * a folder's with a "/" after it.
    */
   command<T>(
     cp: CallCheckpoint,
@@ -294,7 +295,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       let changed: string[] = [];
       try {
         const changes = await p.index.refresh();
-        changed = changes.filter((c) => c.before?.k !== 'd' && c.after?.k !== 'd').map((c) => c.rel);
+        // A folder made or removed is named with a "/" after it, so it is not taken for a file of that name.
+        changed = changes.map((c) => ((c.after ?? c.before)?.k === 'd' ? `${c.rel}/` : c.rel));
         append(p, cp, lineOf(p, changes));
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);

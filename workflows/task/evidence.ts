@@ -4,7 +4,7 @@
  * with a check worked only if the check, run by Klea itself in the sandbox, exits 0. What is missing is shown to
  * the model in up to `MAX_REPAIR_ROUNDS` more picks, and then the step is not achieved.
  */
-import { plainPath, plannedFiles, type StepExpect } from '../../common/plan';
+import { plainPath, plannedFiles, plannedFolders, type StepExpect } from '../../common/plan';
 import { cut } from './text';
 import type { CallOutcome } from './triage';
 
@@ -27,10 +27,27 @@ export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpe
     return `every call failed; the last, ${last.tool}: ${cut(last.text, OUTPUT_CHARS)}`;
   }
   const unchanged = unchangedFiles(calls, expect);
-  if (unchanged.length) return `${unchanged.join(', ')} ${unchanged.length > 1 ? 'were' : 'was'} not changed`;
+  if (unchanged.length) return notChanged(unchanged, calls);
   if (check && checkFails(check, expect))
     return `the check \`${expect?.check ?? ''}\` failed: ${cut(check.text, OUTPUT_CHARS)}`;
   return null;
+}
+
+/** What is missing of `unchanged` (files, and folders written with their "/"), said plainly. */
+function notChanged(unchanged: readonly string[], calls: readonly CallOutcome[]): string {
+  const files = unchanged.filter((p) => !p.endsWith('/'));
+  const folders = unchanged.filter((p) => p.endsWith('/'));
+  const written = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
+  return [
+    files.length ? `${files.join(', ')} ${files.length > 1 ? 'were' : 'was'} not changed` : '',
+    ...folders.map((d) =>
+      written.has(plainPath(d))
+        ? `${plainPath(d)} was written as a file where the folder ${d} was to be`
+        : `nothing was made, moved or changed in the folder ${d}`
+    ),
+  ]
+    .filter(Boolean)
+    .join('; ');
 }
 
 /**
@@ -50,14 +67,23 @@ export function checkFails(check: CallOutcome, expect?: StepExpect): boolean {
 export const unrunnable = (check: CallOutcome) => /^exit code: 12[67]\b/.test(check.text);
 
 /**
- * The files of the step's `expect.changes` that none of its calls changed. A name the step wrote into a file it
- * changed is a value the plan took for a file (`changes: ["config.ini", "db.internal"]` for "point config.ini at
- * host db.internal"): it is not asked of the step as a file.
+ * The files of the step's `expect.changes` that none of its calls changed, and its folders (`logs/`) that none made,
+ * removed or changed anything in. A name the step wrote into a file it changed is a value the plan took for a file
+ * (`changes: ["config.ini", "db.internal"]` for "point config.ini at host db.internal"): it is not asked of the step
+ * as a file. A file where a folder was to be is no change to the folder.
  */
 export function unchangedFiles(calls: readonly CallOutcome[], expect?: StepExpect): string[] {
-  const changed = new Set(calls.flatMap((c) => c.changed ?? []).map(plainPath));
+  const paths = calls.flatMap((c) => c.changed ?? []);
+  // A command reports a folder it made or removed with a "/" after its name (tools/checkpoints/recorder.ts).
+  const files = new Set(paths.filter((p) => !p.endsWith('/')).map(plainPath));
+  const folders = new Set(paths.filter((p) => p.endsWith('/')).map(plainPath));
   const written = calls.flatMap((c) => (c.change ? addedLines(c.change.diff) : [])).join('\n');
-  return plannedFiles({ expect }).filter((p) => !changed.has(p) && !(changed.size && namesInText(written, p)));
+  const unchanged = plannedFiles({ expect }).filter((p) => !files.has(p) && !(files.size && namesInText(written, p)));
+  const within = (dir: string) => (p: string) => p === dir || p.startsWith(`${dir}/`);
+  const untouched = plannedFolders({ expect }).filter(
+    (d) => ![...folders].some(within(d)) && ![...files].some((p) => p.startsWith(`${d}/`))
+  );
+  return [...unchanged, ...untouched.map((d) => `${d}/`)];
 }
 
 /** The lines a unified diff adds (its `+` lines, not the `+++` header). */

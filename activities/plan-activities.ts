@@ -57,12 +57,17 @@ export function createPlanActivities(deps: PlanActivityDeps) {
         );
         const sources =
           model.profile === 'small' && !files.length ? await dataSources(input.projectDir, listing, s) : [];
+        const newFiles = listing?.complete ? stepNewFiles(listing.files, s) : [];
+        const asked = model.profile === 'small' && !files.length && newFiles.length ? input.request : undefined;
+        const requestNames = asked ? namedFiles(listing?.files ?? [], asked) : [];
+        const requestFiles = requestNames.length ? await context.fileTexts(input.projectDir, requestNames) : [];
         return {
           ...s,
           files,
           ...(sources.length ? { sources } : {}),
+          ...(requestFiles.length ? { requestFiles } : {}),
           unshown: stepUnshownFiles(listing?.files ?? [], s, files),
-          ...(listing?.complete ? { newFiles: stepNewFiles(listing.files, s) } : {}),
+          ...(listing?.complete ? { newFiles } : {}),
         };
       })
     );

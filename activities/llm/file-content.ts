@@ -158,6 +158,8 @@ export interface WholeFileStep {
   instruction: string;
   files?: NamedFile[];
   newFiles?: string[];
+  /** For a step that names no file of the project: the files the request names, for a new file's write to read. */
+  requestFiles?: NamedFile[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
   notDone?: string;
   previousFailure?: string;
@@ -209,7 +211,10 @@ export async function withWholeFileWrites(
     current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
-    const context = (step.files ?? []).filter((f) => f !== current && isWhole(f));
+    // A new file is written with what it builds on: the files its step names, else those the request names (a test
+    // of wordcount.py written without seeing it tested a count_words that returned a number, not the dict it returns).
+    const named = (step.files ?? []).filter((f) => f !== current && isWhole(f));
+    const context = named.length || current ? named : (step.requestFiles ?? []).filter(isWhole);
     const ask = async (dropped?: string[]) => {
       const answer = await model.text(
         fileContentPrompt({

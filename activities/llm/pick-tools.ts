@@ -50,6 +50,12 @@ export interface PickStep {
    * in by the activity, under the small profile: ./program).
    */
   sources?: NamedFile[];
+  /**
+   * For a step that creates a file and names no file of the project: the files the user's request names, as they are
+   * now (the code a new test tests, the data a new script reads), for its whole-file write to read (filled in by the
+   * activity, under the small profile: ./file-content).
+   */
+  requestFiles?: NamedFile[];
   /** What shows the step worked (the plan's `expect`). */
   expect?: StepExpect;
   /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */

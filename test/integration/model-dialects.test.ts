@@ -359,6 +359,37 @@ describe('model.profile small', () => {
     expect(fake.requestsFor('pick_tools')).toEqual([]);
   });
 
+  it('a new test file is written seeing the code the request names; attack: a secret the request names reaches no model', async () => {
+    fake.dialect = 'openai';
+    const wc = 'def count_words(text):\n    return len(text.split())\n';
+    const p = makeProject({ 'wc.py': wc, '.env': 'API_KEY=sk-live-hunter2\n' });
+    const request =
+      'I need tests for count_words in wc.py, in test_wc.py (use the key in .env if needed), and run them.';
+    fake.on('write_plan', {
+      call: plan(
+        [
+          step('s1', 'Create test_wc.py with two tests.', { expect: { changes: ['test_wc.py'] } }),
+          step('s2', 'Run the tests.', { depends_on: ['s1'], expect: { check: 'python3 test_wc.py' } }),
+        ],
+        {},
+        request
+      ),
+    });
+    const test = 'from wc import count_words\nassert count_words("") == 0\nassert count_words("a b") == 2\n';
+    fake.on('write_file_content', { content: '```python\n' + test + '```' });
+    fake.on('compose_answer', { content: 'test_wc.py passes.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(test);
+    const [asked] = fake.requestsFor('write_file_content');
+    expect(asked.text).toContain(`File wc.py (to read, not to change):\n\`\`\`\n${wc}\`\`\``);
+    // Control: the model saw the request, which names .env; the file itself reached no request.
+    expect(asked.text).toContain('use the key in .env');
+    expect(JSON.stringify(fake.requests)).not.toContain('hunter2');
+  });
+
   it('a plan that creates a file in one step and fills it in the next runs them as one step: the file is written once', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'README.md': '# scratch\n' });

@@ -176,6 +176,39 @@ describe('whole-file writes in a pick', () => {
     expect((await withWholeFileWrites(m.client, [yamlStep], [yaml], TOOLS)).calls[0].stepDone).toBe(false);
   });
 
+  it('a step that is to fill a folder is done once a file written whole lands in it, not before', async () => {
+    const m = model({ 'notes.txt': '```\nx\n```', 'logs/a.log': '```\na\n```' });
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Write logs/a.log',
+      newFiles: ['logs/a.log', 'notes.txt'],
+      expect: { changes: ['logs/'] },
+    };
+    const open = { stepDone: false as const };
+    const outside = { ...call('write_file', { path: 'notes.txt', content: '' }), ...open };
+    expect((await withWholeFileWrites(m.client, [step], [outside], TOOLS)).calls[0].stepDone).toBe(false);
+    const inside = { ...call('write_file', { path: 'logs/a.log', content: '' }), ...open };
+    expect((await withWholeFileWrites(m.client, [step], [inside], TOOLS)).calls[0]).not.toHaveProperty('stepDone');
+  });
+
+  it('a new file of a step that names no project file is written with the files the request names to read', async () => {
+    const m = model({ 'test_wc.py': '```python\nfrom wc import count\n```' });
+    const wc = { path: 'wc.py', text: 'def count(text):\n    return {}\n' };
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Create test_wc.py with two tests.',
+      newFiles: ['test_wc.py'],
+      requestFiles: [wc],
+    };
+    await withWholeFileWrites(m.client, [step], [call('write_file', { path: 'test_wc.py', content: '' })], TOOLS);
+    expect(String(m.prompts[0].messages[0])).toContain('File wc.py (to read, not to change):\n```\ndef count(text):');
+    // Control: a step that names a file of its own reads that one only.
+    const own = { ...step, files: [{ path: 'README.md', text: 'wc counts words\n' }] };
+    await withWholeFileWrites(m.client, [own], [call('write_file', { path: 'test_wc.py', content: '' })], TOOLS);
+    expect(String(m.prompts[1].messages[0])).toContain('File README.md (to read');
+    expect(String(m.prompts[1].messages[0])).not.toContain('File wc.py');
+  });
+
   it('calls that change no file are left as they are', async () => {
     const run = call('run_command', { command: 'cat settings.yaml' });
     const j = model({});

@@ -184,6 +184,8 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
       expect(t.split('\n')).toEqual(expect.arrayContaining(['src/', 'README.md', 'escape -> ../outside', '.env']));
       const deep = textOf(await call('list_dir', { path: 'src', depth: 2 }));
       expect(deep.split('\n')).toEqual(['app.ts', 'lib/', 'lib/util.ts']);
+      // An empty path (a small model's "here") is the project, as "." is.
+      expect(textOf(await call('list_dir', { path: '' }))).toBe(t);
     });
 
     it('find_files matches globs and skips .git and node_modules', async () => {
@@ -325,6 +327,9 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
         stderr: 'err\n',
         timed_out: false,
       });
+      // An empty cwd is the project, as ".".
+      const here = await call('run_command', { command: 'pwd', cwd: '' });
+      expect(here.structuredContent).toMatchObject({ exit_code: 0, stdout: `${root}\n` });
       const failing = await call('run_command', { command: 'exit 3' });
       expect(failing.isError).toBe(true);
       expect(textOf(failing)).toMatch(/^exit code: 3/);

@@ -69,6 +69,8 @@ export function registerReadTools(server: McpServer, { limits, gate, handle }: T
       annotations: { title: 'List a directory', readOnlyHint: true, openWorldHint: false },
     },
     handle('list_dir', async (a: { path: string; depth: number }, meta) => {
+      // An empty path is the project itself, as its default "." is (a model may send "" for "here").
+      if (!a.path.trim()) a = { ...a, path: '.' };
       const g = await gate.allow(a.path, 'read', meta);
       const stat = await fs.stat(g.real);
       if (!stat.isDirectory()) throw new ToolError(`${a.path} is not a directory`);

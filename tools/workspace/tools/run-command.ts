@@ -38,6 +38,8 @@ export function registerRunCommand(
       },
     },
     handle('run_command', async (a: { command: string; cwd: string; timeout_ms: number }, meta, signal) => {
+      // An empty cwd is the project itself, as its default "." is.
+      if (!a.cwd.trim()) a = { ...a, cwd: '.' };
       await gate.allowCall('run_command', a, meta, false);
       const g = await gate.allow(a.cwd, 'execute', meta);
       const st = await fs.stat(g.real);

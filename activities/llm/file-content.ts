@@ -15,7 +15,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { isCut, isWhole, type NamedFile } from './named-files';
-import { EDIT_FILE, PART_WRITES, PLANNED_WRITES, WRITE_FILE } from './small-model';
+import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
 code block, and nothing else. Keep every line the step does not ask to change as it is.`;
@@ -37,8 +37,6 @@ export function questionOf(answer: string): string | null {
   const q = m?.[1].trim();
   return q ? q.slice(0, 300) : null;
 }
-
-const CHANGES_A_FILE = new Set([WRITE_FILE, EDIT_FILE]);
 
 /** A code fence longer than any run of backticks in `text`. */
 function fenceFor(text: string): string {
@@ -261,13 +259,13 @@ export async function withWholeFileWrites(
   for (const call of calls) {
     const step = steps.find((s) => s.id === call.stepId);
     const target = typeof call.args.path === 'string' ? plainPath(call.args.path) : null;
-    if (!step || !target || !CHANGES_A_FILE.has(call.qualifiedName)) {
+    if (!step || !target || !CHANGES_FILE.has(call.qualifiedName)) {
       res.calls.push(call);
       continue;
     }
     const written = new Set(
       (step.earlierCalls ?? [])
-        .filter((c) => CHANGES_A_FILE.has(c.tool) && c.status === 'ok' && typeof c.args.path === 'string')
+        .filter((c) => CHANGES_FILE.has(c.tool) && c.status === 'ok' && typeof c.args.path === 'string')
         .map((c) => plainPath(c.args.path as string))
     );
     // Files shown whole, and long files shown in part (their part is rewritten and put back).

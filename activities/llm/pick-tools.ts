@@ -11,6 +11,7 @@ import type { StepResultView } from '../../common/task';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ProjectListing } from '../project/listing';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
+import { foldersNotFiles } from './folder-writes';
 import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
 import { computingSteps, programCalls } from './program';
@@ -313,11 +314,16 @@ async function modelPick(
   }
   // A small model's change to a file is written whole, from plain text (./file-content); in a repair round, a file
   // the step's plan names that is still unchanged is written when the model's pick changes nothing.
+  // A write aimed at a folder the plan names makes the folder instead.
+  const folders = small ? foldersNotFiles(input.steps, calls, tools) : { calls, repairs: [] };
   const whole = small
-    ? await withWholeFileWrites(model, input.steps, writesForUnchanged(input.steps, calls, input.request), tools, {
-        mayAsk: opts.mayAsk,
-        request: input.request,
-      })
+    ? await withWholeFileWrites(
+        model,
+        input.steps,
+        writesForUnchanged(input.steps, folders.calls, input.request),
+        tools,
+        { mayAsk: opts.mayAsk, request: input.request }
+      )
     : { calls, usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   const usage = whole.modelCalls
     ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }
@@ -327,6 +333,7 @@ async function modelPick(
     ? readsBeforeBlindWrites(input.steps, whole.calls, tools, existing)
     : { calls: whole.calls, repairs: [] };
   const repairs = [
+    ...folders.repairs,
     ...whole.rewritten.map((r) => ({
       stepId: r.stepId,
       repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,

@@ -21,6 +21,7 @@ import {
   keepPlannedChanges,
   plainPath,
   plannedFiles,
+  plannedFolders,
   type Plan,
   type StepExpect,
 } from '../../common/plan';
@@ -32,7 +33,7 @@ import type { OpenAIFunction } from './structured-output';
 export const READ_FILE = 'workspace__read_file';
 export const WRITE_FILE = 'workspace__write_file';
 export const EDIT_FILE = 'workspace__edit_file';
-const RUN_COMMAND = 'workspace__run_command';
+export const RUN_COMMAND = 'workspace__run_command';
 
 /** What `suggestedTools` looks at of a step. */
 export interface SuggestStep extends CopyingStep {
@@ -82,7 +83,8 @@ export function copiesFiles(step: CopyingStep, existing: readonly string[] | nul
  * (a small model leans to the first tool it is offered; the offered list itself keeps the server's order, so the
  * prompt's long stable part stays the same from pick to pick and the server's prompt cache holds it):
  * - writing (`write_file` for a new file, `edit_file` for an existing one) for a step that is to change files,
- *   after `run_command` when the new files are copies or moves of the project's (`copiesFiles`);
+ *   after `run_command` when the new files are copies or moves of the project's (`copiesFiles`), or the step is to
+ *   make, fill or remove a folder (`expect.changes` holds `logs/`);
  * - `run_command` for one with a check;
  * - `read_file` only where a file the step names is not shown whole.
  * None for a step with no `expect`: every tool is as likely.
@@ -94,7 +96,8 @@ export function suggestedTools(
 ): string[] {
   const wanted: string[] = [];
   const changes = plannedFiles(step);
-  if (copiesFiles(step, existing)) wanted.push(RUN_COMMAND);
+  // A folder is made, filled or removed by a command.
+  if (copiesFiles(step, existing) || plannedFolders(step).length) wanted.push(RUN_COMMAND);
   if (changes.length) {
     const creates = changes.some((c) => (step.newFiles ?? []).includes(c));
     wanted.push(...(creates ? [WRITE_FILE, EDIT_FILE] : [EDIT_FILE, WRITE_FILE]));
@@ -167,6 +170,8 @@ export const PART_WRITES = new WeakSet<PickedCall>();
 
 /** Tools whose call may change a file. */
 const MAY_CHANGE = new Set([WRITE_FILE, EDIT_FILE, RUN_COMMAND]);
+/** Tools whose call changes the one file its `path` names. */
+export const CHANGES_FILE = new Set([WRITE_FILE, EDIT_FILE]);
 
 /** What `writesForUnchanged` looks at of a step in a repair round. */
 export interface RepairStep {
@@ -301,7 +306,7 @@ export function piped(command: string): boolean {
 const unstarted = (s: CheckingStep) => !s.earlierCalls?.length && !s.notDone;
 
 /** A call of `tool` for a step, made without a pick. */
-function callWithoutPick(tool: ToolDescriptor, stepId: string, args: Record<string, unknown>): PickedCall {
+export function callWithoutPick(tool: ToolDescriptor, stepId: string, args: Record<string, unknown>): PickedCall {
   const { server, name, qualifiedName, readOnly, idempotent } = tool;
   return { stepId, server, tool: name, qualifiedName, args, readOnly, idempotent };
 }

@@ -6,6 +6,7 @@ import { pickToolsFunctions } from '../../activities/llm/nodes';
 import { boundNamedFiles, CUT_MARK } from '../../activities/llm/named-files';
 import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
+import { foldersNotFiles } from '../../activities/llm/folder-writes';
 import { changesSomething, plannedFiles, plannedFolders } from '../../common/plan';
 import {
   checksFirst,
@@ -20,7 +21,7 @@ import {
   writesForNewFiles,
   writesForUnchanged,
 } from '../../activities/llm/small-model';
-import { describeTool, type ToolDescriptor } from '../../common/tools';
+import { describeTool, type PickedCall, type ToolDescriptor } from '../../common/tools';
 
 const tool = (name: string) =>
   describeTool('workspace', {
@@ -54,6 +55,42 @@ describe('small profile: the tools a step needs, named in its pick', () => {
     expect(suggested({ expect: { changes: ['a.py'] }, files: [{ path: 'a.py', text: 'x' }] })).not.toContain(
       'read_file'
     );
+  });
+
+  it('a step that is to make or fill a folder is told run_command first; a write aimed at the folder makes it', () => {
+    expect(suggested({ expect: { changes: ['logs/'] } })).toEqual(['run_command']);
+    expect(suggested({ expect: { changes: ['logs/', 'logs/a.log'] }, newFiles: ['logs/a.log'] })).toEqual([
+      'run_command',
+      'write_file',
+      'edit_file',
+    ]);
+    const write = (path: string, stepId = 's1'): PickedCall => ({
+      stepId,
+      server: 'workspace',
+      tool: 'write_file',
+      qualifiedName: 'workspace__write_file',
+      args: { path, content: '' },
+      readOnly: false,
+      idempotent: false,
+      stepDone: false,
+    });
+    const steps = [
+      { id: 's1', expect: { changes: ['logs/'] } },
+      { id: 's2', expect: { changes: ['notes.txt'] } },
+    ];
+    const r = foldersNotFiles(steps, [write('./logs'), write('logs/a.log'), write('logs', 's2')], workspace);
+    expect(r.calls.map((c) => [c.stepId, c.qualifiedName, c.args, c.stepDone])).toEqual([
+      ['s1', 'workspace__run_command', { command: "mkdir -p -- 'logs'" }, false],
+      // A file in the folder, and a step whose plan names no such folder: as made.
+      ['s1', 'workspace__write_file', { path: 'logs/a.log', content: '' }, false],
+      ['s2', 'workspace__write_file', { path: 'logs', content: '' }, false],
+    ]);
+    expect(r.repairs).toEqual([
+      { stepId: 's1', repair: 'logs: the plan has it as a folder; made with mkdir, not written as a file' },
+    ]);
+    // Without run_command (read-only access), nothing is changed.
+    const readOnly = workspace.filter((t) => t.name !== 'run_command');
+    expect(foldersNotFiles(steps, [write('logs')], readOnly).calls[0].qualifiedName).toBe('workspace__write_file');
   });
 
   it('a step with no plan of changes or checks is told nothing: every tool is as likely', () => {

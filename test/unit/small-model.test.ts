@@ -7,7 +7,7 @@ import { boundNamedFiles, CUT_MARK } from '../../activities/llm/named-files';
 import { stepUnshownFiles } from '../../activities/prompt-context';
 import { fileChangesOnly } from '../../activities/llm/planner';
 import { foldersNotFiles } from '../../activities/llm/folder-writes';
-import { changesSomething, plannedFiles, plannedFolders } from '../../common/plan';
+import { changesSomething, plannedFiles, plannedFolders, type StepExpect } from '../../common/plan';
 import {
   checksFirst,
   copiesFiles,
@@ -299,29 +299,24 @@ describe('small profile: a step whose plan only asks for a check runs it first',
   });
 });
 
+/** A tool step of a plan with `expect` as given. */
+const planStep = (id: string, expect: StepExpect) => ({
+  id,
+  title: 't',
+  instruction: 'i',
+  depends_on: [],
+  needs_tool: true,
+  questions: [],
+  expect,
+});
+
 describe("a plan's expect.changes names files only", () => {
   it('a value that is no file is left out and told; files of the listing and new file names stay', () => {
     const plan = {
       goal: 'g',
       steps: [
-        {
-          id: 's1',
-          title: 't',
-          instruction: 'i',
-          depends_on: [],
-          needs_tool: true,
-          questions: [],
-          expect: { changes: ['5432'] },
-        },
-        {
-          id: 's2',
-          title: 't',
-          instruction: 'i',
-          depends_on: [],
-          needs_tool: true,
-          questions: [],
-          expect: { changes: ['Makefile', 'new.py', 'port'], check: 'make' },
-        },
+        planStep('s1', { changes: ['5432'] }),
+        planStep('s2', { changes: ['Makefile', 'new.py', 'port'], check: 'make' }),
       ],
       review: { before_work: false, after_step_ids: [] },
     };
@@ -336,15 +331,7 @@ describe("a plan's expect.changes names files only", () => {
 });
 
 describe("a plan's expect.changes may name folders", () => {
-  const step = (changes: string[]) => ({
-    id: 's1',
-    title: 't',
-    instruction: 'i',
-    depends_on: [],
-    needs_tool: true,
-    questions: [],
-    expect: { changes },
-  });
+  const step = (changes: string[]) => planStep('s1', { changes });
   it('a path ending in "/" is a folder, and a folder of the listing named without it becomes one; none is a file', () => {
     const plan = {
       goal: 'g',

@@ -209,9 +209,11 @@ export function writesForUnchanged(
     const own = out.filter((c) => c.stepId === s.id);
     if (!s.unchanged?.length || own.some((c) => MAY_CHANGE.has(c.qualifiedName))) continue;
     const shown = new Set((s.files ?? []).filter((f) => !isCut(f)).map((f) => plainPath(f.path)));
+    // A folder (`logs/`) is never written as a file.
+    const files = s.unchanged.filter((p) => !p.endsWith('/'));
     const target =
-      s.unchanged.find((p) => (s.newFiles ?? []).includes(p)) ??
-      s.unchanged.find((p) => shown.has(plainPath(p)) && asked.includes(p));
+      files.find((p) => (s.newFiles ?? []).includes(p)) ??
+      files.find((p) => shown.has(plainPath(p)) && asked.includes(p));
     if (!target) continue;
     const write: PickedCall = {
       stepId: s.id,

@@ -191,6 +191,9 @@ describe('small profile: a repair round writes the file the plan names when the 
       read,
     ]);
     expect(writesForUnchanged([{ id: 's1', unchanged: [] }], [read])).toEqual([read]);
+    // A folder not made yet, where a file of its name is shown and the request names it: never written as a file.
+    const logs = { id: 's1', unchanged: ['logs/'], files: [{ path: 'logs', text: '' }], newFiles: ['logs/'] };
+    expect(writesForUnchanged([logs], [read], 'Move the logs into logs/ (make it).')).toEqual([read]);
   });
 });
 

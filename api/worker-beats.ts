@@ -15,6 +15,8 @@ import { tsToDate } from './run-listing';
 
 /** Beyond three of its worker's intervals, plus this much for the time between a heartbeat and its being listed. */
 const SLACK_MS = 5_000;
+/** How long after a worker says it stops its own last poll may still be listed. */
+const STOP_POLL_MS = 250;
 /** How far a worker's clock may be behind the API's before its heartbeats count as old on first sight. */
 const CLOCK_SKEW_MS = 60_000;
 /** How long the API remembers a heartbeat it saw (Temporal lists one for five minutes after the last). */
@@ -80,9 +82,8 @@ export function beatFresh(beat: Beat, now: number, firstSeen: number): boolean |
 
 /**
  * Whether a worker the poller list names is alive: by the heartbeats of its instances that run (any fresh; one that
- * has sent only its first counts by its polls); with none running, a poll well after the last instance stopped (a
- * worker restarted under the same identity that sends no heartbeats); with no heartbeat at all, by a poll within
- * `pollFreshMs`.
+ * has sent only its first counts by its polls); with none running, a poll more than a moment after the last instance
+ * stopped (a worker restarted under the same identity); with no heartbeat at all, by a poll within `pollFreshMs`.
  */
 export function workerAlive(
   beats: ReadonlyArray<{ beat: Beat; firstSeen: number }>,
@@ -93,9 +94,11 @@ export function workerAlive(
   const polled = now - lastPoll < pollFreshMs;
   const running = beats.filter((b) => b.beat.running);
   if (running.length) return running.some((b) => beatFresh(b.beat, now, b.firstSeen) ?? polled);
-  // A worker that stops may still poll in the moment it says so; only a poll well after is another worker (one that
-  // sends no heartbeats: one that does says it runs as soon as it starts).
-  if (beats.length) return polled && beats.every((b) => b.beat.sentAt !== null && lastPoll > b.beat.sentAt + SLACK_MS);
+  // A worker that stops may still poll in the moment it says so (13 ms after, seen on a loaded machine); a worker
+  // restarted under the same identity in the same runtime polls a second or so after, and sends no heartbeat of its
+  // own (the runtime's heartbeats end with the first worker on the queue that stops).
+  if (beats.length)
+    return polled && beats.every((b) => b.beat.sentAt !== null && lastPoll > b.beat.sentAt + STOP_POLL_MS);
   return polled;
 }
 

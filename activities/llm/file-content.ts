@@ -10,6 +10,7 @@
  */
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
+import { isWithin } from '../../common/posix-path';
 import { droppedLines, keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
@@ -296,7 +297,7 @@ export async function withWholeFileWrites(
       const done =
         planned.length + folders.length > 0 &&
         planned.every((f) => made.has(f)) &&
-        folders.every((d) => [...made].some((f) => f.startsWith(`${d}/`)));
+        folders.every((d) => [...made].some((f) => f !== d && isWithin(d, f)));
       const { stepDone, ...rest } = call;
       const write: PickedCall = {
         ...rest,

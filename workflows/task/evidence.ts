@@ -5,6 +5,7 @@
  * the model in up to `MAX_REPAIR_ROUNDS` more picks, and then the step is not achieved.
  */
 import { plainPath, plannedFiles, plannedFolders, type StepExpect } from '../../common/plan';
+import { isWithin } from '../../common/posix-path';
 import { cut } from './text';
 import type { CallOutcome } from './triage';
 
@@ -79,9 +80,8 @@ export function unchangedFiles(calls: readonly CallOutcome[], expect?: StepExpec
   const folders = new Set(paths.filter((p) => p.endsWith('/')).map(plainPath));
   const written = calls.flatMap((c) => (c.change ? addedLines(c.change.diff) : [])).join('\n');
   const unchanged = plannedFiles({ expect }).filter((p) => !files.has(p) && !(files.size && namesInText(written, p)));
-  const within = (dir: string) => (p: string) => p === dir || p.startsWith(`${dir}/`);
   const untouched = plannedFolders({ expect }).filter(
-    (d) => ![...folders].some(within(d)) && ![...files].some((p) => p.startsWith(`${d}/`))
+    (d) => ![...folders].some((p) => isWithin(d, p)) && ![...files].some((p) => p !== d && isWithin(d, p))
   );
   return [...unchanged, ...untouched.map((d) => `${d}/`)];
 }

@@ -7,7 +7,7 @@
 import type { Config } from '../common/config';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
-import type { Plan } from '../common/plan';
+import { laterChecks, type Plan } from '../common/plan';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
@@ -58,8 +58,12 @@ export function createPlanActivities(deps: PlanActivityDeps) {
         const sources =
           model.profile === 'small' && !files.length ? await dataSources(input.projectDir, listing, s) : [];
         const newFiles = listing?.complete ? stepNewFiles(listing.files, s) : [];
-        const asked = model.profile === 'small' && !files.length && newFiles.length ? input.request : undefined;
-        const requestNames = asked ? namedFiles(listing?.files ?? [], asked) : [];
+        // A small model's writes also read the files the request names (./llm/file-content).
+        const shownNames = new Set(files.map((f) => f.path));
+        const requestNames =
+          model.profile === 'small' && input.request
+            ? namedFiles(listing?.files ?? [], input.request).filter((f) => !shownNames.has(f))
+            : [];
         const requestFiles = requestNames.length ? await context.fileTexts(input.projectDir, requestNames) : [];
         return {
           ...s,
@@ -110,6 +114,7 @@ export function createPlanActivities(deps: PlanActivityDeps) {
             instruction: s.instruction,
             dependencyResults: [],
             ...(s.expect ? { expect: s.expect } : {}),
+            ...(laterChecks(written.plan.steps, s).length ? { laterChecks: laterChecks(written.plan.steps, s) } : {}),
           })),
           // The listing the plan was written with: the project has not changed since.
           listing: input.listing,

@@ -294,3 +294,8 @@ export const EvaluateStepOutputSchema = z.strictObject({
   reason: z.string().min(1).max(1000),
 });
 export type EvaluateStepOutput = z.infer<typeof EvaluateStepOutputSchema>;
+
+/** The checks of the steps that depend on `s` (their plans' `expect.check`): what is to pass once `s` is done. */
+export function laterChecks(steps: readonly PlanStep[], s: PlanStep): string[] {
+  return steps.filter((g) => g.depends_on.includes(s.id)).flatMap((g) => g.expect?.check?.trim() || []);
+}

@@ -16,7 +16,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { isCut, isWhole, type NamedFile } from './named-files';
-import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, WRITE_FILE } from './small-model';
+import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
 code block, and nothing else. Keep every line the step does not ask to change as it is.`;
@@ -68,8 +68,20 @@ export interface FileContentInput {
   notDone?: string;
   /** Why the step's previous attempt failed (a retried or replanned step), when this is not a repair round. */
   previousFailure?: string;
+  /** The step's last command before this write, and what it printed (the failing test a fix is for, say). */
+  ran?: { command: string; output: string };
   /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
   dropped?: readonly string[];
+}
+
+/** How much of a command's output a write is shown: its start and, mostly, its end (where a traceback ends). */
+export const RAN_CHARS = 1500;
+
+/** `text` cut to `max` characters: a third from its start and the rest from its end. */
+export function headAndTail(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = Math.floor(max / 3);
+  return `${text.slice(0, head)}\n…\n${text.slice(text.length - (max - head))}`;
 }
 
 /** How many of the lines a rewrite dropped its second ask shows. */
@@ -98,6 +110,9 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
         ...parts,
         ...(input.request && input.request.trim() !== input.instruction.trim() ? [`Request: ${input.request}`] : []),
         `Step: ${input.instruction}`,
+        ...(input.ran
+          ? [`\`${input.ran.command}\` printed:\n${fenced(headAndTail(input.ran.output, RAN_CHARS))}`]
+          : []),
         ...(input.notDone
           ? [`Not done yet: ${input.notDone}`]
           : input.previousFailure
@@ -157,9 +172,9 @@ export interface WholeFileStep {
   instruction: string;
   files?: NamedFile[];
   newFiles?: string[];
-  /** For a step that names no file of the project: the files the request names, for a new file's write to read. */
+  /** The files the request names, for a write to read (the test a fix is for, the code a new test tests). */
   requestFiles?: NamedFile[];
-  earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
+  earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string; text?: string }>;
   notDone?: string;
   previousFailure?: string;
   /** What its plan expects: once every file of `changes` is written whole, the step is done. */
@@ -210,10 +225,18 @@ export async function withWholeFileWrites(
     current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
-    // A new file is written with what it builds on: the files its step names, else those the request names (a test
-    // of wordcount.py written without seeing it tested a count_words that returned a number, not the dict it returns).
+    // A file is written with what it builds on: the other files its step names and those the request names (a test
+    // of wordcount.py written without seeing it tested a count_words that returned a number, not the dict it returns;
+    // slug.js was fixed three times without the test it was to pass).
     const named = (step.files ?? []).filter((f) => f !== current && isWhole(f));
-    const context = named.length || current ? named : (step.requestFiles ?? []).filter(isWhole);
+    const seen = new Set([path, ...named.map((f) => f.path)].map(plainPath));
+    const context = [...named, ...(step.requestFiles ?? []).filter((f) => isWhole(f) && !seen.has(plainPath(f.path)))];
+    // Outside a repair round (whose evidence holds the check's output), the step's last command: what a fix is for.
+    const last = step.notDone ? undefined : step.earlierCalls?.at(-1);
+    const ran =
+      last?.tool === RUN_COMMAND && typeof last.args.command === 'string' && last.text
+        ? { command: last.args.command, output: last.text }
+        : undefined;
     const ask = async (dropped?: string[]) => {
       const answer = await model.text(
         fileContentPrompt({
@@ -228,6 +251,7 @@ export async function withWholeFileWrites(
           mayAsk,
           notDone: step.notDone,
           previousFailure: step.previousFailure,
+          ...(ran ? { ran } : {}),
           ...(dropped ? { dropped } : {}),
         })
       );

@@ -12,6 +12,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ProjectListing } from '../project/listing';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import { foldersNotFiles } from './folder-writes';
+import { reproducesFirst } from './reproduce';
 import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
 import { computingSteps, programCalls } from './program';
@@ -59,6 +60,8 @@ export interface PickStep {
   requestFiles?: NamedFile[];
   /** What shows the step worked (the plan's `expect`). */
   expect?: StepExpect;
+  /** The checks of the steps that depend on this one (their `expect.check`): what is to pass once it is done. */
+  laterChecks?: string[];
   /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */
   notDone?: string;
   /** For a repair round: the files of `expect.changes` not changed yet. */
@@ -203,7 +206,8 @@ export async function pickTools(
   );
   const computed = new Set(programs.calls.map((c) => c.stepId));
   const others = input.steps.filter((s) => !computed.has(s.id));
-  const checks = [...checksFirst(tools, others), ...readsFirst(tools, others)];
+  const reproducing = reproducesFirst(tools, others, input.listing?.complete ? input.listing.files : null);
+  const checks = [...checksFirst(tools, others), ...readsFirst(tools, others), ...reproducing];
   const creating = input.listing?.complete ? writesForNewFiles(others, input.listing.files) : [];
   const written = await withWholeFileWrites(model, others, [...checks, ...creating], tools, {
     mayAsk: opts.mayAsk,
@@ -231,7 +235,9 @@ export async function pickTools(
       repair:
         c.qualifiedName === READ_FILE
           ? `${String(c.args.path)}: read first, named by the step and shown to no prompt`
-          : `\`${String(c.args.command)}\`: run first, the step's check`,
+          : reproducing.includes(c)
+            ? `\`${String(c.args.command)}\`: run first, to see what is to pass once the step is done`
+            : `\`${String(c.args.command)}\`: run first, the step's check`,
     })),
     ...planned.rewritten.map((r) => ({ stepId: r.stepId, repair: `${r.path}: written whole, as the plan names it` })),
     ...(picked.repairs ?? []),

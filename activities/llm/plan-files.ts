@@ -6,9 +6,10 @@
  * - `thinkingSteps`: a step that works over other steps' results and names no file needs no tool (over data files:
  *   such steps are one step, worked out by a program).
  * - `sameFileSteps`: steps that are to change the same files are one step.
+ * - `followUpSteps`: a step after a change that names only the changed files, and is to change and check nothing, is
+ *   part of the change.
  * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
- * - `dataChecks`: a check that only reads data files is not a check.
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
  */
 import { changesSomething, plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
@@ -148,6 +149,27 @@ export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
     plan,
     (a, b) => sameFiles(plannedFiles(a), plannedFiles(b)),
     (a) => `change the same files (${plannedFiles(a).join(', ')}): one step`
+  );
+}
+
+/**
+ * The plan with each step that is to change nothing and check nothing, and whose texts name only files of the project
+ * an earlier step it depends on is to change, joined into that step (`joinSteps`). A small Planner follows a change
+ * with "write the file back", "save it" or "show the result": with the 1.5B model, "change the port in config.json"
+ * ended in a step "Write config.json" that wrote the file three more times, flipping it between two layouts. Joined,
+ * what it asks is done by the step that changes the file, and judged by that change.
+ */
+export function followUpSteps(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  return joinSteps(
+    plan,
+    (first, later) => {
+      if (!changesSomething(first) || changesSomething(later) || later.expect?.check?.trim() || !later.needs_tool)
+        return false;
+      const named = namedFiles(files, `${later.title}\n${later.instruction}`);
+      const changed = new Set(plannedFiles(first));
+      return named.length > 0 && named.every((f) => changed.has(plainPath(f)));
+    },
+    (first) => `name only files step "${first.id}" changes, and the later one is to change and check nothing: one step`
   );
 }
 
@@ -302,54 +324,3 @@ export function changesForFailedCheck(
   );
   return { plan: { ...plan, steps }, repairs };
 }
-
-/**
- * The plan with the check left out of each step that is to change nothing when the check only reads data files: each
- * command of it (between pipes and `&&`) is one of the programs that read or reshape text (`READERS`), and the project
- * files it names are all data (./program). Such a check is the step's own work done blind, and says nothing of
- * whether the step worked: with the 1.5B model, a question about a CSV file was planned as `cat`, then an
- * `awk … | sort | head` that took the wrong columns and passed, then an `echo` of a formula, and the answer was made
- * of the wrong line. Left without a check, the steps work the data out with a program (`thinkingSteps`,
- * ./program). A check that runs anything else (a build, a test runner, an installer) stays.
- */
-export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
-  const repairs: string[] = [];
-  const steps = plan.steps.map((s) => {
-    const check = s.expect?.check?.trim();
-    if (!check || changesSomething(s) || !onlyReaders(check)) return s;
-    const named = namedFiles(files, check);
-    if (!named.length || !named.every(isDataFile)) return s;
-    repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` only reads ${named.join(', ')}: left out`);
-    const { check: _check, ...others } = s.expect ?? {};
-    return withExpect(s, others);
-  });
-  return { plan: { ...plan, steps }, repairs };
-}
-
-/** Programs that only read or reshape text: what a check made of them alone works the step out rather than checks it. */
-const READERS = new Set([
-  'cat',
-  'head',
-  'tail',
-  'awk',
-  'gawk',
-  'sort',
-  'uniq',
-  'cut',
-  'grep',
-  'egrep',
-  'wc',
-  'jq',
-  'echo',
-  'tr',
-  'column',
-  'paste',
-]);
-
-/** Whether each command of a shell line starts with one of `READERS`. */
-function onlyReaders(command: string): boolean {
-  const parts = command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''").split(/\|\|?|&&|;/);
-  return parts.every((p) => READERS.has(p.trim().split(/\s+/)[0] ?? ''));
-}
-
-const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}…` : check);

@@ -23,12 +23,13 @@ import { keepAskedChanges } from './asked-changes';
 import {
   changesForFailedCheck,
   checksAfterChanges,
-  dataChecks,
+  followUpSteps,
   requestedNewFiles,
   sameFileSteps,
   thinkingSteps,
   unnamedChanges,
 } from './plan-files';
+import { dataChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -216,22 +217,33 @@ const FILE_NAME = /^(?:\.\/)?(?:[\w.-]+\/)*(?:[\w-]+\.[A-Za-z]\w{0,7}|\.[A-Za-z]
 /** A folder as a step's `expect.changes` may name it: a path ending in "/" (`logs/`, `src/utils/`). */
 const FOLDER_NAME = /^(?:\.\/)?(?:(?!\.\.?\/)[\w.-]+\/)+$/;
 
+/** A folder a text names with its "/" (`logs/`, `src/utils/`), between spaces, quotes or brackets. */
+const FOLDER_IN_TEXT = /(?<![\w./-])((?:[\w.-]+\/)+)(?=[\s`'"),;:!?]|\.(?:\s|$)|$)/g;
+
 /**
  * The plan with each `expect.changes` entry that names neither a file (of the listing, or a file name) nor a folder
  * (a folder of the listing, or a path ending in "/") left out: a value such as "5432" could never change, and its
- * step would be judged not done whatever it did. A folder of the listing named without its "/" is written with it, so
- * it is judged as a folder (something made, removed or changed in it), not as a file.
+ * step would be judged not done whatever it did. A folder named without its "/" is written with it, so it is judged
+ * as a folder (something made, removed or changed in it), not as a file: a folder of the listing, one the plan puts
+ * files in, or one the request names with its "/" (with the 1.5B model, "move the .log files into a logs/ directory
+ * (make it)" planned `changes: ["logs"]`, which was dropped, and the step wrote a file `top/logs`).
  */
-export function fileChangesOnly(plan: Plan, listed: readonly string[]): { plan: Plan; repairs: string[] } {
+export function fileChangesOnly(
+  plan: Plan,
+  listed: readonly string[],
+  request = ''
+): { plan: Plan; repairs: string[] } {
   const known = new Set(listed);
-  const folders = new Set(
-    listed.flatMap((f) =>
-      f
-        .split('/')
-        .slice(0, -1)
-        .map((_, i, up) => up.slice(0, i + 1).join('/'))
-    )
-  );
+  const parents = (f: string) =>
+    plainPath(f)
+      .split('/')
+      .slice(0, -1)
+      .map((_, i, up) => up.slice(0, i + 1).join('/'));
+  const folders = new Set([
+    ...listed.flatMap(parents),
+    ...plan.steps.flatMap((s) => s.expect?.changes ?? []).flatMap(parents),
+    ...[...request.matchAll(FOLDER_IN_TEXT)].map((m) => plainPath(m[1]).replace(/\/+$/, '')),
+  ]);
   const asFolder = (c: string) =>
     !isFolderEntry(c) && !known.has(plainPath(c)) && folders.has(plainPath(c)) ? `${plainPath(c)}/` : c;
   const steps = plan.steps.map((s) =>
@@ -264,7 +276,7 @@ export async function writePlan(
       afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
-  const checked = fileChangesOnly(value.plan, input.listing?.files ?? []);
+  const checked = fileChangesOnly(value.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names, changes only files some text of the task names
@@ -283,7 +295,9 @@ export async function writePlan(
   const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
   const awaited = small ? checksAfterChanges(joined.plan) : { plan: joined.plan, repairs: [] };
   const reading = small ? dataChecks(awaited.plan, files) : { plan: awaited.plan, repairs: [] };
-  const thinking = small ? thinkingSteps(reading.plan, files) : { plan: reading.plan, repairs: [] };
+  const running = small ? pipedChecks(reading.plan) : { plan: reading.plan, repairs: [] };
+  const following = small ? followUpSteps(running.plan, files) : { plan: running.plan, repairs: [] };
+  const thinking = small ? thinkingSteps(following.plan, files) : { plan: following.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
     ...checked.repairs,
@@ -294,6 +308,8 @@ export async function writePlan(
     ...joined.repairs,
     ...awaited.repairs,
     ...reading.repairs,
+    ...running.repairs,
+    ...following.repairs,
     ...thinking.repairs,
   ];
   return {

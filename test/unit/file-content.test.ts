@@ -191,7 +191,7 @@ describe('whole-file writes in a pick', () => {
     expect((await withWholeFileWrites(m.client, [step], [inside], TOOLS)).calls[0]).not.toHaveProperty('stepDone');
   });
 
-  it('a new file of a step that names no project file is written with the files the request names to read', async () => {
+  it('a new file is written with the files the request names to read', async () => {
     const m = model({ 'test_wc.py': '```python\nfrom wc import count\n```' });
     const wc = { path: 'wc.py', text: 'def count(text):\n    return {}\n' };
     const step: WholeFileStep = {
@@ -202,11 +202,37 @@ describe('whole-file writes in a pick', () => {
     };
     await withWholeFileWrites(m.client, [step], [call('write_file', { path: 'test_wc.py', content: '' })], TOOLS);
     expect(String(m.prompts[0].messages[0])).toContain('File wc.py (to read, not to change):\n```\ndef count(text):');
-    // Control: a step that names a file of its own reads that one only.
-    const own = { ...step, files: [{ path: 'README.md', text: 'wc counts words\n' }] };
+    // A step that names a file of its own reads that one too, and each file once.
+    const own = { ...step, files: [{ path: 'README.md', text: 'wc counts words\n' }, wc] };
     await withWholeFileWrites(m.client, [own], [call('write_file', { path: 'test_wc.py', content: '' })], TOOLS);
     expect(String(m.prompts[1].messages[0])).toContain('File README.md (to read');
-    expect(String(m.prompts[1].messages[0])).not.toContain('File wc.py');
+    expect(String(m.prompts[1].messages[0]).split('File wc.py').length).toBe(2);
+  });
+
+  it("a fix is written seeing the test the request names and what the step's last command printed", async () => {
+    const slug = { path: 'slug.js', text: 'exports.slugify = (t) => t.replace(/ /g, "-");\n' };
+    const test = { path: 'test/slug.test.js', text: 'assert.equal(slugify("A B"), "a-b");\n' };
+    const m = model({ 'slug.js': '```js\nexports.slugify = (t) => t.toLowerCase().replace(/ /g, "-");\n```' });
+    const failed = 'exit code: 1\nAssertionError: Expected values to be strictly equal:\n+ "A-B"\n- "a-b"';
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Fix slugify in slug.js.',
+      files: [slug],
+      requestFiles: [test, slug],
+      earlierCalls: [
+        { tool: 'workspace__run_command', args: { command: 'node test/slug.test.js' }, status: 'error', text: failed },
+      ],
+    };
+    const edit = call('edit_file', { path: 'slug.js', old_string: 'x', new_string: 'y' });
+    const out = await withWholeFileWrites(m.client, [step], [edit], TOOLS);
+    expect(out.calls[0].args.content).toContain('toLowerCase');
+    const prompt = String(m.prompts[0].messages[0]);
+    expect(prompt).toContain('File test/slug.test.js (to read, not to change):\n```\nassert.equal');
+    expect(prompt).toContain('`node test/slug.test.js` printed:\n```\nexit code: 1\nAssertionError');
+    expect(prompt.split('slugify = ').length).toBe(2);
+    // In a repair round, the evidence says what failed: the command's output is not shown twice.
+    await withWholeFileWrites(m.client, [{ ...step, notDone: 'the check failed' }], [edit], TOOLS);
+    expect(String(m.prompts[1].messages[0])).not.toContain('printed:');
   });
 
   it('calls that change no file are left as they are', async () => {

@@ -5,12 +5,13 @@
 import {
   changesForFailedCheck,
   checksAfterChanges,
-  dataChecks,
+  followUpSteps,
   requestedNewFiles,
   sameFileSteps,
   thinkingSteps,
   unnamedChanges,
 } from '../../activities/llm/plan-files';
+import { dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
 import type { Plan } from '../../common/plan';
 import { planOf, planStep } from '../support/plan-steps';
 
@@ -324,5 +325,70 @@ describe('a check that only reads data files is not a check', () => {
       step('s5', 'Count.', { expect: { check: 'cat notes.txt | python3 report.py' } })
     );
     expect(dataChecks(p, files)).toEqual({ plan: p, repairs: [] });
+  });
+});
+
+describe('a step that is only to run a program is checked by the program', () => {
+  it('cuts a check that pipes the run into other commands to the run', () => {
+    const p = planOf(
+      step('s1', 'Run stats.py and report what it prints.', {
+        expect: { check: "python3 stats.py | awk '{print $1}' | bc -l" },
+      })
+    );
+    const out = pipedChecks(p);
+    expect(out.plan.steps[0].expect).toEqual({ check: 'python3 stats.py' });
+    expect(out.repairs).toEqual([
+      'step "s1": its check `python3 stats.py | awk \'{print $1}\' | bc -l` pipes the run into other commands: ' +
+        '`python3 stats.py` is its check',
+    ]);
+  });
+
+  it('keeps a pipe inside quotes, `||`, a pipeline that starts by reading text, and a step that changes files', () => {
+    const p = planOf(
+      step('s1', 'Run it.', { expect: { check: 'node -e "console.log(1 | 2)"' } }),
+      step('s2', 'Run it.', { expect: { check: 'make test || exit 1' } }),
+      step('s3', 'Count.', { expect: { check: 'cat notes.txt | python3 report.py' } }),
+      step('s4', 'Fix.', { expect: { changes: ['a.py'], check: 'python3 a.py | grep -q ok' } })
+    );
+    expect(pipedChecks(p)).toEqual({ plan: p, repairs: [] });
+  });
+});
+
+describe('a step after a change that names only the changed files, and changes and checks nothing, joins it', () => {
+  const files = ['config.json', 'app.py'];
+
+  it('joins "write it back" into the change, and what depended on it depends on the change', () => {
+    const p = planOf(
+      step('s1', 'Change the port from 8080 to 9090 in config.json.', { expect: { changes: ['config.json'] } }),
+      step('s3', 'Write the modified contents of config.json back to the file.', { depends_on: ['s1'] }),
+      step('s4', 'Run app.py.', { depends_on: ['s3'], expect: { check: 'python3 app.py' } })
+    );
+    const out = followUpSteps(p, files);
+    expect(out.plan.steps.map((s) => [s.id, s.depends_on])).toEqual([
+      ['s1', []],
+      ['s4', ['s1']],
+    ]);
+    expect(out.plan.steps[0].instruction).toBe(
+      'Change the port from 8080 to 9090 in config.json.\nWrite the modified contents of config.json back to the file.'
+    );
+    expect(out.repairs).toEqual([
+      'steps "s1" and "s3" name only files step "s1" changes, and the later one is to change and check nothing: one step',
+    ]);
+  });
+
+  it('keeps a later step that checks, changes, names another file or none, or needs no tool', () => {
+    const change = step('s1', 'Change config.json.', { expect: { changes: ['config.json'] } });
+    const later = (more: Partial<Parameters<typeof step>[2]>, text = 'Show config.json.') =>
+      planOf(change, step('s2', text, { depends_on: ['s1'], ...more }));
+    for (const p of [
+      later({ expect: { check: 'python3 -m json.tool config.json' } }),
+      later({ expect: { changes: ['config.json'] } }),
+      later({}, 'Show config.json and app.py.'),
+      later({}, 'Tell me what changed.'),
+      later({ needs_tool: false }),
+    ])
+      expect(followUpSteps(p, files)).toEqual({ plan: p, repairs: [] });
+    // Control: the same later step, to show config.json only, joins.
+    expect(followUpSteps(later({}), files).plan.steps).toHaveLength(1);
   });
 });

@@ -349,6 +349,22 @@ describe("a plan's expect.changes may name folders", () => {
     // A step that only makes a folder changes something; one that names nothing does not.
     expect([changesSomething(step(['logs/'])), changesSomething(step([]))]).toEqual([true, false]);
   });
+
+  it('a name without "/" is a folder when the plan puts files in it or the request names it with its "/"', () => {
+    const plan = (...steps: ReturnType<typeof step>[]) => ({
+      goal: 'g',
+      steps,
+      review: { before_work: false, after_step_ids: [] },
+    });
+    const made = plan(step(['logs']), { ...step(['logs/debug.log']), id: 's2' });
+    expect(fileChangesOnly(made, ['debug.log']).plan.steps[0].expect).toEqual({ changes: ['logs/'] });
+    const asked = fileChangesOnly(plan(step(['logs', 'out'])), ['debug.log'], 'Move them into a logs/ directory.');
+    expect(asked.plan.steps[0].expect).toEqual({ changes: ['logs/'] });
+    expect(asked.repairs).toEqual(['step "s1": expect.changes named "out", no file: left out']);
+    // Control: a request naming the folder without its "/" (or inside a longer path, or a web address) does not.
+    for (const request of ['Move them into logs.', 'See var/logs/ there.', 'Open http://example.org/logs/ now.'])
+      expect(fileChangesOnly(plan(step(['logs'])), ['debug.log'], request).plan.steps[0].expect).toBeUndefined();
+  });
 });
 
 describe('small profile: a step that expects nothing reads first a file it names that no prompt could show', () => {

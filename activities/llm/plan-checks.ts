@@ -1,0 +1,92 @@
+/**
+ * The small profile's help with the checks a plan runs (docs/models.md): pure functions over the plan's structure and
+ * the check commands' shape, never their words.
+ *
+ * - `dataChecks`: a check that only reads data files is not a check.
+ * - `pipedChecks`: a step that is only to run a program is checked by the program, not by what a pipe makes of its
+ *   output.
+ */
+import { changesSomething, withExpect, type Plan } from '../../common/plan';
+import { namedFiles } from './named-files';
+import { isDataFile } from './program';
+import { piped } from './small-model';
+
+/**
+ * The plan with the check left out of each step that is to change nothing when the check only reads data files: each
+ * command of it (between pipes and `&&`) is one of the programs that read or reshape text (`READERS`), and the project
+ * files it names are all data (./program). Such a check is the step's own work done blind, and says nothing of
+ * whether the step worked: with the 1.5B model, a question about a CSV file was planned as `cat`, then an
+ * `awk … | sort | head` that took the wrong columns and passed, then an `echo` of a formula, and the answer was made
+ * of the wrong line. Left without a check, the steps work the data out with a program (`thinkingSteps`,
+ * ./program). A check that runs anything else (a build, a test runner, an installer) stays.
+ */
+export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check?.trim();
+    if (!check || changesSomething(s) || !onlyReaders(check)) return s;
+    const named = namedFiles(files, check);
+    if (!named.length || !named.every(isDataFile)) return s;
+    repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` only reads ${named.join(', ')}: left out`);
+    const { check: _check, ...others } = s.expect ?? {};
+    return withExpect(s, others);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/**
+ * The plan with the check of each step that is to change nothing cut to its first command when it pipes a program's
+ * output into others (`piped`): a step that is only to run something is checked by that run. With the 1.5B model,
+ * "run stats.py and tell me the average it prints" was checked by `python3 stats.py | awk '{print $1}' | bc -l`:
+ * bc failed on the output, exited 0, and the answer made up an average no call had shown. Not a pipeline whose first
+ * command only reads text (`cat data | python3 x.py`: its last command is the program).
+ */
+export function pipedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check?.trim();
+    if (!check || changesSomething(s) || !piped(check)) return s;
+    const first = check.slice(0, firstPipe(check)).trim();
+    if (!first || onlyReaders(first)) return s;
+    repairs.push(
+      `step "${s.id}": its check \`${cutCheck(check)}\` pipes the run into other commands: \`${first}\` is its check`
+    );
+    return withExpect(s, { ...s.expect, check: first });
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/** Where the first `|` of a command that is not `||` and not quoted is (its length when there is none). */
+function firstPipe(command: string): number {
+  const masked = command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, (q) => 'x'.repeat(q.length));
+  const at = /(?<!\|)\|(?!\|)/.exec(masked);
+  return at ? at.index : command.length;
+}
+
+/** Programs that only read or reshape text: what a check made of them alone works the step out rather than checks it. */
+const READERS = new Set([
+  'cat',
+  'head',
+  'tail',
+  'awk',
+  'gawk',
+  'sort',
+  'uniq',
+  'cut',
+  'grep',
+  'egrep',
+  'wc',
+  'jq',
+  'echo',
+  'tr',
+  'column',
+  'paste',
+]);
+
+/** Whether each command of a shell line starts with one of `READERS`. */
+function onlyReaders(command: string): boolean {
+  const parts = command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''").split(/\|\|?|&&|;/);
+  return parts.every((p) => READERS.has(p.trim().split(/\s+/)[0] ?? ''));
+}
+
+const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}…` : check);

@@ -6,8 +6,8 @@
  * - `thinkingSteps`: a step that works over other steps' results and names no file needs no tool (over data files:
  *   such steps are one step, worked out by a program).
  * - `sameFileSteps`: steps that are to change the same files are one step.
- * - `followUpSteps`: a step after a change that names only the changed files, and is to change and check nothing, is
- *   part of the change.
+ * - `followUpSteps`: a step before or after a change that names only the changed files, and is to change and check
+ *   nothing, is part of the change.
  * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
@@ -129,6 +129,14 @@ function dependsOn(steps: ReadonlyMap<string, PlanStep>, from: string, on: strin
   return false;
 }
 
+/** The `expect` of two steps joined: the files either changes, and their checks as one. */
+function withPlanned(first: PlanStep, later: PlanStep, check: string | undefined): Partial<PlanStep> {
+  const all = [...(first.expect?.changes ?? []), ...(later.expect?.changes ?? [])];
+  const changes = all.filter((c, i) => all.findIndex((d) => plainPath(d) === plainPath(c)) === i);
+  const expect = { ...first.expect, ...(changes.length ? { changes } : {}), ...(check ? { check } : {}) };
+  return Object.keys(expect).length ? { expect } : {};
+}
+
 /** Two checks as one command (the same check once), or null when they do not fit in one. */
 function bothChecks(a: string | undefined, b: string | undefined): string | null | undefined {
   const checks = [...new Set([a?.trim(), b?.trim()].filter((c): c is string => !!c))];
@@ -154,22 +162,27 @@ export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
 
 /**
  * The plan with each step that is to change nothing and check nothing, and whose texts name only files of the project
- * an earlier step it depends on is to change, joined into that step (`joinSteps`). A small Planner follows a change
- * with "write the file back", "save it" or "show the result": with the 1.5B model, "change the port in config.json"
- * ended in a step "Write config.json" that wrote the file three more times, flipping it between two layouts. Joined,
- * what it asks is done by the step that changes the file, and judged by that change.
+ * a step it depends on, or one that depends on it, is to change, joined with that step (`joinSteps`). A small Planner
+ * wraps a change in "read the file" and "write the file back": with the 1.5B model, "change the port in config.json"
+ * was planned as "Read config.json" (which wrote the change four times over, being shown the file and the request),
+ * "Change the port" and "Write config.json" (which wrote it three more times, flipping it between two layouts).
+ * Joined, what they ask is done by the step that changes the file, and judged by that change.
  */
 export function followUpSteps(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  /** Whether `step` is to change and check nothing, and names only files `changer` is to change. */
+  const about = (step: PlanStep, changer: PlanStep) => {
+    if (changesSomething(step) || step.expect?.check?.trim() || !step.needs_tool || !changesSomething(changer))
+      return false;
+    const named = namedFiles(files, `${step.title}\n${step.instruction}`);
+    const changed = new Set(plannedFiles(changer));
+    return named.length > 0 && named.every((f) => changed.has(plainPath(f)));
+  };
   return joinSteps(
     plan,
-    (first, later) => {
-      if (!changesSomething(first) || changesSomething(later) || later.expect?.check?.trim() || !later.needs_tool)
-        return false;
-      const named = namedFiles(files, `${later.title}\n${later.instruction}`);
-      const changed = new Set(plannedFiles(first));
-      return named.length > 0 && named.every((f) => changed.has(plainPath(f)));
-    },
-    (first) => `name only files step "${first.id}" changes, and the later one is to change and check nothing: one step`
+    (first, later) => about(later, first) || about(first, later),
+    (first, later) =>
+      `name only files step "${about(later, first) ? first.id : later.id}" changes, and the other is to change ` +
+      `and check nothing: one step`
   );
 }
 
@@ -208,7 +221,7 @@ function joinSteps(
         instruction,
         needs_tool: first.needs_tool || later.needs_tool,
         questions,
-        ...(first.expect || check ? { expect: { ...first.expect, ...(check ? { check } : {}) } } : {}),
+        ...withPlanned(first, later, check),
       };
       joinedInto.set(later.id, first.id);
       const reason = why(first, later);

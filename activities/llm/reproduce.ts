@@ -19,8 +19,8 @@ export interface FixingStep {
 
 /**
  * For each step that has made no call yet and is to change files the project has, a run of the check that is to
- * pass once it has (its own, else that of a step after it) as its first call, without a pick: the step's next pick
- * and its writes then see the failure, as a developer runs the failing test before fixing the code. With the 1.5B
+ * pass once it has (its own, else that of a step after it) as its first call, without a pick and left open: the
+ * step's next pick and its writes then see the failure (as a call made so far, not as missing evidence), as a developer runs the failing test before fixing the code. With the 1.5B
  * model, "fix slugify in slug.js so that test/slug.test.js passes" was written three times without anyone seeing the
  * test or its error, and each rewrite left the file as it was.
  *
@@ -45,7 +45,8 @@ export function reproducesFirst(
     const check = [s.expect?.check, ...(s.laterChecks ?? [])]
       .map((c) => c?.trim() ?? '')
       .find((c) => c && reproduces(c, changed, files));
-    if (check) calls.push(callWithoutPick(runner, s.id, { command: check }));
+    // Left open: its failure is what the step is to fix, not evidence against it.
+    if (check) calls.push({ ...callWithoutPick(runner, s.id, { command: check }), stepDone: false });
   }
   return calls;
 }

@@ -733,6 +733,57 @@ describe('model.profile small', () => {
     expect(second.text).toMatch(/Not done yet: the check `sh check.sh` failed: .*greet Ada gave: Hello, Ada\./s);
   });
 
+  it('a fix first runs the test a later step runs, without a pick: its pick and its rewrite see the failure and the test', async () => {
+    fake.dialect = 'openai';
+    const slug = "exports.slugify = (t) => t.trim().replace(/[^A-Za-z0-9]+/g, '-');\n";
+    const test =
+      "const assert = require('assert');\nconst { slugify } = require('../slug.js');\n" +
+      "assert.strictEqual(slugify('Hello, World!'), 'hello-world');\n";
+    const p = makeProject({ 'slug.js': slug, 'test/slug.test.js': test });
+    const request = 'node test/slug.test.js fails. Fix slugify in slug.js (leave the test alone) so the test passes.';
+    const check = 'node test/slug.test.js';
+    fake.on('write_plan', {
+      call: plan(
+        [
+          step('s1', 'Fix slugify in slug.js.', { expect: { changes: ['slug.js'] } }),
+          step('s2', 'Run the test.', { depends_on: ['s1'], expect: { check } }),
+        ],
+        {},
+        request
+      ),
+    });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'slug.js', old_string: 'x', new_string: 'y' },
+    };
+    fake.on('pick_tools', { calls: [edit] });
+    const fixed =
+      "exports.slugify = (t) => t.trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');\n";
+    fake.on('write_file_content', { content: `\`\`\`js\n${fixed}\`\`\`` });
+    fake.on('compose_answer', { content: 'slugify lowercases now; the test passes.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'slug.js'), 'utf8')).toBe(fixed);
+    expect(readFileSync(path.join(p.dir, 'test', 'slug.test.js'), 'utf8')).toBe(test);
+    // The test ran before any pick of the fix: the one pick saw it fail.
+    const [pick] = fake.requestsFor('pick_tools');
+    expect(pick.text).toMatch(/1\. workspace__run_command \{"command":"node test\/slug\.test\.js"\} -> error/);
+    expect(pick.text).toContain('AssertionError');
+    // Its failure is what the step is to fix: a call made so far, not evidence that the step failed.
+    expect(pick.text).not.toContain('Not done yet');
+    const [rewrite] = fake.requestsFor('write_file_content');
+    expect(rewrite.text).toContain(`File test/slug.test.js (to read, not to change):\n\`\`\`\n${test}`);
+    expect(rewrite.text).toMatch(/`node test\/slug\.test\.js` printed:\n```\nexit code: 1[\s\S]*AssertionError/);
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps.map((s) => s.expect)).toEqual([{ changes: ['slug.js'] }, { check }]);
+    expect((await finishedOf(t)).map((f) => [f.stepId, f.status])).toEqual([
+      ['s1', 'done'],
+      ['s2', 'done'],
+    ]);
+  });
+
   it('a new file that needs a fact only the user knows: the step asks it before it runs, then writes the answer', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'README.md': '# team tools\n' });

@@ -372,8 +372,27 @@ describe('a step after a change that names only the changed files, and changes a
       'Change the port from 8080 to 9090 in config.json.\nWrite the modified contents of config.json back to the file.'
     );
     expect(out.repairs).toEqual([
-      'steps "s1" and "s3" name only files step "s1" changes, and the later one is to change and check nothing: one step',
+      'steps "s1" and "s3" name only files step "s1" changes, and the other is to change and check nothing: one step',
     ]);
+  });
+
+  it('joins "read the file" before the change into it: the joined step is to change the file', () => {
+    const p = planOf(
+      step('s1', 'Read the contents of config.json.'),
+      step('s2', 'Change the port to 9090 in config.json.', {
+        depends_on: ['s1'],
+        expect: { changes: ['config.json'] },
+      }),
+      step('s3', 'Write config.json back.', { depends_on: ['s2'] })
+    );
+    const out = followUpSteps(p, files);
+    expect(out.plan.steps.map((s) => [s.id, s.expect, s.depends_on])).toEqual([
+      ['s1', { changes: ['config.json'] }, []],
+    ]);
+    expect(out.plan.steps[0].instruction.split('\n')).toHaveLength(3);
+    expect(out.repairs[0]).toBe(
+      'steps "s1" and "s2" name only files step "s2" changes, and the other is to change and check nothing: one step'
+    );
   });
 
   it('keeps a later step that checks, changes, names another file or none, or needs no tool', () => {

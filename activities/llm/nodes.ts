@@ -4,7 +4,7 @@
  * answer composer only, never to the per-round nodes.
  */
 import type { ToolAccess } from '../../common/config';
-import { ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import { addUsage, ZERO_USAGE, type MeteredUsage, type ModelUsage } from '../../common/model-protocol';
 import { EvaluateStepOutputSchema, type PlanStep } from '../../common/plan';
 import type { SummarizeInput } from '../../common/session';
 import type { StepResultView } from '../../common/task';
@@ -99,7 +99,7 @@ and briefly, in markdown, using the real values in the results (command output, 
 - Claim only what a result shows. A step marked NOT ACHIEVED was not done: say so, with its reason.
 - Mention a denied path, an error or a failed command only when a result shows one.`;
 
-export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: string): NodePrompt {
+export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: string, again = false): NodePrompt {
   return {
     node: 'compose_answer',
     system: withUntrustedRule(COMPOSE_ANSWER_SYSTEM),
@@ -117,7 +117,7 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
         // Last, so the answer follows the request rather than the results: after a list of results a small model
         // went on with the list ("- s2 … (done)") as its answer.
         section('Request', input.request),
-        ANSWER_NOW
+        again ? ANSWER_AGAIN : ANSWER_NOW
       ),
     ],
   };
@@ -133,10 +133,51 @@ export function linesNote(file: NamedFile): string {
   return ` (${lines} ${lines === 1 ? 'line' : 'lines'})`;
 }
 
-export async function composeAnswer(model: ModelClient, input: ComposeAnswerInput, projectContext: string) {
-  const answer = await model.text(composeAnswerPrompt(input, projectContext));
+/** The last line of the compose prompt asked again, after an answer that only repeated what it was shown. */
+export const ANSWER_AGAIN =
+  "Your first answer only repeated text shown above. Write Klea's answer to this request in your own words: " +
+  'what the results say of what it asks.';
+
+export async function composeAnswer(
+  model: ModelClient,
+  input: ComposeAnswerInput,
+  projectContext: string
+): Promise<{ text: string; usage: MeteredUsage }> {
+  const prompt = composeAnswerPrompt(input, projectContext);
+  const answer = await model.text(prompt);
   const text = withoutLoops(withoutFences(answer.text));
-  return { ...answer, text: text || resultsAnswer(input.results) };
+  // Under the small profile, an answer that only repeats what it was shown is asked for once more (docs/models.md).
+  if (model.profile === 'small' && onlyRepeats(text, String(prompt.messages[0]), input.request)) {
+    const again = await model.text(composeAnswerPrompt(input, projectContext, true));
+    const second = withoutLoops(withoutFences(again.text));
+    const usage = { ...addUsage(answer.usage, again.usage), modelCalls: 2 };
+    const better = second && !onlyRepeats(second, String(prompt.messages[0]), input.request);
+    return { usage, text: (better ? second : text) || resultsAnswer(input.results) };
+  }
+  return { usage: answer.usage, text: text || resultsAnswer(input.results) };
+}
+
+/**
+ * Whether an answer only repeats text its prompt showed: the request itself, or two lines or more of what the prompt
+ * holds (a file or a result copied out). With the 0.5B model, "read calc.py and tell me what add(2, 3) returns" was
+ * answered with calc.py's three lines, and a question in Chinese with the question.
+ */
+export function onlyRepeats(answer: string, shown: string, request: string): boolean {
+  const flat = (t: string) =>
+    t
+      .replace(/```[\w-]*/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+  const said = flat(answer);
+  if (!said) return false;
+  const asked = flat(request);
+  if (asked && said.includes(asked)) return true;
+  return (
+    answer
+      .trim()
+      .split('\n')
+      .filter((l) => l.trim() && !/^\s*```/.test(l)).length >= 2 && flat(shown).includes(said)
+  );
 }
 
 /** Times one line may follow itself before it is taken for a loop. */

@@ -2,6 +2,7 @@
 import type { ModelClient } from '../../activities/llm/model';
 import { CUT_MARK } from '../../activities/llm/named-files';
 import {
+  ANSWER_AGAIN,
   ANSWER_NOW,
   composeAnswer,
   composeAnswerPrompt,
@@ -86,5 +87,55 @@ describe('an answer that loops', () => {
     ];
     const answer = await composeAnswer(model, { ...input, results }, '');
     expect(answer.text).toBe('What the steps did:\n- Write .gitignore: wrote .gitignore (21 bytes, new file)');
+  });
+});
+
+describe('an answer that only repeats what it was shown (small profile)', () => {
+  const calc = 'def add(a, b):\n    total = a + b\n    return total * 2\n';
+  const question = {
+    projectDir: '/p',
+    request: 'Read calc.py and tell me what add(2, 3) returns.',
+    goal: 'g',
+    results: [{ id: 's1', title: 'Read calc.py', status: 'done', result: calc }],
+    files: [{ path: 'calc.py', text: calc }],
+  };
+  const scripted = (profile: 'small' | 'standard', ...answers: string[]) => {
+    const prompts: string[] = [];
+    const model = {
+      profile,
+      text: async (p: { messages: string[] }) => {
+        prompts.push(p.messages[0]);
+        return { text: answers[prompts.length - 1], usage: { inputTokens: 10, outputTokens: 5 } };
+      },
+    } as unknown as ModelClient;
+    return { model, prompts };
+  };
+
+  it('is asked for once more, in the same prompt with another last line; the second answer is the answer', async () => {
+    const m = scripted('small', '```python\n' + calc + '```', 'add(2, 3) returns 10.');
+    const answer = await composeAnswer(m.model, question, '');
+    expect(answer.text).toBe('add(2, 3) returns 10.');
+    expect(answer.usage).toMatchObject({ inputTokens: 20, outputTokens: 10, modelCalls: 2 });
+    expect(m.prompts[1]).toBe(m.prompts[0].replace(ANSWER_NOW, ANSWER_AGAIN));
+    // An answer that repeats the request is one too.
+    const echo = scripted('small', `\`\`\`\n${question.request}\n\`\`\``, '10.');
+    expect((await composeAnswer(echo.model, question, '')).text).toBe('10.');
+  });
+
+  it('an answer of its own, a one-line quote, or a standard model is not asked again', async () => {
+    for (const [profile, first] of [
+      ['small', 'add(2, 3) returns 10.'],
+      ['small', 'return total * 2'],
+      ['standard', '```python\n' + calc + '```'],
+    ] as const) {
+      const m = scripted(profile, first, 'again');
+      await composeAnswer(m.model, question, '');
+      expect(m.prompts).toHaveLength(1);
+    }
+  });
+
+  it('a second answer that repeats too leaves the first', async () => {
+    const m = scripted('small', '```python\n' + calc + '```', calc);
+    expect((await composeAnswer(m.model, question, '')).text).toBe('```python\n' + calc.trim() + '\n```');
   });
 });

@@ -267,6 +267,24 @@ export const ConfigSchema = z.strictObject({
            * project (or granted directory) with more is refused rather than run with a secret visible.
            */
           scan_limit: z.number().int().min(100).max(100_000_000).default(200_000),
+          /**
+           * Toolchain directories outside the system's that commands may read and run programs from (`~/.pyenv`,
+           * `~/.nvm`, `~/.cargo`: the sandbox hides the home they are in): each bound read-only at its own path, and
+           * the worker's PATH entries inside them put before the system's. Absolute, or `~/…`; never the home
+           * itself or a folder above it, a credential folder (`~/.ssh`, `~/.config`, …) or the project.
+           */
+          tool_dirs: z
+            .array(
+              z
+                .string()
+                .min(1)
+                .max(4096)
+                .refine((d) => d.startsWith('/') || d === '~' || d.startsWith('~/'), {
+                  message: 'must be an absolute path, or start with ~/',
+                })
+            )
+            .max(32)
+            .default([]),
         })
         .prefault({}),
     })

@@ -14,6 +14,7 @@ import { HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 import { dataDir, dataPath, temporalDbFile } from '../../runtime/data-dir';
 import { approvalOf } from '../../runtime/mcp-approvals';
 import { resolvePath } from '../../runtime/path-resolve';
+import { toolDirEnv } from '../../runtime/tool-dirs';
 import { REPO_ROOT } from '../../runtime/temporal';
 
 export const WORKSPACE_SERVER = 'workspace';
@@ -108,6 +109,8 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
     ],
     env: {
       ...getDefaultEnvironment(),
+      // What a toolchain the sandbox is to show finds itself by (PYENV_ROOT, NVM_DIR).
+      ...toolDirEnv(process.env, config.tools.sandbox.tool_dirs, os.homedir()),
       // Crash tests stop the server between a change and its record; unset everywhere else.
       ...(process.env[HOLD_AFTER_CHANGE_ENV] ? { [HOLD_AFTER_CHANGE_ENV]: process.env[HOLD_AFTER_CHANGE_ENV] } : {}),
     },
@@ -188,6 +191,7 @@ function sandboxFlags(config: Config): string[] {
     String(sandbox.memory_mb),
     '--scan-limit',
     String(sandbox.scan_limit),
+    ...sandbox.tool_dirs.flatMap((d) => ['--tool-dir', d]),
     ...own.flatMap((p) => ['--hide', path.resolve(p)]),
   ];
 }

@@ -43,6 +43,8 @@ export interface SandboxPolicy {
   extraMounts?: readonly string[];
   /** Environment of the command (already scrubbed of secrets). */
   env: Readonly<Record<string, string>>;
+  /** Toolchain directories outside the system's (`tools.sandbox.tool_dirs`, ./tool-dirs): bound read-only. */
+  toolDirs?: readonly string[];
   /** Files made for the sandbox by `writeSandboxFiles`: a passwd and group naming only its user, an empty file. */
   files: SandboxFiles;
 }
@@ -135,6 +137,8 @@ export function bubblewrapArgs(policy: SandboxPolicy, exists: (p: string) => boo
   for (const f of [...SYSTEM_ETC, ...(policy.network ? NETWORK_ETC : [])]) if (exists(f)) args.push('--ro-bind', f, f);
   // Security: the host's user list stays outside; programs that look up their user find the sandbox's.
   args.push('--ro-bind', policy.files.passwd, '/etc/passwd', '--ro-bind', policy.files.group, '/etc/group');
+  // Security: a toolchain the user named, read-only at its own path; nothing else of the home it is in.
+  for (const d of policy.toolDirs ?? []) if (exists(d)) args.push('--ro-bind', d, d);
 
   // Security: the project at its real path, read-write; nothing above it is bound.
   args.push('--bind', policy.projectDir, policy.projectDir);

@@ -14,6 +14,7 @@ import { NETWORK_META_KEY } from '../../common/workspace-protocol';
 import { verifiedGrants } from '../../runtime/grant-signing';
 import { probeSandbox, type SandboxProbe } from '../../runtime/sandbox-probe';
 import { bubblewrapArgs, SANDBOX_PATH, writeSandboxFiles, type SandboxFiles } from './bubblewrap-policy';
+import { sandboxPath } from './tool-dirs';
 import { commandCgroups, DEFAULT_COMMAND_LIMITS, launchWithLimits, type CommandLimits } from './command-limits';
 import type { CommandLaunch } from './commands';
 import { createEgressProxy, type EgressProxy } from './egress-proxy';
@@ -42,6 +43,8 @@ export interface CommandSandboxOptions {
   protectedPatterns?: readonly string[];
   /** Most entries looked through for the files to hide (tools.sandbox.scan_limit). */
   scanLimit?: number;
+  /** Toolchain directories bound read-only, their PATH entries first (tools.sandbox.tool_dirs, ./tool-dirs). */
+  toolDirs?: readonly string[];
 }
 
 /** The default of tools.sandbox.scan_limit. */
@@ -164,7 +167,8 @@ export function createCommandSandbox(gate: PathGate, opts: CommandSandboxOptions
         network,
         // Python writes no bytecode into the project: a cached .pyc of a file changed within the same second (same
         // size) would run the old code, and a step's check would judge a fix by it.
-        env: { ...rest, PATH: SANDBOX_PATH, PYTHONDONTWRITEBYTECODE: '1' },
+        env: { ...rest, PATH: sandboxPath(process.env.PATH, opts.toolDirs ?? []), PYTHONDONTWRITEBYTECODE: '1' },
+        toolDirs: opts.toolDirs ?? [],
         files,
         gitIgnore,
       };

@@ -15,11 +15,14 @@
  * holds, default 1024).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { closeCommandCgroups } from './command-limits';
 import { killRunningCommands } from './commands';
 import { createWorkspaceServer, type WorkspaceServerOptions } from './create-server';
+import { expandHome } from '../../runtime/tool-dirs';
+import { toolDirProblem } from './tool-dirs';
 import { NetworkAllowSchema } from '../../common/network-allow';
 import { GRANT_KEY_ENV, HOLD_AFTER_CHANGE_ENV } from '../../common/workspace-protocol';
 
@@ -28,6 +31,29 @@ function usage(message: string): never {
     `klea-workspace-mcp: ${message}\nusage: klea-workspace-mcp --root DIR [--sensitive "glob,glob" | --sensitive-pattern GLOB ...] [--protected "glob,glob" | --protected-pattern GLOB ...] [--own-state PATH ...] [--max-read-bytes N] [--max-file-mb N] [--call-log FILE] [--state-dir DIR] [--sandbox bwrap|none] [--bwrap PATH] [--network on|off] [--network-allow "name,*.name"] [--max-processes N] [--memory-mb N] [--scan-limit N] [--hide PATH ...] [--checkpoint-dir DIR] [--checkpoint-max-mb N]\n`
   );
   process.exit(2);
+}
+
+/**
+ * The tool directories (`--tool-dir`, tools.sandbox.tool_dirs) as real paths, `~` being the home directory: one that
+ * cannot be one stops the server with the reason; one that does not exist is left out, and said so.
+ */
+function checkedToolDirs(dirs: readonly string[], root: string): string[] {
+  const home = os.homedir();
+  const realHome = existsSync(home) ? realpathSync(home) : home;
+  const out: string[] = [];
+  for (const raw of dirs) {
+    const d = expandHome(raw, home);
+    if (!path.isAbsolute(d)) usage(`--tool-dir ${raw}: not an absolute path`);
+    if (!existsSync(d)) {
+      process.stderr.write(`workspace: tool directory ${d} does not exist: left out\n`);
+      continue;
+    }
+    const real = realpathSync(d);
+    const problem = toolDirProblem(real, realHome, realpathSync(root));
+    if (problem) usage(`--tool-dir ${raw}: ${problem}`);
+    out.push(real);
+  }
+  return out;
 }
 
 async function main() {
@@ -44,6 +70,7 @@ async function main() {
   let checkpointDir: string | undefined;
   let checkpointMaxMb = 1024;
   const sandbox: NonNullable<WorkspaceServerOptions['sandbox']> = { mode: 'bwrap', hide: [] };
+  const toolDirs: string[] = [];
   const limits: { maxProcesses?: number; memoryBytes?: number; fileBytes?: number } = {};
   /** A whole number of at least 1 (an empty or missing value is none). */
   const positive = (flag: string, v: string | undefined): number => {
@@ -82,6 +109,7 @@ async function main() {
     else if (a === '--checkpoint-dir') checkpointDir = argv[++i];
     else if (a === '--checkpoint-max-mb') checkpointMaxMb = positive(a, argv[++i]);
     else if (a === '--hide') sandbox.hide = [...(sandbox.hide ?? []), path.resolve(argv[++i] ?? '')];
+    else if (a === '--tool-dir') toolDirs.push(argv[++i] ?? '');
     else if (a === '--help' || a === '-h') usage('serves file and command tools confined to DIR');
     else usage(`unknown argument ${a}`);
   }
@@ -93,6 +121,7 @@ async function main() {
   if (checkpointDir === '') usage('--checkpoint-dir takes a directory');
   if (checkpointDir) mkdirSync(checkpointDir, { recursive: true, mode: 0o700 });
   if (!existsSync(dir) || !statSync(dir).isDirectory()) usage(`--root ${dir} is not a directory`);
+  sandbox.toolDirs = checkedToolDirs(toolDirs, dir);
   // Security: the grant key comes through a pipe (--grant-key-fd), never the environment, where /proc/<pid>/environ
   // would keep it; the variable is still read for clients that set it, and dropped at once.
   const grantKey =

@@ -70,6 +70,8 @@ export interface FileContentInput {
   previousFailure?: string;
   /** The step's last command before this write, and what it printed (the failing test a fix is for, say). */
   ran?: { command: string; output: string };
+  /** The first answer was cut off at the output limit before the file was complete. */
+  cutOff?: boolean;
   /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
   dropped?: readonly string[];
 }
@@ -118,6 +120,12 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
           : input.previousFailure
             ? [`The previous attempt failed: ${input.previousFailure}`]
             : []),
+        ...(input.cutOff
+          ? [
+              'Your first answer was cut off at the output limit before the file was complete: write it again, ' +
+                'complete and shorter.',
+            ]
+          : []),
         ...(input.dropped?.length
           ? [
               `Your first answer left out these lines of ${input.path}. Keep each one the step does not ask to ` +
@@ -237,7 +245,7 @@ export async function withWholeFileWrites(
       last?.tool === RUN_COMMAND && typeof last.args.command === 'string' && last.text
         ? { command: last.args.command, output: last.text }
         : undefined;
-    const ask = async (dropped?: string[]) => {
+    const ask = async (dropped?: string[], cutOff?: boolean) => {
       const answer = await model.text(
         fileContentPrompt({
           path,
@@ -253,13 +261,23 @@ export async function withWholeFileWrites(
           previousFailure: step.previousFailure,
           ...(ran ? { ran } : {}),
           ...(dropped ? { dropped } : {}),
+          ...(cutOff ? { cutOff } : {}),
         })
       );
       res.usage = addUsage(res.usage, answer.usage);
       res.modelCalls++;
-      return answer.text;
+      return { text: answer.text, cut: answer.cutShort === true };
     };
-    let text = await ask();
+    const first = await ask();
+    let text = first.text;
+    // An answer cut at the output limit is a file cut short (with the 1.5B model, a test file that repeated one more
+    // assertRaises case till the limit, refused as invalid Python three times over five minutes): it is asked for
+    // once more, complete and shorter; cut again, it is not used.
+    if (first.cut) {
+      const again = await ask(undefined, true);
+      if (again.cut) return null;
+      text = again.text;
+    }
     const question = mayAsk ? questionOf(text) : null;
     if (question) return { question };
     let content = contentOfAnswer(text);
@@ -269,7 +287,7 @@ export async function withWholeFileWrites(
     if (current && content !== null) {
       const dropped = droppedLines(current.text, content);
       if (tooMuchDropped(current.text, dropped)) {
-        text = await ask(dropped);
+        text = (await ask(dropped)).text;
         content = contentOfAnswer(text);
         if (content !== null && tooMuchDropped(current.text, droppedLines(current.text, content))) return null;
       }

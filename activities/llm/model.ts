@@ -90,6 +90,8 @@ export interface StructuredOptions<T> {
 export interface TextResult {
   text: string;
   usage: ModelUsage;
+  /** The answer stopped at the output token limit (`finish_reason: "length"`): it may be incomplete. */
+  cutShort?: boolean;
 }
 
 export interface ToolCallsResult {
@@ -283,7 +285,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     async text(prompt) {
       const m = requireModel();
       const reply = await invoke(prompt.node, () => m.invoke(toMessages(prompt, turnsOf(prompt)), aborting()));
-      return { text: contentOf(reply), usage: usageOf(reply) };
+      return { text: contentOf(reply), usage: usageOf(reply), ...(cutShort(reply) ? { cutShort: true } : {}) };
     },
 
     async toolCalls(prompt, functions, opts) {

@@ -320,6 +320,41 @@ describe('whole-file writes in a pick', () => {
   });
 });
 
+describe('a file whose content was cut at the output limit', () => {
+  /** A model that answers with `answers` in turn, each cut at the limit or not. */
+  const turns = (...answers: Array<{ text: string; cut?: boolean }>) => {
+    const prompts: string[] = [];
+    const client = {
+      profile: 'small',
+      async text(prompt: NodePrompt) {
+        prompts.push(String(prompt.messages[0]));
+        const a = answers[prompts.length - 1];
+        return { text: a.text, usage: { inputTokens: 10, outputTokens: 512 }, ...(a.cut ? { cutShort: true } : {}) };
+      },
+    } as unknown as ModelClient;
+    return { client, prompts };
+  };
+  const step: WholeFileStep = { id: 's1', instruction: 'Write tests.', newFiles: ['test_d.py'] };
+  const write = call('write_file', { path: 'test_d.py', content: 'x' });
+  const looping = '```python\nimport unittest\n' + '    self.assertRaises(ValueError)\n'.repeat(40);
+
+  it('is asked for once more, complete and shorter; that answer is written', async () => {
+    const m = turns({ text: looping, cut: true }, { text: '```python\nimport unittest\n```' });
+    const out = await withWholeFileWrites(m.client, [step], [write], TOOLS);
+    expect(out.calls.map((c) => c.args)).toEqual([{ path: 'test_d.py', content: 'import unittest\n' }]);
+    expect(out.modelCalls).toBe(2);
+    expect(m.prompts[0]).not.toContain('cut off');
+    expect(m.prompts[1]).toContain('Your first answer was cut off at the output limit before the file was complete');
+  });
+
+  it('cut again, it is not used: the call stays as the model made it', async () => {
+    const m = turns({ text: looping, cut: true }, { text: looping, cut: true });
+    const out = await withWholeFileWrites(m.client, [step], [write], TOOLS);
+    expect(out.calls).toEqual([write]);
+    expect(out.rewritten).toEqual([]);
+  });
+});
+
 describe('a write the repair round planned', () => {
   it('is filled by the whole-file write, or dropped when nothing can be written: never sent empty', async () => {
     const [planned] = writesForUnchanged(

@@ -7,7 +7,7 @@
 import type { Config } from '../common/config';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
-import { laterChecks, type Plan } from '../common/plan';
+import { laterChecksOf, type Plan } from '../common/plan';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
@@ -114,7 +114,7 @@ export function createPlanActivities(deps: PlanActivityDeps) {
             instruction: s.instruction,
             dependencyResults: [],
             ...(s.expect ? { expect: s.expect } : {}),
-            ...(laterChecks(written.plan.steps, s).length ? { laterChecks: laterChecks(written.plan.steps, s) } : {}),
+            ...laterChecksOf(written.plan.steps, s),
           })),
           // The listing the plan was written with: the project has not changed since.
           listing: input.listing,

@@ -295,7 +295,11 @@ export const EvaluateStepOutputSchema = z.strictObject({
 });
 export type EvaluateStepOutput = z.infer<typeof EvaluateStepOutputSchema>;
 
-/** The checks of the steps that depend on `s` (their plans' `expect.check`): what is to pass once `s` is done. */
-export function laterChecks(steps: readonly PlanStep[], s: PlanStep): string[] {
-  return steps.filter((g) => g.depends_on.includes(s.id)).flatMap((g) => g.expect?.check?.trim() || []);
+/**
+ * The checks of the steps that depend on `s` (their plans' `expect.check`), what is to pass once `s` is done, as a
+ * pick's step carries them: `{ laterChecks }`, or nothing when there are none.
+ */
+export function laterChecksOf(steps: readonly PlanStep[], s: PlanStep): { laterChecks?: string[] } {
+  const later = steps.filter((g) => g.depends_on.includes(s.id)).flatMap((g) => g.expect?.check?.trim() || []);
+  return later.length ? { laterChecks: later } : {};
 }

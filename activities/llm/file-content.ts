@@ -233,9 +233,9 @@ export async function withWholeFileWrites(
     current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
-    // A file is written with what it builds on: the other files its step names and those the request names (a test
-    // of wordcount.py written without seeing it tested a count_words that returned a number, not the dict it returns;
-    // slug.js was fixed three times without the test it was to pass).
+    // A file is written with what it builds on: the other files its step names and those the request names (a new
+    // test written without seeing the code it tests expected a number from a function that returns a dict; a fix
+    // was rewritten three times without the test it was to pass).
     const named = (step.files ?? []).filter((f) => f !== current && isWhole(f));
     const seen = new Set([path, ...named.map((f) => f.path)].map(plainPath));
     const context = [...named, ...(step.requestFiles ?? []).filter((f) => isWhole(f) && !seen.has(plainPath(f.path)))];
@@ -245,7 +245,7 @@ export async function withWholeFileWrites(
       last?.tool === RUN_COMMAND && typeof last.args.command === 'string' && last.text
         ? { command: last.args.command, output: last.text }
         : undefined;
-    const ask = async (dropped?: string[], cutOff?: boolean) => {
+    const ask = async ({ dropped, cutOff }: { dropped?: string[]; cutOff?: boolean } = {}) => {
       const answer = await model.text(
         fileContentPrompt({
           path,
@@ -270,11 +270,11 @@ export async function withWholeFileWrites(
     };
     const first = await ask();
     let text = first.text;
-    // An answer cut at the output limit is a file cut short (with the 1.5B model, a test file that repeated one more
-    // assertRaises case till the limit, refused as invalid Python three times over five minutes): it is asked for
-    // once more, complete and shorter; cut again, it is not used.
+    // An answer cut at the output limit is a file cut short (a small model repeated one more test case until the
+    // limit, and the cut file was refused as invalid code again and again): it is asked for once more, complete and
+    // shorter; cut again, it is not used.
     if (first.cut) {
-      const again = await ask(undefined, true);
+      const again = await ask({ cutOff: true });
       if (again.cut) return null;
       text = again.text;
     }
@@ -287,7 +287,7 @@ export async function withWholeFileWrites(
     if (current && content !== null) {
       const dropped = droppedLines(current.text, content);
       if (tooMuchDropped(current.text, dropped)) {
-        text = (await ask(dropped)).text;
+        text = (await ask({ dropped })).text;
         content = contentOfAnswer(text);
         if (content !== null && tooMuchDropped(current.text, droppedLines(current.text, content))) return null;
       }

@@ -159,8 +159,8 @@ export async function composeAnswer(
 
 /**
  * Whether an answer only repeats text its prompt showed: the request itself, or two lines or more of what the prompt
- * holds (a file or a result copied out). With the 0.5B model, "read calc.py and tell me what add(2, 3) returns" was
- * answered with calc.py's three lines, and a question in Chinese with the question.
+ * holds (a file or a result copied out). A small model answered a question about what a function returns with the
+ * function's source, and another question with the question itself.
  */
 export function onlyRepeats(answer: string, shown: string, request: string): boolean {
   const flat = (t: string) =>

@@ -9,15 +9,15 @@
 import { changesSomething, withExpect, type Plan } from '../../common/plan';
 import { namedFiles } from './named-files';
 import { isDataFile } from './program';
-import { piped } from './small-model';
+import { firstPipe, piped, withoutQuoted } from './shell-words';
 
 /**
  * The plan with the check left out of each step that is to change nothing when the check only reads data files: each
  * command of it (between pipes and `&&`) is one of the programs that read or reshape text (`READERS`), and the project
  * files it names are all data (./program). Such a check is the step's own work done blind, and says nothing of
- * whether the step worked: with the 1.5B model, a question about a CSV file was planned as `cat`, then an
- * `awk … | sort | head` that took the wrong columns and passed, then an `echo` of a formula, and the answer was made
- * of the wrong line. Left without a check, the steps work the data out with a program (`thinkingSteps`,
+ * whether the step worked: a small model planned a question over a data file as `cat`, then an `awk … | sort |
+ * head` that took the wrong columns and passed, then an `echo` of a formula, and the answer was made of the wrong
+ * line. Left without a check, the steps work the data out with a program (`thinkingSteps`,
  * ./program). A check that runs anything else (a build, a test runner, an installer) stays.
  */
 export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
@@ -36,9 +36,9 @@ export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; 
 
 /**
  * The plan with the check of each step that is to change nothing cut to its first command when it pipes a program's
- * output into others (`piped`): a step that is only to run something is checked by that run. With the 1.5B model,
- * "run stats.py and tell me the average it prints" was checked by `python3 stats.py | awk '{print $1}' | bc -l`:
- * bc failed on the output, exited 0, and the answer made up an average no call had shown. Not a pipeline whose first
+ * output into others (`piped`): a step that is only to run something is checked by that run. A small model checked
+ * a step that was to run a script and report its output by piping the script into `awk` and `bc`: bc failed on the
+ * output and exited 0, the step was done on it, and the answer made up a number no call had shown. Not a pipeline whose first
  * command only reads text (`cat data | python3 x.py`: its last command is the program).
  */
 export function pipedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
@@ -54,13 +54,6 @@ export function pipedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
     return withExpect(s, { ...s.expect, check: first });
   });
   return { plan: { ...plan, steps }, repairs };
-}
-
-/** Where the first `|` of a command that is not `||` and not quoted is (its length when there is none). */
-function firstPipe(command: string): number {
-  const masked = command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, (q) => 'x'.repeat(q.length));
-  const at = /(?<!\|)\|(?!\|)/.exec(masked);
-  return at ? at.index : command.length;
 }
 
 /** Programs that only read or reshape text: what a check made of them alone works the step out rather than checks it. */
@@ -85,7 +78,7 @@ const READERS = new Set([
 
 /** Whether each command of a shell line starts with one of `READERS`. */
 function onlyReaders(command: string): boolean {
-  const parts = command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''").split(/\|\|?|&&|;/);
+  const parts = withoutQuoted(command).split(/\|\|?|&&|;/);
   return parts.every((p) => READERS.has(p.trim().split(/\s+/)[0] ?? ''));
 }
 

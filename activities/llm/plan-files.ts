@@ -163,10 +163,10 @@ export function sameFileSteps(plan: Plan): { plan: Plan; repairs: string[] } {
 /**
  * The plan with each step that is to change nothing and check nothing, and whose texts name only files of the project
  * a step it depends on, or one that depends on it, is to change, joined with that step (`joinSteps`). A small Planner
- * wraps a change in "read the file" and "write the file back": with the 1.5B model, "change the port in config.json"
- * was planned as "Read config.json" (which wrote the change four times over, being shown the file and the request),
- * "Change the port" and "Write config.json" (which wrote it three more times, flipping it between two layouts).
- * Joined, what they ask is done by the step that changes the file, and judged by that change.
+ * wraps a one-line change in a step that reads the file before it and one that writes the file back after it; each
+ * was shown the file and the request, and each wrote the change again, several times over, the last flipping the
+ * file between two layouts. Joined, what they ask is done by the step that changes the file, and judged by that
+ * change.
  */
 export function followUpSteps(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
   /** Whether `step` is to change and check nothing, and names only files `changer` is to change. */
@@ -246,8 +246,8 @@ function joinSteps(
 /**
  * The plan with the check left out of each step that is to change nothing when a step that depends on it, directly
  * or through others, runs the same check and is to change files: the check is the evidence of that change, and
- * before it, it fails by design. A small Planner gives "find the bug", "fix calc.py" and "run the tests" each the
- * failing test as their check: the first step's check failed (the bug is not fixed yet), its repair rounds found
+ * before it, it fails by design. A small Planner gives finding the bug, fixing the file and running the tests each
+ * the failing test as their check: the first step's check failed (the bug is not fixed yet), its repair rounds found
  * nothing to do, and the task was planned again from a step that could never pass.
  */
 export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] } {

@@ -225,8 +225,8 @@ const FOLDER_IN_TEXT = /(?<![\w./-])((?:[\w.-]+\/)+)(?=[\s`'"),;:!?]|\.(?:\s|$)|
  * (a folder of the listing, or a path ending in "/") left out: a value such as "5432" could never change, and its
  * step would be judged not done whatever it did. A folder named without its "/" is written with it, so it is judged
  * as a folder (something made, removed or changed in it), not as a file: a folder of the listing, one the plan puts
- * files in, or one the request names with its "/" (with the 1.5B model, "move the .log files into a logs/ directory
- * (make it)" planned `changes: ["logs"]`, which was dropped, and the step wrote a file `top/logs`).
+ * files in, or one the request names with its "/" (a small model planned the folder a request named with its "/"
+ * as a bare name in `changes`, which was dropped, and its step then wrote a file where the folder was to be).
  */
 export function fileChangesOnly(
   plan: Plan,

@@ -5,7 +5,8 @@
 import { changesSomething, plainPath, plannedFiles, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { namedFiles, newFileNames } from './named-files';
-import { callWithoutPick, piped, RUN_COMMAND } from './small-model';
+import { piped } from './shell-words';
+import { callWithoutPick, RUN_COMMAND } from './small-model';
 
 /** What `reproducesFirst` looks at of a step. */
 export interface FixingStep {
@@ -20,9 +21,10 @@ export interface FixingStep {
 /**
  * For each step that has made no call yet and is to change files the project has, a run of the check that is to
  * pass once it has (its own, else that of a step after it) as its first call, without a pick and left open: the
- * step's next pick and its writes then see the failure (as a call made so far, not as missing evidence), as a developer runs the failing test before fixing the code. With the 1.5B
- * model, "fix slugify in slug.js so that test/slug.test.js passes" was written three times without anyone seeing the
- * test or its error, and each rewrite left the file as it was.
+ * step's next pick and its writes then see the failure (as a call made so far, not as missing evidence), as a
+ * developer runs the failing test before fixing the code. A small model asked to fix a function so that a named test
+ * passes rewrote the file three times without anything having shown it the test or its error, and each rewrite left
+ * the file as it was.
  *
  * Only a check that runs files of the project the step does not change (a test of the code it fixes): a check that
  * runs the very script the step is to fix (a clean-up script deleting the wrong files, say) is not run before the

@@ -28,6 +28,7 @@ import {
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { isCut, isWhole, namedFiles } from './named-files';
+import { piped } from './shell-words';
 import type { OpenAIFunction } from './structured-output';
 
 export const READ_FILE = 'workspace__read_file';
@@ -65,8 +66,8 @@ export interface CopyingStep {
  * Whether a step is to copy or move files the project has: every file its plan creates has the name of one the
  * project has in another folder, and there are several, or the step names the one it mirrors (`notes.txt` for
  * `archive/notes.txt`). Their content is that of the files they mirror, which a command copies or moves whole and a
- * write from nothing can only make up: with the 1.5B model, "move the .log files into logs/" was planned as creating
- * `logs/*.log`, each was written as a placeholder line, and the logs stayed where they were. A lone file named as
+ * write from nothing can only make up: a small model planned moving files into a folder as creating each of them
+ * there, each was written as a placeholder line, and the files stayed where they were. A lone file named as
  * another (`docs/README.md`, `tests/__init__.py`) is a new file like any other.
  */
 export function copiesFiles(step: CopyingStep, existing: readonly string[] | null | undefined): boolean {
@@ -293,15 +294,6 @@ export function checksFirst(tools: readonly ToolDescriptor[], steps: readonly Ch
   return steps
     .filter((s) => s.expect?.check?.trim() && !piped(s.expect.check) && !changesSomething(s) && unstarted(s))
     .map((s) => callWithoutPick(runner, s.id, { command: s.expect!.check!.trim() }));
-}
-
-/**
- * Whether a command pipes one program's output into another (a `|` outside quotes that is not `||`). With the 1.5B
- * model, "run stats.py and report what it prints" was checked by `python3 stats.py | awk '{print $1}' | bc -l`: run
- * first, bc's error exited 0, the step was done on it, and the answer made up the average.
- */
-export function piped(command: string): boolean {
-  return /(?<!\|)\|(?!\|)/.test(command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''"));
 }
 
 /** Whether a step has made no call yet and is not in a repair round. */

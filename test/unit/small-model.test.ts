@@ -12,7 +12,6 @@ import {
   checksFirst,
   copiesFiles,
   mirroredFiles,
-  piped,
   narrowPaths,
   PLANNED_WRITES,
   readsBeforeBlindWrites,
@@ -21,6 +20,7 @@ import {
   writesForNewFiles,
   writesForUnchanged,
 } from '../../activities/llm/small-model';
+import { piped } from '../../activities/llm/shell-words';
 import { describeTool, type PickedCall, type ToolDescriptor } from '../../common/tools';
 
 const tool = (name: string) =>

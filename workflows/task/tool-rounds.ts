@@ -9,7 +9,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { GuardedPath } from '../../common/path-guard';
 import { repairsFor } from '../../common/first-pick';
-import { laterChecks, type PlanStep } from '../../common/plan';
+import { laterChecksOf, type PlanStep } from '../../common/plan';
 import type { PickedCall } from '../../common/tools';
 import { modelNodes } from '../shared/activities';
 import type { CallRunner, RunningCall } from './call-runner';
@@ -156,7 +156,7 @@ export class ToolRounds {
             instruction: questions.withAnswers(s).instruction,
             dependencyResults: progress.dependencyResults(s),
             ...(s.depends_on.length ? { builtOn: progress.dependencyInstructions(s) } : {}),
-            ...(laterChecks(progress.graph, s).length ? { laterChecks: laterChecks(progress.graph, s) } : {}),
+            ...laterChecksOf(progress.graph, s),
             previousFailure: progress.previousFailure(s.id),
             ...(s.expect ? { expect: s.expect } : {}),
             ...(notDone

@@ -3,10 +3,9 @@
  * import only the `Activities` type. This file wires them: each kind of work lives in a module of its own.
  */
 import type { Config } from '../common/config';
-import { sandboxNote, type ProjectContextInfo } from '../common/sandbox-status';
+import type { ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
 import type { Logger } from '../runtime/log';
-import { sandboxReport } from '../runtime/sandbox-probe';
 import { createModelClient, type ModelClient } from './llm/model';
 import { ANSWER_FILES_CHARS, namedFiles } from './llm/named-files';
 import * as nodes from './llm/nodes';
@@ -14,7 +13,7 @@ import { routeRequest, type RouteRequestInput, type RouteRequestResult } from '.
 import type { McpPool } from './mcp/pool';
 import { createToolActivities } from './mcp/tools';
 import { createPlanActivities } from './plan-activities';
-import { requireAllowedProject } from './project/allowed';
+import { createProjectCheck, type ProjectCheckAsk } from './project/check';
 import { ProjectContextReader } from './project/context';
 import { initProject } from './project/init';
 import { createPromptContext } from './prompt-context';
@@ -36,17 +35,22 @@ export function createActivities(deps: ActivityDeps) {
   const tools = createToolActivities({ config, log, pool: deps.pool });
   const projectContext = new ProjectContextReader();
   const context = createPromptContext(tools);
+  const projectCheck = createProjectCheck(config, projectContext);
 
   return {
     ...tools,
     ...createRewindActivities({ config, log }),
-    ...createPlanActivities({ config, log, model, tools, context, projectContext }),
+    ...createPlanActivities({ config, log, model, tools, context, projectContext, projectCheck }),
     sleptSessionGrants,
 
     /** The router, which takes a message naming a file of the project as work at once (llm/route-request.ts). */
-    async routeRequest(input: RouteRequestInput): Promise<RouteRequestResult> {
-      const listing = input.projectDir ? await context.listing(input.projectDir) : undefined;
-      return routeRequest(model, input, listing?.files ?? []);
+    async routeRequest(
+      input: RouteRequestInput & ProjectCheckAsk
+    ): Promise<RouteRequestResult & { project?: ProjectContextInfo }> {
+      return projectCheck.checkedFirst(input, async () => {
+        const listing = input.projectDir ? await context.listing(input.projectDir) : undefined;
+        return routeRequest(model, input, listing?.files ?? []);
+      });
     },
 
     /**
@@ -54,12 +58,7 @@ export function createActivities(deps: ActivityDeps) {
      * file's text stays out of workflow history.
      */
     async projectContextInfo(input: { projectDir: string }): Promise<ProjectContextInfo> {
-      requireAllowedProject(config, input.projectDir);
-      const [ctx, sandbox] = await Promise.all([
-        projectContext.read(input.projectDir),
-        sandboxReport(config.tools.sandbox),
-      ]);
-      return { file: ctx.file, sandbox: sandbox.status, sandboxNote: sandboxNote(sandbox) };
+      return projectCheck.projectInfo(input.projectDir);
     },
 
     async doStep(input: nodes.DoStepInput) {

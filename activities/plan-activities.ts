@@ -18,6 +18,7 @@ import { pickTools, type PickToolsInput, type PickToolsResult } from './llm/pick
 import { writePlan, type WritePlanInput } from './llm/planner';
 import { isDataFile } from './llm/program';
 import type { createToolActivities } from './mcp/tools';
+import type { createProjectCheck, ProjectCheckAsk } from './project/check';
 import type { ProjectContextReader } from './project/context';
 import type { ProjectListing } from './project/listing';
 import { stepNewFiles, stepUnshownFiles, type PromptContext } from './prompt-context';
@@ -29,6 +30,7 @@ export interface PlanActivityDeps {
   tools: ReturnType<typeof createToolActivities>;
   context: PromptContext;
   projectContext: ProjectContextReader;
+  projectCheck: ReturnType<typeof createProjectCheck>;
 }
 
 export function createPlanActivities(deps: PlanActivityDeps) {
@@ -138,31 +140,8 @@ export function createPlanActivities(deps: PlanActivityDeps) {
      * The Planner's plan; with `firstPick` (a first plan the workflow may go on with at once), also the first
      * round's tool picks, as `pickTools` makes them (common/first-pick.ts).
      */
-    async writePlan(input: WritePlanInput & { firstPick?: FirstPickAsk }): Promise<{
-      plan: Plan;
-      usage: MeteredUsage;
-      repairs?: string[];
-      firstPick?: FirstPick;
-    }> {
-      const began = Date.now();
-      const [toolList, ctx, listing] = await Promise.all([
-        offered(input.projectDir, input.toolAccess),
-        deps.projectContext.read(input.projectDir),
-        context.listing(input.projectDir),
-      ]);
-      const listed = { ...input, listing };
-      const written = await writePlan(model, listed, toolList, ctx.text);
-      if (!input.firstPick) return written;
-      const picked = await firstPick(listed, input.firstPick, written, toolList, began);
-      if (!picked) return written;
-      const { questions, ...pick } = picked;
-      if (!questions?.length) return { ...written, firstPick: pick };
-      // A new file needs a fact only the user knows: its step asks first (and the round is picked again after).
-      const usage = {
-        ...addUsage(written.usage, pick.usage),
-        modelCalls: (written.usage.modelCalls ?? 1) + (pick.usage.modelCalls ?? 1),
-      };
-      return { ...askedFirst(written, questions), usage };
+    async writePlan(input: WritePlanInput & ProjectCheckAsk & { firstPick?: FirstPickAsk }) {
+      return deps.projectCheck.checkedFirst(input, () => planned(input));
     },
 
     /** Binds the steps' tool calls and checks each call's paths. */
@@ -170,6 +149,34 @@ export function createPlanActivities(deps: PlanActivityDeps) {
       return pickChecked(input, await offered(input.projectDir, input.toolAccess));
     },
   };
+
+  /** The plan, and the first round's picks when asked for (`writePlan`). */
+  async function planned(input: WritePlanInput & { firstPick?: FirstPickAsk }): Promise<{
+    plan: Plan;
+    usage: MeteredUsage;
+    repairs?: string[];
+    firstPick?: FirstPick;
+  }> {
+    const began = Date.now();
+    const [toolList, ctx, listing] = await Promise.all([
+      offered(input.projectDir, input.toolAccess),
+      deps.projectContext.read(input.projectDir),
+      context.listing(input.projectDir),
+    ]);
+    const listed = { ...input, listing };
+    const written = await writePlan(model, listed, toolList, ctx.text);
+    if (!input.firstPick) return written;
+    const picked = await firstPick(listed, input.firstPick, written, toolList, began);
+    if (!picked) return written;
+    const { questions, ...pick } = picked;
+    if (!questions?.length) return { ...written, firstPick: pick };
+    // A new file needs a fact only the user knows: its step asks first (and the round is picked again after).
+    const usage = {
+      ...addUsage(written.usage, pick.usage),
+      modelCalls: (written.usage.modelCalls ?? 1) + (pick.usage.modelCalls ?? 1),
+    };
+    return { ...askedFirst(written, questions), usage };
+  }
 }
 
 /**

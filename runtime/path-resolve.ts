@@ -116,10 +116,24 @@ export interface GuardOptions {
   homeDir?: string;
 }
 
+/** Matchers compiled so far, by their patterns: every call is checked against the same few lists. */
+const matchers = new Map<string, SensitiveMatcher>();
+
+function sensitiveMatcher(patterns: readonly string[]): SensitiveMatcher {
+  const key = patterns.join('\0');
+  let m = matchers.get(key);
+  if (!m) {
+    if (matchers.size >= 64) matchers.clear();
+    m = new SensitiveMatcher(patterns);
+    matchers.set(key, m);
+  }
+  return m;
+}
+
 /** Every path a call would touch, resolved and classified; one entry per argument (the strictest reading). */
 export function guardToolCall(call: GuardedCall, opts: GuardOptions): GuardedPath[] {
   const root = resolveRoot(opts.projectDir);
-  const matcher = new SensitiveMatcher(opts.sensitivePatterns);
+  const matcher = sensitiveMatcher(opts.sensitivePatterns);
   const protectedFiles = new ProtectedMatcher(opts.protectedPatterns ?? []);
   return extractPathCandidates(call).map((c) => guardOne(c.raw, c.arg, c.op, root, matcher, opts, protectedFiles));
 }

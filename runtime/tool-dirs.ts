@@ -16,6 +16,8 @@ export function expandHome(dir: string, home: string): string {
  * look in the wrong place. `~` is `home`.
  */
 export function toolDirEnv(env: NodeJS.ProcessEnv, toolDirs: readonly string[], home: string): Record<string, string> {
+  // Asked for at every tool call (the server's spec is its pool key): nothing to look through without tool dirs.
+  if (!toolDirs.length) return {};
   const dirs = toolDirs.map((d) => path.resolve(expandHome(d, home)));
   return Object.fromEntries(
     Object.entries(env).filter(

@@ -132,10 +132,35 @@ export function cutText(text: string, cap = RESULT_TEXT_CAP): { text: string; tr
   return { text: `${head}\n[truncated: ${bytes - cap} of ${bytes} bytes not shown]`, truncated: true, bytes };
 }
 
+/** How many projects' workspace server specs and path guards a worker keeps built. */
+const PROJECTS_KEPT = 256;
+
+/** `build`, remembered for the last `max` keys it was asked for (a failure is not remembered). */
+function boundedMemo<V>(max: number, build: (key: string) => V): (key: string) => V {
+  const kept = new Map<string, V>();
+  return (key) => {
+    if (kept.has(key)) return kept.get(key)!;
+    const value = build(key);
+    if (kept.size >= max) kept.delete(kept.keys().next().value!);
+    kept.set(key, value);
+    return value;
+  };
+}
+
 export function createToolActivities(deps: ToolDeps) {
   const { pool } = deps;
   // Per worker process: the workspace servers this worker starts accept grants signed with it, and no others.
   const grantKey = randomBytes(32).toString('hex');
+  // What a project's workspace server is started with, and what its paths are checked against, is the same at every
+  // call, and building either resolves Klea's own paths on the file system: built once per project (the spec is
+  // used only to start the server; later calls find the server by its key).
+  const workspaceFor = boundedMemo(PROJECTS_KEPT, (projectDir: string) =>
+    workspaceSpec(deps.config, projectDir, grantKey)
+  );
+  const guardsFor = boundedMemo(PROJECTS_KEPT, (projectDir: string) => ({
+    protectedPatterns: protectedPatternsFor(deps.config, projectDir),
+    ownState: ownStatePaths(deps.config),
+  }));
 
   /** Every server a session may use; one that cannot be set up is reported by name and the others kept. */
   function specsFor(projectDir: string): { specs: ServerSpec[]; unavailable: ListToolsResult['unavailable'] } {
@@ -150,8 +175,7 @@ export function createToolActivities(deps: ToolDeps) {
         unavailable.push({ server: name, error: err.message });
       }
     };
-    if (deps.config.mcp.workspace.enabled)
-      add(WORKSPACE_SERVER, () => workspaceSpec(deps.config, projectDir, grantKey));
+    if (deps.config.mcp.workspace.enabled) add(WORKSPACE_SERVER, () => workspaceFor(projectDir));
     for (const [name, server] of Object.entries(deps.config.mcp.servers)) {
       if (server.disabled || name === WORKSPACE_SERVER) continue;
       add(name, () => approvedSpec(configuredSpec(name, server, deps.config)));
@@ -172,8 +196,7 @@ export function createToolActivities(deps: ToolDeps) {
 
   function specFor(projectDir: string, server: string): ServerSpec | undefined {
     requireAllowedProject(deps.config, projectDir);
-    if (server === WORKSPACE_SERVER && deps.config.mcp.workspace.enabled)
-      return workspaceSpec(deps.config, projectDir, grantKey);
+    if (server === WORKSPACE_SERVER && deps.config.mcp.workspace.enabled) return workspaceFor(projectDir);
     const cfg = deps.config.mcp.servers[server];
     return cfg && !cfg.disabled ? approvedSpec(configuredSpec(server, cfg, deps.config)) : undefined;
   }
@@ -201,7 +224,7 @@ export function createToolActivities(deps: ToolDeps) {
     const found = (await descriptorsOf(spec)).find((t) => t.name === tool);
     // Security: a call to another server's tool that shadows a built-in one is refused at dispatch too.
     if (found && spec.name !== WORKSPACE_SERVER && deps.config.mcp.workspace.enabled) {
-      const builtIn = await descriptorsOf(workspaceSpec(deps.config, projectDir, grantKey));
+      const builtIn = await descriptorsOf(workspaceFor(projectDir));
       if (builtIn.some((t) => t.qualifiedName.toLowerCase() === found.qualifiedName.toLowerCase())) return { spec };
     }
     return { spec, tool: found };
@@ -244,8 +267,7 @@ export function createToolActivities(deps: ToolDeps) {
         {
           projectDir: input.projectDir,
           sensitivePatterns: deps.config.tools.sensitive_patterns,
-          protectedPatterns: protectedPatternsFor(deps.config, input.projectDir),
-          ownState: ownStatePaths(deps.config),
+          ...guardsFor(input.projectDir),
         }
       );
       if (input.server !== WORKSPACE_SERVER) return guarded;

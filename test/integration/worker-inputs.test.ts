@@ -4,6 +4,8 @@
  * grants in an input that no session handed over open nothing. And /healthz tells a caller without the token only
  * whether the service is up.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createApp } from '../../api/app';
@@ -86,6 +88,73 @@ describe('the worker checks its own inputs', () => {
     expect(ignored).toMatchObject({ code: 'GrantsIgnored' });
     expect((await s.state()).grants).toEqual([]);
     await s.handle.terminate('the test is over');
+  });
+});
+
+describe('a task with a home (a cluster host): its first activity there checks the project', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  const project = makeProject({ 'a.txt': 'alpha\n' });
+  // This worker is host h1 too (it polls klea-host-h1), as a worker host on a cluster is.
+  useFakeModelEnv(
+    { name: 'inputs-home', overrides: { project: { dir: project.dir }, worker: { host_id: 'h1' } } },
+    (f, e) => {
+      fake = f;
+      env = e;
+    }
+  );
+  const home = { hostId: 'h1', waitMs: 30_000 };
+
+  it('a projectDir outside the roots ends the task before any model call, as on one machine', async () => {
+    const t = await TaskDriver.start(env, 'List everything', '/', { home });
+    const result = await t.result();
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(/^project directory "\/" must lie under an allowed project root \(.+\): this worker/);
+    expect(await t.waitFor('error')).toMatchObject({ code: 'ProjectNotAllowed' });
+    expect((await t.events()).map((e) => e.type)).not.toContain('context');
+    // The plan's activity, at the home, refused the directory before it asked the model anything.
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual(['writePlan']);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('an allowed project: the context event tells the same facts as on one machine, before the plan, and no round trip of its own', async () => {
+    writeFileSync(path.join(project.dir, 'AGENTS.md'), 'Be brief.\n');
+    const steps = (id: string) => [
+      { id, title: 'Read a.txt', instruction: 'Read a.txt', depends_on: [], needs_tool: true, questions: [] },
+    ];
+    fake.on('write_plan', {
+      call: { goal: 'read', steps: steps('s1'), review: { before_work: false, after_step_ids: [] } },
+    });
+    fake.on('write_plan', {
+      call: { goal: 'read', steps: steps('s1'), review: { before_work: false, after_step_ids: [] } },
+    });
+    fake.always('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'a.txt' } }] });
+    fake.always('compose_answer', { content: 'a.txt says alpha.' });
+    const atHome = await TaskDriver.start(env, 'What does a.txt say?', project.dir, { home });
+    expect((await atHome.result()).status).toBe('done');
+    const alone = await TaskDriver.start(env, 'What does a.txt say?', project.dir);
+    expect((await alone.result()).status).toBe('done');
+
+    const types = (await atHome.events()).map((e) => e.type);
+    expect(types.indexOf('context')).toBe(0);
+    expect(types.indexOf('plan')).toBeGreaterThan(0);
+    const context = (t: TaskDriver) => t.events().then((es) => es.find((e) => e.type === 'context'));
+    const told = await context(atHome);
+    expect(told).toMatchObject({ projectContextFile: 'AGENTS.md', sandbox: expect.any(String) });
+    const { seq: _a, at: _b, ...facts } = told as Record<string, unknown>;
+    expect(await context(alone)).toMatchObject(facts);
+    const scheduled = (await atHome.scheduledActivities()).map((a) => a.type);
+    expect(scheduled[0]).toBe('writePlan');
+    expect(scheduled).not.toContain('projectContextInfo');
+    expect(await atHome.localActivities()).toEqual([]);
+  });
+
+  it('a routed task at its home: the route checks the project, and a chat reply comes after the context event', async () => {
+    fake.on('route_request', { call: { route: 'chat', reply: 'Hello!' } });
+    const t = await TaskDriver.start(env, 'Hi there', project.dir, { home, route: true });
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'Hello!' });
+    expect((await t.events()).map((e) => e.type)).toEqual(['context', 'answer', 'status']);
+    expect((await t.scheduledActivities()).map((a) => a.type)).toEqual(['routeRequest']);
   });
 });
 

@@ -17,7 +17,7 @@ export interface ProjectCheck {
 }
 
 /** Any other failure only means the context is not known: the run goes on without it. */
-const UNKNOWN_CONTEXT: KnownContext = Object.freeze({ file: null, sandbox: undefined, sandboxNote: undefined });
+export const UNKNOWN_CONTEXT: KnownContext = Object.freeze({ file: null, sandbox: undefined, sandboxNote: undefined });
 
 /** The activity that reads the project's context, however it is scheduled. */
 export interface ContextReader {

@@ -5,7 +5,8 @@
 import { Failure } from '../../common/failures';
 import type { TaskResult } from '../../common/task';
 import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
-import { checkProject } from '../shared/project-check';
+import type { ProjectContextInfo } from '../../common/sandbox-status';
+import { checkProject, UNKNOWN_CONTEXT, type KnownContext } from '../shared/project-check';
 import { SCIENTIFIC_MODE_EXPLANATION } from './modes';
 import type { Planning } from './planning';
 import type { TaskRun } from './task-run';
@@ -22,27 +23,37 @@ export async function beginTask(task: TaskRun, planning: Planning): Promise<Task
       code: Failure.GrantsIgnored,
       message: `the ${task.ignoredGrants} grant(s) in the task's input were ignored: only a session hands grants to its tasks`,
     });
-  // The project check is local to the workflow's worker on one machine; on a cluster it runs where the project is.
-  const project = await checkProject(
-    input.projectDir,
-    input.home ? task.home(projectFacts.projectContextInfo) : localProjectFacts.projectContextInfo
-  );
-  if (project.refused) return task.fail(Failure.ProjectNotAllowed, project.refused);
-  const { context } = project;
   const declined = input.mode === 'scientific';
-  log.emit({
-    type: 'context',
-    mode: input.mode,
-    // A mode that cannot run is declined below, never swapped for another: requested and effective agree.
-    requestedMode: input.mode,
-    modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
-    toolAccess: input.toolAccess,
-    network: input.network,
-    sandbox: context.sandbox,
-    sandboxNote: context.sandboxNote,
-    projectDir: input.projectDir,
-    projectContextFile: context.file,
-  });
+  const context = (known: KnownContext) =>
+    log.emit({
+      type: 'context',
+      mode: input.mode,
+      // A mode that cannot run is declined below, never swapped for another: requested and effective agree.
+      requestedMode: input.mode,
+      modeNote: declined ? SCIENTIFIC_MODE_EXPLANATION : null,
+      toolAccess: input.toolAccess,
+      network: input.network,
+      sandbox: known.sandbox,
+      sandboxNote: known.sandboxNote,
+      projectDir: input.projectDir,
+      projectContextFile: known.file,
+    });
+  // On one machine the project check is a local activity of the workflow's worker. On a cluster it runs where the
+  // project is, made by the task's first activity there (the route or the plan), which tells the facts with its
+  // result: a separate activity would cost every task a round trip through the cluster.
+  let checkAtHome = Boolean(input.home) && !declined;
+  const checked = (project: ProjectContextInfo | undefined) => {
+    checkAtHome = false;
+    context(project ?? UNKNOWN_CONTEXT);
+  };
+  if (!checkAtHome) {
+    const project = await checkProject(
+      input.projectDir,
+      input.home ? task.home(projectFacts.projectContextInfo) : localProjectFacts.projectContextInfo
+    );
+    if (project.refused) return task.fail(Failure.ProjectNotAllowed, project.refused);
+    context(project.context);
+  }
   if (declined) {
     // Never a silently ungrounded answer: the request is declined with the reason.
     task.giveAnswer(SCIENTIFIC_MODE_EXPLANATION);
@@ -57,8 +68,10 @@ export async function beginTask(task: TaskRun, planning: Planning): Promise<Task
         projectDir: input.projectDir,
         summary: input.summary || undefined,
         recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
+        ...(checkAtHome ? { checkProject: true } : {}),
       },
     ]);
+    if (checkAtHome) checked(route.project);
     const routed = task.meter.modelCall(route.usage);
     if (route.route === 'chat' && route.reply) {
       task.giveAnswer(route.reply, routed);
@@ -66,7 +79,7 @@ export async function beginTask(task: TaskRun, planning: Planning): Promise<Task
     }
   }
 
-  await planning.plan();
+  await planning.plan(checkAtHome ? checked : undefined);
   await planning.reviewBeforeWork();
   return null;
 }

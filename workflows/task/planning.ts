@@ -12,6 +12,7 @@ import { pickedFor, type FirstPick, type FirstPickAsk } from '../../common/first
 import type { Plan, PlanStep } from '../../common/plan';
 import { planDiff, type PlanDiff } from '../../common/plan-diff';
 import type { CallUsage } from '../../common/model-protocol';
+import type { ProjectContextInfo } from '../../common/sandbox-status';
 import type { ReviewDecision, StepResultView } from '../../common/task';
 import { modelNodes } from '../shared/activities';
 import type { ReviewReason } from './review-gate';
@@ -21,6 +22,19 @@ import type { TaskRun } from './task-run';
 export interface Revision {
   diff: PlanDiff;
   feedback: string;
+}
+
+/** What a plan is asked for with, besides the request. */
+interface WriteAsk {
+  /** Why the plan is written again (a replan's reason, the user's revision). */
+  feedback?: string;
+  finished?: StepResultView[];
+  firstPick?: FirstPickAsk;
+  feedbackFrom?: 'replan';
+  /** The check whose failure asked for a new plan. */
+  failedCheck?: string;
+  /** The task's project check, made by the Planner's activity first (`Planning.plan`). */
+  checkProject?: boolean;
 }
 
 /** A plan as the Planner wrote it, with the usage of the call that wrote it. */
@@ -53,20 +67,21 @@ export class Planning {
 
   /**
    * The Planner's first plan for the request, adopted. The Planner's activity also picks the first round's tools
-   * when nothing has to happen before that round: those picks are kept for `takeFirstPick`.
+   * when nothing has to happen before that round: those picks are kept for `takeFirstPick`. With `checked` (a task
+   * at its home on a cluster that has not checked its project yet), the activity checks the project first and
+   * `checked` is told its facts before the plan is.
    */
-  async plan(): Promise<void> {
+  async plan(checked?: (project: ProjectContextInfo | undefined) => void): Promise<void> {
     const { input, meter } = this.task;
-    const ask: FirstPickAsk | undefined =
+    const firstPick: FirstPickAsk | undefined =
       input.review !== 'always'
         ? { budgetLeft: this.budget === null || input.maxTokens === null ? null : this.budget - meter.tokens }
         : undefined;
-    const written = await this.write(
-      ask ? 'plan · first tool picks if no review is due' : 'plan',
-      undefined,
-      undefined,
-      ask
-    );
+    const written = await this.write(firstPick ? 'plan · first tool picks if no review is due' : 'plan', {
+      firstPick,
+      checkProject: checked !== undefined,
+    });
+    checked?.(written.project);
     this.adopt(this.metered(written));
     this.firstPick = written.firstPick ?? null;
   }
@@ -101,14 +116,12 @@ export class Planning {
     const { progress, log } = this.task;
     let written;
     try {
-      written = await this.write(
-        'replan',
-        `A step could not be completed: ${reason}`,
-        progress.finishedViews(),
-        undefined,
-        'replan',
-        failedCheck
-      );
+      written = await this.write('replan', {
+        feedback: `A step could not be completed: ${reason}`,
+        finished: progress.finishedViews(),
+        feedbackFrom: 'replan',
+        failedCheck,
+      });
     } catch (err) {
       if (isCancellation(err) || failureCode(err, '') !== Failure.ModelOutputInvalid) throw err;
       log.emit({
@@ -156,15 +169,9 @@ export class Planning {
   }
 
   /** Asks the Planner for a plan. */
-  private write(
-    summary: string,
-    feedback?: string,
-    finished?: StepResultView[],
-    firstPick?: FirstPickAsk,
-    feedbackFrom?: 'replan',
-    failedCheck?: string
-  ) {
+  private write(summary: string, ask: WriteAsk = {}) {
     const { input, progress } = this.task;
+    const { feedback, finished, firstPick, feedbackFrom, failedCheck } = ask;
     this.task.setStatus('planning', summary);
     return this.task.home(modelNodes.writePlan).executeWithOptions({ summary }, [
       {
@@ -179,6 +186,7 @@ export class Planning {
         ...(failedCheck ? { failedCheck, changedFiles: progress.changedFiles() } : {}),
         finished: finished?.length ? finished : undefined,
         firstPick,
+        ...(ask.checkProject ? { checkProject: true } : {}),
       },
     ]);
   }
@@ -211,7 +219,7 @@ export class Planning {
       if (d.decision === 'approve') return;
       const feedback = d.feedback?.trim() || 'The user asked for a revision without saying what to change.';
       const reviewed = progress.current().plan;
-      const written = this.metered(await this.write('revise plan', feedback, progress.finishedViews()));
+      const written = this.metered(await this.write('revise plan', { feedback, finished: progress.finishedViews() }));
       revision = { diff: planDiff(reviewed, written.plan), feedback };
       this.adopt(written, undefined, revision);
       reason = 'revised';

@@ -31,6 +31,11 @@ export interface ClusterOptions {
   namespace: string;
   retentionDays: number;
   logLevel?: string;
+  /**
+   * The address the services listen on and reach each other by (default 127.0.0.1): a test whose worker hosts are
+   * network namespaces of their own gives the address of the bridge it made between them.
+   */
+  bindIp?: string;
   /** Each process's output, by name (`postgres`, `frontend`, …). */
   onOutput?: (name: string, chunk: string) => void;
   say?: (msg: string) => void;
@@ -79,6 +84,7 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 
 export async function startCluster(opts: ClusterOptions): Promise<TemporalCluster> {
   const say = opts.say ?? (() => undefined);
+  const bindIp = opts.bindIp ?? '127.0.0.1';
   const { ports } = opts;
   const pgBin = postgresBinDir();
   const pgData = path.join(opts.dataDir, 'postgres');
@@ -201,8 +207,8 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
       DB_PORT: String(ports.postgres),
       POSTGRES_USER: 'temporal',
       POSTGRES_PWD: password,
-      BIND_ON_IP: '127.0.0.1',
-      TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
+      BIND_ON_IP: bindIp,
+      TEMPORAL_BROADCAST_ADDRESS: bindIp,
       FRONTEND_GRPC_PORT: String(ports.frontend),
       FRONTEND_HTTP_PORT: String(ports.frontendHttp),
       HISTORY_GRPC_PORT: String(ports.history),
@@ -240,14 +246,14 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
       if (gone) throw new Fatal(`the ${gone} process exited`);
       // Its membership port opens as it starts, after the metadata and the system namespace are written.
       const listening = await Promise.all(
-        [ports[first], ports.membership[first]].map(async (p) => (await portProblem(p, '127.0.0.1')) === 'EADDRINUSE')
+        [ports[first], ports.membership[first]].map(async (p) => (await portProblem(p, bindIp)) === 'EADDRINUSE')
       );
       return listening.every(Boolean) ? true : undefined;
     });
     for (const service of rest) startService(service);
 
     // 4. The namespace (with its retention) and Klea's search attributes, once the frontend answers.
-    const address = `127.0.0.1:${ports.frontend}`;
+    const address = `${bindIp}:${ports.frontend}`;
     const connection = await until('the Temporal frontend answering', 120_000, async () => {
       const gone = anyExited();
       if (gone) throw new Fatal(`the ${gone} process exited`);
@@ -306,7 +312,8 @@ export async function startCluster(opts: ClusterOptions): Promise<TemporalCluste
  */
 export async function startScratchCluster(
   serverDir: string,
-  dataDir: string
+  dataDir: string,
+  opts: Pick<ClusterOptions, 'bindIp'> = {}
 ): Promise<{ cluster: TemporalCluster; output: string[] }> {
   const output: string[] = [];
   const cluster = await startCluster({
@@ -318,6 +325,7 @@ export async function startScratchCluster(
     namespace: 'default',
     retentionDays: 1,
     logLevel: 'error',
+    ...opts,
     onOutput: (name, chunk) => output.push(`${name}: ${chunk}`),
   }).catch((err: unknown) => {
     process.stderr.write(output.slice(-40).join(''));

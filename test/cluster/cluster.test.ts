@@ -16,7 +16,7 @@
  * Every pause is deterministic: each worker asks the test before any activity runs (test/support/gated-worker.ts),
  * so the test holds the exact call it kills a host under; nothing waits on a timer it hopes is long enough.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,10 +26,21 @@ import { stringify } from 'yaml';
 import { Connection } from '@temporalio/client';
 import { findFreePort } from '../../runtime/ports';
 import { FakeModel, type RecordedRequest } from '../support/fake-model';
+import { addHost, cutOff, inHost, reconnect, removeHost, type Bridge, type NetHost } from '../support/netns';
 import { makeProject, plan, step } from '../support/task-driver';
 
 const ROOT = path.join(__dirname, '..', '..');
 const address = process.env.KLEA_TEST_CLUSTER_ADDRESS!;
+/**
+ * The bridge the run made for the hosts (test/cluster/global-setup.ts): each host is then a network namespace of its
+ * own, with its own address, that reaches the cluster, the model and the gate only over the bridge. Absent (no root,
+ * no `ip`): the hosts share the machine's network, and a host is cut off by freezing it.
+ */
+const bridge: Bridge | null = process.env.KLEA_TEST_CLUSTER_BRIDGE
+  ? (JSON.parse(process.env.KLEA_TEST_CLUSTER_BRIDGE) as Bridge)
+  : null;
+/** Where the test's own servers (the model, the gate) listen: where the hosts can reach them. */
+const listenIp = bridge?.ip ?? '127.0.0.1';
 const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-cluster-')));
 const taskQueue = `cluster-${process.pid}`;
 const HOSTS = ['h1', 'h2'] as const;
@@ -55,6 +66,8 @@ let gateUrl: string;
 let api: ChildProcess | undefined;
 let apiUrl: string;
 const workers: Record<Host, ChildProcess | null> = { h1: null, h2: null };
+/** Each host's network namespace, when the run has a bridge. */
+const net: Partial<Record<Host, NetHost>> = {};
 /** Every activity the hosts ran, in order. */
 const ran: GateCall[] = [];
 /** What the gate does with a call; the activity runs when the promise settles. */
@@ -96,7 +109,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
 
 /** Starts host `h`'s worker (gated) and waits until it polls both its queues. */
 async function startHost(h: Host): Promise<void> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'test', 'support', 'gated-worker.js')], {
+  const argv = [process.execPath, path.join(ROOT, 'dist', 'test', 'support', 'gated-worker.js')];
+  const [command, args] = net[h] ? inHost(net[h], argv) : [argv[0]!, argv.slice(1)];
+  const child = spawn(command, args, {
     env: {
       ...process.env,
       KLEA_TEST_GATE_URL: gateUrl,
@@ -270,9 +285,10 @@ beforeAll(async () => {
       onActivity(call).then(answer, answer);
     });
   });
-  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
-  gateUrl = `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
-  fake = await FakeModel.start();
+  await new Promise<void>((r) => gate.listen(0, listenIp, () => r()));
+  gateUrl = `http://${listenIp}:${(gate.address() as AddressInfo).port}/`;
+  fake = await FakeModel.start({ host: listenIp });
+  if (bridge) HOSTS.forEach((h, i) => (net[h] = addHost(bridge, h, i + 1)));
   scriptModel();
   await Promise.all(HOSTS.map(startHost));
   const port = await findFreePort();
@@ -310,6 +326,7 @@ afterAll(async () => {
   gate?.closeAllConnections();
   gate?.close();
   await fake?.close();
+  for (const h of HOSTS) if (net[h]) removeHost(net[h]);
   // The hosts' data directories, call logs and configuration files.
   rmSync(dir, { recursive: true, force: true });
 });
@@ -323,6 +340,13 @@ test('/healthz says which worker hosts poll their task queues', async () => {
     { hostId: 'h1', taskQueue: 'klea-host-h1', status: 'ok', pollers: 1, roots },
     { hostId: 'h2', taskQueue: 'klea-host-h2', status: 'ok', pollers: 1, roots },
   ]);
+  // Each host's worker runs in a network namespace of its own, where the run could make them.
+  for (const h of HOSTS) {
+    const host = net[h];
+    if (!host) continue;
+    const pids = spawnSync('ip', ['netns', 'pids', host.ns], { encoding: 'utf8' }).stdout.split('\n');
+    expect(pids).toContain(String(workers[h]!.pid));
+  }
 });
 
 test('the task path: every activity that reads or changes the project runs on its home host', async () => {
@@ -483,7 +507,19 @@ test('a host killed in the middle of a step: the task waits for it, then finishe
   for (const c of projectActivities(taskId)) expect(c.host).toBe('h1');
 });
 
-test('a host cut off in the middle of an edit (frozen, then back): the edit takes effect once', async () => {
+/** Cuts host `h` off: its network link (in a namespace of its own), else its processes (SIGSTOP). */
+function cut(h: Host): () => void {
+  const host = net[h];
+  if (host) {
+    cutOff(host);
+    return () => reconnect(host);
+  }
+  const pid = workers[h]!.pid!;
+  process.kill(-pid, 'SIGSTOP');
+  return () => process.kill(-pid, 'SIGCONT');
+}
+
+test('a host cut off in the middle of an edit, then back: the edit takes effect once, and the other host works on', async () => {
   const p = makeProject();
   let release: (() => void) | undefined;
   const editHeld = new Promise<GateCall>((resolve) => {
@@ -496,27 +532,34 @@ test('a host cut off in the middle of an edit (frozen, then back): the edit take
         } else go();
       });
   });
-  const { taskId } = await startTask('h2', 'frozen.txt', p.dir);
+  const { taskId } = await startTask('h2', 'cutoff.txt', p.dir);
   await editHeld;
-  // The host stops answering (SIGSTOP: its worker and its workspace server), with the edit about to run.
-  const h2 = workers.h2!;
-  process.kill(-h2.pid!, 'SIGSTOP');
+  // The host is cut off with the edit about to run: in its own network namespace its processes run on, and the
+  // answer that lets the edit go (like every poll and heartbeat of the worker) cannot reach them.
+  const back = cut('h2');
   release!();
   onActivity = async () => undefined;
   // Its heartbeat lapses, the step is tried again at the home, and nobody there takes it: the task says so.
   await until('waiting_for_host', async () =>
     (await taskEvents(taskId)).find((e) => e.type === 'waiting_for_host' && e.hostId === 'h2')
   );
-  expect(readFileSync(path.join(p.dir, 'frozen.txt'), 'utf8')).toBe('version 1\n');
-  // Back: the frozen attempt runs on (Temporal no longer takes its result) beside the retried step's edit.
-  process.kill(-h2.pid!, 'SIGCONT');
+  expect(readFileSync(path.join(p.dir, 'cutoff.txt'), 'utf8')).toBe('version 1\n');
+  // Meanwhile the other host works on: a task of its own finishes there.
+  const other = makeProject();
+  const onH1 = await startTask('h1', 'other.txt', other.dir);
+  expect((await ended(onH1.taskId)).status).toBe('done');
+  expect(readFileSync(path.join(other.dir, 'other.txt'), 'utf8')).toBe('version 2\n');
+  expect(readFileSync(path.join(p.dir, 'cutoff.txt'), 'utf8')).toBe('version 1\n');
+
+  // Back: the cut-off attempt runs on (Temporal no longer takes its result) beside the retried step's edit.
+  back();
   const state = await ended(taskId);
   expect(state.status).toBe('done');
   expect(state.waitingForHost).toBeNull();
-  expect(readFileSync(path.join(p.dir, 'frozen.txt'), 'utf8')).toBe('version 2\n');
+  expect(readFileSync(path.join(p.dir, 'cutoff.txt'), 'utf8')).toBe('version 2\n');
   // Whichever ran first, the edit took effect once: the other found nothing to change.
-  expect(applied('h2', 'frozen.txt')).toEqual({ writes: 1, edits: 1 });
-  expect(applied('h1', 'frozen.txt')).toEqual({ writes: 0, edits: 0 });
+  expect(applied('h2', 'cutoff.txt')).toEqual({ writes: 1, edits: 1 });
+  expect(applied('h1', 'cutoff.txt')).toEqual({ writes: 0, edits: 0 });
 });
 
 test('a task waiting for a gone host can be cancelled', async () => {

@@ -87,10 +87,11 @@ export class FakeModel {
   url = '';
   dialect: FakeDialect = 'openai';
 
-  static async start(opts: { dialect?: FakeDialect } = {}): Promise<FakeModel> {
+  /** `host`: the address it listens on (default 127.0.0.1; the cluster tests' hosts reach it on their bridge). */
+  static async start(opts: { dialect?: FakeDialect; host?: string } = {}): Promise<FakeModel> {
     const fake = new FakeModel();
     fake.dialect = opts.dialect ?? 'openai';
-    await fake.listen();
+    await fake.listen(opts.host ?? '127.0.0.1');
     return fake;
   }
 
@@ -163,7 +164,7 @@ export class FakeModel {
     await new Promise<void>((r) => this.server.close(() => r()));
   }
 
-  private listen(): Promise<void> {
+  private listen(host: string): Promise<void> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -172,8 +173,8 @@ export class FakeModel {
       });
     });
     return new Promise((resolve) => {
-      this.server.listen(0, '127.0.0.1', () => {
-        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+      this.server.listen(0, host, () => {
+        this.url = `http://${host}:${(this.server.address() as AddressInfo).port}/v1`;
         resolve();
       });
     });

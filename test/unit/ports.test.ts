@@ -16,5 +16,4 @@ describe('findFreePort', () => {
       expect(await portProblem(port)).toBeNull();
     }
   });
-
 });

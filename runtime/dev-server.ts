@@ -53,6 +53,11 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     '--namespace',
     opts.namespace ?? 'default',
     ...SEARCH_ATTRIBUTES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
+    // As deploy/temporal-dynamicconfig.yaml has it for the cluster: the history service reads its transfer queue up
+    // to 500 times a second, not 20, so a workflow task that comes through it (a run's first, one after an activity
+    // that was not eager) waits a few milliseconds for it, not up to 50.
+    '--dynamic-config-value',
+    'history.transferProcessorMaxPollRPS=500',
   ];
   if (opts.httpPort) args.push('--http-port', String(opts.httpPort));
   if (opts.metricsPort) args.push('--metrics-port', String(opts.metricsPort));

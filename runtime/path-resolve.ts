@@ -117,14 +117,18 @@ export interface GuardOptions {
 }
 
 /** Matchers compiled so far, by their patterns: every call is checked against the same few lists. */
-const matchers = new Map<string, SensitiveMatcher>();
+const matchers = new Map<string, SensitiveMatcher | ProtectedMatcher>();
 
-function sensitiveMatcher(patterns: readonly string[]): SensitiveMatcher {
-  const key = patterns.join('\0');
-  let m = matchers.get(key);
+function compiled<M extends SensitiveMatcher | ProtectedMatcher>(
+  kind: string,
+  patterns: readonly string[],
+  make: (patterns: readonly string[]) => M
+): M {
+  const key = `${kind}\0${patterns.join('\0')}`;
+  let m = matchers.get(key) as M | undefined;
   if (!m) {
     if (matchers.size >= 64) matchers.clear();
-    m = new SensitiveMatcher(patterns);
+    m = make(patterns);
     matchers.set(key, m);
   }
   return m;
@@ -133,8 +137,8 @@ function sensitiveMatcher(patterns: readonly string[]): SensitiveMatcher {
 /** Every path a call would touch, resolved and classified; one entry per argument (the strictest reading). */
 export function guardToolCall(call: GuardedCall, opts: GuardOptions): GuardedPath[] {
   const root = resolveRoot(opts.projectDir);
-  const matcher = sensitiveMatcher(opts.sensitivePatterns);
-  const protectedFiles = new ProtectedMatcher(opts.protectedPatterns ?? []);
+  const matcher = compiled('sensitive', opts.sensitivePatterns, (p) => new SensitiveMatcher(p));
+  const protectedFiles = compiled('protected', opts.protectedPatterns ?? [], (p) => new ProtectedMatcher(p));
   return extractPathCandidates(call).map((c) => guardOne(c.raw, c.arg, c.op, root, matcher, opts, protectedFiles));
 }
 

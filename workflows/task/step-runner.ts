@@ -37,6 +37,9 @@ export class StepRunner {
   async runBatch(batch: PlanStep[], picked: FirstPick | null = null): Promise<void> {
     this.task.setStatus('running', `steps ${batch.map((s) => s.id).join(', ')}`);
     const toolSteps = batch.filter((s) => s.needs_tool);
+    // Every promise workflow code makes costs a stack trace (sizing.md): a batch of tool steps only (the common one)
+    // waits for its steps without another.
+    if (toolSteps.length === batch.length) return this.runToolSteps(toolSteps, picked);
     await Promise.all([
       ...batch.filter((s) => !s.needs_tool).map((s) => this.runTextStep(s)),
       ...(toolSteps.length ? [this.runToolSteps(toolSteps, picked)] : []),
@@ -75,6 +78,7 @@ export class StepRunner {
         files,
         repairsFor(picked.repairs, s.id)
       );
+    if (batch.length === 1) return finish(batch[0]!);
     await Promise.all(batch.map(finish));
   }
 
@@ -95,7 +99,8 @@ export class StepRunner {
     const result = stepToolResult(s.id, made, noSuitable);
     // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
-    const d = await this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed);
+    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed);
+    const d = decided instanceof Promise ? await decided : decided;
     this.settle(
       s,
       d,
@@ -107,22 +112,25 @@ export class StepRunner {
     );
   }
 
-  /** Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for. */
-  private async decide(
+  /**
+   * Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for, and
+   * only then a promise.
+   */
+  private decide(
     s: PlanStep,
     noTool: string | null,
     calls: CallOutcome[],
     madeCalls?: string,
     missing?: string | null,
     checkFailed = false
-  ): Promise<TriageDecision> {
+  ): TriageDecision | Promise<TriageDecision> {
     const tin = {
       ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
       missing: missing ?? null,
       ...(checkFailed ? { checkFailed } : {}),
     };
     const d = triage(tin);
-    return d.outcome === 'evaluate' ? await this.evaluate(s, calls, tin) : d;
+    return d.outcome === 'evaluate' ? this.evaluate(s, calls, tin) : d;
   }
 
   private async evaluate(s: PlanStep, calls: CallOutcome[], tin: TriageInput): Promise<TriageDecision> {

@@ -57,8 +57,7 @@ export class ToolRounds {
     let judged = false;
     let checkFailed = false;
     let repairRounds = 0;
-    const judge = async (round: number) => {
-      const check = await this.check(s, made, round);
+    const judgeBy = (check: CallOutcome | null) => {
       missing = missingEvidence(
         made.map((m) => m.outcome),
         s.expect,
@@ -67,9 +66,17 @@ export class ToolRounds {
       checkFailed = !!check && checkFails(check, s.expect);
       judged = true;
     };
+    // A promise only when the check is to run: every promise workflow code makes costs a stack trace (sizing.md).
+    const judge = (round: number): Promise<void> | undefined => {
+      const check = this.check(s, made, round);
+      if (check instanceof Promise) return check.then(judgeBy);
+      judgeBy(check);
+      return undefined;
+    };
     let round = 1;
     for (;;) {
-      const outcomes = await Promise.all(running.map((r) => r.outcome));
+      const outcomes =
+        running.length === 1 ? [await running[0]!.outcome] : await Promise.all(running.map((r) => r.outcome));
       running.forEach((r, i) => made.push({ call: r.call, outcome: outcomes[i] }));
       lastRound = outcomes;
       judged = false;
@@ -84,7 +91,8 @@ export class ToolRounds {
       }
       if (!open) {
         // The model says the step is complete: the evidence judges whether it is.
-        await judge(round);
+        const judging = judge(round);
+        if (judging) await judging;
         if (!missing) break;
         if (repairRounds >= MAX_REPAIR_ROUNDS) {
           repairs.push(`${MAX_REPAIR_ROUNDS} repair round(s) did not make good what was missing`);
@@ -113,7 +121,8 @@ export class ToolRounds {
           laterNoTool = none.reason;
           break;
         }
-        if (!judged) await judge(round);
+        const judging = judged ? undefined : judge(round);
+        if (judging) await judging;
         if (missing && repairRounds < MAX_REPAIR_ROUNDS) {
           repairRounds++;
           repairs.push(`round ${round} only repeated calls the step had made: asked again with what is missing`);
@@ -130,7 +139,8 @@ export class ToolRounds {
       );
     }
     // A step that ended another way (its budget, a pick that only repeated) is judged on what it did too.
-    if (!judged && !lastRound.some(stops) && !laterNoTool) await judge(round);
+    const judging = !judged && !lastRound.some(stops) && !laterNoTool ? judge(round) : undefined;
+    if (judging) await judging;
     return { made, lastRound, laterNoTool, missing, checkFailed: missing !== null && checkFailed, repairs };
   }
 
@@ -186,9 +196,10 @@ export class ToolRounds {
 
   /**
    * Runs the step's check (its plan's `expect.check`) in the sandbox, through the permission gate like any command,
-   * and adds it to the step's calls; null when the step has none, or its own last call was that very command.
+   * and adds it to the step's calls; null when the step has none, or its own last call was that very command (no
+   * promise then).
    */
-  private async check(s: PlanStep, made: MadeCall[], round: number): Promise<CallOutcome | null> {
+  private check(s: PlanStep, made: MadeCall[], round: number): CallOutcome | null | Promise<CallOutcome> {
     const command = checkToRun(s.expect, this.task.input.toolAccess === 'read_only');
     if (!command) return null;
     const own = ownCheck(made, command);
@@ -203,8 +214,9 @@ export class ToolRounds {
       idempotent: false,
     };
     const key = `${callKey(workflowInfo(), s.id, this.task.progress.attempts(s.id), made.length, round)}/check`;
-    const outcome = await this.calls.run(call, [], [], key);
-    made.push({ call, outcome });
-    return outcome;
+    return this.calls.run(call, [], [], key).then((outcome) => {
+      made.push({ call, outcome });
+      return outcome;
+    });
   }
 }

@@ -149,6 +149,15 @@ describe('a task with a home (a cluster host): its first activity there checks t
     expect(await atHome.localActivities()).toEqual([]);
   });
 
+  it('a plan that fails at its home: the context event is still told first, without the facts it could not bring', async () => {
+    fake.on('write_plan', { call: '{"goal": "x", "steps": [' }, { call: { goal: 'x', steps: [] } }, { call: '{' });
+    const t = await TaskDriver.start(env, 'Do it', project.dir, { home });
+    expect((await t.result()).status).toBe('failed');
+    const events = await t.events();
+    expect(events[0]).toMatchObject({ type: 'context', projectDir: project.dir, projectContextFile: null });
+    expect(events.map((e) => e.type)).toContain('error');
+  });
+
   it('a routed task at its home: the route checks the project, and a chat reply comes after the context event', async () => {
     fake.on('route_request', { call: { route: 'chat', reply: 'Hello!' } });
     const t = await TaskDriver.start(env, 'Hi there', project.dir, { home, route: true });

@@ -2,7 +2,7 @@
  * The start of a task's first run (workflow code): the `context` event, the project check, the route (for a
  * standalone task), the plan and its review before work.
  */
-import { Failure } from '../../common/failures';
+import { Failure, failureCode } from '../../common/failures';
 import type { TaskResult } from '../../common/task';
 import { localProjectFacts, modelNodes, projectFacts } from '../shared/activities';
 import type { ProjectContextInfo } from '../../common/sandbox-status';
@@ -60,26 +60,33 @@ export async function beginTask(task: TaskRun, planning: Planning): Promise<Task
     return task.finish('done', 'scientific mode declined');
   }
 
-  if (input.route) {
-    task.setStatus('routing', 'deciding between a direct reply and a planned task');
-    const route = await task.home(modelNodes.routeRequest).executeWithOptions({ summary: 'route request' }, [
-      {
-        text: input.prompt,
-        projectDir: input.projectDir,
-        summary: input.summary || undefined,
-        recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
-        ...(checkAtHome ? { checkProject: true } : {}),
-      },
-    ]);
-    if (checkAtHome) checked(route.project);
-    const routed = task.meter.modelCall(route.usage);
-    if (route.route === 'chat' && route.reply) {
-      task.giveAnswer(route.reply, routed);
-      return task.finish('done');
+  try {
+    if (input.route) {
+      task.setStatus('routing', 'deciding between a direct reply and a planned task');
+      const route = await task.home(modelNodes.routeRequest).executeWithOptions({ summary: 'route request' }, [
+        {
+          text: input.prompt,
+          projectDir: input.projectDir,
+          summary: input.summary || undefined,
+          recentTurns: input.recentTurns.length ? input.recentTurns : undefined,
+          ...(checkAtHome ? { checkProject: true } : {}),
+        },
+      ]);
+      if (checkAtHome) checked(route.project);
+      const routed = task.meter.modelCall(route.usage);
+      if (route.route === 'chat' && route.reply) {
+        task.giveAnswer(route.reply, routed);
+        return task.finish('done');
+      }
     }
-  }
 
-  await planning.plan(checkAtHome ? checked : undefined);
+    await planning.plan(checkAtHome ? checked : undefined);
+  } catch (err) {
+    // The route or the plan failed before it told the project's facts: the task still says what it ran with (as
+    // when its own check could not read them), unless the project was refused.
+    if (checkAtHome && failureCode(err, '') !== Failure.ProjectNotAllowed) checked(undefined);
+    throw err;
+  }
   await planning.reviewBeforeWork();
   return null;
 }

@@ -39,6 +39,23 @@ export function questionOf(answer: string): string | null {
   return q ? q.slice(0, 300) : null;
 }
 
+type EarlierCall = NonNullable<WholeFileStep['earlierCalls']>[number];
+
+/**
+ * The step's last command and what it printed, when no call after it changed a file (a failed edit or a read since
+ * leaves its output true): the failing test a fix is for.
+ */
+export function lastOutput(calls: readonly EarlierCall[]): { command: string; output: string } | undefined {
+  for (let i = calls.length - 1; i >= 0; i--) {
+    const c = calls[i];
+    if (c.tool === RUN_COMMAND) {
+      return typeof c.args.command === 'string' && c.text ? { command: c.args.command, output: c.text } : undefined;
+    }
+    if (CHANGES_FILE.has(c.tool) && c.status === 'ok') return undefined;
+  }
+  return undefined;
+}
+
 /** A code fence longer than any run of backticks in `text`. */
 function fenceFor(text: string): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
@@ -72,6 +89,8 @@ export interface FileContentInput {
   ran?: { command: string; output: string };
   /** The first answer was cut off at the output limit before the file was complete. */
   cutOff?: boolean;
+  /** The first answer was the file as it is: the step is to change it. */
+  unchanged?: boolean;
   /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
   dropped?: readonly string[];
 }
@@ -124,6 +143,11 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
           ? [
               'Your first answer was cut off at the output limit before the file was complete: write it again, ' +
                 'complete and shorter.',
+            ]
+          : []),
+        ...(input.unchanged
+          ? [
+              `Your first answer was ${input.path} as it is, with nothing changed: write it with the change the step asks for.`,
             ]
           : []),
         ...(input.dropped?.length
@@ -230,7 +254,8 @@ export async function withWholeFileWrites(
   const rewrite = async (
     step: WholeFileStep,
     path: string,
-    current: NamedFile | null
+    current: NamedFile | null,
+    writtenBefore: boolean
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
     // A file is written with what it builds on: the other files its step names and those the request names (a new
@@ -240,12 +265,12 @@ export async function withWholeFileWrites(
     const seen = new Set([path, ...named.map((f) => f.path)].map(plainPath));
     const context = [...named, ...(step.requestFiles ?? []).filter((f) => isWhole(f) && !seen.has(plainPath(f.path)))];
     // Outside a repair round (whose evidence holds the check's output), the step's last command: what a fix is for.
-    const last = step.notDone ? undefined : step.earlierCalls?.at(-1);
-    const ran =
-      last?.tool === RUN_COMMAND && typeof last.args.command === 'string' && last.text
-        ? { command: last.args.command, output: last.text }
-        : undefined;
-    const ask = async ({ dropped, cutOff }: { dropped?: string[]; cutOff?: boolean } = {}) => {
+    const ran = step.notDone ? undefined : lastOutput(step.earlierCalls ?? []);
+    const ask = async ({
+      dropped,
+      cutOff,
+      unchanged,
+    }: { dropped?: string[]; cutOff?: boolean; unchanged?: boolean } = {}) => {
       const answer = await model.text(
         fileContentPrompt({
           path,
@@ -262,6 +287,7 @@ export async function withWholeFileWrites(
           ...(ran ? { ran } : {}),
           ...(dropped ? { dropped } : {}),
           ...(cutOff ? { cutOff } : {}),
+          ...(unchanged ? { unchanged } : {}),
         })
       );
       res.usage = addUsage(res.usage, answer.usage);
@@ -292,6 +318,18 @@ export async function withWholeFileWrites(
         if (content !== null && tooMuchDropped(current.text, droppedLines(current.text, content))) return null;
       }
     }
+    // A rewrite that changes nothing, of a file its step's plan is to change and has not changed yet: asked once
+    // more, told so (with the 1.5B model, a fix was answered with the file as it was, three picks running). Never
+    // for a file the plan does not change: a test the user said to leave alone may rightly come back as it was.
+    if (
+      current &&
+      content !== null &&
+      content.trimEnd() === current.text.trimEnd() &&
+      !writtenBefore &&
+      plannedFiles(step).includes(plainPath(path))
+    ) {
+      content = contentOfAnswer((await ask({ unchanged: true })).text);
+    }
     if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
     // Nor is one that copies in a file it was shown to read: the model merged two files into one.
     if (context.some((f) => copiedIn(f.text, content, current?.text ?? ''))) return null;
@@ -321,7 +359,7 @@ export async function withWholeFileWrites(
     }
     // Only the file the pick named: a write never moves to another file.
     const path = aimed ? aimed.path : target;
-    const r = await rewrite(step, path, aimed ?? null);
+    const r = await rewrite(step, path, aimed ?? null, written.has(plainPath(path)));
     if (r?.question !== undefined) {
       res.questions.push({ stepId: step.id, path, question: r.question });
       continue;

@@ -6,6 +6,7 @@ import {
   contentOfAnswer,
   copiedIn,
   fileContentPrompt,
+  lastOutput,
   questionOf,
   withWholeFileWrites,
   type WholeFileStep,
@@ -233,6 +234,48 @@ describe('whole-file writes in a pick', () => {
     // In a repair round, the evidence says what failed: the command's output is not shown twice.
     await withWholeFileWrites(m.client, [{ ...step, notDone: 'the check failed' }], [edit], TOOLS);
     expect(String(m.prompts[1].messages[0])).not.toContain('printed:');
+  });
+
+  it('a fix sees the failing command it made before a failed edit and a read; not once a file has changed', () => {
+    const run = { tool: 'workspace__run_command', args: { command: 'node t.js' }, status: 'error', text: 'boom' };
+    const badEdit = { tool: 'workspace__edit_file', args: { path: 'a.js' }, status: 'error', text: 'not found' };
+    const read = { tool: 'workspace__read_file', args: { path: 'a.js' }, status: 'ok', text: 'x' };
+    const write = { tool: 'workspace__write_file', args: { path: 'a.js' }, status: 'ok', text: 'wrote' };
+    expect(lastOutput([run, badEdit, read])).toEqual({ command: 'node t.js', output: 'boom' });
+    expect(lastOutput([run, write, read])).toBeUndefined();
+    expect(lastOutput([read])).toBeUndefined();
+    expect(lastOutput([write, run])).toEqual({ command: 'node t.js', output: 'boom' });
+  });
+
+  it('a rewrite that changes a file its plan is to change not at all is asked for once more, told so', async () => {
+    const slug = { path: 'slug.js', text: 'exports.slugify = (t) => t;\n' };
+    const answers = [
+      '```js\nexports.slugify = (t) => t;\n```',
+      '```js\nexports.slugify = (t) => t.toLowerCase();\n```',
+    ];
+    const prompts: NodePrompt[] = [];
+    const client = {
+      async text(prompt: NodePrompt) {
+        prompts.push(prompt);
+        return { text: answers[prompts.length - 1] ?? '', usage: { inputTokens: 1, outputTokens: 1 } };
+      },
+    } as unknown as ModelClient;
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Fix slugify in slug.js.',
+      files: [slug],
+      expect: { changes: ['slug.js'] },
+    };
+    const edit = call('edit_file', { path: 'slug.js', old_string: 'x', new_string: 'y' });
+    const out = await withWholeFileWrites(client, [step], [edit], TOOLS);
+    expect(prompts).toHaveLength(2);
+    expect(String(prompts[1].messages[0])).toContain('Your first answer was slug.js as it is, with nothing changed');
+    expect(out.calls[0].args.content).toContain('toLowerCase');
+    // Unchanged again: the model's own call stays.
+    prompts.length = 0;
+    answers[1] = answers[0];
+    expect((await withWholeFileWrites(client, [step], [edit], TOOLS)).calls).toEqual([edit]);
+    expect(prompts).toHaveLength(2);
   });
 
   it('calls that change no file are left as they are', async () => {

@@ -89,8 +89,6 @@ export interface FileContentInput {
   ran?: { command: string; output: string };
   /** The first answer was cut off at the output limit before the file was complete. */
   cutOff?: boolean;
-  /** The first answer was the file as it is: the step is to change it. */
-  unchanged?: boolean;
   /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
   dropped?: readonly string[];
 }
@@ -143,11 +141,6 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
           ? [
               'Your first answer was cut off at the output limit before the file was complete: write it again, ' +
                 'complete and shorter.',
-            ]
-          : []),
-        ...(input.unchanged
-          ? [
-              `Your first answer was ${input.path} as it is, with nothing changed: write it with the change the step asks for.`,
             ]
           : []),
         ...(input.dropped?.length
@@ -254,8 +247,7 @@ export async function withWholeFileWrites(
   const rewrite = async (
     step: WholeFileStep,
     path: string,
-    current: NamedFile | null,
-    writtenBefore: boolean
+    current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
     // A file is written with what it builds on: the other files its step names and those the request names (a new
@@ -266,11 +258,7 @@ export async function withWholeFileWrites(
     const context = [...named, ...(step.requestFiles ?? []).filter((f) => isWhole(f) && !seen.has(plainPath(f.path)))];
     // Outside a repair round (whose evidence holds the check's output), the step's last command: what a fix is for.
     const ran = step.notDone ? undefined : lastOutput(step.earlierCalls ?? []);
-    const ask = async ({
-      dropped,
-      cutOff,
-      unchanged,
-    }: { dropped?: string[]; cutOff?: boolean; unchanged?: boolean } = {}) => {
+    const ask = async ({ dropped, cutOff }: { dropped?: string[]; cutOff?: boolean } = {}) => {
       const answer = await model.text(
         fileContentPrompt({
           path,
@@ -287,7 +275,6 @@ export async function withWholeFileWrites(
           ...(ran ? { ran } : {}),
           ...(dropped ? { dropped } : {}),
           ...(cutOff ? { cutOff } : {}),
-          ...(unchanged ? { unchanged } : {}),
         })
       );
       res.usage = addUsage(res.usage, answer.usage);
@@ -318,18 +305,6 @@ export async function withWholeFileWrites(
         if (content !== null && tooMuchDropped(current.text, droppedLines(current.text, content))) return null;
       }
     }
-    // A rewrite that changes nothing, of a file its step's plan is to change and has not changed yet: asked once
-    // more, told so (with the 1.5B model, a fix was answered with the file as it was, three picks running). Never
-    // for a file the plan does not change: a test the user said to leave alone may rightly come back as it was.
-    if (
-      current &&
-      content !== null &&
-      content.trimEnd() === current.text.trimEnd() &&
-      !writtenBefore &&
-      plannedFiles(step).includes(plainPath(path))
-    ) {
-      content = contentOfAnswer((await ask({ unchanged: true })).text);
-    }
     if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
     // Nor is one that copies in a file it was shown to read: the model merged two files into one.
     if (context.some((f) => copiedIn(f.text, content, current?.text ?? ''))) return null;
@@ -359,7 +334,7 @@ export async function withWholeFileWrites(
     }
     // Only the file the pick named: a write never moves to another file.
     const path = aimed ? aimed.path : target;
-    const r = await rewrite(step, path, aimed ?? null, written.has(plainPath(path)));
+    const r = await rewrite(step, path, aimed ?? null);
     if (r?.question !== undefined) {
       res.questions.push({ stepId: step.id, path, question: r.question });
       continue;

@@ -247,37 +247,6 @@ describe('whole-file writes in a pick', () => {
     expect(lastOutput([write, run])).toEqual({ command: 'node t.js', output: 'boom' });
   });
 
-  it('a rewrite that changes a file its plan is to change not at all is asked for once more, told so', async () => {
-    const slug = { path: 'slug.js', text: 'exports.slugify = (t) => t;\n' };
-    const answers = [
-      '```js\nexports.slugify = (t) => t;\n```',
-      '```js\nexports.slugify = (t) => t.toLowerCase();\n```',
-    ];
-    const prompts: NodePrompt[] = [];
-    const client = {
-      async text(prompt: NodePrompt) {
-        prompts.push(prompt);
-        return { text: answers[prompts.length - 1] ?? '', usage: { inputTokens: 1, outputTokens: 1 } };
-      },
-    } as unknown as ModelClient;
-    const step: WholeFileStep = {
-      id: 's1',
-      instruction: 'Fix slugify in slug.js.',
-      files: [slug],
-      expect: { changes: ['slug.js'] },
-    };
-    const edit = call('edit_file', { path: 'slug.js', old_string: 'x', new_string: 'y' });
-    const out = await withWholeFileWrites(client, [step], [edit], TOOLS);
-    expect(prompts).toHaveLength(2);
-    expect(String(prompts[1].messages[0])).toContain('Your first answer was slug.js as it is, with nothing changed');
-    expect(out.calls[0].args.content).toContain('toLowerCase');
-    // Unchanged again: the model's own call stays.
-    prompts.length = 0;
-    answers[1] = answers[0];
-    expect((await withWholeFileWrites(client, [step], [edit], TOOLS)).calls).toEqual([edit]);
-    expect(prompts).toHaveLength(2);
-  });
-
   it('calls that change no file are left as they are', async () => {
     const run = call('run_command', { command: 'cat settings.yaml' });
     const j = model({});

@@ -15,7 +15,7 @@ import { droppedLines, keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
-import { isCut, isWhole, type NamedFile } from './named-files';
+import { isCut, isWhole, namedFiles, type NamedFile } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
@@ -81,6 +81,8 @@ export interface FileContentInput {
   context: readonly NamedFile[];
   /** The model may ask the user for a fact about them instead (`ASK_RULE`). */
   mayAsk?: boolean;
+  /** A new file the request names and the step does not: it is to do all the request says, not the step's part. */
+  forRequest?: boolean;
   /** In a repair round: what the step's evidence shows is not done yet (a failed check's output, say). */
   notDone?: string;
   /** Why the step's previous attempt failed (a retried or replanned step), when this is not a repair round. */
@@ -137,6 +139,9 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
           : input.previousFailure
             ? [`The previous attempt failed: ${input.previousFailure}`]
             : []),
+        ...(input.forRequest && input.request
+          ? [`${input.path} is the file the request asks for: write it to do all that the request says.`]
+          : []),
         ...(input.cutOff
           ? [
               'Your first answer was cut off at the output limit before the file was complete: write it again, ' +
@@ -250,6 +255,14 @@ export async function withWholeFileWrites(
     current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
+    // A new file the request names that the step's own words do not: the Planner split the file's work into steps
+    // and the file came to this one from the request (plan-files.ts, `requestedNewFiles`). Written for the step
+    // alone, a new script whose step said only to read its data file did only that, and printed nothing.
+    const forRequest =
+      current === null &&
+      !!opts.request &&
+      namedFiles([path], opts.request).length > 0 &&
+      namedFiles([path], step.instruction).length === 0;
     // A file is written with what it builds on: the other files its step names and those the request names (a new
     // test written without seeing the code it tests expected a number from a function that returns a dict; a fix
     // was rewritten three times without the test it was to pass).
@@ -270,6 +283,7 @@ export async function withWholeFileWrites(
           request: opts.request,
           context,
           mayAsk,
+          ...(forRequest ? { forRequest } : {}),
           notDone: step.notDone,
           previousFailure: step.previousFailure,
           ...(ran ? { ran } : {}),

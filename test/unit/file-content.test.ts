@@ -247,6 +247,26 @@ describe('whole-file writes in a pick', () => {
     expect(lastOutput([write, run])).toEqual({ command: 'node t.js', output: 'boom' });
   });
 
+  it('a new file the request names and its step does not is written to do all the request says', async () => {
+    const m = model({ 'report.py': '```python\nprint(1)\n```' });
+    const request = 'Write report.py that reads sales.csv and prints the total.';
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Read sales.csv into a list of rows.',
+      newFiles: ['report.py'],
+      expect: { changes: ['report.py'] },
+    };
+    const write = call('write_file', { path: 'report.py', content: '' });
+    await withWholeFileWrites(m.client, [step], [write], TOOLS, { request });
+    expect(String(m.prompts[0].messages[0])).toContain(
+      'report.py is the file the request asks for: write it to do all that the request says.'
+    );
+    // A step that names the file itself says what the file is to do: nothing more is said.
+    const own = { ...step, instruction: 'Write report.py: read sales.csv and print the total.' };
+    await withWholeFileWrites(m.client, [own], [write], TOOLS, { request });
+    expect(String(m.prompts[1].messages[0])).not.toContain('the file the request asks for');
+  });
+
   it('calls that change no file are left as they are', async () => {
     const run = call('run_command', { command: 'cat settings.yaml' });
     const j = model({});

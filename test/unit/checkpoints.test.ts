@@ -201,6 +201,37 @@ describe('checkpoints', () => {
     expect([...changed].sort()).toEqual(['app.log', 'logs/', 'logs/app.log', 'old/', 'old/x.txt']);
   });
 
+  it('says a command changed what overlapping commands took while it ran; the journal holds each change once', async () => {
+    const f = fixture({ 'build/app.js': 'A\n', 'src/x.txt': 'X\n' });
+    await f.command('t', 's0', () => undefined);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let removed!: () => void;
+    const gone = new Promise<void>((r) => (removed = r));
+    const cpA = f.rec.forCall('run_command', { 'klea/checkpoint': { task: 't', step: 's1' } })!;
+    const a = f.rec.command(cpA, async () => {
+      rmSync(at(f, 'build'), { recursive: true });
+      removed();
+      await held;
+    });
+    await gone;
+    // The other command ends first: its look takes the removed folder.
+    const cpB = f.rec.forCall('run_command', { 'klea/checkpoint': { task: 't', step: 's2' } })!;
+    const b = await f.rec.command(cpB, async () => undefined);
+    expect([...b.changed].sort()).toEqual(['build/', 'build/app.js']);
+    release();
+    expect([...(await a).changed].sort()).toEqual(['build/', 'build/app.js']);
+    // A command after them is credited with nothing of theirs.
+    const cpC = f.rec.forCall('run_command', { 'klea/checkpoint': { task: 't', step: 's3' } })!;
+    expect((await f.rec.command(cpC, async () => undefined)).changed).toEqual([]);
+    expect(await taskChanges(f.place, 't')).toEqual([
+      {
+        step: 's2',
+        files: expect.arrayContaining([{ path: 'build/app.js', change: 'deleted' }]) as unknown,
+      },
+    ]);
+  });
+
   it('undoes some steps of several that touched the same file: the content before the earliest of them', async () => {
     const f = fixture({ 'a.txt': 'v0\n', 'b.txt': 'b0\n' });
     await f.write('t', 's1', 'a.txt', 'v1\n');

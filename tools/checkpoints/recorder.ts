@@ -9,7 +9,8 @@
  * - run_command: the project's stat index (stat-index.ts) is brought up to date before the command (what changed
  *   since is the user's own doing, taken in without a line), and after it; what changed in between is the
  *   command's. Commands that overlap share one window: the index is brought up to date when the first starts, and
- *   each one's line holds what changed up to its end that no earlier line holds.
+ *   each one's line holds what changed up to its end that no earlier line holds. What a command says it changed
+ *   (`changed`, the evidence its step is judged by) is its line and what the lines of others took while it ran.
  *
  * A call answered from the idempotency store never reaches the tool, so it journals nothing; one that runs again
  * journals under the same key, and its lines are read as one (store.ts).
@@ -115,6 +116,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
   /** Commands running now, and the look at the project the first of them took before it started. */
   let running = 0;
   let starting: Promise<unknown> = Promise.resolve();
+  /** For each command running now, what other commands' looks took while it ran (`changed` is credited with it). */
+  const alongside = new Set<Set<string>>();
   let warming = false;
 
   /**
@@ -283,6 +286,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       let value: T | undefined;
       let failed = false;
       let thrown: unknown;
+      const seen = new Set<string>();
+      alongside.add(seen);
       try {
         value = await run();
       } catch (err) {
@@ -290,6 +295,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         thrown = err;
       }
       running--;
+      alongside.delete(seen);
       t0 = performance.now();
       let problem: string | null = null;
       let changed: string[] = [];
@@ -298,6 +304,11 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         // A folder made or removed is named with a "/" after it, so it is not taken for a file of that name.
         changed = changes.map((c) => ((c.after ?? c.before)?.k === 'd' ? `${c.rel}/` : c.rel));
         append(p, cp, lineOf(p, changes));
+        // The journal holds each change once, in the line of the first command to end after it. Which of the
+        // commands that overlapped made it, nothing tells: each is said to have changed what changed while it ran
+        // (two steps at once, one removing a folder while the other's search walked it: the search ended first,
+        // its look took the folder, and the remove was said to have changed nothing).
+        for (const other of alongside) for (const c of changed) other.add(c);
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);
         try {
@@ -309,7 +320,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
       cost += performance.now() - t0;
       opts.onCost?.(cp.tool, cost);
       if (failed) throw thrown;
-      return { value: value as T, problem, changed };
+      for (const c of changed) seen.delete(c);
+      return { value: value as T, problem, changed: [...changed, ...seen] };
     },
 
     statIndex: async () => (await project()).index,

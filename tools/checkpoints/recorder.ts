@@ -295,7 +295,6 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         thrown = err;
       }
       running--;
-      alongside.delete(seen);
       t0 = performance.now();
       let problem: string | null = null;
       let changed: string[] = [];
@@ -308,7 +307,7 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
         // commands that overlapped made it, nothing tells: each is said to have changed what changed while it ran
         // (two steps at once, one removing a folder while the other's search walked it: the search ended first,
         // its look took the folder, and the remove was said to have changed nothing).
-        for (const other of alongside) for (const c of changed) other.add(c);
+        for (const other of alongside) if (other !== seen) for (const c of changed) other.add(c);
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);
         try {
@@ -317,6 +316,8 @@ export function createCheckpointRecorder(opts: CheckpointRecorderOptions): Check
           // The store cannot be written at all: the problem says so.
         }
       }
+      // Only once its own look is taken: a look another command took meanwhile is credited to it too.
+      alongside.delete(seen);
       cost += performance.now() - t0;
       opts.onCost?.(cp.tool, cost);
       if (failed) throw thrown;

@@ -17,7 +17,7 @@ import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
-import { everythingShown, makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
+import { callChain, everythingShown, makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
 import { cancelSignal, permissionSignal } from '../../workflows/task/messages';
 import { processesWith } from '../support/processes';
 
@@ -82,10 +82,11 @@ describe('the command sandbox', () => {
     calls: Array<{ name: string; args: Record<string, unknown> }>,
     decisions: Array<'allow_once' | 'allow_session' | 'deny'>
   ): Promise<{ t: TaskDriver; asked: number; outputs: string[] }> {
-    const steps = calls.map((_, i) => step(`s${i + 1}`, `Run call ${i + 1}`, { depends_on: i ? [`s${i}`] : [] }));
-    fake.on('write_plan', { call: plan(steps) });
+    const chain = callChain(calls, 'Run call');
+    fake.on('write_plan', { call: chain.plan });
+    fake.always('write_plan', chain.replan);
     // Each step's own call; a step whose call failed has nothing more to try in its repair rounds.
-    fake.always('pick_tools', picksByStep(Object.fromEntries(calls.map((c, i) => [`s${i + 1}`, [c]]))));
+    fake.always('pick_tools', chain.picks);
     fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'the output is the answer' } });
     fake.always('compose_answer', { content: 'done' });
     const t = await TaskDriver.start(env, 'Run these commands', projectDir);

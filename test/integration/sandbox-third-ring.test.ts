@@ -17,7 +17,7 @@ import type { KleaEvent } from '../../common/events';
 import type { FakeModel } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { useFakeModelEnv } from '../support/suite';
-import { makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
+import { callChain, chainOutputs, makeProject, picksByStep, plan, step, TaskDriver } from '../support/task-driver';
 import { permissionSignal } from '../../workflows/task/messages';
 import { REPO_ROOT } from '../../runtime/repo-root';
 
@@ -41,10 +41,11 @@ async function runCalls(
   calls: Call[],
   decisions: Decision[] = []
 ): Promise<Ran> {
-  const steps = calls.map((_, i) => step(`s${i + 1}`, `Make call ${i + 1}`, { depends_on: i ? [`s${i}`] : [] }));
-  fake.on('write_plan', { call: plan(steps) });
+  const chain = callChain(calls);
+  fake.on('write_plan', { call: chain.plan });
+  fake.always('write_plan', chain.replan);
   // Each step's own call; a step whose call failed (an attack, by design) has nothing more to try.
-  fake.always('pick_tools', picksByStep(Object.fromEntries(calls.map((c, i) => [`s${i + 1}`, [c]]))));
+  fake.always('pick_tools', chain.picks);
   fake.always('evaluate_step', { call: { verdict: 'move_on', reason: 'the output is the answer' } });
   fake.always('compose_answer', { content: 'done' });
   const t = await TaskDriver.start(env, 'Make these calls', projectDir);
@@ -67,7 +68,7 @@ async function runCalls(
       (e): e is Extract<KleaEvent, { type: 'permission_requested' }> => e.type === 'permission_requested'
     ),
     // Each step's result (its call's output, up to 2000 characters).
-    outputs: (await t.state()).steps.map((s) => s.result ?? ''),
+    outputs: await chainOutputs(t, calls.length),
   };
 }
 

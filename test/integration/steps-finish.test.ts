@@ -335,6 +335,41 @@ describe('steps that finish their instruction', () => {
     fake.assertDone();
   });
 
+  it('a step not achieved that a later step builds on leads to a new plan at once: the later step never runs on it', async () => {
+    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
+    fake.on(
+      'write_plan',
+      {
+        call: plan([
+          step('s1', 'Fix add in calc.py', { expect: { changes: ['calc.py'] } }),
+          step('s2', 'Run test_calc.py', { depends_on: ['s1'], expect: { check: 'python3 test_calc.py' } }),
+        ]),
+      },
+      { call: plan([step('s3', 'Fix add in calc.py another way', { expect: { changes: ['calc.py'] } })]) }
+    );
+    // s1 and its two repair rounds only look: calc.py is never changed.
+    const look = { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'python3 calc.py' } }] };
+    fake.on('pick_tools', look, look, look, {
+      calls: [
+        {
+          name: 'workspace__edit_file',
+          args: { step_id: 's3', path: 'calc.py', old_string: 'a - b', new_string: 'a + b' },
+        },
+      ],
+    });
+    fake.on('compose_answer', { content: 'add adds now.' });
+
+    const t = await TaskDriver.start(env, 'test_calc.py fails. Fix calc.py and run test_calc.py to prove it.', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe(CALC.replace('a - b', 'a + b'));
+    expect((await t.eventsOf('step_started')).map((e) => e.stepId)).toEqual(['s1', 's3']);
+    const [replanned] = await t.eventsOf('replanned');
+    expect(replanned.reason).toBe('step s1 (Step s1): not achieved: calc.py was not changed (s2 builds on it)');
+    expect(fake.requestsFor('write_plan')[1].text).toContain('calc.py was not changed');
+    fake.assertDone();
+  });
+
   it('a step left open forever stops at its call budget, and says so', async () => {
     const p = makeProject({ '1.txt': '1', '2.txt': '2', '3.txt': '3', '4.txt': '4' });
     fake.on('write_plan', { call: plan([step('s1', 'Read the numbered files')]) });

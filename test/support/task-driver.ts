@@ -38,6 +38,40 @@ export function picksByStep(byStep: Record<string, Array<{ name: string; args: R
   };
 }
 
+/**
+ * A chain of steps that each make one call, run one after another for their calls' sake (each depends on the one
+ * before): the plan, the picks, and the Planner's reply to the new plan asked when a step's call fails by design (a
+ * step not achieved that the next builds on leads to a new plan at once): the steps not picked yet, chained again.
+ */
+export function callChain(calls: Array<{ name: string; args: Record<string, unknown> }>, say = 'Make call') {
+  const ids = calls.map((_, i) => `s${i + 1}`);
+  const left = new Set(ids);
+  const chain = (rest: string[]) =>
+    plan(rest.map((id, i) => step(id, `${say} ${id.slice(1)}`, { depends_on: i ? [rest[i - 1]] : [] })));
+  const picks = picksByStep(Object.fromEntries(calls.map((c, i) => [ids[i], [c]])));
+  return {
+    plan: chain(ids),
+    picks: (req: { text: string }) => {
+      left.delete(/### Step (\S+?):/.exec(req.text)?.[1] ?? '');
+      return picks(req);
+    },
+    replan: () => ({ call: chain(ids.filter((id) => left.has(id))) }),
+  };
+}
+
+/**
+ * What each step of a chain gave: its result as the task's state holds it, or, for a step a new plan replaced, what
+ * its `step_finished` event said.
+ */
+export async function chainOutputs(t: TaskDriver, count: number): Promise<string[]> {
+  const state = await t.state();
+  const finished = await t.eventsOf('step_finished');
+  return Array.from({ length: count }, (_, i) => {
+    const id = `s${i + 1}`;
+    return state.steps.find((s) => s.id === id)?.result ?? finished.filter((e) => e.stepId === id).pop()?.summary ?? '';
+  });
+}
+
 /** Everything a user or an operator could see of a task: its events, its state and its Temporal history. */
 export async function everythingShown(t: TaskDriver): Promise<string> {
   const history = await t.handle.fetchHistory();

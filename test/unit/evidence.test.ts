@@ -164,6 +164,24 @@ describe('evidence of a step', () => {
     });
     expect(triage({ ...failing, replansLeft: 0 })).toMatchObject({ outcome: 'move_on', ok: false });
   });
+
+  it('triage: a step not achieved that later steps build on leads to a new plan at once, while replans are left', () => {
+    const missed = {
+      noTool: null,
+      calls: [err('workspace__edit_file')],
+      attempts: 1,
+      maxAttempts: 3,
+      replansLeft: 2,
+      missing: 'slug.js was not changed',
+      buildsOn: ['s2'],
+    };
+    expect(triage(missed)).toEqual({
+      outcome: 'replan',
+      reason: 'not achieved: slug.js was not changed (s2 builds on it)',
+    });
+    expect(triage({ ...missed, replansLeft: 0 })).toMatchObject({ outcome: 'move_on', ok: false });
+    expect(triage({ ...missed, buildsOn: [] })).toMatchObject({ outcome: 'move_on', ok: false });
+  });
 });
 
 describe('a failed call is never sent again unchanged', () => {

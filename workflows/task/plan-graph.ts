@@ -25,3 +25,12 @@ export function nextRound(
   const asking = ready.filter((s) => s.questions.length > 0 && !isAnswered(s.id));
   return { runnable: ready.filter((s) => !asking.includes(s)), asking };
 }
+
+/** The steps still to run that depend on step `id`. */
+export function pendingDependents(
+  steps: readonly PlanStep[],
+  status: ReadonlyMap<string, StepStatus>,
+  id: string
+): string[] {
+  return steps.filter((s) => s.depends_on.includes(id) && status.get(s.id) === 'pending').map((s) => s.id);
+}

@@ -6,6 +6,7 @@
 import type { EventBody } from '../../common/events';
 import { planHash, type Plan, type PlanStep } from '../../common/plan';
 import type { NotAchieved, StepResultView, StepState, StepStatus, TaskCarry } from '../../common/task';
+import { pendingDependents } from './plan-graph';
 import { cut } from './text';
 import type { CallOutcome, TriageDecision, TriageInput } from './triage';
 
@@ -143,6 +144,7 @@ export class PlanProgress {
       attempts: this.step(s.id).attempts,
       maxAttempts: MAX_STEP_ATTEMPTS,
       replansLeft: MAX_REPLANS - this.replansUsed,
+      buildsOn: pendingDependents(this.plan?.steps ?? [], this.statuses(), s.id),
       ...(madeCalls !== undefined && this.failedCalls.get(s.instruction) === madeCalls
         ? { repeatsFailedAttempt: true }
         : {}),

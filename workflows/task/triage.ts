@@ -40,6 +40,11 @@ export interface TriageInput {
    * shown the check's output, does the rest another way.
    */
   checkFailed?: boolean;
+  /**
+   * The steps still to run that depend on this one. A step not achieved that others build on leads to a new plan at
+   * once: run on a missing result, they only fail in turn (a test run after a fix that was never made).
+   */
+  buildsOn?: readonly string[];
 }
 
 export type TriageDecision =
@@ -87,7 +92,12 @@ function firstTriage(input: TriageInput): TriageDecision {
   if (input.missing && !denied.length)
     return input.checkFailed
       ? replanOr(input, `not achieved: ${input.missing}`)
-      : { outcome: 'move_on', ok: false, reason: `not achieved: ${input.missing}` };
+      : input.buildsOn?.length
+        ? replanOr(
+            input,
+            `not achieved: ${input.missing} (${input.buildsOn.join(', ')} ${input.buildsOn.length > 1 ? 'build' : 'builds'} on it)`
+          )
+        : { outcome: 'move_on', ok: false, reason: `not achieved: ${input.missing}` };
 
   const errors = by('error');
   if (errors.length) return { outcome: 'evaluate', reason: `${errors[0].tool} returned an error: ${errors[0].text}` };

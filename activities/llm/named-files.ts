@@ -49,6 +49,18 @@ export function namedFiles(files: readonly string[], text: string): string[] {
 }
 
 /**
+ * Whether the text names `file` by its name without the extension, as people write of a file ("our readme" for
+ * `README.md`): a whole word (not part of a longer word, name or path), in any case, of three characters or more.
+ */
+export function namedByStem(file: string, text: string): boolean {
+  const base = file.slice(file.lastIndexOf('/') + 1);
+  const dot = base.lastIndexOf('.');
+  const stem = dot > 0 ? base.slice(0, dot) : '';
+  if (stem.length < 3) return false;
+  return new RegExp(`(?<![\\w./-])${escape(stem)}(?![\\w/-]|\\.\\w)`, 'iu').test(text);
+}
+
+/**
  * A file name in prose: a path whose last part has an extension starting with a letter (`notes.txt`,
  * `src/app.ts`), or a dot-file of five letters or more (`.gitignore`; `.pyc` is an extension, not a file).
  */

@@ -13,7 +13,7 @@
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
  */
 import { changesSomething, plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
-import { namedFiles, newFileNames } from './named-files';
+import { namedByStem, namedFiles, newFileNames } from './named-files';
 import { isDataFile } from './program';
 import { isQuestion } from './small-model';
 
@@ -274,7 +274,8 @@ export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] 
  * not the request, the plan's goal, nor the step's own title or instruction. The Planner took it from the listing
  * with nothing said of what to do to it: with the 1.5B model, a request to create an ignore file planned the
  * project's one script as a change beside it, and the step wrote the ignore patterns over the script. A new file is left as planned, and
- * the step may still change any file it is led to (this only stops asking it to). Only meaningful with a complete
+ * the step may still change any file it is led to (this only stops asking it to). A file named without its extension
+ * ("our readme") is named. Only meaningful with a complete
  * listing.
  */
 export function unnamedChanges(
@@ -286,7 +287,7 @@ export function unnamedChanges(
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const texts = [request, plan.goal, s.title, s.instruction];
-    const named = (f: string) => texts.some((t) => namedFiles([f], t).length > 0);
+    const named = (f: string) => texts.some((t) => namedFiles([f], t).length > 0 || namedByStem(f, t));
     const gone = plannedFiles(s).filter((f) => existing.has(f) && !named(f));
     if (!gone.length) return s;
     repairs.push(

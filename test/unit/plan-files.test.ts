@@ -248,6 +248,30 @@ describe('a file of the project that no text of the task names is not asked of a
   });
 });
 
+describe('a file named without its extension is named', () => {
+  const files = ['README.md', 'requirements.txt', 'app.py', 'src/app_test.py'];
+
+  it('a request that says "our readme" names README.md: the change the Planner planned to it stays', () => {
+    const p = planOf(
+      step('s1', 'Add an Installation section.', { expect: { changes: ['README.md', 'requirements.txt'] } })
+    );
+    const out = unnamedChanges(
+      p,
+      'Our readme lacks an install section: say to run pip install -r requirements.txt.',
+      files
+    );
+    expect(changes(out.plan)).toEqual([['README.md', 'requirements.txt']]);
+    expect(out.repairs).toEqual([]);
+    // The control: a name inside another word or path, or another file's stem, names nothing.
+    const unnamed = unnamedChanges(
+      planOf(step('s1', 'Fix the tests.', { expect: { changes: ['README.md', 'app.py'] } })),
+      'Fix src/app_test.py; readmes elsewhere are fine.',
+      files
+    );
+    expect(changes(unnamed.plan)).toEqual([[]]);
+  });
+});
+
 describe('a new plan after a failed check changes something before it runs the check again', () => {
   const files = ['units.py', 'test_units.py', 'data/rates.json'];
   const check = 'python3 test_units.py';

@@ -13,6 +13,15 @@ import { permissionSignal } from '../../workflows/task/messages';
 
 const CALC = 'def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n';
 
+const TEST_CALC = 'from calc import add\nassert add(2, 3) == 5\n';
+const FIX_AND_TEST = 'test_calc.py fails. Fix calc.py and run test_calc.py to prove it.';
+/** The pick that fixes calc.py, for step `id`. */
+const fixCalc = (id: string) => ({
+  calls: [
+    { name: 'workspace__edit_file', args: { step_id: id, path: 'calc.py', old_string: 'a - b', new_string: 'a + b' } },
+  ],
+});
+
 let fake: FakeModel;
 let env: TestEnv;
 useFakeModelEnv({ name: 'steps-finish' }, (f, e) => {
@@ -255,7 +264,7 @@ describe('steps that finish their instruction', () => {
   });
 
   it("a step with a check is done only when Klea's own run of the check exits 0", async () => {
-    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
+    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': TEST_CALC });
     fake.on('write_plan', {
       call: plan([
         step('s1', 'Fix calc.py so that test_calc.py passes', { expect: { check: 'python3 test_calc.py' } }),
@@ -290,7 +299,7 @@ describe('steps that finish their instruction', () => {
   });
 
   it('a check that still fails after the repair rounds leads to a new plan, shown its output, which fixes the code', async () => {
-    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
+    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': TEST_CALC });
     // The first plan looks instead of fixing (as a small model's did), then runs the test as a step of its own.
     fake.on(
       'write_plan',
@@ -313,18 +322,11 @@ describe('steps that finish their instruction', () => {
       run,
       run,
       run,
-      {
-        calls: [
-          {
-            name: 'workspace__edit_file',
-            args: { step_id: 's3', path: 'calc.py', old_string: 'a - b', new_string: 'a + b' },
-          },
-        ],
-      }
+      fixCalc('s3')
     );
     fake.on('compose_answer', { content: 'add adds now.' });
 
-    const t = await TaskDriver.start(env, 'test_calc.py fails. Fix calc.py and run test_calc.py to prove it.', p.dir);
+    const t = await TaskDriver.start(env, FIX_AND_TEST, p.dir);
 
     expect(await t.result()).toMatchObject({ status: 'done' });
     expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe(CALC.replace('a - b', 'a + b'));
@@ -336,7 +338,7 @@ describe('steps that finish their instruction', () => {
   });
 
   it('a step not achieved that a later step builds on leads to a new plan at once: the later step never runs on it', async () => {
-    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': 'from calc import add\nassert add(2, 3) == 5\n' });
+    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': TEST_CALC });
     fake.on(
       'write_plan',
       {
@@ -349,17 +351,10 @@ describe('steps that finish their instruction', () => {
     );
     // s1 and its two repair rounds only look: calc.py is never changed.
     const look = { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'python3 calc.py' } }] };
-    fake.on('pick_tools', look, look, look, {
-      calls: [
-        {
-          name: 'workspace__edit_file',
-          args: { step_id: 's3', path: 'calc.py', old_string: 'a - b', new_string: 'a + b' },
-        },
-      ],
-    });
+    fake.on('pick_tools', look, look, look, fixCalc('s3'));
     fake.on('compose_answer', { content: 'add adds now.' });
 
-    const t = await TaskDriver.start(env, 'test_calc.py fails. Fix calc.py and run test_calc.py to prove it.', p.dir);
+    const t = await TaskDriver.start(env, FIX_AND_TEST, p.dir);
 
     expect(await t.result()).toMatchObject({ status: 'done' });
     expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toBe(CALC.replace('a - b', 'a + b'));

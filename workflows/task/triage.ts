@@ -89,15 +89,13 @@ function firstTriage(input: TriageInput): TriageDecision {
 
   const denied = by('denied');
   // What the step's calls show it did not do (every call failed, a file not changed, a failed check): not achieved.
-  if (input.missing && !denied.length)
-    return input.checkFailed
-      ? replanOr(input, `not achieved: ${input.missing}`)
-      : input.buildsOn?.length
-        ? replanOr(
-            input,
-            `not achieved: ${input.missing} (${input.buildsOn.join(', ')} ${input.buildsOn.length > 1 ? 'build' : 'builds'} on it)`
-          )
-        : { outcome: 'move_on', ok: false, reason: `not achieved: ${input.missing}` };
+  if (input.missing && !denied.length) {
+    const reason = `not achieved: ${input.missing}`;
+    if (input.checkFailed) return replanOr(input, reason);
+    const on = input.buildsOn ?? [];
+    if (on.length) return replanOr(input, `${reason} (${on.join(', ')} ${on.length > 1 ? 'build' : 'builds'} on it)`);
+    return { outcome: 'move_on', ok: false, reason };
+  }
 
   const errors = by('error');
   if (errors.length) return { outcome: 'evaluate', reason: `${errors[0].tool} returned an error: ${errors[0].text}` };

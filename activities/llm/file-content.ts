@@ -145,7 +145,7 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
         ...(input.cutOff
           ? [
               'Your first answer was cut off at the output limit before the file was complete: write it again, ' +
-                'complete and shorter.',
+                'complete and shorter, each line once.',
             ]
           : []),
         ...(input.dropped?.length
@@ -289,7 +289,8 @@ export async function withWholeFileWrites(
           ...(ran ? { ran } : {}),
           ...(dropped ? { dropped } : {}),
           ...(cutOff ? { cutOff } : {}),
-        })
+        }),
+        { afterCutOff: cutOff === true }
       );
       res.usage = addUsage(res.usage, answer.usage);
       res.modelCalls++;

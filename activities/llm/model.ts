@@ -6,8 +6,9 @@
  *
  * Under `model.structured_output: auto` the client starts with tool calling and moves to json_schema, for the rest
  * of its life (the worker's), the first time the endpoint answers a forced function with prose or refuses the
- * request's tools: llama.cpp's server, Ollama and others then work with no configuration. Prose that is the
- * function's arguments as JSON (fenced or not) is taken as the answer, not asked for again.
+ * request's tools: llama.cpp's server, Ollama and others then work with no configuration. Prose that is valid
+ * arguments of the function as JSON (fenced or not) is taken as the answer, not asked for again. A plain-text
+ * answer cut at the output token limit may be asked again with `RUN_ON_PENALTY`.
  *
  * Token counting is never done locally (it would fetch encodings from the internet, and hang offline): usage
  * comes from the server, and streaming stays off because LangChain counts streamed tokens itself.
@@ -60,6 +61,16 @@ export type { OpenAIFunction, StructuredOutputMethod } from './structured-output
 
 export const MODEL_NOT_CONFIGURED = `No model is configured: ${MODEL_NOT_CONFIGURED_HINT}.`;
 
+/**
+ * The `frequency_penalty` of a plain-text request that asks again for an answer cut at the output token limit
+ * (`TextOptions.afterCutOff`). A file's content that runs to the limit has mostly fallen into a loop (one more test
+ * case, each a little longer, until the limit), and at temperature 0 the same prompt falls into the same loop. The
+ * penalty, a standard parameter of the chat-completions API, makes each repeat less likely; it is sent on such a
+ * re-ask only, so no other answer is changed by it. Not for structured answers: a JSON answer repeats its keys by
+ * design, and a plan asked again with it came back no better.
+ */
+export const RUN_ON_PENALTY = 0.5;
+
 export interface NodePrompt {
   node: NodeName;
   /** System prompt body (the `# klea:<node>` line is added here). */
@@ -85,6 +96,11 @@ export interface StructuredOptions<T> {
    * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
    */
   afresh?: NodePrompt;
+}
+
+export interface TextOptions {
+  /** The previous answer to this prompt was cut at the output token limit: ask with `RUN_ON_PENALTY`. */
+  afterCutOff?: boolean;
 }
 
 export interface TextResult {
@@ -116,7 +132,7 @@ export interface ModelClient {
     opts?: StructuredOptions<z.infer<S>>
   ): Promise<StructuredResult<z.infer<S>>>;
   /** A node with plain-text output. */
-  text(prompt: NodePrompt): Promise<TextResult>;
+  text(prompt: NodePrompt, opts?: TextOptions): Promise<TextResult>;
   /**
    * A node that answers with calls of the given functions (at least one): native tool calls, or under json_schema
    * one `{"calls": [...]}` answer of at most `maxCalls` items.
@@ -130,8 +146,8 @@ type Answer =
 
 export function createModelClient(config: Config, log: Logger = silentLogger): ModelClient {
   const configured = isModelConfigured(config);
-  const model = configured
-    ? new ChatCompletionsModel({
+  const fields = configured
+    ? {
         model: config.model.name,
         apiKey: config.model.api_key ?? 'not-needed',
         configuration: config.model.base_url ? { baseURL: config.model.base_url } : undefined,
@@ -143,13 +159,16 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         // The whole answer beside the message: llama.cpp's server says in `timings` how much of the prompt came from
         // its cache (`promptCacheOf` in ./model-reply).
         __includeRawResponse: true,
-      })
+      }
     : undefined;
+  const model = fields ? new ChatCompletionsModel(fields) : undefined;
+  const penalized = fields ? new ChatCompletionsModel({ ...fields, frequencyPenalty: RUN_ON_PENALTY }) : undefined;
   const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);
 
-  const requireModel = (): ChatCompletionsModel => {
-    if (!model) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, Failure.ModelNotConfigured);
-    return model;
+  /** The model, or after an answer cut at the output limit the same one with `RUN_ON_PENALTY`. */
+  const requireModel = (afterCutOff = false): ChatCompletionsModel => {
+    if (!model || !penalized) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, Failure.ModelNotConfigured);
+    return afterCutOff ? penalized : model;
   };
 
   const toMessages = (prompt: NodePrompt, turns: BaseMessage[], instruction?: string): BaseMessage[] => [
@@ -224,10 +243,13 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
             const raw = contentOf(reply);
             if (!choice.fallBack(node, 'answered without the forced function call'))
               return { answer: { kind: 'no_call', raw, error: `no call to the function ${node} was made` }, usage };
-            // The endpoint ignores tools: an answer that is the arguments as JSON is taken (validated as any), not
-            // asked for again under json_schema; a model on a CPU spends a minute on one.
+            // The endpoint ignores tools: an answer that is valid arguments as JSON is taken, not asked for again
+            // under json_schema (a model on a CPU spends a minute on one). Anything else is asked again at once
+            // under json_schema, unquoted: a small model's first answer in another shape (a call of a function it
+            // made up), quoted back with the schema's complaints, led it to copy the prompt's example instead.
             const value = jsonObjectIn(raw);
-            if (value !== undefined) return { answer: { kind: 'value', value, raw }, usage };
+            if (value !== undefined && schema.safeParse(value).success)
+              return { answer: { kind: 'value', value, raw }, usage };
           }
         }
         const reply = await invoke(node, () =>
@@ -282,8 +304,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       );
     },
 
-    async text(prompt) {
-      const m = requireModel();
+    async text(prompt, opts = {}) {
+      const m = requireModel(opts.afterCutOff === true);
       const reply = await invoke(prompt.node, () => m.invoke(toMessages(prompt, turnsOf(prompt)), aborting()));
       return { text: contentOf(reply), usage: usageOf(reply), ...(cutShort(reply) ? { cutShort: true } : {}) };
     },

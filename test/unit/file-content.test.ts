@@ -11,7 +11,7 @@ import {
   withWholeFileWrites,
   type WholeFileStep,
 } from '../../activities/llm/file-content';
-import type { ModelClient, NodePrompt } from '../../activities/llm/model';
+import type { ModelClient, NodePrompt, TextOptions } from '../../activities/llm/model';
 import { boundNamedFiles } from '../../activities/llm/named-files';
 import { writesForUnchanged } from '../../activities/llm/small-model';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
@@ -356,15 +356,17 @@ describe('a file whose content was cut at the output limit', () => {
   /** A model that answers with `answers` in turn, each cut at the limit or not. */
   const turns = (...answers: Array<{ text: string; cut?: boolean }>) => {
     const prompts: string[] = [];
+    const penalized: boolean[] = [];
     const client = {
       profile: 'small',
-      async text(prompt: NodePrompt) {
+      async text(prompt: NodePrompt, opts?: TextOptions) {
         prompts.push(String(prompt.messages[0]));
+        penalized.push(opts?.afterCutOff === true);
         const a = answers[prompts.length - 1];
         return { text: a.text, usage: { inputTokens: 10, outputTokens: 512 }, ...(a.cut ? { cutShort: true } : {}) };
       },
     } as unknown as ModelClient;
-    return { client, prompts };
+    return { client, prompts, penalized };
   };
   const step: WholeFileStep = { id: 's1', instruction: 'Write tests.', newFiles: ['test_d.py'] };
   const write = call('write_file', { path: 'test_d.py', content: 'x' });
@@ -377,6 +379,8 @@ describe('a file whose content was cut at the output limit', () => {
     expect(out.modelCalls).toBe(2);
     expect(m.prompts[0]).not.toContain('cut off');
     expect(m.prompts[1]).toContain('Your first answer was cut off at the output limit before the file was complete');
+    // Asked the second time with the client's penalty on repeats (the same prompt at temperature 0 loops again).
+    expect(m.penalized).toEqual([false, true]);
   });
 
   it('cut again, it is not used: the call stays as the model made it', async () => {

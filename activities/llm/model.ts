@@ -92,10 +92,11 @@ export interface StructuredOptions<T> {
    */
   check?: (value: T) => string | null;
   /**
-   * The prompt to ask instead, afresh, the first time `check` refuses an answer (what it asks for, not a quote of the
-   * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
+   * The prompt to ask instead, afresh, the first time `check` refuses an answer that `when` holds of (what it asks
+   * for, not a quote of the refused answer and the reason, which a small model at temperature 0 repeats: an example
+   * it copied, say). Other refusals are quoted back with their reason.
    */
-  afresh?: NodePrompt;
+  afresh?: { prompt: NodePrompt; when: (value: T) => boolean };
 }
 
 export interface TextOptions {
@@ -279,8 +280,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
           // Once: the same prompt again, at temperature 0, gets the same answer; a second refusal is quoted as usual.
-          if (problem !== null && opts.afresh && prompt !== opts.afresh) {
-            prompt = opts.afresh;
+          const afresh = opts.afresh;
+          if (parsed.success && problem !== null && afresh && prompt !== afresh.prompt && afresh.when(parsed.data)) {
+            prompt = afresh.prompt;
             turns = turnsOf(prompt);
             continue;
           }

@@ -92,11 +92,10 @@ export interface StructuredOptions<T> {
    */
   check?: (value: T) => string | null;
   /**
-   * The prompt to ask instead, afresh, the first time `check` refuses an answer that `when` holds of (what it asks
-   * for, not a quote of the refused answer and the reason, which a small model at temperature 0 repeats: an example
-   * it copied, say). Other refusals are quoted back with their reason.
+   * The prompt to ask instead, afresh, the first time `check` refuses an answer (what it asks for, not a quote of the
+   * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
    */
-  afresh?: { prompt: NodePrompt; when: (value: T) => boolean };
+  afresh?: NodePrompt;
 }
 
 export interface TextOptions {
@@ -280,9 +279,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
           // Once: the same prompt again, at temperature 0, gets the same answer; a second refusal is quoted as usual.
-          const afresh = opts.afresh;
-          if (parsed.success && problem !== null && afresh && prompt !== afresh.prompt && afresh.when(parsed.data)) {
-            prompt = afresh.prompt;
+          if (problem !== null && opts.afresh && prompt !== opts.afresh) {
+            prompt = opts.afresh;
             turns = turnsOf(prompt);
             continue;
           }

@@ -2,8 +2,7 @@
  * The Planner (`write_plan`, docs/architecture.md §7): the goal and a dependency graph of steps, for every model
  * alike. What the Planner writes is taken as written; a plan that copies the example of its instructions instead of
  * planning the request is asked again afresh, with the example left out (never patched over). A small model's plan
- * gets the help of ./plan-files and ./asked-changes with the files it is to change, and its first plan is asked
- * again, with the reason, when it leaves out a file the request names (`requestFilesLeftOut`).
+ * gets the help of ./plan-files and ./asked-changes with the files it is to change.
  */
 import type { ToolAccess } from '../../common/config';
 import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
@@ -21,7 +20,6 @@ import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
 import { keepAskedChanges } from './asked-changes';
-import { namedFiles, newFileNames } from './named-files';
 import {
   changesForFailedCheck,
   checksAfterChanges,
@@ -127,30 +125,6 @@ export function copiedFromExample(plan: Plan, taskText: string): string | null {
     ? `the plan names ${copied.join(', ')}, from the example in the instructions, not from this request: ` +
         'write the plan for the request itself, with the files of this project'
     : null;
-}
-
-/**
- * The files the request names (of the project, or new ones) when no step of the plan names any of them (in its title,
- * instruction, files to change or check), as the reason to ask the Planner again; null when a step names one, or the
- * request names none. A plan that leaves out every file the request is about plans other work: with the 1.5B model on
- * `holdout`, a script the request asked to fix was planned as steps that looked for, counted and summed what the
- * script reads, and the script was never changed. A plan that names one of them is left as it is (a test planned
- * without the code it tests: the write is shown that code anyway).
- */
-export function requestFilesLeftOut(plan: Plan, request: string, files: readonly string[]): string | null {
-  const listed = files.filter((f) => !isFolderEntry(f));
-  const namedIn = (text: string) => [...new Set([...namedFiles(listed, text), ...newFileNames(listed, text)])];
-  const asked = namedIn(request);
-  if (!asked.length) return null;
-  const stepsText = plan.steps
-    .map((s) => [s.title, s.instruction, ...(s.expect?.changes ?? []), s.expect?.check ?? ''].join('\n'))
-    .join('\n');
-  const planned = new Set(namedIn(stepsText));
-  if (asked.some((f) => planned.has(f))) return null;
-  return (
-    `the request names ${asked.join(', ')}, but no step of the plan names ${asked.length > 1 ? 'any of them' : 'it'}: ` +
-    `plan what the request asks of ${asked.length > 1 ? 'them' : 'it'}`
-  );
 }
 
 /**
@@ -292,26 +266,19 @@ export async function writePlan(
 ): Promise<{ plan: Plan; usage: MeteredUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const shown = taskText(input, projectContext);
-  const files = input.listing?.complete ? input.listing.files : null;
-  const small = model.profile === 'small' && files;
-  // A small model's first plan (not a revision or a replan, whose finished steps may have done it) names every file
-  // of the project the request names.
-  const leftOut = (plan: Plan) =>
-    small && !input.previousPlan && !input.finished?.length ? requestFilesLeftOut(plan, input.request, small) : null;
   const { value, usage } = await model.structured(
     writePlanPrompt(input, tools, projectContext),
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     {
-      check: (v) => copiedFromExample(v.plan, shown) ?? leftOut(v.plan),
+      check: (v) => copiedFromExample(v.plan, shown),
       // A plan that copied the example is asked again without it.
-      afresh: {
-        prompt: writePlanPrompt(input, tools, projectContext, false),
-        when: (v) => copiedFromExample(v.plan, shown) !== null,
-      },
+      afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
   const checked = fileChangesOnly(value.plan, input.listing?.files ?? [], input.request);
+  const files = input.listing?.complete ? input.listing.files : null;
+  const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names, changes only files some text of the task names
   // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
   // file in one step, and runs a check only once the change it checks is made (./plan-files). A new plan after a

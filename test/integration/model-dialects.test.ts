@@ -907,35 +907,6 @@ describe('model.profile small', () => {
     // The read was the step's first call; its pick saw what the read returned.
     expect(fake.requestsFor('pick_tools')[0].text).toContain('DB_PORT=5433');
   });
-
-  it('a first plan that names no file the request names is asked again with the reason; the plan that names it fixes it', async () => {
-    fake.dialect = 'openai';
-    const script = 'for f in logs/*.log; do grep -c ERROR "$f"; done\n';
-    const p = makeProject({ 'count.sh': script, 'logs/a.log': 'ERROR x\n', 'logs/b.log': 'ERROR y\nok\n' });
-    const request = 'count.sh prints one line per log file; it should print the total. Fix it.';
-    // The first plan looks at the logs and never at the script (as the 1.5B model's did).
-    const looked = plan([step('s1', 'Count the lines with ERROR in each file of logs/.')], {}, request);
-    const fix = 'In count.sh, print the total of the counts.';
-    const fixes = plan([step('s1', fix, { expect: { changes: ['count.sh'], check: 'bash count.sh' } })], {}, request);
-    fake.on('write_plan', { call: looked }, { call: fixes });
-    const edit = { path: 'count.sh', old_string: 'grep -c', new_string: 'grep -h' };
-    fake.on('pick_tools', { calls: [{ name: 'workspace__edit_file', args: { step_id: 's1', ...edit } }] });
-    fake.on('write_file_content', { content: '```sh\ncat logs/*.log | grep -c ERROR\n```' });
-    fake.on('compose_answer', { content: 'count.sh prints the total now: 2.' });
-
-    const t = await TaskDriver.start(env, request, p.dir);
-    expect(await t.result()).toMatchObject({ status: 'done' });
-
-    expect(readFileSync(path.join(p.dir, 'count.sh'), 'utf8')).toBe('cat logs/*.log | grep -c ERROR\n');
-    const asks = fake.requestsFor('write_plan');
-    expect(asks).toHaveLength(2);
-    expect(asks[0].text).not.toContain('no step of the plan');
-    expect(asks[1].text).toContain('the request names count.sh, but no step of the plan names it');
-    // Asked with the reason, not afresh: the instructions (with their example) are the same.
-    expect(asks[1].system).toBe(asks[0].system);
-    const [planned] = await t.eventsOf('plan');
-    expect(planned.plan.steps.map((s) => s.instruction)).toEqual([fix]);
-  });
 });
 
 describe('structured_output tool_calling', () => {

@@ -2,6 +2,7 @@
  * All of Klea's I/O lives in activities. The worker builds them once with `createActivities(deps)`; workflows
  * import only the `Activities` type. This file wires them: each kind of work lives in a module of its own.
  */
+import type { ProjectLeases } from './project/lease';
 import type { Config } from '../common/config';
 import type { ProjectContextInfo } from '../common/sandbox-status';
 import type { SummarizeInput } from '../common/session';
@@ -27,19 +28,21 @@ export interface ActivityDeps {
   pool: McpPool;
   /** Injected in tests; built from config otherwise. */
   model?: ModelClient;
+  /** On a host of a group: its leases on the group's projects (project/lease.ts). */
+  leases?: ProjectLeases;
 }
 
 export function createActivities(deps: ActivityDeps) {
   const { config, log } = deps;
   const model = deps.model ?? createModelClient(config, log);
-  const tools = createToolActivities({ config, log, pool: deps.pool });
+  const tools = createToolActivities({ config, log, pool: deps.pool, leases: deps.leases });
   const projectContext = new ProjectContextReader();
   const context = createPromptContext(tools);
   const projectCheck = createProjectCheck(config, projectContext);
 
   return {
     ...tools,
-    ...createRewindActivities({ config, log }),
+    ...createRewindActivities({ config, log, leases: deps.leases }),
     ...createPlanActivities({ config, log, model, tools, context, projectContext, projectCheck }),
     sleptSessionGrants,
 

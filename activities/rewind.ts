@@ -5,6 +5,7 @@
  * The checkpoints live in Klea's data dir (`tools/checkpoints/`); the task is read and reset through
  * Temporal with the worker's own client.
  */
+import type { ProjectLeases } from './project/lease';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -36,6 +37,8 @@ export const REWIND_HOLD_ENV = 'KLEA_REWIND_HOLD_AFTER_FILES';
 export interface RewindDeps {
   config: Config;
   log: Logger;
+  /** On a host of a group: a rewind plans and restores a group's project only where its lease is held. */
+  leases?: ProjectLeases;
 }
 
 export interface PrepareRewindInput {
@@ -108,6 +111,7 @@ export function createRewindActivities(deps: RewindDeps) {
         };
       }
       requireAllowedProject(deps.config, state.projectDir);
+      await deps.leases?.hold(state.projectDir);
       const plan = await planRewind(checkpointPlace(deps.config, state.projectDir), {
         task: input.taskId,
         steps: from.steps,
@@ -137,6 +141,7 @@ export function createRewindActivities(deps: RewindDeps) {
     /** Restores the files; a retry after a crash finishes the same restore (the store keys it by `rewindId`). */
     async restoreFiles(input: RestoreFilesInput) {
       requireAllowedProject(deps.config, input.projectDir);
+      await deps.leases?.hold(input.projectDir);
       const hold = /^(\d+):(.+)$/.exec(process.env[REWIND_HOLD_ENV] ?? '');
       let files = 0;
       const done = await applyRewind(

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import type { CreateSessionRequestSchema } from '../common/api';
 import type { Config, Mode } from '../common/config';
 import { KleaHost, KleaLastActivity, KleaMode, KleaProject, KleaSessionId } from '../common/search-attributes';
+import { homeName } from '../common/home';
 import type { SessionInput, SessionSleep } from '../common/session';
 import type { sessionWorkflow } from '../workflows';
 import { type ApiError, unavailable } from './errors';
@@ -60,7 +61,7 @@ export function sessionStarter(deps: {
     workflowId: sessionWorkflowId(sessionId),
     args: [input],
     staticSummary: `chat session ${sessionId}`,
-    staticDetails: `project ${input.projectDir}${input.home ? ` on host ${input.home.hostId}` : ''}`,
+    staticDetails: `project ${input.projectDir}${input.home ? ` on ${input.home.groupId !== undefined ? `group ${input.home.groupId}` : `host ${input.home.hostId}`}` : ''}`,
     typedSearchAttributes: [
       { key: KleaSessionId, value: sessionId },
       { key: KleaMode, value: mode },
@@ -68,7 +69,7 @@ export function sessionStarter(deps: {
       { key: KleaLastActivity, value: new Date(input.carry?.lastActivityAt ?? Date.now()) },
       // The inbox and GET /hosts list sessions by project and by the host that holds it.
       { key: KleaProject, value: input.projectDir },
-      ...(input.home ? [{ key: KleaHost, value: input.home.hostId }] : []),
+      ...(input.home ? [{ key: KleaHost, value: homeName(input.home) }] : []),
     ],
   });
 
@@ -76,7 +77,7 @@ export function sessionStarter(deps: {
     async start(body, sessionId = newSessionId(randomUUID())) {
       const projectDir = resolveProjectDir(body.projectDir);
       const mode = body.mode ?? config.general.mode;
-      const home = await chooseHome(calls, config, body.host, projectDir);
+      const home = await chooseHome(calls, config, { host: body.host, group: body.group }, projectDir);
       const input: SessionInput = {
         sessionId,
         projectDir,

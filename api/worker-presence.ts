@@ -3,7 +3,7 @@
  * pollers and the hosts they name, each host's own queue (`klea-host-<id>`), and `requireWorker`, the check before a
  * message that only a worker can take is sent.
  */
-import { hostOfIdentity, hostRootsOfIdentity, hostTaskQueue } from '../common/home';
+import { groupOfIdentity, hostOfIdentity, hostRootsOfIdentity, hostTaskQueue } from '../common/home';
 import { temporal } from '@temporalio/proto';
 import { unavailable } from './errors';
 import { tsToDate } from './run-listing';
@@ -112,9 +112,13 @@ export class WorkerPresence {
   }
 
   /** Workers alive on the task queue, and their identities. Throws Temporal's error when it cannot be asked. */
-  async workerPresence(
-    timeoutMs = this.calls.callTimeoutMs
-  ): Promise<{ pollers: number; identities: string[]; hosts: string[]; roots: Map<string, string[]> }> {
+  async workerPresence(timeoutMs = this.calls.callTimeoutMs): Promise<{
+    pollers: number;
+    identities: string[];
+    hosts: string[];
+    roots: Map<string, string[]>;
+    groups: Map<string, string>;
+  }> {
     const { listed, alive } = await this.queueWorkers(
       this.calls.taskQueue,
       temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
@@ -124,12 +128,16 @@ export class WorkerPresence {
     const hosts = [...new Set(listed.map((id) => hostOfIdentity(id)))].filter((h): h is string => h !== null);
     // The project roots each host says it holds (the union over its workers; absent: it does not say).
     const roots = new Map<string, string[]>();
+    // The group each host says it is in (a host in a group shares its projects with the group's other hosts).
+    const groups = new Map<string, string>();
     for (const id of listed) {
       const host = hostOfIdentity(id);
       const said = hostRootsOfIdentity(id);
       if (host && said) roots.set(host, [...new Set([...(roots.get(host) ?? []), ...said])]);
+      const group = groupOfIdentity(id);
+      if (host && group) groups.set(host, group);
     }
-    return { pollers: alive.length, identities: alive, hosts: hosts.sort(), roots };
+    return { pollers: alive.length, identities: alive, hosts: hosts.sort(), roots, groups };
   }
 
   /** The workers alive on a host's task queue (`klea-host-<id>`, activities), and whether it was ever polled lately. */
@@ -151,15 +159,18 @@ export class WorkerPresence {
    */
   async hostsPresent(
     timeoutMs = this.calls.callTimeoutMs
-  ): Promise<Array<{ hostId: string; taskQueue: string; pollers: number; roots: string[] | null }>> {
+  ): Promise<
+    Array<{ hostId: string; taskQueue: string; pollers: number; roots: string[] | null; groupId: string | null }>
+  > {
     try {
-      const { hosts, roots } = await this.workerPresence(timeoutMs);
+      const { hosts, roots, groups } = await this.workerPresence(timeoutMs);
       return await Promise.all(
         hosts.map(async (hostId) => ({
           hostId,
           taskQueue: hostTaskQueue(hostId),
           pollers: (await this.hostPollers(hostId, timeoutMs)).pollers,
           roots: roots.get(hostId) ?? null,
+          groupId: groups.get(hostId) ?? null,
         }))
       );
     } catch (err) {

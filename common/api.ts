@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema } from './config';
-import { HostIdSchema } from './home';
+import { GroupIdSchema, HostIdSchema } from './home';
 import { EventTypeSchema, TASK_STATUSES, TaskStatusSchema } from './events';
 import { StepIdSchema } from './plan';
 import { RewindOutlineSchema, RewindRequestSchema } from './rewind';
@@ -95,6 +95,11 @@ export const CreateTaskRequestSchema = z.strictObject({
       'taken when the request starts a session (a session keeps its home); absent: the API chooses among the ' +
       'hosts that poll, the same one for the same project while they poll'
   ),
+  group: GroupIdSchema.optional().describe(
+    'on a cluster: the group of worker hosts that share the project on a volume they all reach (its activities run ' +
+      'on task queue klea-group-<group>, and those that change it on the host that holds its lease); absent: the ' +
+      'API takes the group when only hosts of one group hold the project'
+  ),
 });
 
 export const CreateTaskResponseSchema = z.object({
@@ -139,6 +144,11 @@ export const CreateSessionRequestSchema = z.strictObject({
     'on a cluster: the worker host that holds the project (its activities run on task queue klea-host-<host>), ' +
       'taken when the request starts a session (a session keeps its home); absent: the API chooses among the ' +
       'hosts that poll, the same one for the same project while they poll'
+  ),
+  group: GroupIdSchema.optional().describe(
+    'on a cluster: the group of worker hosts that share the project on a volume they all reach (its activities run ' +
+      'on task queue klea-group-<group>, and those that change it on the host that holds its lease); absent: the ' +
+      'API takes the group when only hosts of one group hold the project'
   ),
 });
 export const CreateSessionResponseSchema = z.object({ sessionId: z.string(), temporalUiUrl: z.string() });
@@ -275,11 +285,16 @@ export const SessionListItemSchema = z.object({
       'when the session last took a message or command, or a task of it started or ended: the order of the list ' +
         '(null for a session from before it was kept, listed last)'
     ),
-  projectDir: z.string().nullable().describe('the project directory its tools work in (null: started before it was kept)'),
+  projectDir: z
+    .string()
+    .nullable()
+    .describe('the project directory its tools work in (null: started before it was kept)'),
   host: z
     .string()
     .nullable()
-    .describe('on a cluster: the worker host that holds its project (null: one machine, or started before it was kept)'),
+    .describe(
+      'on a cluster: the worker host that holds its project (null: one machine, or started before it was kept)'
+    ),
 });
 export const HostProjectSchema = z.object({
   projectDir: z.string(),

@@ -40,6 +40,9 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_WORKER_METRICS_ADDRESS', path: ['worker', 'metrics_address'], kind: 'string' },
   { env: 'KLEA_HOST_ID', path: ['worker', 'host_id'], kind: 'string' },
   { env: 'KLEA_HOST_WAIT_MS', path: ['worker', 'host_wait_ms'], kind: 'count' },
+  { env: 'KLEA_GROUP_ID', path: ['worker', 'group_id'], kind: 'string' },
+  { env: 'KLEA_GROUP_DIR', path: ['worker', 'group_dir'], kind: 'string' },
+  { env: 'KLEA_GROUP_LEASE_MS', path: ['worker', 'group_lease_ms'], kind: 'count' },
   { env: 'KLEA_BWRAP', path: ['tools', 'sandbox', 'bwrap_path'], kind: 'string' },
 ];
 

@@ -5,7 +5,7 @@
  * `mcp:` section, written the way other MCP clients write theirs, is in mcp-config.ts.
  */
 import { z } from 'zod';
-import { DEFAULT_HOST_WAIT_MS, HostIdSchema } from './home';
+import { DEFAULT_GROUP_LEASE_MS, DEFAULT_HOST_WAIT_MS, GroupIdSchema, HostIdSchema } from './home';
 import { McpConfigSchema } from './mcp-config';
 import { NetworkAllowSchema } from './network-allow';
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from './path-patterns';
@@ -132,6 +132,29 @@ export const ConfigSchema = z.strictObject({
        * KLEA_HOST_WAIT_MS; the API hands it to each session it starts with a home).
        */
       host_wait_ms: z.number().int().min(100).max(3_600_000).default(DEFAULT_HOST_WAIT_MS),
+      /**
+       * The group of hosts this host shares its projects with, on a volume they all reach at the same paths (env
+       * KLEA_GROUP_ID): it also polls `klea-group-<id>`, and changes a project only while it holds the project's
+       * lease (common/lease.ts). Needs host_id and group_dir. null: its projects are its own.
+       */
+      group_id: GroupIdSchema.nullable().default(null),
+      /**
+       * The group's own directory on the shared volume (env KLEA_GROUP_DIR): the projects' leases, checkpoints,
+       * workspace state and tool results, which every host of the group reads and writes. Outside every project.
+       */
+      group_dir: z.string().min(1).nullable().default(null),
+      /**
+       * How long a host's lease on a group project lasts without being renewed (env KLEA_GROUP_LEASE_MS): a host
+       * that is gone or cut off gives the project up within it, and another host of the group takes it after it.
+       */
+      group_lease_ms: z.number().int().min(1_000).max(600_000).default(DEFAULT_GROUP_LEASE_MS),
+    })
+    .superRefine((w, ctx) => {
+      if (w.group_id === null) return;
+      if (w.host_id === null)
+        ctx.addIssue({ code: 'custom', path: ['group_id'], message: 'a host of a group needs worker.host_id' });
+      if (w.group_dir === null)
+        ctx.addIssue({ code: 'custom', path: ['group_dir'], message: 'a host of a group needs worker.group_dir' });
     })
     .prefault({}),
   api: z

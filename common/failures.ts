@@ -46,6 +46,11 @@ export const Failure = {
   RewindFailed: 'RewindFailed',
   /** No step of the plan achieved its instruction: the task ends failed, its answer saying what was tried. */
   NothingAchieved: 'NothingAchieved',
+  /**
+   * A group project's changing activity reached a host of the group that does not hold the project's lease
+   * (common/lease.ts): its details name the host that does, and the workflow sends the activity there.
+   */
+  ProjectHeldElsewhere: 'ProjectHeldElsewhere',
   /** The task failed with an untyped error: the fallback code, so every failure has one. */
   TaskFailed: 'TaskFailed',
 } as const;

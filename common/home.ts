@@ -22,11 +22,28 @@ export const WORKER_HEARTBEAT_MS = 5_000;
 /** How long an activity for the home waits to be taken before the task says it waits for the host. */
 export const DEFAULT_HOST_WAIT_MS = 30_000;
 
-export const HomeSchema = z.strictObject({
-  hostId: HostIdSchema,
-  /** How long an activity waits for the host to take it before `waiting_for_host` (worker.host_wait_ms). */
-  waitMs: z.number().int().min(100).max(3_600_000).default(DEFAULT_HOST_WAIT_MS),
-});
+/** How long a host's lease on a group project lasts unless renewed (worker.group_lease_ms; common/lease.ts). */
+export const DEFAULT_GROUP_LEASE_MS = 15_000;
+
+/** A group id: what `KLEA_GROUP_ID` (`worker.group_id`) names the hosts that share a volume of projects by. */
+export const GroupIdSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a group id is 1 to 63 lower-case letters, digits and dashes');
+
+/**
+ * A home is one host, or a group of hosts that reach the same projects on a shared volume: a group project's
+ * activities go to `klea-group-<id>`, and those that change it to the host that holds its lease (common/lease.ts).
+ */
+export const HomeSchema = z
+  .strictObject({
+    hostId: HostIdSchema.optional(),
+    groupId: GroupIdSchema.optional(),
+    /** How long an activity waits for the host to take it before `waiting_for_host` (worker.host_wait_ms). */
+    waitMs: z.number().int().min(100).max(3_600_000).default(DEFAULT_HOST_WAIT_MS),
+  })
+  .refine((h) => (h.hostId === undefined) !== (h.groupId === undefined), {
+    message: 'a home names a host (hostId) or a group (groupId), one of them',
+  });
 export type Home = z.output<typeof HomeSchema>;
 
 /** The task queue a host's worker polls for its projects' activities (contract: `klea-host-<id>`). */
@@ -34,13 +51,37 @@ export function hostTaskQueue(hostId: string): string {
   return `klea-host-${hostId}`;
 }
 
+/** The task queue every host of a group polls for the group's projects' activities: `klea-group-<id>`. */
+export function groupTaskQueue(groupId: string): string {
+  return `klea-group-${groupId}`;
+}
+
+/** What a task's or session's state says of its home: the host, or the group. */
+export function homeRef(home: Home): { hostId: string } | { groupId: string } {
+  return home.groupId !== undefined ? { groupId: home.groupId } : { hostId: home.hostId! };
+}
+
 /**
- * What a worker host says of itself in its Temporal identity: ` host=<id> roots=<its project roots>` (the roots as
- * URI-encoded JSON, so the identity holds no space of theirs), so the API knows which hosts poll and which projects
+ * How a home is named where one name stands for it (the session list's `host`, the `KleaHost` search attribute,
+ * `waiting_for_host`): its host id, or `group:<id>` (a colon is in no host id, so the two never meet).
+ */
+export function homeName(home: { hostId?: string; groupId?: string }): string {
+  return home.groupId !== undefined ? `group:${home.groupId}` : home.hostId!;
+}
+
+/**
+ * What a worker host says of itself in its Temporal identity: ` host=<id> group=<id> roots=<its project roots>` (the
+ * group only for a host in one; the roots as URI-encoded JSON, so the identity holds no space of theirs), so the API knows which hosts poll and which projects
  * each holds without asking it.
  */
-export function hostIdentityTag(hostId: string, roots: readonly string[] | null): string {
-  return ` host=${hostId}${roots ? ` roots=${encodeURIComponent(JSON.stringify(roots))}` : ''}`;
+export function hostIdentityTag(hostId: string, roots: readonly string[] | null, groupId?: string | null): string {
+  return ` host=${hostId}${groupId ? ` group=${groupId}` : ''}${roots ? ` roots=${encodeURIComponent(JSON.stringify(roots))}` : ''}`;
+}
+
+/** The group a worker identity says its host is in (` group=<id>`), or null. */
+export function groupOfIdentity(identity: string | null | undefined): string | null {
+  const m = / group=([a-z0-9][a-z0-9-]{0,62})(?: |$)/.exec(identity ?? '');
+  return m ? m[1]! : null;
 }
 
 /** The project roots a worker identity says its host holds, or null (it does not say). */

@@ -207,7 +207,7 @@ export interface SessionState {
   /** The session's earlier runs, oldest first, with the seqs of the events each holds (the newest 1000). */
   earlierRuns: TaskRunLink[];
   /** On a cluster: the worker host that holds the session's project. */
-  home?: { hostId: string } | null;
+  home?: { hostId: string } | { groupId: string } | null;
 }
 
 export type SessionEvent = KleaEvent;

@@ -288,10 +288,13 @@ export const TaskStateSchema = z.object({
     .array(TaskRoundSchema)
     .describe('the rounds of steps run so far, oldest first: a rewind to a step undoes its round and every later one'),
   home: z
-    .strictObject({ hostId: z.string() })
+    .strictObject({ hostId: z.string().optional(), groupId: z.string().optional() })
     .nullable()
     .optional()
-    .describe("on a cluster: the worker host that holds the task's project, where its tool calls run"),
+    .describe(
+      "on a cluster: the worker host that holds the task's project, where its tool calls run, or the group of hosts " +
+        'that share it (its calls run on the host that holds its lease)'
+    ),
   waitingForHost: z
     .string()
     .nullable()

@@ -7,7 +7,9 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { createActivities } from '../activities';
 import { McpPool } from '../activities/mcp/pool';
 import type { Config } from '../common/config';
-import { hostIdentityTag, hostTaskQueue } from '../common/home';
+import { groupTaskQueue, hostIdentityTag, hostTaskQueue } from '../common/home';
+import { ProjectLeases } from '../activities/project/lease';
+import { workspaceKey } from '../activities/mcp/servers';
 import { allowedRoots } from '../runtime/project-roots';
 import { workerIdentity } from '../common/sandbox-status';
 import type { Logger } from '../runtime/log';
@@ -43,6 +45,10 @@ export interface KleaWorker {
   worker: Worker;
   /** On a worker host (worker.host_id): the worker of its own task queue `klea-host-<id>`, activities only. */
   hostWorker?: Worker;
+  /** On a host of a group (worker.group_id): the worker of the group's task queue `klea-group-<id>`. */
+  groupWorker?: Worker;
+  /** On a host of a group: its leases on the group's projects. */
+  leases?: ProjectLeases;
   pool: McpPool;
   /** Where Klea's Prometheus metrics are served (`worker.metrics_address`), when they are. */
   metricsAddress?: string;
@@ -99,9 +105,10 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   if (sandbox.problem) opts.log.warn(`run_command is unavailable on this worker: ${sandbox.problem}`);
   // On a cluster the identity names the worker host too (` host=<id>`), so the API finds the hosts that poll.
   const hostId = opts.config.worker.host_id;
+  const groupId = opts.config.worker.group_id;
   const identityWith = (roots: readonly string[] | null) =>
     workerIdentity(
-      `${process.pid}@${os.hostname()}${hostId ? hostIdentityTag(hostId, roots) : ''}`,
+      `${process.pid}@${os.hostname()}${hostId ? hostIdentityTag(hostId, roots, groupId) : ''}`,
       sandbox.status,
       sandbox.reason
     );
@@ -127,7 +134,8 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
       )
     : undefined;
   if (metrics) opts.log.info('serving metrics', { address: `http://${metrics.address}/metrics` });
-  const activities = withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool }));
+  const leases = groupLeases(opts, pool);
+  const activities = withHeartbeats(createActivities({ config: opts.config, log: opts.log, pool, leases }));
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -155,38 +163,81 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
   });
   // A worker host also polls its own task queue, `klea-host-<id>`: the activities of the projects it holds
   // (common/home.ts). Same activities, same MCP servers: one workspace server per project on this host.
-  const hostWorker = hostId
-    ? await Worker.create({
-        connection: opts.connection,
-        namespace: opts.namespace,
-        taskQueue: hostTaskQueue(hostId),
-        activities,
-        identity,
-        interceptors: { activity: interceptors.activity },
-        ...(dataConverter ? { dataConverter } : {}),
-        shutdownGraceTime: '10s',
-        maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
-      }).catch(async (err: unknown) => {
-        await metrics?.close();
-        throw err;
-      })
-    : undefined;
+  // A host of a group polls the group's task queue too, `klea-group-<id>`: its projects' activities that any host
+  // of the group may run (those that change a project run where its lease is held).
+  const activityWorker = (taskQueue: string) =>
+    Worker.create({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      taskQueue,
+      activities,
+      identity,
+      interceptors: { activity: interceptors.activity },
+      ...(dataConverter ? { dataConverter } : {}),
+      shutdownGraceTime: '10s',
+      maxConcurrentActivityTaskExecutions: opts.config.worker.max_concurrent_activities,
+    }).catch(async (err: unknown) => {
+      await metrics?.close();
+      throw err;
+    });
+  const hostWorker = hostId ? await activityWorker(hostTaskQueue(hostId)) : undefined;
+  const groupWorker = hostId && groupId ? await activityWorker(groupTaskQueue(groupId)) : undefined;
+  const all = [worker, hostWorker, groupWorker].filter((w): w is Worker => w !== undefined);
   return {
     worker,
     hostWorker,
+    groupWorker,
+    leases,
     pool,
     metricsAddress: metrics?.address,
     async run() {
+      leases?.start();
       try {
-        // Either one stopping (a signal, or shutdown()) stops the other: a host half polling is never left.
-        await Promise.all([
-          worker.run().finally(() => hostWorker?.getState() === 'RUNNING' && hostWorker.shutdown()),
-          hostWorker?.run().finally(() => worker.getState() === 'RUNNING' && worker.shutdown()),
-        ]);
+        // One stopping (a signal, or shutdown()) stops the others: a host half polling is never left.
+        await Promise.all(
+          all.map((w) =>
+            w.run().finally(() => {
+              for (const other of all) if (other !== w && other.getState() === 'RUNNING') other.shutdown();
+            })
+          )
+        );
       } finally {
+        // Its leases are given up first, so another host of the group takes its projects at once.
+        await leases?.stop();
         await pool.shutdown();
         await metrics?.close();
       }
     },
   };
+}
+
+/**
+ * A host of a group's leases (activities/project/lease.ts): renewed while it reaches Temporal; a project lost, or
+ * taken (from another host, or back), has its workspace server stopped, with the commands it runs, so the next call
+ * starts one that reads the project's state afresh from the shared volume.
+ */
+function groupLeases(opts: KleaWorkerOptions, pool: McpPool): ProjectLeases | undefined {
+  const { host_id: hostId, group_id: groupId, group_dir: groupDir, group_lease_ms: leaseMs } = opts.config.worker;
+  if (!hostId || !groupId || !groupDir) return undefined;
+  const stopServer = (projectDir: string) => pool.stop({ key: workspaceKey(projectDir) });
+  return new ProjectLeases({
+    groupDir: path.resolve(groupDir),
+    hostId,
+    leaseMs,
+    connected: async () => {
+      await opts.connection.withDeadline(Date.now() + leaseMs / 3, () =>
+        opts.connection.workflowService.getSystemInfo({})
+      );
+      return true;
+    },
+    onLost: async (projectDir) => {
+      opts.log.warn('a group project is no longer held here: its workspace server is stopped', { projectDir });
+      await stopServer(projectDir);
+    },
+    onTaken: async (projectDir, from) => {
+      opts.log.info('took a group project', { projectDir, from: from?.hostId ?? null });
+      await stopServer(projectDir);
+    },
+    warn: (message, fields) => opts.log.warn(message, fields),
+  });
 }

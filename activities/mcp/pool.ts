@@ -174,7 +174,7 @@ export class McpPool {
   }
 
   /** Stops one server, if running (what it runs is no longer approved); the next call starts it again. */
-  async stop(spec: ServerSpec): Promise<void> {
+  async stop(spec: Pick<ServerSpec, 'key'>): Promise<void> {
     const pending = this.connections.get(spec.key);
     if (!pending) return;
     this.connections.delete(spec.key);

@@ -82,10 +82,13 @@ export function workspaceServerScript(): string {
   return script;
 }
 
+/** The pool's key of a project's workspace server. */
+export const workspaceKey = (projectDir: string) => `${WORKSPACE_SERVER}\0${projectDir}`;
+
 export function workspaceSpec(config: Config, projectDir: string, grantKey: string): ServerSpec {
   return {
     name: WORKSPACE_SERVER,
-    key: `${WORKSPACE_SERVER}\0${projectDir}`,
+    key: workspaceKey(projectDir),
     kind: 'stdio',
     command: process.execPath,
     args: [
@@ -98,10 +101,10 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
       ...config.tools.sensitive_patterns.flatMap((p) => ['--sensitive-pattern', p]),
       ...(config.mcp.workspace.call_log ? ['--call-log', path.resolve(config.mcp.workspace.call_log)] : []),
       '--state-dir',
-      dataPath(config.mcp.workspace.state_dir),
+      workspaceStateDir(config),
       // What checkpointed calls change, so a task's changes can be undone (Klea's own state, like the rest).
       '--checkpoint-dir',
-      checkpointDir(),
+      checkpointDir(config),
       '--checkpoint-max-mb',
       String(config.tools.checkpoints.max_mb),
       ...guardFlags(config, projectDir),
@@ -124,16 +127,32 @@ export function workspaceSpec(config: Config, projectDir: string, grantKey: stri
 /** Where a project's step checkpoints are, as the rewind reads them (the workspace server writes them there). */
 export function checkpointPlace(config: Config, projectDir: string) {
   return {
-    storeDir: checkpointDir(),
+    storeDir: checkpointDir(config),
     projectDir,
     sensitivePatterns: config.tools.sensitive_patterns,
     ownState: ownStatePaths(config),
   };
 }
 
-/** Where the workspace server keeps checkpoints: `checkpoints/` in Klea's data directory. */
-export function checkpointDir(): string {
-  return path.join(dataDir(), 'checkpoints');
+/**
+ * Where the workspace server keeps checkpoints: `checkpoints/` in Klea's data directory, or in the group's directory
+ * for a host of a group (its projects' checkpoints are read by whichever host of the group holds them next).
+ */
+export function checkpointDir(config: Config): string {
+  return config.worker.group_dir
+    ? path.join(path.resolve(config.worker.group_dir), 'checkpoints')
+    : path.join(dataDir(), 'checkpoints');
+}
+
+/**
+ * The workspace server's call state (what a retried call finds it did): `mcp.workspace.state_dir`, and for a host of
+ * a group a relative one is under the group's directory, so a retry that lands on another host of it finds it too.
+ */
+export function workspaceStateDir(config: Config): string {
+  const setting = config.mcp.workspace.state_dir;
+  return config.worker.group_dir && !path.isAbsolute(setting)
+    ? path.join(path.resolve(config.worker.group_dir), setting)
+    : dataPath(setting);
 }
 
 /**
@@ -144,9 +163,10 @@ export function checkpointDir(): string {
 export function ownStatePaths(config: Config): string[] {
   const own = [
     dataDir(),
-    dataPath(config.mcp.workspace.state_dir),
+    workspaceStateDir(config),
     dataPath(config.tools.results_dir),
-    checkpointDir(),
+    checkpointDir(config),
+    ...(config.worker.group_dir ? [config.worker.group_dir] : []),
     config.mcp.workspace.call_log,
     temporalDbFile(),
     path.join(REPO_ROOT, '.klea'),

@@ -1,4 +1,5 @@
 /** Tool activities: list what a session may use, classify a call's paths, and dispatch a call. */
+import type { ProjectLeases } from '../project/lease';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -93,6 +94,8 @@ export interface ToolDeps {
   config: Config;
   log: Logger;
   pool: McpPool;
+  /** On a host of a group: its leases on the group's projects (a change runs only where the lease is held). */
+  leases?: ProjectLeases;
 }
 
 function flattenContent(result: CallToolResult): string {
@@ -290,6 +293,10 @@ export function createToolActivities(deps: ToolDeps) {
       if (found.refusal) return refused(found.refusal);
       const policy = accessRefusal(found.tool, input.toolAccess, `${input.server}__${input.tool}`);
       if (policy || !found.spec) return refused(policy ?? `no MCP server named ${input.server}`);
+      // A group's project is changed only by the host that holds its lease (project/lease.ts): elsewhere the call
+      // is refused with the holder's name, before anything runs, and the workflow sends it there.
+      if (deps.leases && input.server === WORKSPACE_SERVER && !found.tool?.readOnly)
+        await deps.leases.hold(input.projectDir);
 
       const ctx = activityContext();
       const meta =

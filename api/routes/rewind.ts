@@ -50,7 +50,15 @@ export function rewindRoutes({
         {
           workflowId,
           taskQueue: calls.taskQueue,
-          args: [{ taskId, ...input, ...(home ? { home: { hostId: home.hostId } } : {}) }],
+          args: [
+            {
+              taskId,
+              ...input,
+              ...(home
+                ? { home: home.groupId !== undefined ? { groupId: home.groupId } : { hostId: home.hostId } }
+                : {}),
+            },
+          ],
           staticSummary: `${input.preview ? 'preview of a rewind' : 'rewind'} of ${taskId} to before step ${input.toStep}`,
         },
         REWIND_WAIT_MS

@@ -1,6 +1,8 @@
 /** A project's home on a cluster: host ids, where a worker says its host, and how the API picks a home. */
 import { resolveConfig } from '../../common/config-resolve';
 import {
+  groupOfIdentity,
+  groupTaskQueue,
   HomeSchema,
   hostIdentityTag,
   hostOfIdentity,
@@ -9,9 +11,10 @@ import {
   underRoots,
 } from '../../common/home';
 import { workerIdentity } from '../../common/sandbox-status';
-import { ActivityFailure, TimeoutFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/common';
+import { Failure } from '../../common/failures';
 import { rendezvousHost } from '../../api/home';
-import { atHome } from '../../workflows/shared/home';
+import { atHome, HomeRoute } from '../../workflows/shared/home';
 
 test('a host has its own task queue, and a worker identity names its host', () => {
   expect(hostTaskQueue('h2')).toBe('klea-host-h2');
@@ -37,6 +40,34 @@ test('host ids are short lower-case names; a home waits 30 s for its host unless
   expect(HomeSchema.parse({ hostId: 'build-2' })).toEqual({ hostId: 'build-2', waitMs: 30_000 });
   for (const bad of ['', 'H1', 'a b', '-x', 'x'.repeat(64)])
     expect(HomeSchema.safeParse({ hostId: bad }).success).toBe(false);
+});
+
+test('a home names a host or a group, never both; a host says its group in its identity', () => {
+  expect(HomeSchema.parse({ groupId: 'g1' })).toEqual({ groupId: 'g1', waitMs: 30_000 });
+  expect(HomeSchema.safeParse({ hostId: 'h1', groupId: 'g1' }).success).toBe(false);
+  expect(HomeSchema.safeParse({}).success).toBe(false);
+  const identity = workerIdentity(`1@box${hostIdentityTag('h3', ['/srv/shared'], 'g1')}`, 'on');
+  expect(hostOfIdentity(identity)).toBe('h3');
+  expect(groupOfIdentity(identity)).toBe('g1');
+  expect(hostRootsOfIdentity(identity)).toEqual(['/srv/shared']);
+  expect(groupOfIdentity(workerIdentity(`1@box${hostIdentityTag('h1', null)}`, 'on'))).toBeNull();
+  expect(groupTaskQueue('g1')).toBe('klea-group-g1');
+});
+
+test('a host of a group needs a host id and the group directory', () => {
+  const env = { KLEA_HOST_ID: 'h3', KLEA_GROUP_ID: 'g1', KLEA_GROUP_DIR: '/srv/klea-g1', KLEA_GROUP_LEASE_MS: '6000' };
+  expect(resolveConfig({}, env).worker).toMatchObject({
+    group_id: 'g1',
+    group_dir: '/srv/klea-g1',
+    group_lease_ms: 6000,
+  });
+  expect(resolveConfig({}, {}).worker).toMatchObject({ group_id: null, group_dir: null, group_lease_ms: 15_000 });
+  expect(() => resolveConfig({}, { KLEA_GROUP_ID: 'g1', KLEA_GROUP_DIR: '/srv/klea-g1' })).toThrow(
+    /KLEA_GROUP_ID: a host of a group needs worker.host_id/
+  );
+  expect(() => resolveConfig({}, { KLEA_HOST_ID: 'h3', KLEA_GROUP_ID: 'g1' })).toThrow(
+    /KLEA_GROUP_DIR.*needs worker.group_dir|group_dir: a host of a group/
+  );
 });
 
 test('KLEA_HOST_ID and KLEA_HOST_WAIT_MS set worker.host_id and worker.host_wait_ms', () => {
@@ -109,5 +140,46 @@ describe('an activity at its home (workflows/shared/home.ts)', () => {
     await expect(atHome(home, watch, () => Promise.reject(started))).rejects.toBe(started);
     expect(watch.away).not.toHaveBeenCalled();
     expect(watch.back).not.toHaveBeenCalled();
+  });
+
+  test("at a group's home it goes to the group's queue, then to the host that holds the project, and back to the group when that host is gone", async () => {
+    const group = { groupId: 'g7', waitMs: 1500 };
+    const heldBy = (hostId: string) =>
+      new ActivityFailure(
+        'held',
+        'callTool',
+        '1',
+        'NON_RETRYABLE_FAILURE',
+        undefined,
+        ApplicationFailure.nonRetryable('held elsewhere', Failure.ProjectHeldElsewhere, { hostId, epoch: 1 })
+      );
+    const seen: Array<string | undefined> = [];
+    const watch = { away: jest.fn(), back: jest.fn() };
+    const answers: Array<() => never | string> = [
+      () => {
+        throw heldBy('h4');
+      },
+      () => {
+        throw notTaken();
+      },
+      () => 'ran',
+    ];
+    const route = new HomeRoute();
+    const run = () => atHome(group, watch, async (o) => (seen.push(o.taskQueue), answers.shift()!()), route);
+    await expect(run()).resolves.toBe('ran');
+    // Refused by a host that does not hold it: sent to h4 at once; h4 gone: the group again, whose host took it.
+    expect(seen).toEqual(['klea-group-g7', 'klea-host-h4', 'klea-group-g7']);
+    expect(watch.away.mock.calls).toEqual([['h4']]);
+    expect(watch.back.mock.calls).toEqual([['h4']]);
+
+    // Told of the holder, the run's next activity goes straight to it.
+    answers.push(() => {
+      throw heldBy('h5');
+    });
+    answers.push(() => 'ran at h5');
+    await expect(run()).resolves.toBe('ran at h5');
+    answers.push(() => 'again at h5');
+    await expect(run()).resolves.toBe('again at h5');
+    expect(seen.slice(3)).toEqual(['klea-group-g7', 'klea-host-h5', 'klea-host-h5']);
   });
 });

@@ -79,7 +79,7 @@ describe('the workspace server', () => {
     const exists = jest.spyOn(fs, 'existsSync').mockReturnValue(true);
     try {
       const config = resolveConfig({ tools: { checkpoints: { max_mb: 256 } } }, {});
-      expect(checkpointDir()).toBe(path.join(data, 'checkpoints'));
+      expect(checkpointDir(config)).toBe(path.join(data, 'checkpoints'));
       const spec = workspaceSpec(config, dir, 'grant-key');
       if (spec.kind !== 'stdio') throw new Error('not stdio');
       const at = spec.args.indexOf('--checkpoint-dir');
@@ -91,6 +91,15 @@ describe('the workspace server', () => {
       ]);
       expect(ownStatePaths(config)).toContain(path.join(data, 'checkpoints'));
       expect(resolveConfig({}, {}).tools.checkpoints.max_mb).toBe(1024);
+      // A host of a group keeps them, and its call state, in the group's directory, which every host of it reads.
+      const group = path.join(dir, 'shared', 'klea-group');
+      const member = resolveConfig({ worker: { host_id: 'h3', group_id: 'g1', group_dir: group } }, {});
+      const shared = workspaceSpec(member, dir, 'grant-key');
+      if (shared.kind !== 'stdio') throw new Error('not stdio');
+      const flag = (name: string) => shared.args[shared.args.indexOf(name) + 1];
+      expect(flag('--checkpoint-dir')).toBe(path.join(group, 'checkpoints'));
+      expect(flag('--state-dir')).toBe(path.join(group, 'workspace-state'));
+      expect(ownStatePaths(member)).toContain(group);
     } finally {
       exists.mockRestore();
       if (had === undefined) delete process.env.KLEA_DATA_DIR;

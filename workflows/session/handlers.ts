@@ -24,6 +24,7 @@ import { GrantSchema, TaskResultSchema, type HeldGrant } from '../../common/task
 import { grantRevokedSignal } from '../task/messages';
 import { modelNodes } from '../shared/activities';
 import { homeQueue, notTaken } from '../shared/home';
+import { homeName } from '../../common/home';
 import { parseOrThrow, parseSignal } from '../shared/payloads';
 import { rememberTrace } from '../shared/trace-context';
 import { Failure, failureCode, failureMessage, isTimeout } from '../../common/failures';
@@ -216,7 +217,7 @@ export function setSessionHandlers(session: Session): void {
         if (input.home && notTaken(err)) {
           // The host that holds the project is gone: the message becomes a task, which waits for the host (it
           // says so, and can be cancelled) rather than the message failing on a model that was never asked.
-          log.emit({ type: 'waiting_for_host', hostId: input.home.hostId });
+          log.emit({ type: 'waiting_for_host', hostId: homeName(input.home) });
           item.route = 'task';
         } else {
           queue.remove(item);

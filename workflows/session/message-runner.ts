@@ -9,7 +9,8 @@ import { inTraceOf } from '../shared/trace-context';
 import type { QueuedMessage, SubmitResult, Turn } from '../../common/session';
 import type { TaskResult } from '../../common/task';
 import { projectSetup } from '../shared/activities';
-import { homeQueue, notTaken } from '../shared/home';
+import { heldBy, homeQueue, notTaken } from '../shared/home';
+import { homeName, hostTaskQueue } from '../../common/home';
 import { Failure, failureMessage } from '../../common/failures';
 import { taskWorkflow } from '../task/workflow';
 import { summarizeMemoryWorkflow } from '../summarize/workflow';
@@ -149,10 +150,16 @@ export class MessageRunner {
       return { kind: 'command', reply: INIT_READ_ONLY_TEXT };
     }
     try {
-      const r = await projectSetup.initProject.executeWithOptions(
-        { summary: 'init: write AGENTS.md', ...homeQueue(input.home) },
-        [{ projectDir: input.projectDir }]
-      );
+      const init = (at: ReturnType<typeof homeQueue>) =>
+        projectSetup.initProject.executeWithOptions({ summary: 'init: write AGENTS.md', ...at }, [
+          { projectDir: input.projectDir },
+        ]);
+      // A group's host that does not hold the project's lease names the one that does: the write goes there.
+      const r = await init(homeQueue(input.home)).catch((err: unknown) => {
+        const holder = heldBy(err);
+        if (holder === null || !input.home) throw err;
+        return init({ taskQueue: hostTaskQueue(holder), scheduleToStartTimeout: input.home.waitMs });
+      });
       session.contextFile = 'AGENTS.md';
       const reply = initWrittenText(r.path, r.bytes);
       log.emit(answerEvent(reply, { command: '/init', usage: session.charge(r.usage) }));
@@ -161,9 +168,9 @@ export class MessageRunner {
     } catch (err) {
       if (isCancellation(err)) throw err;
       const gone = input.home && notTaken(err) ? input.home : null;
-      if (gone) log.emit({ type: 'waiting_for_host', hostId: gone.hostId });
+      if (gone) log.emit({ type: 'waiting_for_host', hostId: homeName(gone) });
       const message = gone
-        ? `/init failed: host ${gone.hostId}, which holds this project, did not take the work within ${gone.waitMs / 1000} s; send /init again once it is back`
+        ? `/init failed: host ${homeName(gone)}, which holds this project, did not take the work within ${gone.waitMs / 1000} s; send /init again once it is back`
         : `/init failed: ${failureMessage(err)}`;
       log.emit({ type: 'error', code: Failure.InitFailed, message });
       return { kind: 'command', reply: message };

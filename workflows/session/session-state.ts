@@ -4,6 +4,7 @@
  * from one reading, so the two cannot drift apart.
  */
 import type { z } from 'zod';
+import { homeRef } from '../../common/home';
 import type { Mode, Network, ReviewPolicy, ToolAccess } from '../../common/config';
 import { UNVERIFIED_LABEL, type EventBody, type KleaEvent } from '../../common/events';
 import {
@@ -227,7 +228,7 @@ export class Session {
         usage: this.usage,
         lastSeq: log.lastSeq,
         earlierRuns: [...this.earlierRuns],
-        ...(this.input.home ? { home: { hostId: this.input.home.hostId } } : {}),
+        ...(this.input.home ? { home: homeRef(this.input.home) } : {}),
       },
       carry: {
         mode: this.mode,

@@ -4,7 +4,7 @@
  * (`waiting_for_host`, once per wait; a `status` event when it is back). Without a home: the shared queue.
  */
 import type { ActivityOptions } from '@temporalio/workflow';
-import { atHome } from '../shared/home';
+import { atHome, HomeRoute } from '../shared/home';
 import type { TaskRun } from './task-run';
 
 /** An activity handle as `proxyActivities` gives it, for the calls that take options. */
@@ -15,6 +15,8 @@ export interface ActivityWithOptions<A extends unknown[], R> {
 export class HostWait {
   /** The host the task waits for (an activity for its home was not taken in time); null otherwise. */
   hostId: string | null = null;
+  /** Where the project's lease is held, for a group's project: every activity of the task goes there first. */
+  private readonly route = new HomeRoute();
 
   constructor(private readonly task: TaskRun) {}
 
@@ -39,7 +41,8 @@ export class HostWait {
           task.setStatus(task.status);
         },
       },
-      schedule
+      schedule,
+      this.route
     );
   }
 

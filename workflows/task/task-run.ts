@@ -8,6 +8,7 @@
  * nothing else.
  */
 import { ApplicationFailure, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { homeRef } from '../../common/home';
 import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
@@ -171,7 +172,7 @@ export class TaskRun {
   snapshot(): TaskState {
     const state = this.state();
     const { home } = this.input;
-    return home ? { ...state, home: { hostId: home.hostId }, waitingForHost: this.host.hostId } : state;
+    return home ? { ...state, home: homeRef(home), waitingForHost: this.host.hostId } : state;
   }
 
   private state(): TaskState {

@@ -1,0 +1,133 @@
+/** Leases on a group's projects (activities/project/lease.ts): one host at a time changes a project. */
+import { mkdtempSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { Failure } from '../../common/failures';
+import { ProjectLeases } from '../../activities/project/lease';
+
+const LEASE_MS = 9_000;
+const PROJECT = '/srv/shared/app';
+
+function group() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-lease-'));
+  let now = 1_000_000;
+  const events: string[] = [];
+  const connected = new Map<string, boolean>();
+  const host = (hostId: string) => {
+    connected.set(hostId, true);
+    return new ProjectLeases({
+      groupDir: dir,
+      hostId,
+      leaseMs: LEASE_MS,
+      now: () => now,
+      connected: async () => connected.get(hostId)!,
+      onLost: async (p) => void events.push(`${hostId} lost ${p}`),
+      onTaken: async (p, from) => void events.push(`${hostId} took ${p} from ${from?.hostId ?? 'nobody'}`),
+    });
+  };
+  return { dir, host, events, connected, advance: (ms: number) => (now += ms) };
+}
+
+/** The holder a refusal names. */
+async function refusedFor(p: Promise<unknown>): Promise<string> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e
+  );
+  if (!(err instanceof ApplicationFailure) || err.type !== Failure.ProjectHeldElsewhere)
+    throw new Error(`not refused: ${String(err)}`);
+  expect(err.nonRetryable).toBe(true);
+  return (err.details?.[0] as { hostId: string }).hostId;
+}
+
+test('the first host takes a free project; another is told who holds it, and takes it only once the lease ran out', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  const h2 = g.host('h2');
+  expect(await h1.hold(PROJECT)).toMatchObject({ hostId: 'h1', epoch: 1 });
+  expect(await h1.hold(PROJECT)).toMatchObject({ epoch: 1 });
+  expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
+  expect(g.events).toEqual([`h1 took ${PROJECT} from nobody`]);
+
+  // h1 stops renewing (it is gone): its lease runs out, and half a lease later h2 may take the project.
+  g.advance(LEASE_MS + 1);
+  expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
+  g.advance(LEASE_MS / 2);
+  expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
+  expect(g.events).toEqual([`h1 took ${PROJECT} from nobody`, `h2 took ${PROJECT} from h1`]);
+
+  // h1 comes back: its renewal finds the project taken and gives it up; its next change is sent to h2.
+  await h1.tick();
+  expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
+  expect(h1.holds(PROJECT)).toBe(false);
+  expect(await refusedFor(h1.hold(PROJECT))).toBe('h2');
+});
+
+test('a holder renews while it reaches Temporal; cut off, it gives the project up before another host may take it', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  const h2 = g.host('h2');
+  await h1.hold(PROJECT);
+  for (let i = 0; i < 5; i++) {
+    g.advance(LEASE_MS / 3);
+    await h1.tick();
+  }
+  // Renewed all along: well past its first lease, h2 is still refused.
+  expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
+  expect(g.events).toEqual([`h1 took ${PROJECT} from nobody`]);
+
+  g.connected.set('h1', false);
+  g.advance(LEASE_MS / 3);
+  await h1.tick();
+  expect(h1.holds(PROJECT)).toBe(true);
+  g.advance(LEASE_MS);
+  await h1.tick();
+  // The lease ran out unrenewed: h1 stops working on the project (its commands stop with its server) ...
+  expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
+  // ... while h2 must still wait, so the two never work on it at once.
+  expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
+  g.advance(LEASE_MS / 2);
+  expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
+});
+
+test('a host that stops gives its projects up, and another host takes them at once', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  const h2 = g.host('h2');
+  await h1.hold(PROJECT);
+  await h1.hold('/srv/shared/other');
+  await h1.stop();
+  expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
+  expect(await h2.hold('/srv/shared/other')).toMatchObject({ hostId: 'h2', epoch: 2 });
+});
+
+test('two hosts taking a free project at once: one takes it, the other is told which', async () => {
+  for (let round = 0; round < 20; round++) {
+    const g = group();
+    const hosts = ['h1', 'h2', 'h3'].map((h) => g.host(h));
+    const results = await Promise.allSettled(hosts.map((h) => h.hold(PROJECT)));
+    const took = results.filter((r) => r.status === 'fulfilled');
+    expect(took).toHaveLength(1);
+    const holder = (took[0] as PromiseFulfilledResult<{ hostId: string }>).value.hostId;
+    for (const r of results)
+      if (r.status === 'rejected')
+        expect((r.reason as ApplicationFailure).details?.[0]).toMatchObject({ hostId: holder });
+    // One lease file, of epoch 1.
+    expect(readdirSync(hosts[0]!.dirOf(PROJECT)).filter((n) => n.endsWith('.json'))).toEqual(['000000000001.json']);
+  }
+});
+
+test('a host that takes its own project back after another held it starts afresh (a new epoch)', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  const h2 = g.host('h2');
+  await h1.hold(PROJECT);
+  await h1.stop();
+  await h2.hold(PROJECT);
+  await h2.stop();
+  const h1again = g.host('h1');
+  expect(await h1again.hold(PROJECT)).toMatchObject({ hostId: 'h1', epoch: 3 });
+  expect(g.events.at(-1)).toBe(`h1 took ${PROJECT} from h2`);
+  expect(h1again.holds(PROJECT)).toBe(true);
+});

@@ -39,12 +39,14 @@ export async function probeHealth(calls: TemporalCalls, config: Config): Promise
       presence.hosts.map(async (hostId) => {
         const at = await calls.workers.hostPollers(hostId, within);
         const roots = presence.roots.get(hostId);
+        const group = presence.groups.get(hostId);
         return {
           hostId,
           taskQueue: hostTaskQueue(hostId),
           status: at.pollers > 0 ? ('ok' as const) : ('gone' as const),
           pollers: at.pollers,
           ...(roots ? { roots } : {}),
+          ...(group ? { group } : {}),
         };
       })
     );

@@ -67,6 +67,10 @@ export const HealthResponseSchema = z.object({
           .array(z.string())
           .optional()
           .describe('the project roots the host says it holds (absent: it does not say, and may hold any)'),
+        group: z
+          .string()
+          .optional()
+          .describe('the group of hosts it shares its projects with (task queue klea-group-<group>), if any'),
       })
     )
     .optional()
@@ -293,7 +297,8 @@ export const SessionListItemSchema = z.object({
     .string()
     .nullable()
     .describe(
-      'on a cluster: the worker host that holds its project (null: one machine, or started before it was kept)'
+      'on a cluster: the worker host that holds its project, or group:<id> for a group of hosts that share it ' +
+        '(null: one machine, or started before it was kept)'
     ),
 });
 export const HostProjectSchema = z.object({
@@ -313,9 +318,21 @@ export const HostListSchema = z.object({
         .describe('ok: a worker of the host polls its queue now; gone: none does (its tasks wait for it)'),
       pollers: z.number().int(),
       roots: z.array(z.string()).optional().describe('the project roots the host says it holds'),
+      group: z.string().optional().describe('the group of hosts it shares its projects with, if any'),
       projects: z.array(HostProjectSchema).describe('the projects of its sessions, most recently active first'),
     })
   ),
+  groups: z
+    .array(
+      z.object({
+        groupId: z.string(),
+        taskQueue: z.string().describe('the task queue every host of the group polls (klea-group-<id>)'),
+        hosts: z.array(z.string()).describe('its hosts that poll now'),
+        projects: z.array(HostProjectSchema).describe('the projects of its sessions, most recently active first'),
+      })
+    )
+    .optional()
+    .describe('on a cluster with groups of hosts that share projects: each group and the projects of its sessions'),
   complete: z
     .boolean()
     .describe('false when there were more sessions than one listing reads: the projects shown are the newest'),

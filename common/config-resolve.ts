@@ -111,5 +111,13 @@ export function resolveConfig(
         .join('\n')
     );
   }
+  // Keys that need each other, once the file and the environment are one (either may give either).
+  const { group_id: group, host_id: host, group_dir: groupDir } = final.data.worker;
+  const named = (key: string, envName: string) => (env[envName] ? `environment: ${envName}` : `${source}: ${key}`);
+  if (group !== null && (host === null || groupDir === null))
+    throw new ConfigError(
+      `${named('worker.group_id', 'KLEA_GROUP_ID')}: a host of a group needs ` +
+        `${host === null ? 'worker.host_id (KLEA_HOST_ID)' : 'worker.group_dir (KLEA_GROUP_DIR)'}`
+    );
   return final.data;
 }

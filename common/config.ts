@@ -149,13 +149,6 @@ export const ConfigSchema = z.strictObject({
        */
       group_lease_ms: z.number().int().min(1_000).max(600_000).default(DEFAULT_GROUP_LEASE_MS),
     })
-    .superRefine((w, ctx) => {
-      if (w.group_id === null) return;
-      if (w.host_id === null)
-        ctx.addIssue({ code: 'custom', path: ['group_id'], message: 'a host of a group needs worker.host_id' });
-      if (w.group_dir === null)
-        ctx.addIssue({ code: 'custom', path: ['group_dir'], message: 'a host of a group needs worker.group_dir' });
-    })
     .prefault({}),
   api: z
     .strictObject({

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import { HostListSchema } from '../../common/api';
-import { hostTaskQueue } from '../../common/home';
+import { groupTaskQueue, hostTaskQueue } from '../../common/home';
 import { KleaHost, KleaProject } from '../../common/search-attributes';
 import { TEMPORAL_DOWN } from '../openapi';
 import { defineRoute, type RouteSpec } from '../route';
@@ -51,8 +51,30 @@ export function hostsRoute({ calls }: { calls: TemporalCalls }): RouteSpec {
         byDir.set(dir, p);
       }
       const polling = new Map(present.map((h) => [h.hostId, h]));
-      const ids = [...new Set([...polling.keys(), ...projects.keys()])].sort();
+      const listed = (homeName: string) =>
+        [...(projects.get(homeName)?.values() ?? [])].sort(
+          (a, b) =>
+            (b.lastActivityAt ?? '').localeCompare(a.lastActivityAt ?? '') || a.projectDir.localeCompare(b.projectDir)
+        );
+      // A group's sessions are named `group:<id>` (common/home.ts homeName); its hosts say their group.
+      const groupIds = [
+        ...new Set([
+          ...present.flatMap((h) => (h.groupId ? [h.groupId] : [])),
+          ...[...projects.keys()].filter((k) => k.startsWith('group:')).map((k) => k.slice('group:'.length)),
+        ]),
+      ].sort();
+      const ids = [...new Set([...polling.keys(), ...projects.keys()])].filter((k) => !k.startsWith('group:')).sort();
       return {
+        ...(groupIds.length
+          ? {
+              groups: groupIds.map((groupId) => ({
+                groupId,
+                taskQueue: groupTaskQueue(groupId),
+                hosts: present.filter((h) => h.groupId === groupId && h.pollers > 0).map((h) => h.hostId),
+                projects: listed(`group:${groupId}`),
+              })),
+            }
+          : {}),
         hosts: ids.map((hostId) => {
           const seen = polling.get(hostId);
           const pollers = seen?.pollers ?? 0;
@@ -62,11 +84,8 @@ export function hostsRoute({ calls }: { calls: TemporalCalls }): RouteSpec {
             status: pollers > 0 ? ('ok' as const) : ('gone' as const),
             pollers,
             ...(seen?.roots ? { roots: seen.roots } : {}),
-            projects: [...(projects.get(hostId)?.values() ?? [])].sort(
-              (a, b) =>
-                (b.lastActivityAt ?? '').localeCompare(a.lastActivityAt ?? '') ||
-                a.projectDir.localeCompare(b.projectDir)
-            ),
+            ...(seen?.groupId ? { group: seen.groupId } : {}),
+            projects: listed(hostId),
           };
         }),
         complete: homed.complete,

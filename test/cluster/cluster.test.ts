@@ -17,7 +17,16 @@
  * so the test holds the exact call it kills a host under; nothing waits on a timer it hopes is long enough.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -44,7 +53,14 @@ const listenIp = bridge?.ip ?? '127.0.0.1';
 const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'klea-cluster-')));
 const taskQueue = `cluster-${process.pid}`;
 const HOSTS = ['h1', 'h2'] as const;
-type Host = (typeof HOSTS)[number];
+/** Two more hosts, of group g1, that share the projects under SHARED (test 'a group of hosts', at the end). */
+const GROUP_HOSTS = ['h3', 'h4'] as const;
+type Host = (typeof HOSTS)[number] | (typeof GROUP_HOSTS)[number];
+const SHARED = path.join(dir, 'shared');
+/** The group's own directory on the shared volume: leases, checkpoints, workspace state. */
+const GROUP_DIR = path.join(dir, 'group-g1');
+/** How long a group host's lease on a project lasts unrenewed (worker.group_lease_ms). */
+const LEASE_MS = 3000;
 /** How long a home activity waits for its host before the task says so (worker.host_wait_ms, the API's). */
 const HOST_WAIT_MS = 1500;
 /** How long a session stays awake with nothing to do (session.idle_close_ms, the API's). */
@@ -65,7 +81,7 @@ let gate: http.Server;
 let gateUrl: string;
 let api: ChildProcess | undefined;
 let apiUrl: string;
-const workers: Record<Host, ChildProcess | null> = { h1: null, h2: null };
+const workers: Record<Host, ChildProcess | null> = { h1: null, h2: null, h3: null, h4: null };
 /** Each host's network namespace, when the run has a bridge. */
 const net: Partial<Record<Host, NetHost>> = {};
 /** Every activity the hosts ran, in order. */
@@ -107,8 +123,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
   }
 }
 
-/** Starts host `h`'s worker (gated) and waits until it polls both its queues. */
+/** Starts host `h`'s worker (gated) and waits until it polls all its queues. */
 async function startHost(h: Host): Promise<void> {
+  const inGroup = (GROUP_HOSTS as readonly string[]).includes(h);
   const argv = [process.execPath, path.join(ROOT, 'dist', 'test', 'support', 'gated-worker.js')];
   const [command, args] = net[h] ? inHost(net[h], argv) : [argv[0]!, argv.slice(1)];
   const child = spawn(command, args, {
@@ -116,8 +133,12 @@ async function startHost(h: Host): Promise<void> {
       ...process.env,
       KLEA_TEST_GATE_URL: gateUrl,
       KLEA_CONFIG: configFile(`host-${h}`, {
-        worker: { sticky_queue_timeout_ms: 1000 },
+        worker: {
+          sticky_queue_timeout_ms: 1000,
+          ...(inGroup ? { group_id: 'g1', group_dir: GROUP_DIR, group_lease_ms: LEASE_MS } : {}),
+        },
         mcp: { workspace: { call_log: callLog(h) } },
+        ...(inGroup ? { project: { allowed_roots: [SHARED] } } : {}),
       }),
       KLEA_HOST_ID: h,
       KLEA_DATA_DIR: hostDataDir(h),
@@ -160,7 +181,7 @@ async function rest<T = Record<string, unknown>>(method: string, route: string, 
 
 type Health = {
   status: string;
-  hosts?: Array<{ hostId: string; status: string; pollers: number; roots?: string[] }>;
+  hosts?: Array<{ hostId: string; status: string; pollers: number; roots?: string[]; group?: string }>;
 };
 type TaskState = {
   status: string;
@@ -321,12 +342,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   onActivity = async () => undefined;
-  for (const h of HOSTS) await killHost(h);
+  for (const h of [...HOSTS, ...GROUP_HOSTS]) await killHost(h);
   if (api?.pid) process.kill(-api.pid, 'SIGKILL');
   gate?.closeAllConnections();
   gate?.close();
   await fake?.close();
-  for (const h of HOSTS) if (net[h]) removeHost(net[h]);
+  for (const h of [...HOSTS, ...GROUP_HOSTS]) if (net[h]) removeHost(net[h]);
   // The hosts' data directories, call logs and configuration files.
   rmSync(dir, { recursive: true, force: true });
 });
@@ -698,4 +719,133 @@ test('a session that went to sleep wakes with its home, and its next task works 
   expect(calls).toHaveLength(2);
   for (const c of calls) expect(c.host).toBe('h2');
   expect(readFileSync(path.join(p.dir, 'woken.txt'), 'utf8')).toBe('version 2\n');
+});
+
+describe('a group of hosts that share a volume of projects', () => {
+  /** A project on the shared volume (every host of the group reaches it at the same path). */
+  const sharedProject = () => realpathSync(mkdtempSync(path.join(SHARED, 'p-')));
+  const other = (h: Host): Host => (h === 'h3' ? 'h4' : 'h3');
+  /** The host whose lease on the project is current (the highest epoch's file). */
+  const leaseHolder = (projectDir: string) => {
+    const root = path.join(GROUP_DIR, 'leases');
+    for (const key of readdirSync(root)) {
+      const files = readdirSync(path.join(root, key))
+        .filter((n) => /^\d+\.json$/.test(n))
+        .sort();
+      const lease = JSON.parse(readFileSync(path.join(root, key, files.at(-1)!), 'utf8')) as {
+        hostId: string;
+        projectDir: string;
+        epoch: number;
+      };
+      if (lease.projectDir === projectDir) return lease;
+    }
+    return undefined;
+  };
+  /**
+   * The calls of the file that could change the project and reached host `h`'s workspace server (one refused for
+   * the lease never does; a read runs on any host of the group).
+   */
+  const reached = (h: Host, file: string) =>
+    existsSync(callLog(h))
+      ? readFileSync(callLog(h), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes(file))
+          .map((l) => (JSON.parse(l) as { tool: string }).tool)
+          .filter((t) => !['read_file', 'list_dir', 'find_files', 'grep'].includes(t))
+      : [];
+
+  beforeAll(async () => {
+    mkdirSync(SHARED, { recursive: true });
+    if (bridge) GROUP_HOSTS.forEach((h, i) => (net[h] = addHost(bridge, h, HOSTS.length + i + 1)));
+    await Promise.all(GROUP_HOSTS.map(startHost));
+    await until('the group hosts polling', async () => {
+      const h = await rest<Health>('GET', '/healthz');
+      return h.body.hosts?.filter((x) => x.group === 'g1' && x.status === 'ok').length === 2;
+    });
+  }, 120_000);
+
+  test("a group's project is changed by one host at a time; when it is gone, another host of the group takes the project, its checkpoints and its rewinds", async () => {
+    const projectDir = sharedProject();
+    // A host of the group cannot be named alone; the group can.
+    const pinned = await rest<{ error: { message: string } }>('POST', '/sessions', { projectDir, host: 'h3' });
+    expect([pinned.status, pinned.body.error.message]).toEqual([400, expect.stringMatching(/in group "g1"/)]);
+    const session = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir, group: 'g1' });
+    expect(session.status).toBe(201);
+    const { sessionId } = session.body;
+    expect((await rest<{ home?: unknown }>('GET', `/sessions/${sessionId}`)).body.home).toEqual({ groupId: 'g1' });
+    const post = async (file: string) => {
+      const r = await rest<{ taskId: string }>('POST', '/tasks', {
+        prompt: `Write and then edit FILE=${file}`,
+        sessionId,
+      });
+      expect(r.status).toBe(201);
+      return r.body.taskId;
+    };
+    const finished = async (taskId: string) => {
+      const state = await ended(taskId);
+      expect(state.status).toBe('done');
+      expect(state.home).toEqual({ groupId: 'g1' });
+      return taskId;
+    };
+    const task = async (file: string) => finished(await post(file));
+
+    // The first task: every change runs on one host, the one that took the project's lease.
+    const first = await task('one.txt');
+    expect(readFileSync(path.join(projectDir, 'one.txt'), 'utf8')).toBe('version 2\n');
+    const holder = leaseHolder(projectDir)!.hostId as Host;
+    expect(GROUP_HOSTS).toContain(holder);
+    expect(applied(holder, 'one.txt')).toEqual({ writes: 1, edits: 1 });
+    expect(reached(other(holder), 'one.txt')).toEqual([]);
+    // Its checkpoints are in the group's directory, not in the host's own.
+    expect(readdirSync(path.join(GROUP_DIR, 'checkpoints')).length).toBeGreaterThan(0);
+    expect(existsSync(path.join(hostDataDir(holder), 'checkpoints'))).toBe(false);
+
+    // Both hosts poll the group's queue: a second task's changes still all run on the holder (the other host,
+    // handed one, names the holder, and the call goes there).
+    await task('two.txt');
+    expect(applied(holder, 'two.txt')).toEqual({ writes: 1, edits: 1 });
+    expect(reached(other(holder), 'two.txt')).toEqual([]);
+
+    // The holder is killed while it holds the third task's write: the call is lost with it, the task waits for it,
+    // and once its lease has run out the other host takes the project and the step's change is made there, once.
+    let held: (() => void) | undefined;
+    const writeHeld = new Promise<GateCall>((resolve) => {
+      onActivity = (call) =>
+        new Promise<void>((release) => {
+          if (call.activityType === 'callTool' && call.host === holder && ![first].includes(call.workflowId) && !held) {
+            held = release;
+            resolve(call);
+          } else release();
+        });
+    });
+    const third = await post('three.txt');
+    expect((await writeHeld).workflowId).toBe(third);
+    await killHost(holder);
+    onActivity = async () => undefined;
+    const taker = other(holder);
+    await finished(third);
+    expect((await taskEvents(third)).find((e) => e.type === 'waiting_for_host')?.hostId).toBe(holder);
+    expect(readFileSync(path.join(projectDir, 'three.txt'), 'utf8')).toBe('version 2\n');
+    expect(applied(taker, 'three.txt')).toEqual({ writes: 1, edits: 1 });
+    expect(reached(holder, 'three.txt')).toEqual([]);
+    expect(leaseHolder(projectDir)).toMatchObject({ hostId: taker, epoch: 2 });
+
+    // A rewind of the first task, whose checkpoints the killed host wrote, is carried out by the host that holds
+    // the project now: every file the task made is gone again, and the later tasks' files are left as they are.
+    const rewound = await rest<{ status: string }>('POST', `/tasks/${first}/rewind`, { toStep: 'w', rerun: false });
+    expect([rewound.status, rewound.body.status]).toEqual([200, 'rewound']);
+    expect(existsSync(path.join(projectDir, 'one.txt'))).toBe(false);
+    expect(readFileSync(path.join(projectDir, 'two.txt'), 'utf8')).toBe('version 2\n');
+    expect(readFileSync(path.join(projectDir, 'three.txt'), 'utf8')).toBe('version 2\n');
+    const restores = projectActivities(first).filter((c) => c.activityType === 'restoreFiles');
+    expect(restores.length).toBeGreaterThan(0);
+    expect(restores.at(-1)!.host).toBe(taker);
+
+    // The killed host comes back: the project stays with the host that holds it.
+    await startHost(holder);
+    await task('four.txt');
+    expect(applied(taker, 'four.txt')).toEqual({ writes: 1, edits: 1 });
+    expect(reached(holder, 'four.txt')).toEqual([]);
+    expect(leaseHolder(projectDir)).toMatchObject({ hostId: taker, epoch: 2 });
+  });
 });

@@ -66,7 +66,7 @@ test('a host of a group needs a host id and the group directory', () => {
     /KLEA_GROUP_ID: a host of a group needs worker.host_id/
   );
   expect(() => resolveConfig({}, { KLEA_HOST_ID: 'h3', KLEA_GROUP_ID: 'g1' })).toThrow(
-    /KLEA_GROUP_DIR.*needs worker.group_dir|group_dir: a host of a group/
+    /KLEA_GROUP_ID: a host of a group needs worker.group_dir/
   );
 });
 

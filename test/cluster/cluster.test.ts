@@ -86,6 +86,14 @@ const workers: Record<Host, ChildProcess | null> = { h1: null, h2: null, h3: nul
 const net: Partial<Record<Host, NetHost>> = {};
 /** Every activity the hosts ran, in order. */
 const ran: GateCall[] = [];
+/** An activity attempt that failed, as a gated worker reports it after the fact. */
+interface FailedCall {
+  phase: 'failed';
+  activityId: string;
+  attempt: number;
+  failure: string;
+}
+const failed: FailedCall[] = [];
 /** What the gate does with a call; the activity runs when the promise settles. */
 let onActivity: (call: GateCall) => Promise<void> = async () => undefined;
 
@@ -298,7 +306,13 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (b: Buffer) => (body += b.toString()));
     req.on('end', () => {
-      const call = JSON.parse(body) as GateCall;
+      const said = JSON.parse(body) as GateCall | FailedCall;
+      if ('phase' in said) {
+        failed.push(said);
+        res.end('noted');
+        return;
+      }
+      const call = said;
       ran.push(call);
       const answer = () => {
         if (!res.destroyed) res.end('go');
@@ -847,5 +861,53 @@ describe('a group of hosts that share a volume of projects', () => {
     expect(applied(taker, 'four.txt')).toEqual({ writes: 1, edits: 1 });
     expect(reached(holder, 'four.txt')).toEqual([]);
     expect(leaseHolder(projectDir)).toMatchObject({ hostId: taker, epoch: 2 });
+  });
+
+  test('a host of the group cut off while it holds a write: the other host takes the project, and the cut-off host, back, changes nothing', async () => {
+    const projectDir = sharedProject();
+    const session = await rest<{ sessionId: string }>('POST', '/sessions', { projectDir, group: 'g1' });
+    const post = async (file: string) =>
+      (
+        await rest<{ taskId: string }>('POST', '/tasks', {
+          prompt: `Write and then edit FILE=${file}`,
+          sessionId: session.body.sessionId,
+        })
+      ).body.taskId;
+    expect((await ended(await post('a.txt'))).status).toBe('done');
+    const holder = leaseHolder(projectDir)!.hostId as Host;
+    const taker = other(holder);
+
+    let release: (() => void) | undefined;
+    const writeHeld = new Promise<GateCall>((resolve) => {
+      onActivity = (call) =>
+        new Promise<void>((go) => {
+          if (call.activityType === 'callTool' && call.host === holder && !release) {
+            release = go;
+            resolve(call);
+          } else go();
+        });
+    });
+    const taskId = await post('b.txt');
+    const call = await writeHeld;
+    expect(call.workflowId).toBe(taskId);
+    // Cut off with the write about to run: its worker runs on, but reaches neither Temporal nor, for its lease's
+    // renewal, knows it does; its lease runs out, and it gives the project up.
+    const back = cut(holder);
+    release!();
+    onActivity = async () => undefined;
+    const state = await ended(taskId);
+    expect(state.status).toBe('done');
+    expect(readFileSync(path.join(projectDir, 'b.txt'), 'utf8')).toBe('version 2\n');
+    expect(applied(taker, 'b.txt')).toEqual({ writes: 1, edits: 1 });
+    expect(leaseHolder(projectDir)).toMatchObject({ hostId: taker, epoch: 2 });
+
+    // Back: the held write runs on at last, finds the project held by the other host, and changes nothing.
+    back();
+    const refused = await until('the cut-off attempt over', () =>
+      failed.find((f) => f.activityId === call.activityId && f.attempt === call.attempt)
+    );
+    expect(refused.failure).toBe('ProjectHeldElsewhere');
+    expect(reached(holder, 'b.txt')).toEqual([]);
+    expect(readFileSync(path.join(projectDir, 'b.txt'), 'utf8')).toBe('version 2\n');
   });
 });

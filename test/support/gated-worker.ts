@@ -29,7 +29,18 @@ class GateInbound implements ActivityInboundCallsInterceptor {
       }),
     });
     if (!res.ok) throw new Error(`activity gate answered ${res.status}`);
-    return next(input);
+    try {
+      return await next(input);
+    } catch (err) {
+      // How it failed, for a test that must know an attempt is over (an answer it need not wait for).
+      const failure = (err as { type?: unknown }).type ?? (err instanceof Error ? err.name : 'error');
+      await fetch(gateUrl!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ phase: 'failed', activityId: info.activityId, attempt: info.attempt, failure }),
+      }).catch(() => undefined);
+      throw err;
+    }
   }
 }
 

@@ -225,7 +225,7 @@ function groupLeases(opts: KleaWorkerOptions, pool: McpPool): ProjectLeases | un
     hostId,
     leaseMs,
     connected: async () => {
-      await opts.connection.withDeadline(Date.now() + leaseMs / 3, () =>
+      await opts.connection.withDeadline(Date.now() + leaseMs / 4, () =>
         opts.connection.workflowService.getSystemInfo({})
       );
       return true;

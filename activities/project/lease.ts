@@ -143,14 +143,18 @@ export class ProjectLeases {
   /** One renewal round: what another host took, or what ran out unrenewed, is given up here. */
   async tick(): Promise<void> {
     if (!this.held.size) return;
+    // What ran out is given up before anything is awaited: a host cut off must stop before another may take over.
+    await this.fenceExpired();
     const connected = await this.opts.connected().catch(() => false);
+    await this.fenceExpired();
     for (const projectDir of [...this.held.keys()]) {
       await this.serial(projectDir, async () => {
         const mine = this.held.get(projectDir);
         if (!mine) return;
         const lease = await this.current(projectDir).catch(() => null);
         const ours = lease?.hostId === this.opts.hostId && lease.epoch === mine.epoch;
-        if (ours && connected) {
+        // Never renewed once it ran out: another host may be taking it from then on.
+        if (ours && connected && this.now() < mine.until) {
           const until = this.now() + this.opts.leaseMs;
           try {
             await this.write(projectDir, { ...lease, until });
@@ -162,10 +166,19 @@ export class ProjectLeases {
         }
         if (ours && this.now() < mine.until) return;
         // Taken by another host, or run out: nothing of this host may change the project any more.
-        this.held.delete(projectDir);
-        await this.opts.onLost(projectDir).catch(() => undefined);
+        await this.lose(projectDir);
       });
     }
+  }
+
+  private async fenceExpired(): Promise<void> {
+    const now = this.now();
+    for (const [projectDir, mine] of [...this.held]) if (now >= mine.until) await this.lose(projectDir);
+  }
+
+  private async lose(projectDir: string): Promise<void> {
+    if (!this.held.delete(projectDir)) return;
+    await this.opts.onLost(projectDir).catch(() => undefined);
   }
 
   private serial<T>(projectDir: string, fn: () => Promise<T>): Promise<T> {

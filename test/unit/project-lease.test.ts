@@ -14,6 +14,8 @@ function group() {
   let now = 1_000_000;
   const events: string[] = [];
   const connected = new Map<string, boolean>();
+  /** How long the next check that Temporal is reachable takes (on the test's clock). */
+  const slow = new Map<string, number>();
   const host = (hostId: string) => {
     connected.set(hostId, true);
     return new ProjectLeases({
@@ -21,12 +23,15 @@ function group() {
       hostId,
       leaseMs: LEASE_MS,
       now: () => now,
-      connected: async () => connected.get(hostId)!,
+      connected: async () => {
+        now += slow.get(hostId) ?? 0;
+        return connected.get(hostId)!;
+      },
       onLost: async (p) => void events.push(`${hostId} lost ${p}`),
       onTaken: async (p, from) => void events.push(`${hostId} took ${p} from ${from?.hostId ?? 'nobody'}`),
     });
   };
-  return { dir, host, events, connected, advance: (ms: number) => (now += ms) };
+  return { dir, host, events, connected, slow, advance: (ms: number) => (now += ms) };
 }
 
 /** The holder a refusal names. */
@@ -130,4 +135,15 @@ test('a host that takes its own project back after another held it starts afresh
   expect(await h1again.hold(PROJECT)).toMatchObject({ hostId: 'h1', epoch: 3 });
   expect(g.events.at(-1)).toBe(`h1 took ${PROJECT} from h2`);
   expect(h1again.holds(PROJECT)).toBe(true);
+});
+
+test('a renewal whose answer from Temporal comes after the lease ran out does not renew it: the project is given up', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  await h1.hold(PROJECT);
+  g.advance(LEASE_MS / 3);
+  g.slow.set('h1', LEASE_MS);
+  await h1.tick();
+  expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
+  expect(h1.holds(PROJECT)).toBe(false);
 });

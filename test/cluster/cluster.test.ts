@@ -814,6 +814,19 @@ describe('a group of hosts that share a volume of projects', () => {
     expect(readdirSync(path.join(GROUP_DIR, 'checkpoints')).length).toBeGreaterThan(0);
     expect(existsSync(path.join(hostDataDir(holder), 'checkpoints'))).toBe(false);
 
+    // The API lists the group, its hosts and its project; each host says its group.
+    type Groups = {
+      groups?: Array<{ groupId: string; taskQueue: string; hosts: string[]; projects: Array<{ projectDir: string }> }>;
+    };
+    const listed = await until('the group project listed', async () => {
+      const r = await rest<Groups>('GET', '/hosts');
+      const g1 = r.body.groups?.find((g) => g.groupId === 'g1');
+      return g1?.projects.some((p) => p.projectDir === projectDir) ? g1 : undefined;
+    });
+    expect([listed.taskQueue, listed.hosts]).toEqual(['klea-group-g1', ['h3', 'h4']]);
+    const health = (await rest<Health>('GET', '/healthz')).body.hosts ?? [];
+    expect(health.filter((h) => h.group === 'g1').map((h) => h.hostId)).toEqual(['h3', 'h4']);
+
     // Both hosts poll the group's queue: a second task's changes still all run on the holder (the other host,
     // handed one, names the holder, and the call goes there).
     await task('two.txt');

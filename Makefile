@@ -14,6 +14,7 @@ help:
 	@echo "             on Klea's own checkout, or on yours: make start PROJECT=~/code/app"
 	@echo "make cluster the same on a real Temporal cluster: PostgreSQL, the server's four services, two worker hosts"
 	@echo "             (KLEA_CLUSTER_HOSTS), the API (make start CLUSTER=1 is the same); builds the server once per machine"
+	@echo "             (KLEA_CLUSTER_GROUP=g1: the hosts form a group that shares their projects)"
 	@echo "make test    install what is missing, lint, build, and run every test"
 	@echo "make test-cluster   the cluster tests (test/cluster/): Klea on a real Temporal cluster with two worker hosts"
 	@echo "make proof   fuzz the API with schemathesis (installed from PyPI into .tools/)"

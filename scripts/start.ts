@@ -9,7 +9,8 @@
  * `--cluster` (`make cluster`): a real Temporal cluster instead of the dev server (runtime/cluster.ts: PostgreSQL and
  * the server's four services as processes of their own, `--server-dir` the cached server build), and one worker
  * per host (KLEA_CLUSTER_HOSTS, default 2: h1, h2), each with its own data directory (`hosts/<id>` in Klea's),
- * standing for a machine of its own; the same supervision, logs and Ctrl-C.
+ * standing for a machine of its own; the same supervision, logs and Ctrl-C. KLEA_CLUSTER_GROUP=<id>: the hosts form
+ * that group instead, sharing their projects and the group's directory (`groups/<id>` in Klea's data directory).
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -25,6 +26,7 @@ import { startCluster, type TemporalCluster } from '../runtime/cluster';
 import { clusterPortList, defaultClusterPorts } from '../runtime/cluster-ports';
 import { temporalUiCommand } from '../runtime/cluster-ui';
 import { REPO_ROOT } from '../runtime/temporal';
+import { GroupIdSchema } from '../common/home';
 
 const COLORS: Record<string, string> = { temporal: '\x1b[35m', worker: '\x1b[36m', api: '\x1b[32m', klea: '\x1b[1m' };
 const useColor = process.stdout.isTTY;
@@ -83,6 +85,18 @@ function clusterHosts(): string[] {
     process.exit(1);
   }
   return Array.from({ length: n }, (_, i) => `h${i + 1}`);
+}
+
+/** KLEA_CLUSTER_GROUP: the group `make cluster`'s hosts form (they share their projects), or null. */
+function clusterGroup(): string | null {
+  const raw = process.env.KLEA_CLUSTER_GROUP;
+  if (raw === undefined || raw === '') return null;
+  const parsed = GroupIdSchema.safeParse(raw);
+  if (!parsed.success) {
+    sayError(`KLEA_CLUSTER_GROUP=${raw}: ${parsed.error.issues[0]!.message}`);
+    process.exit(1);
+  }
+  return parsed.data;
 }
 
 async function main() {
@@ -252,13 +266,15 @@ async function main() {
   const env = { ...process.env, KLEA_SUPERVISED: '1', FORCE_COLOR: '0' };
   // On a cluster, each worker stands for a host of its own: its own host id (and task queue) and data directory.
   const hosts = asCluster ? clusterHosts() : [];
+  const group = asCluster ? clusterGroup() : null;
+  const inGroup = group ? { KLEA_GROUP_ID: group, KLEA_GROUP_DIR: path.join(data, 'groups', group) } : {};
   const processes = asCluster
     ? [
         ...hosts.map((h) => ({
           name: `worker-${h}`,
           main: 'worker',
           args: ['--host-id', h],
-          env: { ...env, KLEA_HOST_ID: h, KLEA_DATA_DIR: path.join(data, 'hosts', h) },
+          env: { ...env, KLEA_HOST_ID: h, KLEA_DATA_DIR: path.join(data, 'hosts', h), ...inGroup },
         })),
         { name: 'api', main: 'api', env },
       ]

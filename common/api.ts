@@ -251,11 +251,19 @@ export const ListTasksQuerySchema = z.strictObject({
   limit: LimitSchema,
   cursor: CursorSchema.optional(),
 });
-export const ListSessionsQuerySchema = z.strictObject({
-  host: HostIdSchema.optional().describe('on a cluster: only the sessions whose project this worker host holds'),
-  limit: LimitSchema,
-  cursor: CursorSchema.optional(),
-});
+export const ListSessionsQuerySchema = z
+  .strictObject({
+    host: HostIdSchema.optional().describe('on a cluster: only the sessions whose project this worker host holds'),
+    group: GroupIdSchema.optional().describe(
+      'on a cluster: only the sessions whose project this group of hosts shares'
+    ),
+    limit: LimitSchema,
+    cursor: CursorSchema.optional(),
+  })
+  .refine((q) => q.host === undefined || q.group === undefined, {
+    path: ['group'],
+    message: 'name a host or a group, not both',
+  });
 
 export const TaskListItemSchema = z.object({
   id: z.string().describe('the task id'),

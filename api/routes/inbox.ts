@@ -187,7 +187,9 @@ export function inboxRoutes({ calls, runUrl }: InboxRouteDeps): RouteSpec[] {
         page: SessionListSchema,
       },
       async (query) => {
-        const where = query.host ? `${KleaHost.name} = ${quote(query.host)}` : undefined;
+        // A group's sessions carry `group:<id>` (common/home.ts homeName).
+        const home = query.host ?? (query.group ? `group:${query.group}` : undefined);
+        const where = home ? `${KleaHost.name} = ${quote(home)}` : undefined;
         const page = await sessions.page(query.limit, decodeSessionCursor(query.cursor), where);
         const runs = await calls.runs.withSummaries(page.runs);
         return {

@@ -824,6 +824,9 @@ describe('a group of hosts that share a volume of projects', () => {
       return g1?.projects.some((p) => p.projectDir === projectDir) ? g1 : undefined;
     });
     expect([listed.taskQueue, listed.hosts]).toEqual(['klea-group-g1', ['h3', 'h4']]);
+    const ofGroup = await rest<{ sessions: Array<{ id: string; host: string | null }> }>('GET', '/sessions?group=g1');
+    expect(ofGroup.body.sessions.find((x) => x.id === sessionId)?.host).toBe('group:g1');
+    expect((await rest('GET', '/sessions?group=g1&host=h3')).status).toBe(400);
     const health = (await rest<Health>('GET', '/healthz')).body.hosts ?? [];
     expect(health.filter((h) => h.group === 'g1').map((h) => h.hostId)).toEqual(['h3', 'h4']);
 

@@ -149,6 +149,10 @@ export function createRewindActivities(deps: RewindDeps) {
         { task: input.taskId, steps: input.steps, rewindId: input.rewindId },
         {
           afterFile: async () => {
+            // A group's project given up meanwhile (its lease ran out unrenewed): not one more file is touched
+            // here; the restore is finished where the lease is held (it resumes from its progress record).
+            if (deps.leases && !deps.leases.holds(input.projectDir))
+              throw new Error(`the lease on ${input.projectDir} was given up during the restore`);
             if (!hold || ++files !== Number(hold[1])) return;
             await writeFile(path.join(hold[2], 'rewind.held'), String(process.pid));
             await new Promise<never>(() => {});

@@ -114,6 +114,11 @@ export function resolveConfig(
   // Keys that need each other, once the file and the environment are one (either may give either).
   const { group_id: group, host_id: host, group_dir: groupDir } = final.data.worker;
   const named = (key: string, envName: string) => (env[envName] ? `environment: ${envName}` : `${source}: ${key}`);
+  if (group === null && groupDir !== null)
+    throw new ConfigError(
+      `${named('worker.group_dir', 'KLEA_GROUP_DIR')}: the group's directory is for a host of a group: set ` +
+        'worker.group_id (KLEA_GROUP_ID) too, or leave it out'
+    );
   if (group !== null && (host === null || groupDir === null))
     throw new ConfigError(
       `${named('worker.group_id', 'KLEA_GROUP_ID')}: a host of a group needs ` +

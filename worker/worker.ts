@@ -193,18 +193,22 @@ export async function createKleaWorker(opts: KleaWorkerOptions): Promise<KleaWor
     async run() {
       leases?.start();
       try {
-        // One stopping (a signal, or shutdown()) stops the others: a host half polling is never left.
-        await Promise.all(
+        // One stopping (a signal, or shutdown()) stops the others: a host half polling is never left. All of them
+        // have stopped (their activities ended) before anything below runs.
+        const ran = await Promise.allSettled(
           all.map((w) =>
             w.run().finally(() => {
               for (const other of all) if (other !== w && other.getState() === 'RUNNING') other.shutdown();
             })
           )
         );
+        const failed = ran.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed) throw failed.reason;
       } finally {
-        // Its leases are given up first, so another host of the group takes its projects at once.
-        await leases?.stop();
+        // The MCP servers (and the commands they run) stop first; only then are the leases given up, so another
+        // host of the group takes the projects at once and never beside a command of this one.
         await pool.shutdown();
+        await leases?.stop();
         await metrics?.close();
       }
     },

@@ -11,9 +11,10 @@
  *   (a hard link of a file it wrote: it fails when another host made that epoch first), so two hosts never both
  *   take one; only the holder rewrites its own file.
  * - The holder renews its leases while it reaches Temporal (a host that is cut off gets no activity to run, and must
- *   let another host take its projects). A lease not renewed is free `leaseMs / 2` after its `until`; a holder whose
- *   lease ran out gives its projects up at `until` (stops its workspace servers, with their commands), before any
- *   other host may take them. That assumes the hosts' clocks agree within `leaseMs / 2`.
+ *   let another host take its projects). A lease not renewed is free a whole `leaseMs` after its `until`; a holder
+ *   whose lease is about to run out gives its projects up by a timer of its own (stops its workspace servers, with
+ *   their commands, and a rewind it restores stops between files), before any other host may take them. That
+ *   assumes the hosts' clocks agree within a lease.
  * - A host that took a project from another host (or took it back) starts its workspace server for it afresh: the
  *   server reads the stat index and the store from the shared volume and walks the project before it trusts them.
  * - A host that stops gives its leases up (`released`), and another host takes them at once.
@@ -65,16 +66,22 @@ export function heldElsewhere(lease: Lease): ApplicationFailure {
 }
 
 export class ProjectLeases {
-  /** The projects this host holds: the epoch of its lease and when it runs out. */
-  private readonly held = new Map<string, { epoch: number; until: number }>();
+  /**
+   * The projects this host holds: the epoch of its lease, when it runs out, and the timer that gives it up then
+   * (whatever else this process is doing), unless it is renewed first.
+   */
+  private readonly held = new Map<string, { epoch: number; until: number; fence: NodeJS.Timeout }>();
   /** One change of a project's lease at a time in this process. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private readonly now: () => number;
+  /** How long before its end a lease not renewed is given up here (the holder's servers take a moment to stop). */
+  private readonly margin: number;
 
   constructor(private readonly opts: ProjectLeasesOptions) {
     this.now = opts.now ?? Date.now;
+    this.margin = Math.min(1_000, Math.floor(opts.leaseMs / 6));
   }
 
   /** The directory of a project's lease files. */
@@ -85,29 +92,21 @@ export class ProjectLeases {
 
   /** The current lease of a project, or null (never taken). */
   async current(projectDir: string): Promise<Lease | null> {
-    const dir = this.dirOf(projectDir);
-    const epochs = await this.epochs(dir);
-    for (const epoch of epochs.reverse()) {
-      const lease = await readLease(path.join(dir, epochFile(epoch)));
-      // A file half-written cannot be (each is renamed or linked into place whole); one that does not parse is
-      // skipped, and its epoch stays taken.
-      if (lease) return lease;
-    }
-    return null;
+    return (await this.read(projectDir)).lease;
   }
 
   /**
-   * Holds the project's lease for this host: renews it, or takes it when it is free, released or ran out more than
-   * half a lease ago. Throws `ProjectHeldElsewhere` (naming the holder) when another host holds it.
+   * Holds the project's lease for this host: renews it, or takes it when it is free, released or ran out a whole
+   * lease ago. Throws `ProjectHeldElsewhere` (naming the holder) when another host holds it.
    */
   hold(projectDir: string): Promise<Lease> {
     return this.serial(projectDir, () => this.holdNow(projectDir));
   }
 
-  /** Whether this host holds the project now, as far as it knows. */
+  /** Whether this host holds the project now, as far as it knows (what it does to the project stops when not). */
   holds(projectDir: string): boolean {
     const mine = this.held.get(projectDir);
-    return !!mine && mine.until > this.now();
+    return !!mine && mine.until - this.margin > this.now();
   }
 
   /** Renews the leases every third of a lease, while this host reaches Temporal. */
@@ -131,9 +130,11 @@ export class ProjectLeases {
       [...this.held.keys()].map((p) =>
         this.serial(p, async () => {
           const mine = this.held.get(p);
+          if (!mine) return;
+          clearTimeout(mine.fence);
           this.held.delete(p);
           const lease = await this.current(p);
-          if (!mine || !lease || lease.hostId !== this.opts.hostId || lease.epoch !== mine.epoch) return;
+          if (!lease || lease.hostId !== this.opts.hostId || lease.epoch !== mine.epoch) return;
           await this.write(p, { ...lease, until: this.now(), released: true }).catch(() => undefined);
         })
       )
@@ -143,42 +144,60 @@ export class ProjectLeases {
   /** One renewal round: what another host took, or what ran out unrenewed, is given up here. */
   async tick(): Promise<void> {
     if (!this.held.size) return;
-    // What ran out is given up before anything is awaited: a host cut off must stop before another may take over.
-    await this.fenceExpired();
+    // What ran out is given up before anything is awaited (the timers do so too; this is for a clock that jumped).
+    this.fenceExpired();
     const connected = await this.opts.connected().catch(() => false);
-    await this.fenceExpired();
+    this.fenceExpired();
     for (const projectDir of [...this.held.keys()]) {
       await this.serial(projectDir, async () => {
         const mine = this.held.get(projectDir);
         if (!mine) return;
         const lease = await this.current(projectDir).catch(() => null);
         const ours = lease?.hostId === this.opts.hostId && lease.epoch === mine.epoch;
-        // Never renewed once it ran out: another host may be taking it from then on.
-        if (ours && connected && this.now() < mine.until) {
-          const until = this.now() + this.opts.leaseMs;
-          try {
-            await this.write(projectDir, { ...lease, until });
-            mine.until = until;
-            return;
-          } catch (err) {
-            this.opts.warn?.('a project lease could not be renewed', { projectDir, error: String(err) });
-          }
+        if (!ours) return this.lose(projectDir, mine.epoch);
+        // Never renewed once it is about to run out: another host may take it from then on.
+        if (!connected || !this.holds(projectDir)) return;
+        try {
+          await this.renew(projectDir, lease);
+        } catch (err) {
+          this.opts.warn?.('a project lease could not be renewed', { projectDir, error: String(err) });
         }
-        if (ours && this.now() < mine.until) return;
-        // Taken by another host, or run out: nothing of this host may change the project any more.
-        await this.lose(projectDir);
       });
     }
   }
 
-  private async fenceExpired(): Promise<void> {
-    const now = this.now();
-    for (const [projectDir, mine] of [...this.held]) if (now >= mine.until) await this.lose(projectDir);
+  private fenceExpired(): void {
+    for (const [projectDir, mine] of [...this.held])
+      if (mine.until - this.margin <= this.now()) this.lose(projectDir, mine.epoch);
   }
 
-  private async lose(projectDir: string): Promise<void> {
-    if (!this.held.delete(projectDir)) return;
-    await this.opts.onLost(projectDir).catch(() => undefined);
+  /** Nothing of this host may change the project any more: forgotten at once, its servers stopped. */
+  private lose(projectDir: string, epoch: number): void {
+    const mine = this.held.get(projectDir);
+    if (!mine || mine.epoch !== epoch) return;
+    clearTimeout(mine.fence);
+    this.held.delete(projectDir);
+    void this.opts.onLost(projectDir).catch(() => undefined);
+  }
+
+  /** Keeps the project as held until `until`, and gives it up by itself a moment before then. */
+  private keep(projectDir: string, epoch: number, until: number): void {
+    const had = this.held.get(projectDir);
+    if (had) clearTimeout(had.fence);
+    const fence = setTimeout(() => this.lose(projectDir, epoch), Math.max(0, until - this.margin - this.now()));
+    fence.unref();
+    this.held.set(projectDir, { epoch, until, fence });
+  }
+
+  /** Rewrites this host's lease with a new end; fails if the lease was given up meanwhile. */
+  private async renew(projectDir: string, lease: Lease): Promise<Lease> {
+    const until = this.now() + this.opts.leaseMs;
+    await this.write(projectDir, { ...lease, until });
+    // Given up while the file was written (its timer, or a tick): the renewal does not bring it back.
+    if (this.held.get(projectDir)?.epoch !== lease.epoch)
+      throw new Error(`the lease on ${projectDir} was given up while it was renewed`);
+    this.keep(projectDir, lease.epoch, until);
+    return { ...lease, until };
   }
 
   private serial<T>(projectDir: string, fn: () => Promise<T>): Promise<T> {
@@ -193,26 +212,20 @@ export class ProjectLeases {
   private async holdNow(projectDir: string): Promise<Lease> {
     const { hostId, leaseMs } = this.opts;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const lease = await this.current(projectDir);
+      const { lease, top } = await this.read(projectDir);
       const now = this.now();
       const mine = this.held.get(projectDir);
-      if (lease && lease.hostId === hostId && !lease.released && mine?.epoch === lease.epoch && lease.until > now) {
+      if (lease && lease.hostId === hostId && !lease.released && mine?.epoch === lease.epoch && this.holds(projectDir))
         // Held: renewed when a third of it is gone, so a busy host reads but seldom writes.
-        if (lease.until - now < (leaseMs * 2) / 3) {
-          const until = now + leaseMs;
-          await this.write(projectDir, { ...lease, until });
-          mine.until = until;
-          return { ...lease, until };
-        }
-        return lease;
-      }
-      const free = !lease || lease.released || now > lease.until + leaseMs / 2 || lease.hostId === hostId;
+        return lease.until - now < (leaseMs * 2) / 3 ? this.renew(projectDir, lease) : lease;
+      const free = !lease || lease.released || now > lease.until + leaseMs || lease.hostId === hostId;
       if (!free) throw heldElsewhere(lease);
-      const next: Lease = { hostId, epoch: (lease?.epoch ?? 0) + 1, projectDir, until: now + leaseMs };
+      // The next epoch after every file there, read or not, so an unreadable one never blocks the project.
+      const next: Lease = { hostId, epoch: top + 1, projectDir, until: now + leaseMs };
       if (!(await this.create(projectDir, next))) continue;
       // What this host's servers knew of the project may be stale: another host, or this one in an earlier
       // epoch, changed it since. They start afresh.
-      this.held.set(projectDir, { epoch: next.epoch, until: next.until });
+      this.keep(projectDir, next.epoch, next.until);
       await this.opts.onTaken?.(projectDir, lease);
       void this.prune(projectDir, next.epoch);
       return next;
@@ -220,6 +233,20 @@ export class ProjectLeases {
     const lease = await this.current(projectDir);
     if (lease && lease.hostId !== hostId) throw heldElsewhere(lease);
     throw new Error(`the lease on ${projectDir} kept changing hands`);
+  }
+
+  /** The newest lease that reads, and the highest epoch of any file there (0: none). */
+  private async read(projectDir: string): Promise<{ lease: Lease | null; top: number }> {
+    const dir = this.dirOf(projectDir);
+    const epochs = await this.epochs(dir);
+    const top = epochs.at(-1) ?? 0;
+    for (const epoch of epochs.reverse()) {
+      // A file half-written cannot be (each is renamed or linked into place whole); one that does not parse is
+      // passed over, and its epoch stays taken.
+      const lease = await readLease(path.join(dir, epochFile(epoch)));
+      if (lease) return { lease, top };
+    }
+    return { lease: null, top };
   }
 
   /** Makes the epoch's file, unless it exists: whether this host made it. */

@@ -65,6 +65,9 @@ test('a host of a group needs a host id and the group directory', () => {
   expect(() => resolveConfig({}, { KLEA_GROUP_ID: 'g1', KLEA_GROUP_DIR: '/srv/klea-g1' })).toThrow(
     /KLEA_GROUP_ID: a host of a group needs worker.host_id/
   );
+  expect(() => resolveConfig({}, { KLEA_HOST_ID: 'h3', KLEA_GROUP_DIR: '/srv/klea-g1' })).toThrow(
+    /KLEA_GROUP_DIR: the group's directory is for a host of a group/
+  );
   expect(() => resolveConfig({}, { KLEA_HOST_ID: 'h3', KLEA_GROUP_ID: 'g1' })).toThrow(
     /KLEA_GROUP_ID: a host of a group needs worker.group_dir/
   );
@@ -181,5 +184,36 @@ describe('an activity at its home (workflows/shared/home.ts)', () => {
     answers.push(() => 'again at h5');
     await expect(run()).resolves.toBe('again at h5');
     expect(seen.slice(3)).toEqual(['klea-group-g7', 'klea-host-h5', 'klea-host-h5']);
+  });
+
+  test('an attempt refused for a holder another activity of the run has just learnt of is sent there, not waited on', async () => {
+    const group = { groupId: 'g8', waitMs: 1500 };
+    const route = new HomeRoute();
+    const seen: Array<string | undefined> = [];
+    const watch = { away: jest.fn(), back: jest.fn() };
+    let first = true;
+    const result = await atHome(
+      group,
+      watch,
+      async (o) => {
+        seen.push(o.taskQueue);
+        if (!first) return 'ran';
+        first = false;
+        // Meanwhile a parallel activity of the run was told the holder, and so is this one now.
+        route.holder = 'h6';
+        throw new ActivityFailure(
+          'held',
+          'callTool',
+          '2',
+          'NON_RETRYABLE_FAILURE',
+          undefined,
+          ApplicationFailure.nonRetryable('held elsewhere', Failure.ProjectHeldElsewhere, { hostId: 'h6', epoch: 1 })
+        );
+      },
+      route
+    );
+    expect(result).toBe('ran');
+    expect(seen).toEqual(['klea-group-g8', 'klea-host-h6']);
+    expect(watch.away).not.toHaveBeenCalled();
   });
 });

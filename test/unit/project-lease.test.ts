@@ -1,5 +1,5 @@
 /** Leases on a group's projects (activities/project/lease.ts): one host at a time changes a project. */
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -55,10 +55,10 @@ test('the first host takes a free project; another is told who holds it, and tak
   expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
   expect(g.events).toEqual([`h1 took ${PROJECT} from nobody`]);
 
-  // h1 stops renewing (it is gone): its lease runs out, and half a lease later h2 may take the project.
+  // h1 stops renewing (it is gone): its lease runs out, and a whole lease later h2 may take the project.
   g.advance(LEASE_MS + 1);
   expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
-  g.advance(LEASE_MS / 2);
+  g.advance(LEASE_MS);
   expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
   expect(g.events).toEqual([`h1 took ${PROJECT} from nobody`, `h2 took ${PROJECT} from h1`]);
 
@@ -92,7 +92,7 @@ test('a holder renews while it reaches Temporal; cut off, it gives the project u
   expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
   // ... while h2 must still wait, so the two never work on it at once.
   expect(await refusedFor(h2.hold(PROJECT))).toBe('h1');
-  g.advance(LEASE_MS / 2);
+  g.advance(LEASE_MS);
   expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
 });
 
@@ -146,4 +146,41 @@ test('a renewal whose answer from Temporal comes after the lease ran out does no
   await h1.tick();
   expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
   expect(h1.holds(PROJECT)).toBe(false);
+});
+
+test('a lease about to run out is given up by its own timer, with no renewal round to notice it', async () => {
+  jest.useFakeTimers({ now: 5_000_000 });
+  try {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-lease-'));
+    const lost: number[] = [];
+    const h1 = new ProjectLeases({
+      groupDir: dir,
+      hostId: 'h1',
+      leaseMs: LEASE_MS,
+      connected: async () => true,
+      onLost: async () => void lost.push(Date.now()),
+    });
+    const { until } = await h1.hold(PROJECT);
+    // Never started (no renewal rounds), as a host whose event loop or renewals are stuck.
+    jest.advanceTimersByTime(LEASE_MS - 1_001);
+    expect(lost).toEqual([]);
+    expect(h1.holds(PROJECT)).toBe(true);
+    jest.advanceTimersByTime(1);
+    expect(lost).toHaveLength(1);
+    // A second before the lease's end: another host may take it a whole lease after that end.
+    expect(until - lost[0]!).toBe(1_000);
+    expect(h1.holds(PROJECT)).toBe(false);
+  } finally {
+    jest.useRealTimers();
+  }
+});
+
+test('an unreadable newest lease file does not keep the project from being taken', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  await h1.hold(PROJECT);
+  await h1.stop();
+  writeFileSync(path.join(h1.dirOf(PROJECT), '000000000002.json'), '{"cut off');
+  const h2 = g.host('h2');
+  expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 3 });
 });

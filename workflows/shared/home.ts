@@ -90,13 +90,15 @@ export async function atHome<T>(
   let hops = 0;
   for (;;) {
     const name = awayName(home, route);
+    // Where this attempt goes (another activity of the run may learn of the holder meanwhile).
+    const sentTo = route.holder;
     try {
       const result = await schedule(homeQueue(home, Infinity, route));
       if (waited !== null) watch.back(waited);
       return result;
     } catch (err) {
       const holder = home.groupId !== undefined ? heldBy(err) : null;
-      if (holder !== null && hops < HOPS && route.holder !== holder) {
+      if (holder !== null && hops < HOPS && sentTo !== holder) {
         // Sent to the host that holds the project's lease, at once: nothing ran.
         hops++;
         route.holder = holder;
@@ -109,12 +111,13 @@ export async function atHome<T>(
       // Not taken in time (or refused over and over): the holder is forgotten, and the group asked again.
       hops = 0;
       route.holder = undefined;
-      if (waited === null || holder === null) {
+      if (holder === null) {
         waited = name;
         watch.away(name);
+      } else {
+        // Hosts that keep naming each other (the lease changing hands meanwhile): asked again after a pause.
+        await sleep(Math.min(home.waitMs, 1_000));
       }
-      // Hosts that keep naming each other (their leases changing hands meanwhile): asked again after a pause.
-      if (holder !== null) await sleep(Math.min(home.waitMs, 1_000));
     }
   }
 }

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../api/app';
+import { until } from '../support/until';
 import { Runtime, Worker } from '@temporalio/worker';
 import { freeLoopbackPort } from '../../runtime/metrics';
 import { startTracing, type Tracing } from '../../runtime/tracing';
@@ -145,6 +146,10 @@ describe('traces and metrics of one task', () => {
     // The rest of the task runs on a new worker, which picks the run up from history: still the same trace.
     await env.stopWorker();
     await env.restartWorker();
+    // As a client told 503 `no_worker` would: the decision is sent once the API sees the new worker poll.
+    await until('the API sees the restarted worker', async () =>
+      (await request(app).get('/healthz')).body.worker?.status === 'ok' ? true : undefined
+    );
     const allowed = await request(app)
       .post(`/tasks/${taskId}/permissions`)
       .send({ requestId: asked.requestId, decision: 'allow_once' });

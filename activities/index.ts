@@ -93,8 +93,8 @@ export function createActivities(deps: ActivityDeps) {
     /** `/init`: writes the project's AGENTS.md (./project/init.ts). */
     async initProject(input: { projectDir: string }) {
       // A group's project: its AGENTS.md is written where the lease is held, so the model is asked there only.
-      await deps.leases?.hold(input.projectDir);
-      return initProject({ config, model, tools }, input);
+      const init = () => initProject({ config, model, tools }, input);
+      return deps.leases ? deps.leases.using(input.projectDir, init) : init();
     },
   };
 }

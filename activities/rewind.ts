@@ -141,24 +141,25 @@ export function createRewindActivities(deps: RewindDeps) {
     /** Restores the files; a retry after a crash finishes the same restore (the store keys it by `rewindId`). */
     async restoreFiles(input: RestoreFilesInput) {
       requireAllowedProject(deps.config, input.projectDir);
-      await deps.leases?.hold(input.projectDir);
       const hold = /^(\d+):(.+)$/.exec(process.env[REWIND_HOLD_ENV] ?? '');
       let files = 0;
-      const done = await applyRewind(
-        checkpointPlace(deps.config, input.projectDir),
-        { task: input.taskId, steps: input.steps, rewindId: input.rewindId },
-        {
-          afterFile: async () => {
-            // A group's project given up meanwhile (its lease ran out unrenewed): not one more file is touched
-            // here; the restore is finished where the lease is held (it resumes from its progress record).
-            if (deps.leases && !deps.leases.holds(input.projectDir))
-              throw new Error(`the lease on ${input.projectDir} was given up during the restore`);
-            if (!hold || ++files !== Number(hold[1])) return;
-            await writeFile(path.join(hold[2], 'rewind.held'), String(process.pid));
-            await new Promise<never>(() => {});
-          },
-        }
-      );
+      const restore = () =>
+        applyRewind(
+          checkpointPlace(deps.config, input.projectDir),
+          { task: input.taskId, steps: input.steps, rewindId: input.rewindId },
+          {
+            afterFile: async () => {
+              // A group's project given up meanwhile (its lease ran out unrenewed): not one more file is touched
+              // here; the restore is finished where the lease is held (it resumes from its progress record).
+              if (deps.leases && !deps.leases.holds(input.projectDir))
+                throw new Error(`the lease on ${input.projectDir} was given up during the restore`);
+              if (!hold || ++files !== Number(hold[1])) return;
+              await writeFile(path.join(hold[2], 'rewind.held'), String(process.pid));
+              await new Promise<never>(() => {});
+            },
+          }
+        );
+      const done = deps.leases ? await deps.leases.using(input.projectDir, restore) : await restore();
       deps.log.info('rewind restored files', { taskId: input.taskId, files: done.restored.length });
       return done;
     },

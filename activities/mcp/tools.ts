@@ -296,46 +296,51 @@ export function createToolActivities(deps: ToolDeps) {
       // A group's project is changed only by the host that holds its lease (project/lease.ts): elsewhere the call
       // is refused with the holder's name, before anything runs, and the workflow sends it there.
       if (deps.leases && input.server === WORKSPACE_SERVER && !found.tool?.readOnly)
-        await deps.leases.hold(input.projectDir);
-
-      const ctx = activityContext();
-      const meta =
-        input.server === WORKSPACE_SERVER &&
-        (input.grants?.length || input.idempotencyKey || input.network || input.checkpoint)
-          ? {
-              ...(input.grants?.length ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) } : {}),
-              ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
-              ...(input.network ? { [NETWORK_META_KEY]: input.network } : {}),
-              ...(input.checkpoint ? { [CHECKPOINT_META_KEY]: input.checkpoint } : {}),
-            }
-          : undefined;
-      // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this
-      // one; the MCP request's signal carries it on to the server. A progress notification is a heartbeat too,
-      // with the progress as its details.
-      const result = await pool.callTool(found.spec, input.tool, input.args, {
-        timeoutMs: input.timeoutMs,
-        meta,
-        signal: ctx?.cancellationSignal,
-        onProgress: (p) => ctx?.heartbeat(p),
-      });
-      const full = flattenContent(result);
-      const cut = cutText(full);
-      // Large outputs are cut for history and prompts, and kept whole by reference.
-      const ref = cut.truncated ? await keepResult(dataPath(deps.config.tools.results_dir), full) : undefined;
-      // Room for a capped diff of a write or edit (common/text-diff.ts) with its JSON escaping.
-      const structured =
-        result.structuredContent && JSON.stringify(result.structuredContent).length <= STRUCTURED_CAP
-          ? result.structuredContent
-          : undefined;
-      const changed = input.server === WORKSPACE_SERVER ? changedFiles(result.structuredContent) : null;
-      return {
-        status: result.isError ? 'error' : 'ok',
-        ...cut,
-        ...(structured ? { structured } : {}),
-        ...(changed ? { changed } : {}),
-        ...(ref ? { ref } : {}),
-      };
+        return deps.leases.using(input.projectDir, () => run(input, found.spec!));
+      return run(input, found.spec);
     },
   };
+
+  /** Sends the call to its server and shapes the result (the tool and the policy checked already). */
+  async function run(input: CallToolInput, spec: ServerSpec): Promise<ToolCallResult> {
+    const ctx = activityContext();
+    const meta =
+      input.server === WORKSPACE_SERVER &&
+      (input.grants?.length || input.idempotencyKey || input.network || input.checkpoint)
+        ? {
+            ...(input.grants?.length ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) } : {}),
+            ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
+            ...(input.network ? { [NETWORK_META_KEY]: input.network } : {}),
+            ...(input.checkpoint ? { [CHECKPOINT_META_KEY]: input.checkpoint } : {}),
+          }
+        : undefined;
+    // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this
+    // one; the MCP request's signal carries it on to the server. A progress notification is a heartbeat too,
+    // with the progress as its details.
+    const result = await pool.callTool(spec, input.tool, input.args, {
+      timeoutMs: input.timeoutMs,
+      meta,
+      signal: ctx?.cancellationSignal,
+      onProgress: (p) => ctx?.heartbeat(p),
+    });
+    const full = flattenContent(result);
+    const cut = cutText(full);
+    // Large outputs are cut for history and prompts, and kept whole by reference.
+    const ref = cut.truncated ? await keepResult(dataPath(deps.config.tools.results_dir), full) : undefined;
+    // Room for a capped diff of a write or edit (common/text-diff.ts) with its JSON escaping.
+    const structured =
+      result.structuredContent && JSON.stringify(result.structuredContent).length <= STRUCTURED_CAP
+        ? result.structuredContent
+        : undefined;
+    const changed = input.server === WORKSPACE_SERVER ? changedFiles(result.structuredContent) : null;
+    return {
+      status: result.isError ? 'error' : 'ok',
+      ...cut,
+      ...(structured ? { structured } : {}),
+      ...(changed ? { changed } : {}),
+      ...(ref ? { ref } : {}),
+    };
+  }
+
   return activities;
 }

@@ -52,9 +52,13 @@ export interface ProjectLeasesOptions {
   onLost(projectDir: string): Promise<void>;
   /** Told when this host takes a project (its servers for it must start afresh). */
   onTaken?(projectDir: string, from: Lease | null): Promise<void>;
+  /** A lease nothing has used for this long is given up at the next renewal round (default 10 minutes). */
+  idleMs?: number;
   now?: () => number;
   warn?(message: string, fields?: Record<string, unknown>): void;
 }
+
+const IDLE_MS = 10 * 60_000;
 
 /** The failure a host that does not hold a group project's lease answers a changing activity with. */
 export function heldElsewhere(lease: Lease): ApplicationFailure {
@@ -71,6 +75,8 @@ export class ProjectLeases {
    * (whatever else this process is doing), unless it is renewed first.
    */
   private readonly held = new Map<string, { epoch: number; until: number; fence: NodeJS.Timeout }>();
+  /** What this host is doing with each project now, and when it last did anything (idle leases are given up). */
+  private readonly use = new Map<string, { running: number; lastUsed: number }>();
   /** One change of a project's lease at a time in this process. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
@@ -99,8 +105,26 @@ export class ProjectLeases {
    * Holds the project's lease for this host: renews it, or takes it when it is free, released or ran out a whole
    * lease ago. Throws `ProjectHeldElsewhere` (naming the holder) when another host holds it.
    */
-  hold(projectDir: string): Promise<Lease> {
-    return this.serial(projectDir, () => this.holdNow(projectDir));
+  async hold(projectDir: string): Promise<Lease> {
+    const lease = await this.serial(projectDir, () => this.holdNow(projectDir));
+    const use = this.use.get(projectDir) ?? { running: 0, lastUsed: 0 };
+    use.lastUsed = this.now();
+    this.use.set(projectDir, use);
+    return lease;
+  }
+
+  /** Runs `fn` (a change of the project) holding the lease; the lease is not given up as idle while it runs. */
+  async using<T>(projectDir: string, fn: () => Promise<T>): Promise<T> {
+    await this.hold(projectDir);
+    const use = this.use.get(projectDir) ?? { running: 0, lastUsed: 0 };
+    this.use.set(projectDir, use);
+    use.running++;
+    try {
+      return await fn();
+    } finally {
+      use.running--;
+      use.lastUsed = this.now();
+    }
   }
 
   /** Whether this host holds the project now, as far as it knows (what it does to the project stops when not). */
@@ -155,6 +179,14 @@ export class ProjectLeases {
         const lease = await this.current(projectDir).catch(() => null);
         const ours = lease?.hostId === this.opts.hostId && lease.epoch === mine.epoch;
         if (!ours) return this.lose(projectDir, mine.epoch);
+        // Unused for a while: given up, so the host's work and the group's leases stay bounded by what is in use.
+        const use = this.use.get(projectDir);
+        if (!use?.running && this.now() - (use?.lastUsed ?? 0) > (this.opts.idleMs ?? IDLE_MS)) {
+          this.lose(projectDir, mine.epoch);
+          this.use.delete(projectDir);
+          await this.write(projectDir, { ...lease, until: this.now(), released: true }).catch(() => undefined);
+          return;
+        }
         // Never renewed once it is about to run out: another host may take it from then on.
         if (!connected || !this.holds(projectDir)) return;
         try {

@@ -22,6 +22,7 @@ function group() {
       groupDir: dir,
       hostId,
       leaseMs: LEASE_MS,
+      idleMs: 10 * LEASE_MS,
       now: () => now,
       connected: async () => {
         now += slow.get(hostId) ?? 0;
@@ -183,4 +184,37 @@ test('an unreadable newest lease file does not keep the project from being taken
   writeFileSync(path.join(h1.dirOf(PROJECT), '000000000002.json'), '{"cut off');
   const h2 = g.host('h2');
   expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 3 });
+});
+
+test('a lease nothing uses is given up after a while, never while a change runs', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  const h2 = g.host('h2');
+  let finish!: () => void;
+  let started!: () => void;
+  const began = new Promise<void>((r) => (started = r));
+  const running = h1.using(PROJECT, () => {
+    started();
+    return new Promise<void>((r) => (finish = r));
+  });
+  await began;
+  // A change runs for longer than the idle time: renewed all along, and kept.
+  for (let i = 0; i < 40; i++) {
+    g.advance(LEASE_MS / 3);
+    await h1.tick();
+  }
+  expect(h1.holds(PROJECT)).toBe(true);
+  finish();
+  await running;
+  for (let i = 0; i < 29; i++) {
+    g.advance(LEASE_MS / 3);
+    await h1.tick();
+  }
+  expect(h1.holds(PROJECT)).toBe(true);
+  g.advance(LEASE_MS / 3 + 1);
+  await h1.tick();
+  // Idle for longer than its idle time: given up, its server stopped, and another host takes it at once.
+  expect(h1.holds(PROJECT)).toBe(false);
+  expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
+  expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
 });

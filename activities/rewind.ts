@@ -143,7 +143,7 @@ export function createRewindActivities(deps: RewindDeps) {
       requireAllowedProject(deps.config, input.projectDir);
       const hold = /^(\d+):(.+)$/.exec(process.env[REWIND_HOLD_ENV] ?? '');
       let files = 0;
-      const restore = () =>
+      const restore = (lease?: { epoch: number }) =>
         applyRewind(
           checkpointPlace(deps.config, input.projectDir),
           { task: input.taskId, steps: input.steps, rewindId: input.rewindId },
@@ -151,7 +151,7 @@ export function createRewindActivities(deps: RewindDeps) {
             afterFile: async () => {
               // A group's project given up meanwhile (its lease ran out unrenewed): not one more file is touched
               // here; the restore is finished where the lease is held (it resumes from its progress record).
-              if (deps.leases && !deps.leases.holds(input.projectDir))
+              if (deps.leases && !deps.leases.holds(input.projectDir, lease?.epoch))
                 throw new Error(`the lease on ${input.projectDir} was given up during the restore`);
               if (!hold || ++files !== Number(hold[1])) return;
               await writeFile(path.join(hold[2], 'rewind.held'), String(process.pid));

@@ -114,13 +114,13 @@ export class ProjectLeases {
   }
 
   /** Runs `fn` (a change of the project) holding the lease; the lease is not given up as idle while it runs. */
-  async using<T>(projectDir: string, fn: () => Promise<T>): Promise<T> {
-    await this.hold(projectDir);
+  async using<T>(projectDir: string, fn: (lease: Lease) => Promise<T>): Promise<T> {
+    const lease = await this.hold(projectDir);
     const use = this.use.get(projectDir) ?? { running: 0, lastUsed: 0 };
     this.use.set(projectDir, use);
     use.running++;
     try {
-      return await fn();
+      return await fn(lease);
     } finally {
       use.running--;
       use.lastUsed = this.now();
@@ -128,9 +128,9 @@ export class ProjectLeases {
   }
 
   /** Whether this host holds the project now, as far as it knows (what it does to the project stops when not). */
-  holds(projectDir: string): boolean {
+  holds(projectDir: string, epoch?: number): boolean {
     const mine = this.held.get(projectDir);
-    return !!mine && mine.until - this.margin > this.now();
+    return !!mine && (epoch === undefined || mine.epoch === epoch) && mine.until - this.margin > this.now();
   }
 
   /** Renews the leases every third of a lease, while this host reaches Temporal. */
@@ -172,18 +172,21 @@ export class ProjectLeases {
     this.fenceExpired();
     const connected = await this.opts.connected().catch(() => false);
     this.fenceExpired();
-    for (const projectDir of [...this.held.keys()]) {
-      await this.serial(projectDir, async () => {
+    // Each project on its own: one whose lease is being taken (its old server stopping) delays no other's renewal.
+    const renewals = [...this.held.keys()].map((projectDir) =>
+      this.serial(projectDir, async () => {
         const mine = this.held.get(projectDir);
         if (!mine) return;
-        const lease = await this.current(projectDir).catch(() => null);
+        // One that cannot be read now is left to its timer (renewed next round if the read works then).
+        const lease = await this.current(projectDir);
         const ours = lease?.hostId === this.opts.hostId && lease.epoch === mine.epoch;
         if (!ours) return this.lose(projectDir, mine.epoch);
         // Unused for a while: given up, so the host's work and the group's leases stay bounded by what is in use.
         const use = this.use.get(projectDir);
         if (!use?.running && this.now() - (use?.lastUsed ?? 0) > (this.opts.idleMs ?? IDLE_MS)) {
-          this.lose(projectDir, mine.epoch);
           this.use.delete(projectDir);
+          // Released only once this host's server for it has stopped: another host may take it at once.
+          await this.lose(projectDir, mine.epoch);
           await this.write(projectDir, { ...lease, until: this.now(), released: true }).catch(() => undefined);
           return;
         }
@@ -194,29 +197,32 @@ export class ProjectLeases {
         } catch (err) {
           this.opts.warn?.('a project lease could not be renewed', { projectDir, error: String(err) });
         }
-      });
-    }
+      }).catch((err: unknown) => {
+        this.opts.warn?.('a project lease could not be read', { projectDir, error: String(err) });
+      })
+    );
+    await Promise.all(renewals);
   }
 
   private fenceExpired(): void {
     for (const [projectDir, mine] of [...this.held])
-      if (mine.until - this.margin <= this.now()) this.lose(projectDir, mine.epoch);
+      if (mine.until - this.margin <= this.now()) void this.lose(projectDir, mine.epoch);
   }
 
   /** Nothing of this host may change the project any more: forgotten at once, its servers stopped. */
-  private lose(projectDir: string, epoch: number): void {
+  private lose(projectDir: string, epoch: number): Promise<void> {
     const mine = this.held.get(projectDir);
-    if (!mine || mine.epoch !== epoch) return;
+    if (!mine || mine.epoch !== epoch) return Promise.resolve();
     clearTimeout(mine.fence);
     this.held.delete(projectDir);
-    void this.opts.onLost(projectDir).catch(() => undefined);
+    return this.opts.onLost(projectDir).catch(() => undefined);
   }
 
   /** Keeps the project as held until `until`, and gives it up by itself a moment before then. */
   private keep(projectDir: string, epoch: number, until: number): void {
     const had = this.held.get(projectDir);
     if (had) clearTimeout(had.fence);
-    const fence = setTimeout(() => this.lose(projectDir, epoch), Math.max(0, until - this.margin - this.now()));
+    const fence = setTimeout(() => void this.lose(projectDir, epoch), Math.max(0, until - this.margin - this.now()));
     fence.unref();
     this.held.set(projectDir, { epoch, until, fence });
   }
@@ -315,8 +321,10 @@ export class ProjectLeases {
     let names: string[];
     try {
       names = await fs.readdir(dir);
-    } catch {
-      return [];
+    } catch (err) {
+      // Never taken; any other failure is thrown (read as "no lease", it would free a held project).
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
     }
     return names
       .map((n) => EPOCH_FILE.exec(n))
@@ -334,9 +342,20 @@ export class ProjectLeases {
 
 const epochFile = (epoch: number) => `${String(epoch).padStart(12, '0')}.json`;
 
+/**
+ * An epoch's lease, or null when its file is gone or does not hold one. Any other failure to read it (an I/O error,
+ * a stale handle) is thrown: taken for a free lease, it would let this host take a project another host holds.
+ */
 async function readLease(file: string): Promise<Lease | null> {
+  let text: string;
   try {
-    const parsed = LeaseSchema.safeParse(JSON.parse(await fs.readFile(file, 'utf8')));
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const parsed = LeaseSchema.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : null;
   } catch {
     return null;

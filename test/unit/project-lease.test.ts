@@ -1,5 +1,5 @@
 /** Leases on a group's projects (activities/project/lease.ts): one host at a time changes a project. */
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -217,4 +217,18 @@ test('a lease nothing uses is given up after a while, never while a change runs'
   expect(h1.holds(PROJECT)).toBe(false);
   expect(g.events.at(-1)).toBe(`h1 lost ${PROJECT}`);
   expect(await h2.hold(PROJECT)).toMatchObject({ hostId: 'h2', epoch: 2 });
+});
+
+test('a lease file that cannot be read is not taken for a free lease', async () => {
+  const g = group();
+  const h1 = g.host('h1');
+  await h1.hold(PROJECT);
+  // The holder's file, unreadable for a moment (here: a directory where the file is; an I/O error or a stale handle
+  // on a network volume does the same): the other host is refused an answer, not handed the project.
+  const file = path.join(h1.dirOf(PROJECT), '000000000001.json');
+  rmSync(file);
+  mkdirSync(file);
+  const h2 = g.host('h2');
+  await expect(h2.hold(PROJECT)).rejects.toThrow(/EISDIR/);
+  expect(readdirSync(h1.dirOf(PROJECT)).filter((n) => n.endsWith('.json'))).toEqual(['000000000001.json']);
 });

@@ -232,3 +232,31 @@ test('a lease file that cannot be read is not taken for a free lease', async () 
   await expect(h2.hold(PROJECT)).rejects.toThrow(/EISDIR/);
   expect(readdirSync(h1.dirOf(PROJECT)).filter((n) => n.endsWith('.json'))).toEqual(['000000000001.json']);
 });
+
+test('an idle lease is released only once the host has stopped working on the project', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'klea-lease-'));
+  let now = 1_000_000;
+  const seen: Array<boolean | undefined> = [];
+  const h1: ProjectLeases = new ProjectLeases({
+    groupDir: dir,
+    hostId: 'h1',
+    leaseMs: LEASE_MS,
+    idleMs: LEASE_MS,
+    now: () => now,
+    connected: async () => true,
+    onLost: async () => {
+      // Its server takes a moment to stop: the lease must still be held by it meanwhile.
+      await new Promise((r) => setTimeout(r, 50));
+      seen.push((await h1.current(PROJECT))?.released);
+    },
+  });
+  await h1.hold(PROJECT);
+  now += LEASE_MS / 3;
+  await h1.tick();
+  // Unused for longer than its idle time, and its lease not yet near its end.
+  now += (2 * LEASE_MS) / 3 + 1;
+  await h1.tick();
+  // (toStrictEqual: toEqual takes [] for [undefined].)
+  expect(seen).toStrictEqual([undefined]);
+  expect((await h1.current(PROJECT))?.released).toBe(true);
+});

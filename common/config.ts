@@ -135,7 +135,7 @@ export const ConfigSchema = z.strictObject({
       /**
        * The group of hosts this host shares its projects with, on a volume they all reach at the same paths (env
        * KLEA_GROUP_ID): it also polls `klea-group-<id>`, and changes a project only while it holds the project's
-       * lease (common/lease.ts). Needs host_id and group_dir. null: its projects are its own.
+       * lease (activities/project/lease.ts). Needs host_id and group_dir. null: its projects are its own.
        */
       group_id: GroupIdSchema.nullable().default(null),
       /**

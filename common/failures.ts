@@ -48,7 +48,7 @@ export const Failure = {
   NothingAchieved: 'NothingAchieved',
   /**
    * A group project's changing activity reached a host of the group that does not hold the project's lease
-   * (common/lease.ts): its details name the host that does, and the workflow sends the activity there.
+   * (activities/project/lease.ts): its details name the host that does, and the workflow sends the activity there.
    */
   ProjectHeldElsewhere: 'ProjectHeldElsewhere',
   /** The task failed with an untyped error: the fallback code, so every failure has one. */

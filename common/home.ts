@@ -22,7 +22,7 @@ export const WORKER_HEARTBEAT_MS = 5_000;
 /** How long an activity for the home waits to be taken before the task says it waits for the host. */
 export const DEFAULT_HOST_WAIT_MS = 30_000;
 
-/** How long a host's lease on a group project lasts unless renewed (worker.group_lease_ms; common/lease.ts). */
+/** How long a host's lease on a group project lasts unless renewed (worker.group_lease_ms; activities/project/lease.ts). */
 export const DEFAULT_GROUP_LEASE_MS = 15_000;
 
 /** A group id: what `KLEA_GROUP_ID` (`worker.group_id`) names the hosts that share a volume of projects by. */
@@ -32,7 +32,7 @@ export const GroupIdSchema = z
 
 /**
  * A home is one host, or a group of hosts that reach the same projects on a shared volume: a group project's
- * activities go to `klea-group-<id>`, and those that change it to the host that holds its lease (common/lease.ts).
+ * activities go to `klea-group-<id>`, and those that change it to the host that holds its lease (activities/project/lease.ts).
  */
 export const HomeSchema = z
   .strictObject({
@@ -56,8 +56,8 @@ export function groupTaskQueue(groupId: string): string {
   return `klea-group-${groupId}`;
 }
 
-/** What a task's or session's state says of its home: the host, or the group. */
-export function homeRef(home: Home): { hostId: string } | { groupId: string } {
+/** What a task's or session's state says of its home (and a rewind is given back): the host, or the group. */
+export function homeRef(home: { hostId?: string; groupId?: string }): { hostId: string } | { groupId: string } {
   return home.groupId !== undefined ? { groupId: home.groupId } : { hostId: home.hostId! };
 }
 
@@ -71,8 +71,8 @@ export function homeName(home: { hostId?: string; groupId?: string }): string {
 
 /**
  * What a worker host says of itself in its Temporal identity: ` host=<id> group=<id> roots=<its project roots>` (the
- * group only for a host in one; the roots as URI-encoded JSON, so the identity holds no space of theirs), so the API knows which hosts poll and which projects
- * each holds without asking it.
+ * group only for a host in one; the roots as URI-encoded JSON, so the identity holds no space of theirs), so the API
+ * knows which hosts poll, in which groups, and which projects each holds without asking it.
  */
 export function hostIdentityTag(hostId: string, roots: readonly string[] | null, groupId?: string | null): string {
   return ` host=${hostId}${groupId ? ` group=${groupId}` : ''}${roots ? ` roots=${encodeURIComponent(JSON.stringify(roots))}` : ''}`;
@@ -80,7 +80,12 @@ export function hostIdentityTag(hostId: string, roots: readonly string[] | null,
 
 /** The group a worker identity says its host is in (` group=<id>`), or null. */
 export function groupOfIdentity(identity: string | null | undefined): string | null {
-  const m = / group=([a-z0-9][a-z0-9-]{0,62})(?: |$)/.exec(identity ?? '');
+  return idOfIdentity(identity, 'group');
+}
+
+/** The id a worker identity gives after ` <key>=` (a host or group id), or null. */
+function idOfIdentity(identity: string | null | undefined, key: 'host' | 'group'): string | null {
+  const m = new RegExp(` ${key}=([a-z0-9][a-z0-9-]{0,62})(?: |$)`).exec(identity ?? '');
   return m ? m[1]! : null;
 }
 
@@ -103,6 +108,5 @@ export function underRoots(dir: string, roots: readonly string[]): boolean {
 
 /** The host a worker identity names (` host=<id>`), or null (a worker without a host id). */
 export function hostOfIdentity(identity: string | null | undefined): string | null {
-  const m = / host=([a-z0-9][a-z0-9-]{0,62})(?: |$)/.exec(identity ?? '');
-  return m ? m[1]! : null;
+  return idOfIdentity(identity, 'host');
 }

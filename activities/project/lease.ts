@@ -107,17 +107,14 @@ export class ProjectLeases {
    */
   async hold(projectDir: string): Promise<Lease> {
     const lease = await this.serial(projectDir, () => this.holdNow(projectDir));
-    const use = this.use.get(projectDir) ?? { running: 0, lastUsed: 0 };
-    use.lastUsed = this.now();
-    this.use.set(projectDir, use);
+    this.useOf(projectDir).lastUsed = this.now();
     return lease;
   }
 
   /** Runs `fn` (a change of the project) holding the lease; the lease is not given up as idle while it runs. */
   async using<T>(projectDir: string, fn: (lease: Lease) => Promise<T>): Promise<T> {
     const lease = await this.hold(projectDir);
-    const use = this.use.get(projectDir) ?? { running: 0, lastUsed: 0 };
-    this.use.set(projectDir, use);
+    const use = this.useOf(projectDir);
     use.running++;
     try {
       return await fn(lease);
@@ -204,6 +201,12 @@ export class ProjectLeases {
     await Promise.all(renewals);
   }
 
+  private useOf(projectDir: string): { running: number; lastUsed: number } {
+    let use = this.use.get(projectDir);
+    if (!use) this.use.set(projectDir, (use = { running: 0, lastUsed: 0 }));
+    return use;
+  }
+
   private fenceExpired(): void {
     for (const [projectDir, mine] of [...this.held])
       if (mine.until - this.margin <= this.now()) void this.lose(projectDir, mine.epoch);
@@ -249,6 +252,11 @@ export class ProjectLeases {
 
   private async holdNow(projectDir: string): Promise<Lease> {
     const { hostId, leaseMs } = this.opts;
+    // Held, with most of it left: no other host can have taken it (this one gives it up by its timer before any
+    // may), so a busy host's calls do no I/O on the shared volume for it; the renewal rounds keep it so.
+    const held = this.held.get(projectDir);
+    if (held && this.holds(projectDir) && held.until - this.now() >= (leaseMs * 2) / 3)
+      return { hostId, epoch: held.epoch, projectDir, until: held.until };
     for (let attempt = 0; attempt < 3; attempt++) {
       const { lease, top } = await this.read(projectDir);
       const now = this.now();
@@ -287,12 +295,18 @@ export class ProjectLeases {
     return { lease: null, top };
   }
 
+  /** Writes the lease to a temporary file beside the epoch files, to be linked or renamed into place whole. */
+  private async tempOf(dir: string, lease: Lease): Promise<string> {
+    const tmp = path.join(dir, `.${lease.epoch}.${randomBytes(6).toString('hex')}.tmp`);
+    await fs.writeFile(tmp, JSON.stringify(lease) + '\n', { mode: 0o600, flag: 'wx' });
+    return tmp;
+  }
+
   /** Makes the epoch's file, unless it exists: whether this host made it. */
   private async create(projectDir: string, lease: Lease): Promise<boolean> {
     const dir = this.dirOf(projectDir);
     await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-    const tmp = path.join(dir, `.${lease.epoch}.${randomBytes(6).toString('hex')}.tmp`);
-    await fs.writeFile(tmp, JSON.stringify(lease) + '\n', { mode: 0o600, flag: 'wx' });
+    const tmp = await this.tempOf(dir, lease);
     try {
       await fs.link(tmp, path.join(dir, epochFile(lease.epoch)));
       return true;
@@ -307,8 +321,7 @@ export class ProjectLeases {
   /** Rewrites this host's own epoch file whole. */
   private async write(projectDir: string, lease: Lease): Promise<void> {
     const dir = this.dirOf(projectDir);
-    const tmp = path.join(dir, `.${lease.epoch}.${randomBytes(6).toString('hex')}.tmp`);
-    await fs.writeFile(tmp, JSON.stringify(lease) + '\n', { mode: 0o600, flag: 'wx' });
+    const tmp = await this.tempOf(dir, lease);
     try {
       await fs.rename(tmp, path.join(dir, epochFile(lease.epoch)));
     } catch (err) {

@@ -11,6 +11,7 @@ import {
   RewindResponseSchema,
   TaskParamsSchema,
 } from '../../common/api';
+import { homeRef } from '../../common/home';
 import type { RewindInput, RewindResult } from '../../common/rewind';
 import { ApiError, badRequest, conflict, gone, notFound } from '../errors';
 import type { EventFeeds } from '../event-feed';
@@ -54,9 +55,7 @@ export function rewindRoutes({
             {
               taskId,
               ...input,
-              ...(home
-                ? { home: home.groupId !== undefined ? { groupId: home.groupId } : { hostId: home.hostId } }
-                : {}),
+              ...(home ? { home: homeRef(home) } : {}),
             },
           ],
           staticSummary: `${input.preview ? 'preview of a rewind' : 'rewind'} of ${taskId} to before step ${input.toStep}`,

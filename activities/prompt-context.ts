@@ -4,7 +4,7 @@
  * read-only access (confined like any read; a sensitive path is refused); one that cannot be had leaves the prompt
  * without it.
  */
-import { plannedFiles } from '../common/plan';
+import { plainPath, plannedFiles } from '../common/plan';
 import { codeNames, filePart, partText } from './llm/file-part';
 import { isDataFile } from './llm/program';
 import {
@@ -93,11 +93,13 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
 
 /**
  * The files a step is to create: those its plan's `expect.changes` and its instruction name that are not among the
- * project's `files`. Only meaningful with a complete listing.
+ * project's `files`, nor among the files its calls so far changed (a file it deleted or moved away is gone, not one
+ * to make). Only meaningful with a complete listing.
  */
 export function stepNewFiles(files: readonly string[], step: PickStep): string[] {
-  const known = new Set(files);
-  return [...new Set([...plannedFiles(step).filter((p) => !known.has(p)), ...newFileNames(files, step.instruction)])];
+  const known = new Set([...files, ...(step.earlierCalls ?? []).flatMap((c) => c.changed ?? []).map(plainPath)]);
+  const named = [...plannedFiles(step), ...newFileNames(files, step.instruction)];
+  return [...new Set(named.filter((p) => !known.has(plainPath(p))))];
 }
 
 /**

@@ -21,6 +21,9 @@ export const MAX_PLAN_STEPS = 500; // a long task runs hundreds of steps (its ru
  * runs itself in the sandbox after the step, which must exit 0. Optional; absent means no evidence is asked for
  * beyond the step's own calls.
  */
+/** The longest `expect.check`: a command that long was closed by the bound, not by its writer (activities/llm/plan-checks). */
+export const MAX_CHECK_CHARS = 500;
+
 export const StepExpectSchema = z.strictObject({
   changes: z
     .array(z.string().min(1).max(500))
@@ -30,7 +33,7 @@ export const StepExpectSchema = z.strictObject({
   check: z
     .string()
     .min(1)
-    .max(500)
+    .max(MAX_CHECK_CHARS)
     .optional()
     .describe('a shell command that exits 0 only when the step worked: the test or script the request asks to run'),
 });

@@ -28,6 +28,7 @@ import { ChatCompletionsModel } from './chat-model';
 import { classifyModelError, errorText } from './model-errors';
 import { observeModelCalls } from './model-observe';
 import { contentOf, CUT_SHORT, cutShort, usageOf } from './model-reply';
+import { boundedSchema, OutputLimit, textBoundOf } from './output-limit';
 import { silentLogger, type Logger } from '../../runtime/log';
 import { StructuredOutputChoice } from './structured-output-choice';
 import { activityContext } from '../activity-context';
@@ -124,6 +125,11 @@ export interface ModelClient {
   readonly structuredOutput: StructuredOutputMethod;
   /** What the model can do (`model.profile`): `small` turns on ./small-model's help. */
   readonly profile: ModelProfile;
+  /**
+   * The longest free text a structured answer may hold now, once the endpoint's output limit is known
+   * (./output-limit): a text this long was closed by the bound, not by the model.
+   */
+  readonly textBound?: number;
   /** A node with structured output: the node's zod schema validates the answer, with bounded re-asks. */
   structured<S extends z.ZodType>(
     prompt: NodePrompt,
@@ -164,6 +170,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   const model = fields ? new ChatCompletionsModel(fields) : undefined;
   const penalized = fields ? new ChatCompletionsModel({ ...fields, frequencyPenalty: RUN_ON_PENALTY }) : undefined;
   const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);
+  const limit = new OutputLimit();
 
   /** The model, or after an answer cut at the output limit the same one with `RUN_ON_PENALTY`. */
   const requireModel = (afterCutOff = false): ChatCompletionsModel => {
@@ -185,9 +192,15 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
    */
   const observed = observeModelCalls(config.model.name);
 
+  /** A reply cut at the output limit shows the limit (./output-limit). */
+  const learn = (reply: AIMessage): AIMessage => {
+    if (cutShort(reply)) limit.cutAt(usageOf(reply).outputTokens);
+    return reply;
+  };
+
   async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
     try {
-      return await observed(node, run);
+      return learn(await observed(node, run));
     } catch (err) {
       throw classifyModelError(node, err);
     }
@@ -196,7 +209,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   /** A request with tools; null when the endpoint refused its form and auto moved to json_schema. */
   async function invokeWithTools(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage | null> {
     try {
-      return await observed(node, run);
+      return learn(await observed(node, run));
     } catch (err) {
       if (refusesToolRequest(err) && choice.fallBack(node, `refused a request with tools: ${errorText(err)}`))
         return null;
@@ -211,20 +224,27 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       return choice.method;
     },
     profile: config.model.profile,
+    get textBound() {
+      return limit.known === undefined ? undefined : textBoundOf(limit.known);
+    },
 
     async structured(firstPrompt, schema, description, opts = {}) {
       const m = requireModel();
       let prompt = firstPrompt;
       const node = prompt.node;
-      const parameters = jsonSchemaOf(schema);
-      const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
-      const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
-      const format = responseFormat(node, parameters, description);
+      const schemaNow = () => {
+        const parameters = jsonSchemaOf(schema);
+        return limit.known ? boundedSchema(parameters, limit.known) : parameters;
+      };
       let turns = turnsOf(prompt);
 
       const ask = async (): Promise<{ answer: Answer; usage: ModelUsage }> => {
         let usage = ZERO_USAGE;
+        // The schema as the request sends it: bounded to the output limit once one is known (./output-limit).
+        const parameters = schemaNow();
         if (choice.method === 'tool_calling') {
+          const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
+          const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
           const reply = await invokeWithTools(
             node,
             () => bound.invoke(toMessages(prompt, turns), aborting()) as Promise<AIMessage>
@@ -252,6 +272,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
               return { answer: { kind: 'value', value, raw }, usage };
           }
         }
+        const format = responseFormat(node, parameters, description);
         const reply = await invoke(node, () =>
           m.invoke(toMessages(prompt, turns, argumentsInstruction(node)), { ...aborting(), response_format: format })
         );
@@ -291,7 +312,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           (choice.method === 'json_schema'
             ? `Answer again with only the JSON object of the arguments of ${node}, satisfying its schema.`
             : `Call the function ${node} exactly once with arguments that satisfy its schema.`) +
-          (answer.kind === 'cut_short' ? ' Keep it much shorter: fewer items in every list, and shorter text.' : '');
+          // Not "fewer items": a plan asked for fewer steps kept the one that reads and dropped the one that changes.
+          (answer.kind === 'cut_short' ? ' Keep it shorter: brief texts, nothing repeated.' : '');
         // A cut answer is quoted only as far as it shows the way it went: in full it invites the same run-on.
         const quoted = answer.kind === 'cut_short' ? `${answer.raw.slice(0, 300)}…` : answer.raw.slice(0, 2000);
         // Re-ask as a user turn (not a tool result), so no dangling tool-call ids reach the endpoint.

@@ -76,6 +76,8 @@ export interface EarlierCall {
   args: Record<string, unknown>;
   status: string;
   text: string;
+  /** The project files it created, changed or deleted, as the workspace server reported them. */
+  changed?: string[];
 }
 
 export interface PickToolsInput {

@@ -5,8 +5,10 @@
  * - `dataChecks`: a check that only reads data files is not a check.
  * - `pipedChecks`: a step that is only to run a program is checked by the program, not by what a pipe makes of its
  *   output.
+ *
+ * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
  */
-import { changesSomething, withExpect, type Plan } from '../../common/plan';
+import { changesSomething, MAX_CHECK_CHARS, withExpect, type Plan } from '../../common/plan';
 import { namedFiles } from './named-files';
 import { isDataFile } from './program';
 import { firstPipe, piped, withoutQuoted } from './shell-words';
@@ -83,3 +85,23 @@ function onlyReaders(command: string): boolean {
 }
 
 const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}…` : check);
+
+/**
+ * The plan with the check left out of each step whose check is as long as a check may be (`MAX_CHECK_CHARS`), or as
+ * the longest text the answer could hold (`textBound`, the model client's, once the endpoint's output limit is known,
+ * ./output-limit): a server that holds answers to the schema closed it there, not the model, and a command cut
+ * anywhere (a pattern that repeated itself until the bound) fails for no fault of the step, whose repair rounds would
+ * then chase it. The step is judged by its other evidence.
+ */
+export function boundedChecks(plan: Plan, textBound?: number): { plan: Plan; repairs: string[] } {
+  const bound = Math.min(MAX_CHECK_CHARS, textBound ?? Infinity);
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check;
+    if (!check || check.length < bound) return s;
+    repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` reached the longest a check may be here: left out`);
+    const { check: _check, ...others } = s.expect ?? {};
+    return withExpect(s, others);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}

@@ -29,7 +29,7 @@ import {
   thinkingSteps,
   unnamedChanges,
 } from './plan-files';
-import { dataChecks, pipedChecks } from './plan-checks';
+import { boundedChecks, dataChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -276,7 +276,8 @@ export async function writePlan(
       afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
-  const checked = fileChangesOnly(value.plan, input.listing?.files ?? [], input.request);
+  const bounded = boundedChecks(value.plan, model.textBound);
+  const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names, changes only files some text of the task names
@@ -300,6 +301,7 @@ export async function writePlan(
   const thinking = small ? thinkingSteps(following.plan, files) : { plan: following.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
+    ...bounded.repairs,
     ...checked.repairs,
     ...fixing.repairs,
     ...requested.repairs,

@@ -1,5 +1,7 @@
 /** The project files a step names (shown to the pick with their content), and those it is to create. */
 import { boundNamedFiles, NAMED_FILE_CHARS, namedFiles, newFileNames } from '../../activities/llm/named-files';
+import type { PickStep } from '../../activities/llm/pick-tools';
+import { stepNewFiles } from '../../activities/prompt-context';
 
 const listing = ['app.py', 'calc.py', 'config.json', 'src/shapes.py', 'test_calc.py'];
 
@@ -56,5 +58,41 @@ describe('files a step names that are not in the project yet', () => {
       'app.pyc',
     ]);
     expect(newFileNames(files, 'Fix app.py and shapes.py')).toEqual([]);
+  });
+});
+
+describe('stepNewFiles', () => {
+  const step = (over: Partial<PickStep>): PickStep => ({
+    id: 's1',
+    title: 'Clean up',
+    instruction: 'Delete every .DS_Store file and move notes.txt to docs/notes.txt.',
+    dependencyResults: [],
+    ...over,
+  });
+
+  it('names the files the step is to create that are not in the project', () => {
+    expect(stepNewFiles(['.DS_Store', 'src/.DS_Store', 'notes.txt'], step({}))).toEqual(['docs/notes.txt']);
+  });
+
+  it('a file the step deleted or moved away is gone, not a new file to make; the file it moved to is made', () => {
+    const earlierCalls = [
+      {
+        tool: 'workspace__run_command',
+        args: { command: 'find . -name .DS_Store -delete' },
+        status: 'ok',
+        text: 'exit code: 0',
+        changed: ['.DS_Store', 'src/.DS_Store'],
+      },
+      {
+        tool: 'workspace__run_command',
+        args: { command: 'mv notes.txt docs/' },
+        status: 'ok',
+        text: 'exit code: 0',
+        changed: ['notes.txt', 'docs/', 'docs/notes.txt'],
+      },
+    ];
+    expect(stepNewFiles(['docs/', 'docs/notes.txt'], step({ earlierCalls }))).toEqual([]);
+    // Control: the same listing, without what the calls changed, takes the deleted files for new ones.
+    expect(stepNewFiles(['docs/', 'docs/notes.txt'], step({}))).toEqual(['.DS_Store']);
   });
 });

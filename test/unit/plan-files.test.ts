@@ -11,8 +11,8 @@ import {
   thinkingSteps,
   unnamedChanges,
 } from '../../activities/llm/plan-files';
-import { dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
-import type { Plan } from '../../common/plan';
+import { boundedChecks, dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
+import { MAX_CHECK_CHARS, type Plan } from '../../common/plan';
 import { planOf, planStep } from '../support/plan-steps';
 
 const step = planStep;
@@ -433,5 +433,31 @@ describe('a step after a change that names only the changed files, and changes a
       expect(followUpSteps(p, files)).toEqual({ plan: p, repairs: [] });
     // Control: the same later step, to show config.json only, joins.
     expect(followUpSteps(later({}), files).plan.steps).toHaveLength(1);
+  });
+});
+
+describe('a check closed by its bound is no check', () => {
+  const runOn = `grep -qP '${'\\(\\w+\\)\\s*'.repeat(60)}' docs/api.md`;
+
+  it('leaves out a check as long as a check may be, or as the longest text under the output limit', () => {
+    const p = planOf(
+      step('s1', 'Make the table.', { expect: { changes: ['docs/api.md'], check: runOn.slice(0, MAX_CHECK_CHARS) } }),
+      step('s2', 'Run it.', { expect: { check: runOn.slice(0, 300) } })
+    );
+    expect(boundedChecks(p).plan.steps.map((s) => s.expect)).toEqual([
+      { changes: ['docs/api.md'] },
+      { check: runOn.slice(0, 300) },
+    ]);
+    const under = boundedChecks(p, 300);
+    expect(under.plan.steps.map((s) => s.expect)).toEqual([{ changes: ['docs/api.md'] }, undefined]);
+    expect(under.repairs[1]).toMatch(
+      /^step "s2": its check `grep -qP .*…` reached the longest a check may be here: left out$/
+    );
+  });
+
+  it('keeps a check shorter than either bound', () => {
+    const p = planOf(step('s1', 'Run the tests.', { expect: { check: 'python3 -m pytest -q' } }));
+    expect(boundedChecks(p, 300)).toEqual({ plan: p, repairs: [] });
+    expect(boundedChecks(p)).toEqual({ plan: p, repairs: [] });
   });
 });

@@ -185,6 +185,7 @@ export class ToolRounds {
                     args: call.args,
                     status: outcome.status,
                     text: cut(outcome.text, RESULT_CHARS),
+                    ...(outcome.changed?.length ? { changed: outcome.changed } : {}),
                   })),
                 }
               : {}),

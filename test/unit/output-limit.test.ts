@@ -1,0 +1,66 @@
+/**
+ * A structured node's schema bounded to the endpoint's output limit (activities/llm/output-limit.ts): every list and
+ * every free text fits a share of the limit, the schema's own tighter bounds and its floors are kept, and what is
+ * not free text (ids held to a pattern, enums, constants) is left as it is.
+ */
+import { boundedSchema, MIN_OUTPUT_LIMIT, OutputLimit } from '../../activities/llm/output-limit';
+import { jsonSchemaOf } from '../../activities/llm/structured-output';
+import { PlanSchema } from '../../common/plan';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe('boundedSchema', () => {
+  const plan = jsonSchemaOf(PlanSchema) as Json;
+  const bounded = boundedSchema(plan, 512) as Json;
+  const step = (s: Json) => s.properties.steps.items;
+
+  it('bounds the plan: at most 5 steps, each text at most 512 characters, each list at most 5 items', () => {
+    expect(bounded.properties.steps).toMatchObject({ minItems: 1, maxItems: 5 });
+    expect(bounded.properties.goal.maxLength).toBe(512);
+    expect(step(bounded).properties.instruction).toMatchObject({ minLength: 1, maxLength: 512 });
+    expect(step(bounded).properties.title.maxLength).toBe(200);
+    expect(step(bounded).properties.depends_on.maxItems).toBe(5);
+    expect(step(bounded).properties.questions.maxItems).toBe(5);
+  });
+
+  it('leaves what is not free text as it is, and the node schema itself untouched', () => {
+    expect(step(bounded).properties.id).toEqual(step(plan).properties.id);
+    expect(plan.properties.steps.maxItems).toBe(500);
+    expect(step(plan).properties.instruction.maxLength).toBe(4000);
+    const choice = { type: 'object', properties: { route: { type: 'string', enum: ['chat', 'task'] } } };
+    expect(boundedSchema(choice, 512)).toEqual(choice);
+  });
+
+  it('reaches texts and lists inside anyOf, items lists and $defs, and keeps floors above the bound', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        reply: { anyOf: [{ type: 'string', maxLength: 2000 }, { type: 'null' }] },
+        many: { type: 'array', minItems: 8, items: { $ref: '#/$defs/t' } },
+        long: { type: 'string', minLength: 900 },
+      },
+      $defs: { t: { type: ['string', 'null'] } },
+    };
+    expect(boundedSchema(schema, 300)).toEqual({
+      type: 'object',
+      properties: {
+        reply: { anyOf: [{ type: 'string', maxLength: 300 }, { type: 'null' }] },
+        many: { type: 'array', minItems: 8, maxItems: 8, items: { $ref: '#/$defs/t' } },
+        long: { type: 'string', minLength: 900, maxLength: 900 },
+      },
+      $defs: { t: { type: ['string', 'null'], maxLength: 300 } },
+    });
+  });
+});
+
+describe('OutputLimit', () => {
+  it('is unknown until an answer is cut, then the longest cut answer; a very short cut is not taken for it', () => {
+    const limit = new OutputLimit();
+    expect(limit.known).toBeUndefined();
+    limit.cutAt(MIN_OUTPUT_LIMIT - 1);
+    expect(limit.known).toBeUndefined();
+    limit.cutAt(512);
+    limit.cutAt(300);
+    expect(limit.known).toBe(512);
+  });
+});

@@ -97,6 +97,11 @@ export interface StructuredOptions<T> {
    * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
    */
   afresh?: NodePrompt;
+  /**
+   * Once the endpoint's output limit is known, bound the request's schema to it (./output-limit): for a node whose
+   * answer holds many texts and lists (a plan), not one whose answer is one text (a chat reply).
+   */
+  fitOutputLimit?: boolean;
 }
 
 export interface TextOptions {
@@ -126,8 +131,8 @@ export interface ModelClient {
   /** What the model can do (`model.profile`): `small` turns on ./small-model's help. */
   readonly profile: ModelProfile;
   /**
-   * The longest free text a structured answer may hold now, once the endpoint's output limit is known
-   * (./output-limit): a text this long was closed by the bound, not by the model.
+   * The longest free text a structured answer asked with `fitOutputLimit` may hold now, once the endpoint's output
+   * limit is known (./output-limit): a text this long was closed by the bound, not by the model.
    */
   readonly textBound?: number;
   /** A node with structured output: the node's zod schema validates the answer, with bounded re-asks. */
@@ -234,7 +239,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       const node = prompt.node;
       const schemaNow = () => {
         const parameters = jsonSchemaOf(schema);
-        return limit.known ? boundedSchema(parameters, limit.known) : parameters;
+        return opts.fitOutputLimit && limit.known ? boundedSchema(parameters, limit.known) : parameters;
       };
       let turns = turnsOf(prompt);
 

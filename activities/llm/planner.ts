@@ -274,6 +274,7 @@ export async function writePlan(
       check: (v) => copiedFromExample(v.plan, shown),
       // A plan that copied the example is asked again without it.
       afresh: writePlanPrompt(input, tools, projectContext, false),
+      fitOutputLimit: true,
     }
   );
   const bounded = boundedChecks(value.plan, model.textBound);

@@ -77,21 +77,24 @@ describe('the output limit', () => {
   const prompt = { node: 'write_plan' as const, system: 'Plan.', messages: ['Fix it.'] };
   const plan = { goal: 'Fix it.', steps: [{ instruction: 'Fix calc.py.' }] };
   const sent = (n: number) => fake.requestsFor('write_plan')[n].responseFormat!.schema as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const fit = { fitOutputLimit: true };
   const config = { model: { base_url: '', api_key: 'k', structured_output: 'json_schema' as const } };
 
   it('once an answer is cut at it, structured requests bound every list and text to it; before, they are not', async () => {
     const model = createModelClient(resolveConfig({ model: { ...config.model, base_url: fake.url } }, {}));
     fake.on('write_plan', { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.');
+    await model.structured(prompt, PlanLike, 'The plan.', fit);
     // A run-on plan, cut by the server after 512 tokens, then the plan asked again.
     fake.on(
       'write_plan',
       { content: '{"goal": "Fix it.", "steps": [{"instruction": "1, 2, 3, 4, 5', truncated: true, outputTokens: 512 },
       { call: plan }
     );
-    const out = await model.structured(prompt, PlanLike, 'The plan.');
+    const out = await model.structured(prompt, PlanLike, 'The plan.', fit);
     expect(out).toMatchObject({ value: plan, attempts: 2 });
-    fake.on('write_plan', { call: plan });
+    fake.on('write_plan', { call: plan }, { call: plan });
+    await model.structured(prompt, PlanLike, 'The plan.', fit);
+    // A node that does not ask for it (a chat reply, one text) is not bounded.
     await model.structured(prompt, PlanLike, 'The plan.');
 
     const unbounded = { steps: 500, instruction: 4000, goal: 2000 };
@@ -102,19 +105,20 @@ describe('the output limit', () => {
     });
     expect(bounds(0)).toEqual(unbounded);
     expect(bounds(1)).toEqual(unbounded);
-    expect(bounds(2)).toEqual({ steps: 5, instruction: 512, goal: 512 });
-    expect(bounds(3)).toEqual({ steps: 5, instruction: 512, goal: 512 });
+    expect(bounds(2)).toEqual({ steps: 5, instruction: 256, goal: 256 });
+    expect(bounds(3)).toEqual({ steps: 5, instruction: 256, goal: 256 });
+    expect(bounds(4)).toEqual(unbounded);
     expect(fake.requestsFor('write_plan')[2].text).toContain('Keep it shorter: brief texts, nothing repeated.');
-    expect(model.textBound).toBe(512);
+    expect(model.textBound).toBe(256);
   });
 
   it('control: a short answer cut (a prompt that filled the context, say) bounds nothing', async () => {
     fake.reset();
     const model = createModelClient(resolveConfig({ model: { ...config.model, base_url: fake.url } }, {}));
     fake.on('write_plan', { content: '{"goal": "Fi', truncated: true, outputTokens: 12 }, { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.');
+    await model.structured(prompt, PlanLike, 'The plan.', fit);
     fake.on('write_plan', { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.');
+    await model.structured(prompt, PlanLike, 'The plan.', fit);
     expect(fake.requestsFor('write_plan').map((_, n) => sent(n).properties.steps.maxItems)).toEqual([500, 500, 500]);
   });
 });

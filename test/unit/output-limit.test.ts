@@ -14,11 +14,12 @@ describe('boundedSchema', () => {
   const bounded = boundedSchema(plan, 512) as Json;
   const step = (s: Json) => s.properties.steps.items;
 
-  it('bounds the plan: at most 5 steps, each text at most 512 characters, each list at most 5 items', () => {
+  it('bounds the plan: at most 5 steps, each text at most 256 characters, each list at most 5 items', () => {
     expect(bounded.properties.steps).toMatchObject({ minItems: 1, maxItems: 5 });
-    expect(bounded.properties.goal.maxLength).toBe(512);
-    expect(step(bounded).properties.instruction).toMatchObject({ minLength: 1, maxLength: 512 });
+    expect(bounded.properties.goal.maxLength).toBe(256);
+    expect(step(bounded).properties.instruction).toMatchObject({ minLength: 1, maxLength: 256 });
     expect(step(bounded).properties.title.maxLength).toBe(200);
+    expect(step(bounded).properties.expect.properties.check.maxLength).toBe(256);
     expect(step(bounded).properties.depends_on.maxItems).toBe(5);
     expect(step(bounded).properties.questions.maxItems).toBe(5);
   });
@@ -41,7 +42,7 @@ describe('boundedSchema', () => {
       },
       $defs: { t: { type: ['string', 'null'] } },
     };
-    expect(boundedSchema(schema, 300)).toEqual({
+    expect(boundedSchema(schema, 600)).toEqual({
       type: 'object',
       properties: {
         reply: { anyOf: [{ type: 'string', maxLength: 300 }, { type: 'null' }] },

@@ -1,4 +1,12 @@
-import { planHash, planProblems, planSchema, PlanSchema, repairPlan, type Plan, type PlanStep } from '../../common/plan';
+import {
+  planHash,
+  planProblems,
+  planSchema,
+  PlanSchema,
+  repairPlan,
+  type Plan,
+  type PlanStep,
+} from '../../common/plan';
 import { FileOrder } from '../../workflows/task/dispatch';
 import { allFinished, readySteps } from '../../workflows/task/plan-graph';
 import { applyVerdict, triage, type TriageInput } from '../../workflows/task/triage';

@@ -3,16 +3,12 @@
  * the project. A small Planner names the file a question is about in `expect.changes` (a question about
  * a file's contents planned as a change to that file), and the step then writes over the user's data. Asked on its own, the
  * same model leans one way or the other with the wording, so its verdict is taken only for a request put as a
- * question, and only to leave a change out; and for a request that is not a question, whose plan is to change
- * nothing at all, only to give a file the request names to a step as a change. No word of the request is looked at
- * here.
+ * question, and only to leave a change out. No word of the request is looked at here.
  */
 import { z } from 'zod';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { changesSomething, plannedFiles, type Plan } from '../../common/plan';
+import { plannedFiles, type Plan } from '../../common/plan';
 import type { ModelClient } from './model';
-import { namedFiles } from './named-files';
-import { givenToSteps } from './plan-files';
 import { isQuestion, withoutChanges } from './small-model';
 
 export const ASKS_CHANGES_SYSTEM = `You read a request a user gave a coding agent, and say what carrying it out does to one file of the
@@ -63,39 +59,4 @@ export async function keepAskedChanges(
   }
   const kept = withoutChanges(plan, notAsked);
   return { ...kept, usage, modelCalls: planned.length };
-}
-
-/**
- * For a request not put as a question whose plan is to change (or create, or delete) nothing at all, the plan with
- * each file of the project the request names that carrying it out changes, moves or deletes, as the model judges it,
- * given to a step as a change (./plan-files, `givenToSteps`); any other plan as it is. A small Planner planned "fix
- * count_errors.sh" as the script's work done by hand (find the logs, grep them, add up the counts) and the script was
- * never changed; a plan to replace a list in a file with a table, asked again shorter, kept only the step that read
- * the file. A request that only reads or runs the files it names (run a script and say what it prints) has the model
- * say so, and its plan stays as it is. Not under read-only access, where nothing can change.
- */
-export async function addAskedChanges(
-  model: ModelClient,
-  request: string,
-  plan: Plan,
-  projectFiles: readonly string[],
-  readOnly: boolean
-): Promise<{ plan: Plan; usage: ModelUsage; modelCalls: number; repairs: string[] }> {
-  const named = namedFiles(projectFiles, request);
-  if (readOnly || isQuestion(request) || plan.steps.some(changesSomething) || !named.length)
-    return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
-  let usage = ZERO_USAGE;
-  const asked: string[] = [];
-  for (const file of named) {
-    const one = await ask(model, request, file);
-    usage = addUsage(usage, one.usage);
-    if (one.changes) asked.push(file);
-  }
-  const given = givenToSteps(
-    plan,
-    asked,
-    projectFiles,
-    (file) => `the request changes ${file} (as the model reads it) and no step was to change any file`
-  );
-  return { ...given, usage, modelCalls: named.length };
 }

@@ -44,35 +44,17 @@ export function requestedNewFiles(
   if (isQuestion(request)) return { plan, repairs: [] };
   const planned = new Set(plan.steps.flatMap((s) => plannedFiles(s)));
   const missing = newFileNames(files, request).filter((f) => !planned.has(f));
-  return givenToSteps(
-    plan,
-    missing,
-    files,
-    (file) => `the request names the new file ${file}, which no step was to create`
-  );
-}
-
-/**
- * The plan with each of `toChange` given to a step as a change (`expect.changes`): the first step that needs a tool
- * and whose instruction names the file, else every step that needs a tool, runs no check and is to change nothing
- * (`sameFileSteps` then makes them one), else the first that needs a tool. With a repair per step, saying `why`.
- */
-export function givenToSteps(
-  plan: Plan,
-  toChange: readonly string[],
-  files: readonly string[],
-  why: (file: string) => string
-): { plan: Plan; repairs: string[] } {
   const repairs: string[] = [];
   let steps = plan.steps;
-  for (const file of toChange) {
+  for (const file of missing) {
     const tooling = steps.filter((s) => s.needs_tool);
     const naming = tooling.find((s) => filesNamedIn(s.instruction, files).includes(file));
     const idle = tooling.filter((s) => !s.expect?.check && !changesSomething(s));
     const targets = naming ? [naming] : idle.length ? idle : tooling.slice(0, 1);
     if (!targets.length) break;
     steps = steps.map((s) => (targets.includes(s) ? withChanges(s, [...(s.expect?.changes ?? []), file]) : s));
-    for (const target of targets) repairs.push(`step "${target.id}": ${why(file)}`);
+    for (const target of targets)
+      repairs.push(`step "${target.id}": the request names the new file ${file}, which no step was to create`);
   }
   return { plan: { ...plan, steps }, repairs };
 }

@@ -19,7 +19,7 @@ import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
-import { addAskedChanges, keepAskedChanges } from './asked-changes';
+import { keepAskedChanges } from './asked-changes';
 import {
   changesForFailedCheck,
   checksAfterChanges,
@@ -282,8 +282,7 @@ export async function writePlan(
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names, changes only files some text of the task names
-  // (./plan-files) and, for a question, only those the request asks to change; a plan for a request that is not a
-  // question that changes nothing at all changes the files the request asks to change (./asked-changes). It changes each
+  // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
   // file in one step, and runs a check only once the change it checks is made (./plan-files). A new plan after a
   // failed check changes something before it runs the check again.
   const fixing =
@@ -292,18 +291,9 @@ export async function writePlan(
       : { plan: checked.plan, repairs: [] };
   const requested = small ? requestedNewFiles(fixing.plan, input.request, files) : { plan: fixing.plan, repairs: [] };
   const named = small ? unnamedChanges(requested.plan, input.request, files) : { plan: requested.plan, repairs: [] };
-  const kept = small
+  const asked = small
     ? await keepAskedChanges(model, input.request, named.plan, files)
     : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
-  const added = small
-    ? await addAskedChanges(model, input.request, kept.plan, files, input.toolAccess === 'read_only')
-    : { plan: kept.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
-  const asked = {
-    plan: added.plan,
-    usage: addUsage(kept.usage, added.usage),
-    modelCalls: kept.modelCalls + added.modelCalls,
-    repairs: [...kept.repairs, ...added.repairs],
-  };
   const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
   const awaited = small ? checksAfterChanges(joined.plan) : { plan: joined.plan, repairs: [] };
   const reading = small ? dataChecks(awaited.plan, files) : { plan: awaited.plan, repairs: [] };

@@ -319,8 +319,6 @@ describe('model.profile small', () => {
     const p = makeProject({ 'settings.yaml': yaml });
     const instruction = 'Set the logging level in settings.yaml to debug.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
-    // Asked what the request does to settings.yaml, the model says it reads it: the plan stays as it was written.
-    fake.on('asks_changes', { call: { effect: 'reads it' } });
     const bad = { path: 'settings.yaml', old_string: 'logging:', new_string: 'debug:' };
     fake.on(
       'pick_tools',
@@ -347,10 +345,9 @@ describe('model.profile small', () => {
       repairs: ['settings.yaml: written whole, from the content the model wrote for it in plain text'],
     });
     expect(finished.changes?.[0].diff).toMatch(/- {2}level: info\n\+ {2}level: debug/);
-    // The plan, what the request does to the file it names, each pick with the content it asked for, and the answer:
-    // each counted.
+    // The plan, each pick with the content it asked for, and the answer: each counted.
     const usage = (await t.state()).usage;
-    expect(usage.modelCalls).toBe(7);
+    expect(usage.modelCalls).toBe(6);
   });
 
   it('a file the plan only creates is written from plain text and the step that runs it runs its check: no pick at all', async () => {
@@ -524,8 +521,6 @@ describe('model.profile small', () => {
     const rerun = step('s1', 'Run test_units.py and check that it passes.', { expect: { check } });
     // The first plan and its replan only run the test: without help the replan fails the same way.
     fake.on('write_plan', { call: plan([rerun], {}, request) }, { call: plan([rerun], {}, request) });
-    // Asked what the request does to the files it names, the model says it runs them: the first plan stays as it is.
-    fake.on('asks_changes', { call: { effect: 'runs it' } }, { call: { effect: 'runs it' } });
     // The step's repair picks only run the test again.
     const again = { name: 'workspace__run_command', args: { step_id: 's1', command: check, step_done: true } };
     fake.on('pick_tools', { calls: [again] }, { calls: [again] });
@@ -710,47 +705,11 @@ describe('model.profile small', () => {
     expect(picks[0].text).not.toContain('### Step s1');
   });
 
-  it('a plan that does the work by hand changes the script the request asks to fix, as the model reads the request', async () => {
-    fake.dialect = 'openai';
-    const script = 'for f in logs/*.log; do\n  echo "$f:$(grep -c ERROR "$f")"\n done\n';
-    const fixed = 'cat logs/*.log | grep -c ERROR\n';
-    const p = makeProject({ 'count_errors.sh': script, 'logs/api.log': 'ERROR a\nok\n', 'logs/web.log': 'ERROR b\n' });
-    const request = 'count_errors.sh prints a line per log file; it should print one total. Fix it.';
-    // The Planner plans the script's work done by hand, and no step changes the script.
-    fake.on('write_plan', {
-      call: plan([
-        step('s1', 'Find the .log files in logs/.'),
-        step('s2', 'Count the lines with ERROR in each of them and add the counts up.', { depends_on: ['s1'] }),
-      ]),
-    });
-    fake.on('asks_changes', { call: { effect: 'changes it' } });
-    const aimed = { step_id: 's1', path: 'count_errors.sh', old_string: 'echo', new_string: 'sum', step_done: true };
-    fake.on('pick_tools', { calls: [{ name: 'workspace__edit_file', args: aimed }] });
-    fake.on('write_file_content', { content: `\`\`\`sh\n${fixed}\`\`\`` });
-    fake.on('compose_answer', { content: 'count_errors.sh prints the total now.' });
-
-    const t = await TaskDriver.start(env, request, p.dir);
-    expect(await t.result()).toMatchObject({ status: 'done' });
-
-    expect(readFileSync(path.join(p.dir, 'count_errors.sh'), 'utf8')).toBe(fixed);
-    const [planned] = await t.eventsOf('plan');
-    expect(planned.plan.steps.map((s) => [s.id, s.expect])).toEqual([['s1', { changes: ['count_errors.sh'] }]]);
-    expect(planned.repairs).toContain(
-      'step "s1": the request changes count_errors.sh (as the model reads it) and no step was to change any file'
-    );
-    expect(fake.requestsFor('asks_changes')[0].text).toContain(
-      'What does carrying out this request do to count_errors.sh?'
-    );
-    // The rewrite was asked with the user's request in view.
-    expect(fake.requestsFor('write_file_content')[0].text).toContain(`Request: ${request}`);
-  });
-
   it('a step whose plan only asks for a check runs it first, without a pick; it passes and the step is done', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'stats.sh': 'echo "average: 42.5"\n' });
     const request = 'Run stats.sh and tell me the average it prints.';
     fake.on('write_plan', { call: plan([step('s1', 'Run stats.sh.', { expect: { check: 'sh stats.sh' } })]) });
-    fake.on('asks_changes', { call: { effect: 'runs it' } });
     fake.on('compose_answer', { content: 'The average is 42.5.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
@@ -764,8 +723,8 @@ describe('model.profile small', () => {
     });
     expect(finished.summary).toContain('average: 42.5');
     expect(fake.requestsFor('pick_tools')).toEqual([]);
-    // The plan, what the request does to stats.sh (it runs it: the plan stays) and the answer, nothing else.
-    expect((await t.state()).usage.modelCalls).toBe(3);
+    // The plan and the answer, nothing else.
+    expect((await t.state()).usage.modelCalls).toBe(2);
   });
 
   it("a failing check is shown to the next pick and to the file's rewrite, which makes it pass", async () => {
@@ -951,7 +910,6 @@ describe('model.profile small', () => {
     const p = makeProject({ '.env': `${secret}\n`, 'README.md': 'Settings come from .env.\n' });
     const instruction = 'Tell me what .env sets.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
-    fake.on('asks_changes', { call: { effect: 'reads it' } });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
     // No prompt could show .env (it is behind the gate): the step's first call reads it, without a pick, and asks.
@@ -969,7 +927,6 @@ describe('model.profile small', () => {
     const p = makeProject({ '.env': 'DB_PORT=5433\n', 'README.md': 'Settings come from .env.\n' });
     const instruction = 'Tell me the port .env sets.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
-    fake.on('asks_changes', { call: { effect: 'reads it' } });
     fake.on('pick_tools', { calls: [] });
     fake.on('compose_answer', (req) => ({ content: /DB_PORT=5433/.test(req.text) ? 'The port is 5433.' : 'unknown' }));
 

@@ -2,7 +2,7 @@
  * The small profile's check of a question's plan (activities/llm/asked-changes.ts): a request put as a question keeps
  * in `expect.changes` only the files the model says carrying it out changes; any other request's plan is left alone.
  */
-import { addAskedChanges, keepAskedChanges } from '../../activities/llm/asked-changes';
+import { keepAskedChanges } from '../../activities/llm/asked-changes';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
 import { isQuestion, withoutChanges } from '../../activities/llm/small-model';
 import type { Plan } from '../../common/plan';
@@ -96,54 +96,5 @@ describe('withoutChanges', () => {
     const written = plan(step('s1', { changes: ['a.txt'] }));
     expect(withoutChanges(written, [])).toEqual({ plan: written, repairs: [] });
     expect(withoutChanges(written, ['b.txt'])).toEqual({ plan: written, repairs: [] });
-  });
-});
-
-describe('a plan that changes nothing, for a request that is not a question', () => {
-  const files = ['count_errors.sh', 'logs/api.log', 'stats.py'];
-  const byHand = plan(
-    { ...step('s1'), instruction: 'Find the log files in logs/.' },
-    { ...step('s2'), instruction: 'Count the ERROR lines in each.', depends_on: ['s1'] },
-    { ...step('s3', { check: 'echo $?' }), instruction: 'Print the total.', depends_on: ['s2'] }
-  );
-
-  it('changes a file the request names that the model says carrying it out changes, in the steps with nothing to do', async () => {
-    const { client, prompts } = model({ 'count_errors.sh': 'changes it' });
-    const request = 'count_errors.sh prints a line per file instead of one total. Fix it.';
-    const r = await addAskedChanges(client, request, byHand, files, false);
-    expect(r.plan.steps.map((s) => s.expect)).toEqual([
-      { changes: ['count_errors.sh'] },
-      { changes: ['count_errors.sh'] },
-      { check: 'echo $?' },
-    ]);
-    expect(r.repairs).toEqual([
-      'step "s1": the request changes count_errors.sh (as the model reads it) and no step was to change any file',
-      'step "s2": the request changes count_errors.sh (as the model reads it) and no step was to change any file',
-    ]);
-    expect(r.modelCalls).toBe(1);
-    expect(prompts[0].messages[0]).toBe(
-      `Request: ${request}\n\nWhat does carrying out this request do to count_errors.sh?`
-    );
-  });
-
-  it('leaves the plan of a request that only runs or reads what it names as it is', async () => {
-    const { client } = model({ 'stats.py': 'runs it' });
-    const reading = plan({ ...step('s1'), instruction: 'Run stats.py.' });
-    const r = await addAskedChanges(client, 'Run stats.py and tell me the average it prints.', reading, files, false);
-    expect(r).toMatchObject({ plan: reading, repairs: [], modelCalls: 1 });
-  });
-
-  it('asks nothing for a question, a plan that changes something, read-only access, or a request naming no file', async () => {
-    const { client, prompts } = model({ 'count_errors.sh': 'changes it' });
-    const changing = plan(step('s1', { changes: ['count_errors.sh'] }));
-    for (const [request, p, readOnly] of [
-      ['Why does count_errors.sh print a line per file?', byHand, false],
-      ['Fix count_errors.sh.', changing, false],
-      ['Fix count_errors.sh.', byHand, true],
-      ['Fix the log counter.', byHand, false],
-    ] as const) {
-      expect(await addAskedChanges(client, request, p, files, readOnly)).toMatchObject({ plan: p, modelCalls: 0 });
-    }
-    expect(prompts).toEqual([]);
   });
 });

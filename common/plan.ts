@@ -16,14 +16,14 @@ export const StepIdSchema = z
  */
 export const MAX_PLAN_STEPS = 500; // a long task runs hundreds of steps (its runs continue as new)
 
+/** The longest `expect.check`: a command that long was closed by the bound, not by its writer (activities/llm/plan-checks). */
+export const MAX_CHECK_CHARS = 500;
+
 /**
  * What shows that a step worked (docs/architecture.md §7): the files it is to create or change, and a command Klea
  * runs itself in the sandbox after the step, which must exit 0. Optional; absent means no evidence is asked for
  * beyond the step's own calls.
  */
-/** The longest `expect.check`: a command that long was closed by the bound, not by its writer (activities/llm/plan-checks). */
-export const MAX_CHECK_CHARS = 500;
-
 export const StepExpectSchema = z.strictObject({
   changes: z
     .array(z.string().min(1).max(500))

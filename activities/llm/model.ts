@@ -84,6 +84,11 @@ export interface StructuredResult<T> {
   value: T;
   usage: ModelUsage;
   attempts: number;
+  /**
+   * With `fitOutputLimit`, once the endpoint's output limit was known: the longest free text the schema the answer
+   * was asked with allowed (./output-limit). A text this long was closed by the bound, not by the model.
+   */
+  textBound?: number;
 }
 
 export interface StructuredOptions<T> {
@@ -130,11 +135,6 @@ export interface ModelClient {
   readonly structuredOutput: StructuredOutputMethod;
   /** What the model can do (`model.profile`): `small` turns on ./small-model's help. */
   readonly profile: ModelProfile;
-  /**
-   * The longest free text a structured answer asked with `fitOutputLimit` may hold now, once the endpoint's output
-   * limit is known (./output-limit): a text this long was closed by the bound, not by the model.
-   */
-  readonly textBound?: number;
   /** A node with structured output: the node's zod schema validates the answer, with bounded re-asks. */
   structured<S extends z.ZodType>(
     prompt: NodePrompt,
@@ -229,17 +229,18 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       return choice.method;
     },
     profile: config.model.profile,
-    get textBound() {
-      return limit.known === undefined ? undefined : textBoundOf(limit.known);
-    },
 
     async structured(firstPrompt, schema, description, opts = {}) {
       const m = requireModel();
       let prompt = firstPrompt;
       const node = prompt.node;
+      // The limit the request is bounded to, once known (./output-limit); read once per request, since concurrent
+      // requests of the worker may learn it meanwhile.
+      let bound: number | undefined;
       const schemaNow = () => {
         const parameters = jsonSchemaOf(schema);
-        return opts.fitOutputLimit && limit.known ? boundedSchema(parameters, limit.known) : parameters;
+        bound = opts.fitOutputLimit ? limit.known : undefined;
+        return bound ? boundedSchema(parameters, bound) : parameters;
       };
       let turns = turnsOf(prompt);
 
@@ -302,7 +303,13 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         if (answer.kind === 'value') {
           const parsed = schema.safeParse(answer.value);
           const problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
-          if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
+          if (parsed.success && problem === null)
+            return {
+              value: parsed.data,
+              usage,
+              attempts: attempt,
+              ...(bound ? { textBound: textBoundOf(bound) } : {}),
+            };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
           // Once: the same prompt again, at temperature 0, gets the same answer; a second refusal is quoted as usual.
           if (problem !== null && opts.afresh && prompt !== opts.afresh) {

@@ -5,8 +5,8 @@
  * A local server stops every answer at its own output limit (llama.cpp's `n_predict`), which the client is not told.
  * A structured answer that runs on (a plan step whose instruction lists one more case after another, a `check`
  * whose pattern repeats itself, a tenth step that searches one more folder) reaches that limit unfinished: the
- * request is lost (on a CPU, 512 tokens of a 1.5B model take 45 s) and asked again. Once one answer of the worker's
- * life has been cut, the limit is known: the number of tokens the cut answer holds. From then on each structured
+ * request is lost (on a CPU, 512 tokens of a 1.5B model take 45 s) and asked again. Once two answers of the worker's
+ * life have been cut after the same number of tokens, that number is the limit. From then on each structured
  * request's JSON schema, which the server turns into a grammar, bounds every list and every free text to a share of
  * that limit, so a run-on is closed by the grammar and the rest of the answer still fits. Only for a node that asks
  * for it (`fitOutputLimit`: the plan), not one whose answer is a single text (a chat reply). An answer that was never
@@ -17,8 +17,11 @@
 type JsonObject = Record<string, unknown>;
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** A cut answer shorter than this says more of the prompt's length than of a limit: it is not taken for one. */
-export const MIN_OUTPUT_LIMIT = 64;
+/**
+ * A cut answer shorter than this is not taken for the limit. A server also cuts an answer when the prompt and the
+ * answer fill its context, after however many tokens were left: such a cut says nothing of the output limit.
+ */
+export const MIN_OUTPUT_LIMIT = 128;
 /** Tokens of the limit per item of a list (a plan step takes 70 to 100): 5 items under a limit of 512. */
 export const TOKENS_PER_ITEM = 100;
 /**
@@ -27,14 +30,20 @@ export const TOKENS_PER_ITEM = 100;
  */
 export const CHARS_PER_TOKEN = 0.5;
 
-/** The endpoint's output limit in tokens, once an answer cut at it has shown it (for the worker's life). */
+/**
+ * The endpoint's output limit in tokens, once answers cut at it have shown it (for the worker's life): two answers
+ * cut after the same number of tokens, at least `MIN_OUTPUT_LIMIT`. An answer cut because the context was full ends
+ * after whatever room was left, which two such cuts hardly share.
+ */
 export class OutputLimit {
+  private readonly seen = new Set<number>();
   private tokens: number | undefined;
 
   /** An answer was cut at the limit after `outputTokens` tokens (the server's count). */
   cutAt(outputTokens: number): void {
     if (!Number.isInteger(outputTokens) || outputTokens < MIN_OUTPUT_LIMIT) return;
-    this.tokens = Math.max(this.tokens ?? 0, outputTokens);
+    if (this.seen.has(outputTokens)) this.tokens = Math.max(this.tokens ?? 0, outputTokens);
+    this.seen.add(outputTokens);
   }
 
   get known(): number | undefined {

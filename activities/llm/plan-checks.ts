@@ -88,8 +88,8 @@ const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}â
 
 /**
  * The plan with the check left out of each step whose check is as long as a check may be (`MAX_CHECK_CHARS`), or as
- * the longest text the answer could hold (`textBound`, the model client's, once the endpoint's output limit is known,
- * ./output-limit): a server that holds answers to the schema closed it there, not the model, and a command cut
+ * the longest text the answer could hold (`textBound`, which the model client returns with an answer asked within the
+ * endpoint's output limit, ./output-limit): a server that holds answers to the schema closed it there, not the model, and a command cut
  * anywhere (a pattern that repeated itself until the bound) fails for no fault of the step, whose repair rounds would
  * then chase it. The step is judged by its other evidence.
  */

@@ -266,7 +266,7 @@ export async function writePlan(
 ): Promise<{ plan: Plan; usage: MeteredUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const shown = taskText(input, projectContext);
-  const { value, usage } = await model.structured(
+  const { value, usage, textBound } = await model.structured(
     writePlanPrompt(input, tools, projectContext),
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
@@ -277,7 +277,7 @@ export async function writePlan(
       fitOutputLimit: true,
     }
   );
-  const bounded = boundedChecks(value.plan, model.textBound);
+  const bounded = boundedChecks(value.plan, textBound);
   const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;

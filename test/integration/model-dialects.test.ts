@@ -267,23 +267,29 @@ describe('structured_output json_schema', () => {
     expect((await t.events()).find((e) => e.type === 'error')).toMatchObject({ code: 'ModelOutputInvalid' });
   });
 
-  it('once a plan is cut at the output limit, later plans are asked within it, and a check closed by the bound is left out', async () => {
+  it('once two plans are cut at the output limit, later plans are asked within it, and a check closed by the bound is left out', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'notes.md': 'TODO: ship it\n' });
     const think = plan([step('s1', 'Say hi', { needs_tool: false })]);
+    const runOn = { content: '{"goal": "Say hi", "steps": [{"id": "s1", "title": "1, 2, 3, 4', truncated: true };
+    // Two plans that ran on until the server cut them after 512 tokens, each asked again.
     fake.on(
       'write_plan',
-      { content: '{"goal": "Say hi", "steps": [{"id": "s1", "title": "1, 2, 3, 4', truncated: true, outputTokens: 512 },
+      { ...runOn, outputTokens: 512 },
+      { call: think },
+      { ...runOn, outputTokens: 512 },
       { call: think }
     );
-    fake.on('do_step', { content: 'Hi.' });
-    fake.on('compose_answer', { content: 'Hi.' }, { content: 'It says: TODO: ship it.' });
-    const first = await TaskDriver.start(env, 'Say hi', p.dir);
-    expect(await first.result()).toMatchObject({ status: 'done' });
+    fake.on('do_step', { content: 'Hi.' }, { content: 'Hi.' });
+    fake.on('compose_answer', { content: 'Hi.' }, { content: 'Hi.' }, { content: 'It says: TODO: ship it.' });
+    for (const request of ['Say hi', 'Say hi once more']) {
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+    }
 
     // A check that ran on until the bound closed it (256 characters under a limit of 512).
-    const runOn = `grep -q '${'x\\s*'.repeat(60)}' notes.md`.slice(0, 256);
-    fake.on('write_plan', { call: plan([step('s1', 'Read notes.md.', { expect: { check: runOn } })]) });
+    const check = `grep -q '${'x\\s*'.repeat(60)}' notes.md`.slice(0, 256);
+    fake.on('write_plan', { call: plan([step('s1', 'Read notes.md.', { expect: { check } })]) });
     const read = { step_id: 's1', path: 'notes.md', step_done: true };
     fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: read }] });
     const second = await TaskDriver.start(env, 'What does notes.md say?', p.dir);
@@ -293,9 +299,9 @@ describe('structured_output json_schema', () => {
     expect(planned.repairs).toEqual([expect.stringMatching(/^step "s1": its check `grep -q .*` reached the longest/)]);
 
     const steps = (r: RecordedRequest) => (r.responseFormat!.schema as any).properties.steps; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const [cut, again, later] = fake.requestsFor('write_plan');
-    expect([steps(cut).maxItems, steps(again).maxItems, steps(later).maxItems]).toEqual([MAX_PLAN_STEPS, 5, 5]);
-    expect(steps(later).items.properties.instruction.maxLength).toBe(256);
+    const asked = fake.requestsFor('write_plan').map((r) => steps(r).maxItems);
+    expect(asked).toEqual([MAX_PLAN_STEPS, MAX_PLAN_STEPS, MAX_PLAN_STEPS, 5, 5]);
+    expect(steps(fake.requestsFor('write_plan')[4]).items.properties.instruction.maxLength).toBe(256);
   });
 });
 

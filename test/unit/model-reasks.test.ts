@@ -80,45 +80,76 @@ describe('the output limit', () => {
   const fit = { fitOutputLimit: true };
   const config = { model: { base_url: '', api_key: 'k', structured_output: 'json_schema' as const } };
 
-  it('once an answer is cut at it, structured requests bound every list and text to it; before, they are not', async () => {
-    const model = createModelClient(resolveConfig({ model: { ...config.model, base_url: fake.url } }, {}));
-    fake.on('write_plan', { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.', fit);
-    // A run-on plan, cut by the server after 512 tokens, then the plan asked again.
-    fake.on(
-      'write_plan',
-      { content: '{"goal": "Fix it.", "steps": [{"instruction": "1, 2, 3, 4, 5', truncated: true, outputTokens: 512 },
-      { call: plan }
-    );
-    const out = await model.structured(prompt, PlanLike, 'The plan.', fit);
-    expect(out).toMatchObject({ value: plan, attempts: 2 });
-    fake.on('write_plan', { call: plan }, { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.', fit);
-    // A node that does not ask for it (a chat reply, one text) is not bounded.
-    await model.structured(prompt, PlanLike, 'The plan.');
-
-    const unbounded = { steps: 500, instruction: 4000, goal: 2000 };
-    const bounds = (n: number) => ({
-      steps: sent(n).properties.steps.maxItems,
-      instruction: sent(n).properties.steps.items.properties.instruction.maxLength,
-      goal: sent(n).properties.goal.maxLength,
-    });
-    expect(bounds(0)).toEqual(unbounded);
-    expect(bounds(1)).toEqual(unbounded);
-    expect(bounds(2)).toEqual({ steps: 5, instruction: 256, goal: 256 });
-    expect(bounds(3)).toEqual({ steps: 5, instruction: 256, goal: 256 });
-    expect(bounds(4)).toEqual(unbounded);
-    expect(fake.requestsFor('write_plan')[2].text).toContain('Keep it shorter: brief texts, nothing repeated.');
-    expect(model.textBound).toBe(256);
+  const runOn = { content: '{"goal": "Fix it.", "steps": [{"instruction": "1, 2, 3, 4, 5', truncated: true };
+  const bounds = (n: number) => ({
+    steps: sent(n).properties.steps.maxItems,
+    instruction: sent(n).properties.steps.items.properties.instruction.maxLength,
+    goal: sent(n).properties.goal.maxLength,
   });
+  const unbounded = { steps: 500, instruction: 4000, goal: 2000 };
+  const within512 = { steps: 5, instruction: 256, goal: 256 };
 
-  it('control: a short answer cut (a prompt that filled the context, say) bounds nothing', async () => {
+  it('once two answers are cut after the same number of tokens, plans are asked within that limit; before, they are not', async () => {
     fake.reset();
     const model = createModelClient(resolveConfig({ model: { ...config.model, base_url: fake.url } }, {}));
-    fake.on('write_plan', { content: '{"goal": "Fi', truncated: true, outputTokens: 12 }, { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.', fit);
+    // Two run-on plans, each cut by the server after 512 tokens and asked again.
+    fake.on(
+      'write_plan',
+      { ...runOn, outputTokens: 512 },
+      { call: plan },
+      { ...runOn, outputTokens: 512 },
+      { call: plan }
+    );
+    const first = await model.structured(prompt, PlanLike, 'The plan.', fit);
+    expect(first).toMatchObject({ value: plan, attempts: 2 });
+    expect(first.textBound).toBeUndefined();
+    const second = await model.structured(prompt, PlanLike, 'The plan.', fit);
+    expect(second).toMatchObject({ value: plan, attempts: 2, textBound: 256 });
+    fake.on('write_plan', { call: plan }, { call: plan });
+    expect(await model.structured(prompt, PlanLike, 'The plan.', fit)).toMatchObject({ textBound: 256 });
+    // A node that does not ask for it (a chat reply, one text) is not bounded.
+    expect((await model.structured(prompt, PlanLike, 'The plan.')).textBound).toBeUndefined();
+
+    expect([0, 1, 2].map(bounds)).toEqual([unbounded, unbounded, unbounded]);
+    expect([3, 4].map(bounds)).toEqual([within512, within512]);
+    expect(bounds(5)).toEqual(unbounded);
+    expect(fake.requestsFor('write_plan')[1].text).toContain('Keep it shorter: brief texts, nothing repeated.');
+  });
+
+  it('under tool_calling the forced function is sent with the bounded parameters', async () => {
+    fake.reset();
+    const model = createModelClient(
+      resolveConfig({ model: { ...config.model, base_url: fake.url, structured_output: 'tool_calling' } }, {})
+    );
+    const cut = { call: '{"goal": "Fix it.", "steps": [{"instruction": "1, 2, 3', truncated: true, outputTokens: 512 };
+    fake.on('write_plan', cut, { call: plan }, cut, { call: plan }, { call: plan });
+    for (let n = 0; n < 3; n++) await model.structured(prompt, PlanLike, 'The plan.', fit);
+    const steps = fake
+      .requestsFor('write_plan')
+      .map((r) => (r.toolSchemas?.[0]?.parameters as Record<string, any>).properties.steps.maxItems); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(steps).toEqual([500, 500, 500, 5, 5]);
+  });
+
+  it('control: answers cut after different numbers of tokens (the context was full), or too few, bound nothing', async () => {
+    fake.reset();
+    const model = createModelClient(resolveConfig({ model: { ...config.model, base_url: fake.url } }, {}));
+    fake.on(
+      'write_plan',
+      { ...runOn, outputTokens: 300 },
+      { call: plan },
+      { ...runOn, outputTokens: 400 },
+      { call: plan }
+    );
+    fake.on(
+      'write_plan',
+      { ...runOn, outputTokens: 90 },
+      { call: plan },
+      { ...runOn, outputTokens: 90 },
+      { call: plan }
+    );
+    for (let n = 0; n < 4; n++) await model.structured(prompt, PlanLike, 'The plan.', fit);
     fake.on('write_plan', { call: plan });
-    await model.structured(prompt, PlanLike, 'The plan.', fit);
-    expect(fake.requestsFor('write_plan').map((_, n) => sent(n).properties.steps.maxItems)).toEqual([500, 500, 500]);
+    expect(await model.structured(prompt, PlanLike, 'The plan.', fit)).not.toHaveProperty('textBound');
+    expect(fake.requestsFor('write_plan').map((_, n) => bounds(n).steps)).toEqual(Array(9).fill(500));
   });
 });

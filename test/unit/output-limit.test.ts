@@ -55,13 +55,22 @@ describe('boundedSchema', () => {
 });
 
 describe('OutputLimit', () => {
-  it('is unknown until an answer is cut, then the longest cut answer; a very short cut is not taken for it', () => {
+  it('is known once two answers are cut after the same number of tokens, the largest such; not from one cut alone', () => {
     const limit = new OutputLimit();
+    limit.cutAt(512);
     expect(limit.known).toBeUndefined();
-    limit.cutAt(MIN_OUTPUT_LIMIT - 1);
+    // An answer cut because the context was full, after whatever room was left.
+    limit.cutAt(300);
     expect(limit.known).toBeUndefined();
     limit.cutAt(512);
+    expect(limit.known).toBe(512);
     limit.cutAt(300);
     expect(limit.known).toBe(512);
+  });
+
+  it('a cut under MIN_OUTPUT_LIMIT tokens is never taken for it, however often', () => {
+    const limit = new OutputLimit();
+    for (let n = 0; n < 3; n++) limit.cutAt(MIN_OUTPUT_LIMIT - 1);
+    expect(limit.known).toBeUndefined();
   });
 });

@@ -20,6 +20,9 @@ import type { TaskRun } from './task-run';
 import { cut } from './text';
 import type { CallOutcome } from './triage';
 
+/** How many of the files a call changed its step's next pick is told of (a file it deleted is not one to make). */
+const CHANGED_SHOWN = 20;
+
 /** How a tool step's rounds ended. */
 export interface RoundsEnd {
   /** Every call the step made, its check included, in order. */
@@ -185,7 +188,7 @@ export class ToolRounds {
                     args: call.args,
                     status: outcome.status,
                     text: cut(outcome.text, RESULT_CHARS),
-                    ...(outcome.changed?.length ? { changed: outcome.changed } : {}),
+                    ...(outcome.changed?.length ? { changed: outcome.changed.slice(0, CHANGED_SHOWN) } : {}),
                   })),
                 }
               : {}),

@@ -51,6 +51,11 @@ export const Failure = {
    * (activities/project/lease.ts): its details name the host that does, and the workflow sends the activity there.
    */
   ProjectHeldElsewhere: 'ProjectHeldElsewhere',
+  /**
+   * A new plan asked for after a step could not be completed asks nothing the plan before it did not (the same
+   * steps, the same instructions): it is not run, since it would fail the same way; the task goes on to its answer.
+   */
+  PlanRepeated: 'PlanRepeated',
   /** The task failed with an untyped error: the fallback code, so every failure has one. */
   TaskFailed: 'TaskFailed',
 } as const;

@@ -153,7 +153,9 @@ describe('attack suites', () => {
 
   it('read_only with a model that insists on write_file: refused every time, then the task ends, file untouched', async () => {
     const p = makeProject({ 'keep.txt': 'original' });
-    fake.always('write_plan', { call: plan([step('w', 'Overwrite keep.txt')]) });
+    // Each new plan words the write another way (a plan that only repeats the refused one is not run at all).
+    let plans = 0;
+    fake.always('write_plan', () => ({ call: plan([step('w', `Overwrite keep.txt (plan ${++plans})`)]) }));
     fake.always('pick_tools', {
       calls: [{ name: 'workspace__write_file', args: { step_id: 'w', path: 'keep.txt', content: 'overwritten' } }],
     });

@@ -522,7 +522,8 @@ describe('repair, not re-ask, what is unambiguous', () => {
     const result = await t.result();
 
     expect(result).toMatchObject({ status: 'done' });
-    expect(result.notAchieved).toEqual([{ stepId: 's2', title: 'Step s2', reason: 'not carried out' }]);
+    // The step tried and never finished says why.
+    expect(result.notAchieved).toEqual([{ stepId: 's2', title: 'Step s2', reason: 'no suitable tool: no PDF reader' }]);
     expect(result.answer).toContain('**Not achieved**');
     // Each re-ask said concretely what to change.
     expect(fake.requestsFor('write_plan')[2].text).toContain('a step may depend only on steps that come before it');

@@ -496,6 +496,30 @@ describe('taskWorkflow: the task path', () => {
     expect((await t.waitFor('replanned')).reason).toMatch(/read_only/);
   });
 
+  it('a new plan that asks again what the refused step asked is not run: no third plan, and the answer says why', async () => {
+    const p = makeProject({ 'keep.txt': 'original' });
+    const again = plan([step('s1', 'Overwrite keep.txt')]);
+    // At temperature 0 the Planner writes the plan that was refused again.
+    fake.on('write_plan', { call: again }, { call: plan([step('s7', 'Overwrite keep.txt')]) });
+    const write = { step_id: 's1', path: 'keep.txt', content: 'overwritten' };
+    fake.on('pick_tools', { calls: [{ name: 'workspace__write_file', args: write }] });
+    const t = await TaskDriver.start(env, 'Overwrite keep.txt', p.dir, { toolAccess: 'read_only' });
+    const result = await t.result();
+
+    expect(result.status).toBe('failed');
+    expect(fake.requestsFor('write_plan')).toHaveLength(2);
+    expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+    expect(readFileSync(path.join(p.dir, 'keep.txt'), 'utf8')).toBe('original');
+    const why = 'refused by policy: tool access is read_only and workspace__write_file is not a read-only tool';
+    expect(result.notAchieved).toEqual([{ stepId: 's1', title: 'Step s1', reason: why }]);
+    expect(result.answer).toContain(why);
+    expect(result.answer).not.toContain('refused by policy: refused by policy');
+    expect((await t.events()).filter((e) => e.type === 'error').map((e) => e.code)).toEqual([
+      'PlanRepeated',
+      'NothingAchieved',
+    ]);
+  });
+
   it('malformed planner output that cannot be repaired is re-asked, then the task fails with a clear error', async () => {
     const p = makeProject();
     fake.on(

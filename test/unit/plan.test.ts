@@ -8,7 +8,7 @@ import {
   type PlanStep,
 } from '../../common/plan';
 import { FileOrder } from '../../workflows/task/dispatch';
-import { allFinished, readySteps } from '../../workflows/task/plan-graph';
+import { allFinished, readySteps, repeatsFailedPlan } from '../../workflows/task/plan-graph';
 import { applyVerdict, triage, type TriageInput } from '../../workflows/task/triage';
 
 const step = (id: string, depends_on: string[] = [], extra: Partial<Plan['steps'][number]> = {}) => ({
@@ -124,6 +124,40 @@ describe('plan graph', () => {
     void call(['/p/a', '/p/a']); // a later round: waits once for the last call on /p/a
 
     expect(waits).toEqual([0, 0, 1, 1, 0, 1]);
+  });
+});
+
+describe('a new plan that only repeats the plan before it', () => {
+  const before: Plan = {
+    goal: 'g',
+    steps: [
+      { ...step('s1'), instruction: 'Fix add in calc.py', expect: { changes: ['calc.py'] } },
+      { ...step('s2', ['s1']), instruction: 'Run the tests', expect: { check: 'python3 -m pytest -q' } },
+    ],
+    review: { before_work: false, after_step_ids: [] },
+  };
+  const next = (...steps: Plan['steps']): Plan => ({ ...before, steps });
+  const s1Failed = (s: { id: string }) => s.id === 's1';
+
+  it('is one whose steps are all steps of the plan before, one of them a step that failed; ids and titles aside', () => {
+    expect(repeatsFailedPlan(before, before, s1Failed)).toBe(true);
+    expect(repeatsFailedPlan(next({ ...before.steps[0], id: 'x', title: 'Again' }), before, s1Failed)).toBe(true);
+  });
+
+  it('is not one of the steps not tried yet (the failed one left out), nor one that changes a step, nor a first plan', () => {
+    expect(repeatsFailedPlan(next({ ...before.steps[1], depends_on: [] }), before, s1Failed)).toBe(false);
+    const changed = (over: Partial<Plan['steps'][number]>) => next({ ...before.steps[0], ...over }, before.steps[1]);
+    expect(repeatsFailedPlan(changed({ instruction: 'Fix add in calc.py: it subtracts' }), before, s1Failed)).toBe(
+      false
+    );
+    expect(
+      repeatsFailedPlan(changed({ expect: { changes: ['calc.py'], check: 'python3 t.py' } }), before, s1Failed)
+    ).toBe(false);
+    expect(repeatsFailedPlan(changed({ needs_tool: false }), before, s1Failed)).toBe(false);
+    expect(
+      repeatsFailedPlan(next(...before.steps, { ...step('s3'), instruction: 'Say what changed' }), before, s1Failed)
+    ).toBe(false);
+    expect(repeatsFailedPlan(before, null, s1Failed)).toBe(false);
   });
 });
 

@@ -1,5 +1,5 @@
 /** The plan as a dependency graph: which steps can run now, and in which order conflicting tool calls go. */
-import type { PlanStep } from '../../common/plan';
+import type { Plan, PlanStep } from '../../common/plan';
 import type { StepStatus } from '../../common/task';
 
 export const isTerminal = (s: StepStatus) => s === 'done' || s === 'failed';
@@ -33,4 +33,19 @@ export function pendingDependents(
   id: string
 ): string[] {
   return steps.filter((s) => s.depends_on.includes(id) && status.get(s.id) === 'pending').map((s) => s.id);
+}
+
+/**
+ * Whether a new plan only repeats the plan before it: each of its steps is one of the earlier plan's (the same
+ * instruction, expectations and need of a tool; ids, titles and order aside), and one of them is a step that was
+ * tried and failed (`failed`). A model at temperature 0 that writes the plan again after a step failed runs that step
+ * again with the same instruction, and it fails the same way. A plan of the earlier steps not tried yet is new work.
+ */
+export function repeatsFailedPlan(next: Plan, before: Plan | null, failed: (s: PlanStep) => boolean): boolean {
+  if (!before) return false;
+  const key = (s: PlanStep) =>
+    JSON.stringify([s.instruction.trim(), s.needs_tool, s.expect?.changes ?? [], s.expect?.check ?? null]);
+  const earlier = new Map(before.steps.map((s) => [key(s), s]));
+  const same = next.steps.map((s) => earlier.get(key(s)));
+  return same.every((s) => s !== undefined) && same.some((s) => failed(s!));
 }

@@ -272,14 +272,14 @@ export class PlanProgress {
 
   /**
    * The steps that did not achieve their instruction: those that failed, and those that never finished (the task
-   * went on to its answer without them).
+   * went on to its answer without them; one tried before says why it did not finish).
    */
   notAchieved(): NotAchieved[] {
     return this.graph.flatMap((s) => {
       const st = this.steps.get(s.id);
       if (st?.status === 'done') return [];
-      const reason = st?.status === 'failed' ? (this.missed.get(s.id) ?? 'failed') : 'not carried out';
-      return [{ stepId: s.id, title: s.title, reason }];
+      const why = st?.status === 'failed' ? (this.missed.get(s.id) ?? 'failed') : this.failures.get(s.id);
+      return [{ stepId: s.id, title: s.title, reason: why ?? 'not carried out' }];
     });
   }
 

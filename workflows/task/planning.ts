@@ -15,6 +15,7 @@ import type { CallUsage } from '../../common/model-protocol';
 import type { ProjectContextInfo } from '../../common/sandbox-status';
 import type { ReviewDecision, StepResultView } from '../../common/task';
 import { modelNodes } from '../shared/activities';
+import { repeatsFailedPlan } from './plan-graph';
 import type { ReviewReason } from './review-gate';
 import type { TaskRun } from './task-run';
 
@@ -131,7 +132,16 @@ export class Planning {
       });
       return false;
     }
-    this.adopt(this.metered(written), reason);
+    const metered = this.metered(written);
+    if (repeatsFailedPlan(metered.plan, progress.plan, (s) => progress.previousFailure(s.id) !== undefined)) {
+      log.emit({
+        type: 'error',
+        code: Failure.PlanRepeated,
+        message: `the Planner wrote again the plan whose step could not be completed (${reason}); it is not run again, and the answer is composed from the steps that finished`,
+      });
+      return false;
+    }
+    this.adopt(metered, reason);
     return true;
   }
 

@@ -79,7 +79,11 @@ function firstTriage(input: TriageInput): TriageDecision {
 
   const by = (s: CallStatus) => input.calls.filter((c) => c.status === s);
   const refused = by('refused');
-  if (refused.length) return replanOr(input, `refused by policy: ${refused[0].text}`);
+  if (refused.length)
+    return replanOr(
+      input,
+      /^refused by policy\b/.test(refused[0].text) ? refused[0].text : `refused by policy: ${refused[0].text}`
+    );
 
   const failed = by('failed');
   if (failed.length) {

@@ -28,7 +28,6 @@ import { ChatCompletionsModel } from './chat-model';
 import { classifyModelError, errorText } from './model-errors';
 import { observeModelCalls } from './model-observe';
 import { contentOf, CUT_SHORT, cutShort, usageOf } from './model-reply';
-import { boundedSchema, OutputLimit, textBoundOf } from './output-limit';
 import { silentLogger, type Logger } from '../../runtime/log';
 import { StructuredOutputChoice } from './structured-output-choice';
 import { activityContext } from '../activity-context';
@@ -84,11 +83,6 @@ export interface StructuredResult<T> {
   value: T;
   usage: ModelUsage;
   attempts: number;
-  /**
-   * With `fitOutputLimit`, once the endpoint's output limit was known: the longest free text the schema the answer
-   * was asked with allowed (./output-limit). A text this long was closed by the bound, not by the model.
-   */
-  textBound?: number;
 }
 
 export interface StructuredOptions<T> {
@@ -102,11 +96,6 @@ export interface StructuredOptions<T> {
    * refused answer and the reason, which a small model at temperature 0 repeats: an example it copied, say).
    */
   afresh?: NodePrompt;
-  /**
-   * Once the endpoint's output limit is known, bound the request's schema to it (./output-limit): for a node whose
-   * answer holds many texts and lists (a plan), not one whose answer is one text (a chat reply).
-   */
-  fitOutputLimit?: boolean;
 }
 
 export interface TextOptions {
@@ -175,7 +164,6 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   const model = fields ? new ChatCompletionsModel(fields) : undefined;
   const penalized = fields ? new ChatCompletionsModel({ ...fields, frequencyPenalty: RUN_ON_PENALTY }) : undefined;
   const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);
-  const limit = new OutputLimit();
 
   /** The model, or after an answer cut at the output limit the same one with `RUN_ON_PENALTY`. */
   const requireModel = (afterCutOff = false): ChatCompletionsModel => {
@@ -197,15 +185,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
    */
   const observed = observeModelCalls(config.model.name);
 
-  /** A reply cut at the output limit shows the limit (./output-limit). */
-  const learn = (reply: AIMessage): AIMessage => {
-    if (cutShort(reply)) limit.cutAt(usageOf(reply).outputTokens);
-    return reply;
-  };
-
   async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
     try {
-      return learn(await observed(node, run));
+      return await observed(node, run);
     } catch (err) {
       throw classifyModelError(node, err);
     }
@@ -214,7 +196,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
   /** A request with tools; null when the endpoint refused its form and auto moved to json_schema. */
   async function invokeWithTools(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage | null> {
     try {
-      return learn(await observed(node, run));
+      return await observed(node, run);
     } catch (err) {
       if (refusesToolRequest(err) && choice.fallBack(node, `refused a request with tools: ${errorText(err)}`))
         return null;
@@ -234,23 +216,15 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       const m = requireModel();
       let prompt = firstPrompt;
       const node = prompt.node;
-      // The limit the request is bounded to, once known (./output-limit); read once per request, since concurrent
-      // requests of the worker may learn it meanwhile.
-      let bound: number | undefined;
-      const schemaNow = () => {
-        const parameters = jsonSchemaOf(schema);
-        bound = opts.fitOutputLimit ? limit.known : undefined;
-        return bound ? boundedSchema(parameters, bound) : parameters;
-      };
+      const parameters = jsonSchemaOf(schema);
+      const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
+      const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
+      const format = responseFormat(node, parameters, description);
       let turns = turnsOf(prompt);
 
       const ask = async (): Promise<{ answer: Answer; usage: ModelUsage }> => {
         let usage = ZERO_USAGE;
-        // The schema as the request sends it: bounded to the output limit once one is known (./output-limit).
-        const parameters = schemaNow();
         if (choice.method === 'tool_calling') {
-          const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
-          const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
           const reply = await invokeWithTools(
             node,
             () => bound.invoke(toMessages(prompt, turns), aborting()) as Promise<AIMessage>
@@ -278,7 +252,6 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
               return { answer: { kind: 'value', value, raw }, usage };
           }
         }
-        const format = responseFormat(node, parameters, description);
         const reply = await invoke(node, () =>
           m.invoke(toMessages(prompt, turns, argumentsInstruction(node)), { ...aborting(), response_format: format })
         );
@@ -303,13 +276,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         if (answer.kind === 'value') {
           const parsed = schema.safeParse(answer.value);
           const problem = parsed.success ? (opts.check?.(parsed.data) ?? null) : null;
-          if (parsed.success && problem === null)
-            return {
-              value: parsed.data,
-              usage,
-              attempts: attempt,
-              ...(bound ? { textBound: textBoundOf(bound) } : {}),
-            };
+          if (parsed.success && problem === null) return { value: parsed.data, usage, attempts: attempt };
           lastError = parsed.success ? (problem ?? '') : formatZodIssues(parsed.error, { whole: 'answer' });
           // Once: the same prompt again, at temperature 0, gets the same answer; a second refusal is quoted as usual.
           if (problem !== null && opts.afresh && prompt !== opts.afresh) {
@@ -324,8 +291,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
           (choice.method === 'json_schema'
             ? `Answer again with only the JSON object of the arguments of ${node}, satisfying its schema.`
             : `Call the function ${node} exactly once with arguments that satisfy its schema.`) +
-          // Not "fewer items": a plan asked for fewer steps kept the one that reads and dropped the one that changes.
-          (answer.kind === 'cut_short' ? ' Keep it shorter: brief texts, nothing repeated.' : '');
+          (answer.kind === 'cut_short' ? ' Keep it much shorter: fewer items in every list, and shorter text.' : '');
         // A cut answer is quoted only as far as it shows the way it went: in full it invites the same run-on.
         const quoted = answer.kind === 'cut_short' ? `${answer.raw.slice(0, 300)}…` : answer.raw.slice(0, 2000);
         // Re-ask as a user turn (not a tool result), so no dangling tool-call ids reach the endpoint.

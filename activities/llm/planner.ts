@@ -266,7 +266,7 @@ export async function writePlan(
 ): Promise<{ plan: Plan; usage: MeteredUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const shown = taskText(input, projectContext);
-  const { value, usage, textBound } = await model.structured(
+  const { value, usage } = await model.structured(
     writePlanPrompt(input, tools, projectContext),
     planSchema(knownIds),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
@@ -274,10 +274,9 @@ export async function writePlan(
       check: (v) => copiedFromExample(v.plan, shown),
       // A plan that copied the example is asked again without it.
       afresh: writePlanPrompt(input, tools, projectContext, false),
-      fitOutputLimit: true,
     }
   );
-  const bounded = boundedChecks(value.plan, textBound);
+  const bounded = boundedChecks(value.plan);
   const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;

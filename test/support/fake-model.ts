@@ -43,11 +43,8 @@ export const FAKE_CACHED_TOKENS = 3;
 export const PROSE_INSTEAD_OF_CALL = 'Sure! I would be glad to help with that. Let me know what else you need.';
 
 export type FakeReply =
-  /**
-   * `truncated`: the answer was cut at the token limit (finish_reason "length"); `outputTokens`: the usage's
-   * completion tokens (10 unless given).
-   */
-  | { content: string; truncated?: boolean; outputTokens?: number; delayMs?: number }
+  /** `truncated`: the answer was cut at the token limit (finish_reason "length"). */
+  | { content: string; truncated?: boolean; delayMs?: number }
   | { call: Record<string, unknown> | string; name?: string; delayMs?: number }
   | { calls: FakeToolCall[]; content?: string; delayMs?: number }
   | { status: number; message?: string; delayMs?: number }
@@ -300,13 +297,11 @@ export class FakeModel {
       });
     }
     const finish = 'truncated' in reply && reply.truncated ? 'length' : undefined;
-    const outputTokens = 'outputTokens' in reply ? reply.outputTokens : undefined;
     if (this.dialect === 'writes_calls_as_text' && hasTools && forcedFunction) {
       recorded.outcome = 'fenced';
       return send(200, completion(this.requests.length, body, raw, `\`\`\`json\n${jsonContent(reply)}\n\`\`\``, []));
     }
-    if (responseFormat)
-      return send(200, completion(this.requests.length, body, raw, jsonContent(reply), [], finish, outputTokens));
+    if (responseFormat) return send(200, completion(this.requests.length, body, raw, jsonContent(reply), [], finish));
     let toolCalls: FakeToolCall[] = [];
     let content: string | null = null;
     if ('content' in reply && !('calls' in reply)) content = reply.content;
@@ -315,7 +310,7 @@ export class FakeModel {
       toolCalls = reply.calls;
       content = reply.content ?? null;
     }
-    send(200, completion(this.requests.length, body, raw, content, toolCalls, finish, outputTokens));
+    send(200, completion(this.requests.length, body, raw, content, toolCalls, finish));
   }
 }
 
@@ -349,8 +344,7 @@ function completion(
   raw: string,
   content: string | null,
   toolCalls: FakeToolCall[],
-  finishReason?: string,
-  outputTokens = 10
+  finishReason?: string
 ): Record<string, unknown> {
   return {
     id: `chatcmpl-fake-${n}`,
@@ -378,8 +372,8 @@ function completion(
     ],
     usage: {
       prompt_tokens: Math.ceil(raw.length / 4),
-      completion_tokens: outputTokens,
-      total_tokens: Math.ceil(raw.length / 4) + outputTokens,
+      completion_tokens: 10,
+      total_tokens: Math.ceil(raw.length / 4) + 10,
     },
     // As llama.cpp's server says it: the prompt tokens it evaluated, and those it took from its cache.
     timings: { prompt_n: Math.ceil(raw.length / 4) - FAKE_CACHED_TOKENS, cache_n: FAKE_CACHED_TOKENS },

@@ -38,12 +38,7 @@ describe('file sizes', () => {
   });
 
   it('no workflow file is over 300 lines', () => {
-    expect(
-      over(
-        files.filter((f) => f.startsWith('workflows/')),
-        300
-      )
-    ).toEqual([]);
+    expect(over(files.filter((f) => f.startsWith('workflows/')), 300)).toEqual([]);
   });
 
   it("the task workflow's own file is orchestration only: at most 200 lines", () => {

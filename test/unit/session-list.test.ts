@@ -159,9 +159,6 @@ describe('sessions in order of their last activity', () => {
   it('sessions from before activity was kept come after all the others, in visibility order', async () => {
     const { calls } = fakeCalls([{ id: 'new', hoursAgo: 1 }, { id: 'legacy1' }, { id: 'legacy2' }, { id: 'legacy3' }]);
 
-    expect(await everyPage(new SessionLister(calls), 2)).toEqual([
-      ['new', 'legacy1'],
-      ['legacy2', 'legacy3'],
-    ]);
+    expect(await everyPage(new SessionLister(calls), 2)).toEqual([['new', 'legacy1'], ['legacy2', 'legacy3']]);
   });
 });

@@ -18,12 +18,18 @@ import {
 } from './llm/named-files';
 import type { PickStep } from './llm/pick-tools';
 import type { createToolActivities } from './mcp/tools';
-import { projectListing, type ProjectListing } from './project/listing';
+import {
+  deepestListing,
+  LISTING_MAX_DEPTH,
+  LISTING_MIN_DEPTH,
+  projectListing,
+  type ProjectListing,
+} from './project/listing';
 
 type ToolActivities = ReturnType<typeof createToolActivities>;
 
 export interface PromptContext {
-  /** The project's listing, two levels deep, or undefined when it cannot be read. */
+  /** The project's listing, as deep as it fits (./project/listing.ts), or undefined when it cannot be read. */
   listing(projectDir: string): Promise<ProjectListing | undefined>;
   /** Files as they are now, within `chars` in all (a file that cannot be read is left out). */
   fileTexts(projectDir: string, names: readonly string[], chars?: number): Promise<NamedFile[]>;
@@ -72,7 +78,11 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
 
   return {
     async listing(projectDir) {
-      const text = await read(projectDir, 'list_dir', { path: '.', depth: 2 });
+      const deep = await read(projectDir, 'list_dir', { path: '.', depth: LISTING_MAX_DEPTH });
+      const listing = deep === undefined ? null : deepestListing(deep, LISTING_MAX_DEPTH);
+      if (listing) return listing;
+      // A project too big to walk whole: its first levels, as list_dir gives them.
+      const text = await read(projectDir, 'list_dir', { path: '.', depth: LISTING_MIN_DEPTH });
       return text === undefined ? undefined : projectListing(text);
     },
     fileTexts,

@@ -1,11 +1,14 @@
 /**
- * The project's listing as the prompts use it (pure): what `list_dir` gives two levels deep (a path a line,
- * directories ending in "/", symlinks as `name -> target`), kept to what a prompt has room for, with the files it
- * names and whether they are every file of the project.
+ * The project's listing as the prompts use it (pure): what `list_dir` gives (a path a line, directories ending in
+ * "/", symlinks as `name -> target`), as many levels deep as a prompt has room for and never fewer than two, with
+ * the files it names and whether they are every file of the project.
  */
 
 /** How much of the listing the prompts see. */
 export const LISTING_CHARS = 1200;
+/** The levels a listing always has (cut at a whole line when they do not fit), and the most it may have. */
+export const LISTING_MIN_DEPTH = 2;
+export const LISTING_MAX_DEPTH = 5;
 
 export interface ProjectListing {
   /** The listing as a prompt shows it: whole lines within `LISTING_CHARS`, ending in "…" where it was cut. */
@@ -24,8 +27,26 @@ const TRUNCATED = /^\[truncated at \d+ entries\]$/;
 /** `list_dir`'s text for a directory with nothing in it. */
 const EMPTY = '(empty directory)';
 
-/** The listing of `list_dir`'s text (of the project's root, depth 2), its lines kept whole within `chars`. */
-export function projectListing(listed: string, chars = LISTING_CHARS): ProjectListing {
+/** An entry's level: 1 for an entry of the project's root. */
+const levelOf = (line: string) => line.split(' -> ')[0].trim().replace(/\/+$/, '').split('/').length;
+
+/**
+ * The listing of `list_dir`'s text of the project's root `depth` levels deep, as deep as fits whole within `chars`:
+ * a project whose files lie in folders inside folders shows them, a big one shows its first two levels as before.
+ * Null when `list_dir` stopped short (it lists depth first, so a cut leaves later top-level entries out).
+ */
+export function deepestListing(listed: string, depth: number, chars = LISTING_CHARS): ProjectListing | null {
+  const lines = listed.split('\n').filter((l) => l.trim() !== '');
+  if (lines.some((l) => TRUNCATED.test(l))) return null;
+  for (let d = depth; d > LISTING_MIN_DEPTH; d--) {
+    const kept = lines.filter((l) => levelOf(l) <= d).join('\n');
+    if (kept.length <= chars) return projectListing(kept, chars, d);
+  }
+  return projectListing(lines.filter((l) => levelOf(l) <= LISTING_MIN_DEPTH).join('\n'), chars, LISTING_MIN_DEPTH);
+}
+
+/** The listing of `list_dir`'s text (of the project's root, `depth` levels), its lines kept whole within `chars`. */
+export function projectListing(listed: string, chars = LISTING_CHARS, depth = LISTING_MIN_DEPTH): ProjectListing {
   const lines = listed.split('\n').filter((l) => l.trim() !== '');
   const kept: string[] = [];
   let used = 0;
@@ -38,7 +59,7 @@ export function projectListing(listed: string, chars = LISTING_CHARS): ProjectLi
   const entries = kept.filter((l) => !TRUNCATED.test(l) && l !== EMPTY).map((l) => l.split(' -> ')[0].trim());
   const dirs = entries.filter((e) => e.endsWith('/'));
   // A directory with nothing listed under it may be empty, or past the listing's depth.
-  const unexpanded = dirs.some((d) => d.split('/').length > 2 && !entries.some((e) => e !== d && e.startsWith(d)));
+  const unexpanded = dirs.some((d) => levelOf(d) >= depth && !entries.some((e) => e !== d && e.startsWith(d)));
   return {
     text: kept.length < lines.length ? `${kept.join('\n')}\n…` : kept.join('\n'),
     files: entries.filter((e) => !e.endsWith('/')),

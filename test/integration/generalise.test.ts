@@ -2,7 +2,7 @@
  * Real tasks that generalise: what a user notices when Klea meets a request it was never tuned on. Plans are the
  * Planner's own (never collapsed into the request), an example copied from the Planner's instructions is asked
  * again, a request in another language that names a file is work, and a question about the project's `.env` starts
- * a task that asks before it reads.
+ * a task that asks before it reads. A project whose files lie folders deep is listed as deep as the prompt has room.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -80,6 +80,51 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(planned.plan.steps[0].instruction).toBe('Read notes.md');
     // The control: the example itself is in the instructions the Planner saw first, so the check sees what it guards.
     expect(asks[0].system).toContain('orders.csv');
+  });
+});
+
+describe('a project of folders inside folders', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv({ name: 'generalise-nested' }, (f, e) => {
+    fake = f;
+    env = e;
+  });
+
+  const deep = 'billing/core/invoices/mailer.py';
+  const mailer = 'def send_invoice(invoice, to):\n    print(f"mailing {invoice} to {to}")\n';
+
+  async function ask(files: Record<string, string>) {
+    const p = makeProject(files);
+    const request = 'Which file defines send_invoice? It is in mailer.py, I think.';
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Say where mailer.py defines send_invoice', { needs_tool: true })]),
+    });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: deep } }] });
+    fake.on('compose_answer', { content: `${deep} defines send_invoice.` });
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    return { plan: fake.requestsFor('write_plan')[0].text, pick: fake.requestsFor('pick_tools')[0].text };
+  }
+
+  it('the Planner sees the files four levels down, and the step the file its instruction names, as it is', async () => {
+    const seen = await ask({
+      [deep]: mailer,
+      'billing/api/views.py': 'from billing.core.invoices.mailer import send_invoice\n',
+      'jobs/nightly/monthly_close.py': 'from billing.core.invoices.mailer import send_invoice\n',
+    });
+    expect(seen.plan).toContain(deep);
+    expect(seen.plan).toContain('jobs/nightly/monthly_close.py');
+    expect(seen.pick).toContain(`#### ${deep}`);
+    expect(seen.pick).toContain('print(f"mailing {invoice} to {to}")');
+  });
+
+  it('the control: a project too big to list that deep shows its first two levels, and the deep file is not named', async () => {
+    const many = Object.fromEntries(Array.from({ length: 70 }, (_, i) => [`billing/module_${i}.py`, '# more\n']));
+    const seen = await ask({ [deep]: mailer, ...many });
+    expect(seen.plan).toContain('billing/core/');
+    expect(seen.plan).not.toContain(deep);
+    expect(seen.pick).not.toContain('print(f"mailing {invoice} to {to}")');
   });
 });
 

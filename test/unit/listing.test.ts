@@ -1,5 +1,5 @@
 /** The project's listing as the prompts use it: whole lines within its bound, its files, and whether it has them all. */
-import { projectListing } from '../../activities/project/listing';
+import { deepestListing, projectListing } from '../../activities/project/listing';
 
 const listed = ['app.py', 'calc.py', 'config.json', 'src/', 'src/shapes.py', 'test_calc.py'].join('\n');
 
@@ -35,5 +35,61 @@ describe('the project listing', () => {
     ]);
     const empty = projectListing('(empty directory)');
     expect(empty).toEqual({ text: '(empty directory)', files: [], complete: true });
+  });
+
+  describe('as deep as it fits', () => {
+    // list_dir's text five levels deep: depth first, sorted by name.
+    const nested = [
+      'billing/',
+      'billing/api/',
+      'billing/api/views.py',
+      'billing/core/',
+      'billing/core/invoices/',
+      'billing/core/invoices/mailer.py',
+      'billing/core/invoices/models.py',
+      'jobs/',
+      'jobs/nightly/',
+      'jobs/nightly/monthly_close.py',
+    ].join('\n');
+
+    it('shows every level of a small project, with its files all listed', () => {
+      const l = deepestListing(nested, 5)!;
+      expect(l.text).toBe(nested);
+      expect(l.files).toContain('billing/core/invoices/mailer.py');
+      expect(l.complete).toBe(true);
+    });
+
+    it('keeps fewer levels when all of them do not fit, and is then not complete', () => {
+      const l = deepestListing(nested, 5, 130)!;
+      expect(l.text.split('\n')).toEqual([
+        'billing/',
+        'billing/api/',
+        'billing/api/views.py',
+        'billing/core/',
+        'billing/core/invoices/',
+        'jobs/',
+        'jobs/nightly/',
+        'jobs/nightly/monthly_close.py',
+      ]);
+      expect(l.files).toEqual(['billing/api/views.py', 'jobs/nightly/monthly_close.py']);
+      // billing/core/invoices/ holds files the listing does not show.
+      expect(l.complete).toBe(false);
+    });
+
+    it('never keeps fewer than two levels: those are cut at a whole line, as before', () => {
+      const l = deepestListing(nested, 5, 30)!;
+      expect(l.text).toBe('billing/\nbilling/api/\n…');
+      expect(l.complete).toBe(false);
+    });
+
+    it('is not had from a walk list_dir stopped short (its later top-level entries are missing)', () => {
+      expect(deepestListing(`${nested}\n[truncated at 10 entries]`, 5)).toBeNull();
+    });
+
+    it('a folder at the deepest level it shows with nothing under it may be unread: not complete', () => {
+      expect(deepestListing('a/\na/b/\na/b/c/\na/b/c/d/\na/b/c/d/e/', 5)!.complete).toBe(false);
+      // The same empty folder a level higher than the walk went is empty.
+      expect(deepestListing('a/\na/b/\na/b/c/\na/b/c/d/\na/b/c/d/e/\nf.py', 6)!.complete).toBe(true);
+    });
   });
 });

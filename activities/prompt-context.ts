@@ -22,6 +22,7 @@ import {
   deepestListing,
   LISTING_MAX_DEPTH,
   LISTING_MIN_DEPTH,
+  mayListDeeper,
   projectListing,
   type ProjectListing,
 } from './project/listing';
@@ -78,12 +79,13 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
 
   return {
     async listing(projectDir) {
-      const deep = await read(projectDir, 'list_dir', { path: '.', depth: LISTING_MAX_DEPTH });
-      const listing = deep === undefined ? null : deepestListing(deep, LISTING_MAX_DEPTH);
-      if (listing) return listing;
-      // A project too big to walk whole: its first levels, as list_dir gives them.
       const text = await read(projectDir, 'list_dir', { path: '.', depth: LISTING_MIN_DEPTH });
-      return text === undefined ? undefined : projectListing(text);
+      if (text === undefined) return undefined;
+      if (!mayListDeeper(text)) return projectListing(text);
+      // Two levels that fit, with folders left unopened: the levels below, as many as fit (a walk list_dir stopped
+      // short leaves the two levels).
+      const deep = await read(projectDir, 'list_dir', { path: '.', depth: LISTING_MAX_DEPTH });
+      return (deep !== undefined && deepestListing(deep, LISTING_MAX_DEPTH)) || projectListing(text);
     },
     fileTexts,
     stepFiles(projectDir, listing, step, partsFor) {

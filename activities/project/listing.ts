@@ -27,8 +27,20 @@ const TRUNCATED = /^\[truncated at \d+ entries\]$/;
 /** `list_dir`'s text for a directory with nothing in it. */
 const EMPTY = '(empty directory)';
 
+/** A line's entry: its own name, without a symlink's target. */
+const nameOf = (line: string) => line.split(' -> ')[0].trim();
 /** An entry's level: 1 for an entry of the project's root. */
-const levelOf = (line: string) => line.split(' -> ')[0].trim().replace(/\/+$/, '').split('/').length;
+const levelOf = (line: string) => nameOf(line).replace(/\/+$/, '').split('/').length;
+
+/**
+ * Whether a listing of `list_dir`'s text two levels deep could show more by going deeper: its lines all fit within
+ * `chars` and a folder at the second level was not opened. A project whose first two levels do not fit is never
+ * walked deeper, so a big one costs one walk of two levels, as before.
+ */
+export function mayListDeeper(listed: string, chars = LISTING_CHARS): boolean {
+  const lines = listed.split('\n').filter((l) => l.trim() !== '');
+  return lines.join('\n').length <= chars && !projectListing(listed, chars).complete;
+}
 
 /**
  * The listing of `list_dir`'s text of the project's root `depth` levels deep, as deep as fits whole within `chars`:
@@ -56,7 +68,7 @@ export function projectListing(listed: string, chars = LISTING_CHARS, depth = LI
     kept.push(line);
   }
   const cut = kept.length < lines.length || kept.some((l) => TRUNCATED.test(l));
-  const entries = kept.filter((l) => !TRUNCATED.test(l) && l !== EMPTY).map((l) => l.split(' -> ')[0].trim());
+  const entries = kept.filter((l) => !TRUNCATED.test(l) && l !== EMPTY).map(nameOf);
   const dirs = entries.filter((e) => e.endsWith('/'));
   // A directory with nothing listed under it may be empty, or past the listing's depth.
   const unexpanded = dirs.some((d) => levelOf(d) >= depth && !entries.some((e) => e !== d && e.startsWith(d)));

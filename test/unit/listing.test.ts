@@ -1,5 +1,5 @@
 /** The project's listing as the prompts use it: whole lines within its bound, its files, and whether it has them all. */
-import { deepestListing, projectListing } from '../../activities/project/listing';
+import { deepestListing, mayListDeeper, projectListing } from '../../activities/project/listing';
 
 const listed = ['app.py', 'calc.py', 'config.json', 'src/', 'src/shapes.py', 'test_calc.py'].join('\n');
 
@@ -80,6 +80,17 @@ describe('the project listing', () => {
       const l = deepestListing(nested, 5, 30)!;
       expect(l.text).toBe('billing/\nbilling/api/\n…');
       expect(l.complete).toBe(false);
+    });
+
+    it('is looked for only when two levels fit with a folder left unopened', () => {
+      const twoLevels = nested
+        .split('\n')
+        .filter((l) => l.split('/').filter(Boolean).length <= 2)
+        .join('\n');
+      expect(mayListDeeper(twoLevels)).toBe(true);
+      // Nothing below the second level to show, or no room for what is below.
+      expect(mayListDeeper(listed)).toBe(false);
+      expect(mayListDeeper(twoLevels, 30)).toBe(false);
     });
 
     it('is not had from a walk list_dir stopped short (its later top-level entries are missing)', () => {

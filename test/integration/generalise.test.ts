@@ -83,6 +83,72 @@ describe('one planner for every model (a server that holds answers to a schema)'
   });
 });
 
+describe("a small model's first plan that leaves out the change the request asks for", () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv(
+    { name: 'generalise-left-out', overrides: { model: { structured_output: 'json_schema', profile: 'small' } } },
+    (f, e) => {
+      fake = f;
+      env = e;
+    }
+  );
+
+  const api = '# API\n\n- GET /items: list items\n- POST /items: create an item\n';
+  const table = '# API\n\n| Method | Path | Description |\n| --- | --- | --- |\n| GET | /items | list items |\n';
+  const request = 'In docs/api.md, replace the bullet list with a table (Method, Path, Description).';
+  const reading = plan([step('s1', 'Read docs/api.md.', { expect: { check: 'cat docs/api.md' } })], {}, request);
+
+  it('is asked again with the reason; the new plan changes the file, and the table is written into it', async () => {
+    const p = makeProject({ 'docs/api.md': api });
+    const changing = plan(
+      [step('s1', 'Replace the list in docs/api.md with a table.', { expect: { changes: ['docs/api.md'] } })],
+      {},
+      request
+    );
+    fake.on('write_plan', { call: reading }, { call: changing });
+    fake.on('asks_changes', { call: { effect: 'changes it' } });
+    const edit = { step_id: 's1', path: 'docs/api.md', old_string: '- GET', new_string: '| GET' };
+    fake.on('pick_tools', { calls: [{ name: 'workspace__edit_file', args: edit }] });
+    fake.on('write_file_content', { content: `\`\`\`markdown\n${table}\`\`\`` });
+    fake.on('compose_answer', { content: 'docs/api.md lists the endpoints in a table now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'docs/api.md'), 'utf8')).toBe(table);
+    const asks = fake.requestsFor('write_plan');
+    expect(asks).toHaveLength(2);
+    expect(asks[1].text).toContain('- s1: Read docs/api.md. (check `cat docs/api.md`)');
+    expect(asks[1].text).toContain(
+      'The request asks to change docs/api.md, and no step of this plan changes anything: plan the change itself'
+    );
+    expect(asks[1].text).toContain(request);
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps[0].expect).toEqual({ changes: ['docs/api.md'] });
+    expect(planned.repairs).toContain(
+      'the plan changed nothing; the request asks to change docs/api.md: planned again'
+    );
+    // The plan, the question about the file, the plan again, the pick, the content and the answer.
+    expect((await t.state()).usage.modelCalls).toBe(6);
+  });
+
+  it('the control: a plan that reads, for a request the model says only reads the file, is kept as written', async () => {
+    const p = makeProject({ 'docs/api.md': api });
+    const asked = 'Show the endpoints of docs/api.md.';
+    fake.on('write_plan', { call: plan([step('s1', 'Read docs/api.md.', { expect: { check: 'cat docs/api.md' } })]) });
+    fake.on('asks_changes', { call: { effect: 'reads it' } });
+    fake.on('compose_answer', { content: 'GET /items and POST /items.' });
+
+    const t = await TaskDriver.start(env, asked, p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done', answer: 'GET /items and POST /items.' });
+    expect(readFileSync(path.join(p.dir, 'docs/api.md'), 'utf8')).toBe(api);
+    expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    expect(fake.requestsFor('asks_changes')).toHaveLength(1);
+  });
+});
+
 describe('a project of folders inside folders', () => {
   let fake: FakeModel;
   let env: TestEnv;

@@ -7,9 +7,8 @@
  */
 import { z } from 'zod';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { changesSomething, plannedFiles, type Plan } from '../../common/plan';
+import { plannedFiles, type Plan } from '../../common/plan';
 import type { ModelClient } from './model';
-import { namedFiles } from './named-files';
 import { isQuestion, withoutChanges } from './small-model';
 
 export const ASKS_CHANGES_SYSTEM = `You read a request a user gave a coding agent, and say what carrying it out does to one file of the
@@ -60,28 +59,4 @@ export async function keepAskedChanges(
   }
   const kept = withoutChanges(plan, notAsked);
   return { ...kept, usage, modelCalls: planned.length };
-}
-
-/**
- * For a request not put as a question whose plan changes nothing, the files of the project the request names that
- * carrying it out changes, moves or deletes, as the model judges it: the plan left out the work itself (with the
- * 1.5B model, "In docs/api.md, replace the bullet list with a table" was planned as one read of docs/api.md, and the
- * table ended in the answer). The Planner is asked again with them (./planner). A plan that changes anything, a
- * question and a request that names no file of the project cost no model call.
- */
-export async function changesLeftOut(
-  model: ModelClient,
-  request: string,
-  plan: Plan,
-  projectFiles: readonly string[]
-): Promise<{ files: string[]; usage: ModelUsage; modelCalls: number }> {
-  const named = isQuestion(request) || plan.steps.some(changesSomething) ? [] : namedFiles(projectFiles, request);
-  let usage = ZERO_USAGE;
-  const files: string[] = [];
-  for (const file of named) {
-    const one = await ask(model, request, file);
-    usage = addUsage(usage, one.usage);
-    if (one.changes) files.push(file);
-  }
-  return { files, usage, modelCalls: named.length };
 }

@@ -19,7 +19,7 @@ import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
-import { changesLeftOut, keepAskedChanges } from './asked-changes';
+import { keepAskedChanges } from './asked-changes';
 import {
   changesForFailedCheck,
   checksAfterChanges,
@@ -258,15 +258,6 @@ export function fileChangesOnly(
   );
 }
 
-/** Why a first plan that changes nothing is asked again (./asked-changes): the files the request asks to change. */
-export function leftOutFeedback(files: readonly string[]): string {
-  const list = files.join(', ');
-  return (
-    `The request asks to change ${list}, and no step of this plan changes anything: plan the change itself, ` +
-    `with ${list} in its expect.changes.`
-  );
-}
-
 export async function writePlan(
   model: ModelClient,
   input: WritePlanInput,
@@ -275,39 +266,20 @@ export async function writePlan(
 ): Promise<{ plan: Plan; usage: MeteredUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const shown = taskText(input, projectContext);
-  const ask = (asked: WritePlanInput) =>
-    model.structured(
-      writePlanPrompt(asked, tools, projectContext),
-      planSchema(knownIds),
-      'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
-      {
-        check: (v) => copiedFromExample(v.plan, shown),
-        // A plan that copied the example is asked again without it.
-        afresh: writePlanPrompt(asked, tools, projectContext, false),
-      }
-    );
-  const first = await ask(input);
-  const files = input.listing?.complete ? input.listing.files : null;
-  const small = model.profile === 'small' && files;
-  // A small model's first plan that changes nothing (once entries that name no file are left out), for a request
-  // that asks to change a file it names, is asked again with the reason (./asked-changes), once.
-  const leftOut =
-    small && !input.previousPlan && tools.some((t) => t.qualifiedName === 'workspace__write_file')
-      ? await changesLeftOut(model, input.request, fileChangesOnly(first.value.plan, files, input.request).plan, files)
-      : { files: [], usage: ZERO_USAGE, modelCalls: 0 };
-  const again = leftOut.files.length
-    ? await ask({
-        ...input,
-        previousPlan: first.value.plan,
-        feedbackFrom: 'replan',
-        feedback: leftOutFeedback(leftOut.files),
-      })
-    : null;
-  const value = again?.value ?? first.value;
-  const usage = again ? addUsage(first.usage, again.usage) : first.usage;
-  const extraCalls = leftOut.modelCalls + (again ? 1 : 0);
+  const { value, usage } = await model.structured(
+    writePlanPrompt(input, tools, projectContext),
+    planSchema(knownIds),
+    'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
+    {
+      check: (v) => copiedFromExample(v.plan, shown),
+      // A plan that copied the example is asked again without it.
+      afresh: writePlanPrompt(input, tools, projectContext, false),
+    }
+  );
   const bounded = boundedChecks(value.plan);
   const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
+  const files = input.listing?.complete ? input.listing.files : null;
+  const small = model.profile === 'small' && files;
   // A small model's plan creates the new files the request names, changes only files some text of the task names
   // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
   // file in one step, and runs a check only once the change it checks is made (./plan-files). A new plan after a
@@ -328,9 +300,6 @@ export async function writePlan(
   const following = small ? followUpSteps(running.plan, files) : { plan: running.plan, repairs: [] };
   const thinking = small ? thinkingSteps(following.plan, files) : { plan: following.plan, repairs: [] };
   const repairs = [
-    ...(again
-      ? [`the plan changed nothing; the request asks to change ${leftOut.files.join(', ')}: planned again`]
-      : []),
     ...value.repairs,
     ...bounded.repairs,
     ...checked.repairs,
@@ -347,13 +316,7 @@ export async function writePlan(
   ];
   return {
     plan: thinking.plan,
-    usage:
-      asked.modelCalls || extraCalls
-        ? {
-            ...addUsage(addUsage(usage, leftOut.usage), asked.usage),
-            modelCalls: 1 + extraCalls + asked.modelCalls,
-          }
-        : usage,
+    usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,
     ...(repairs.length ? { repairs } : {}),
   };
 }

@@ -305,10 +305,7 @@ describe('model.profile small', () => {
     const yaml = 'app:\n  name: inventory\nlogging:\n  level: info\n';
     const p = makeProject({ 'settings.yaml': yaml });
     const instruction = 'Set the logging level in settings.yaml to debug.';
-    // The plan names no change; asked again with the file the request changes, the model plans the same.
-    const same = { call: plan([step('s1', instruction, { instruction })]) };
-    fake.on('write_plan', same, same);
-    fake.on('asks_changes', { call: { effect: 'changes it' } });
+    fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
     const bad = { path: 'settings.yaml', old_string: 'logging:', new_string: 'debug:' };
     fake.on(
       'pick_tools',
@@ -335,10 +332,9 @@ describe('model.profile small', () => {
       repairs: ['settings.yaml: written whole, from the content the model wrote for it in plain text'],
     });
     expect(finished.changes?.[0].diff).toMatch(/- {2}level: info\n\+ {2}level: debug/);
-    // The plan, the question about the file and the plan again, each pick with the content it asked for, and the
-    // answer: each counted.
+    // The plan, each pick with the content it asked for, and the answer: each counted.
     const usage = (await t.state()).usage;
-    expect(usage.modelCalls).toBe(8);
+    expect(usage.modelCalls).toBe(6);
   });
 
   it('a file the plan only creates is written from plain text and the step that runs it runs its check: no pick at all', async () => {
@@ -510,11 +506,8 @@ describe('model.profile small', () => {
     const request = 'km() in units.py rounds the factor. Fix units.py and run test_units.py to prove it.';
     const check = 'python3 test_units.py';
     const rerun = step('s1', 'Run test_units.py and check that it passes.', { expect: { check } });
-    // The first plan (asked again: the request changes units.py) and its replan only run the test: without help the
-    // replan fails the same way.
-    const rerunning = { call: plan([rerun], {}, request) };
-    fake.on('write_plan', rerunning, rerunning, rerunning);
-    fake.on('asks_changes', { call: { effect: 'changes it' } }, { call: { effect: 'runs it' } });
+    // The first plan and its replan only run the test: without help the replan fails the same way.
+    fake.on('write_plan', { call: plan([rerun], {}, request) }, { call: plan([rerun], {}, request) });
     // The step's repair picks only run the test again.
     const again = { name: 'workspace__run_command', args: { step_id: 's1', command: check, step_done: true } };
     fake.on('pick_tools', { calls: [again] }, { calls: [again] });
@@ -704,7 +697,6 @@ describe('model.profile small', () => {
     const p = makeProject({ 'stats.sh': 'echo "average: 42.5"\n' });
     const request = 'Run stats.sh and tell me the average it prints.';
     fake.on('write_plan', { call: plan([step('s1', 'Run stats.sh.', { expect: { check: 'sh stats.sh' } })]) });
-    fake.on('asks_changes', { call: { effect: 'runs it' } });
     fake.on('compose_answer', { content: 'The average is 42.5.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
@@ -718,8 +710,8 @@ describe('model.profile small', () => {
     });
     expect(finished.summary).toContain('average: 42.5');
     expect(fake.requestsFor('pick_tools')).toEqual([]);
-    // The plan, the question about stats.sh and the answer, nothing else.
-    expect((await t.state()).usage.modelCalls).toBe(3);
+    // The plan and the answer, nothing else.
+    expect((await t.state()).usage.modelCalls).toBe(2);
   });
 
   it("a failing check is shown to the next pick and to the file's rewrite, which makes it pass", async () => {
@@ -905,7 +897,6 @@ describe('model.profile small', () => {
     const p = makeProject({ '.env': `${secret}\n`, 'README.md': 'Settings come from .env.\n' });
     const instruction = 'Tell me what .env sets.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
-    fake.on('asks_changes', { call: { effect: 'reads it' } });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
     // No prompt could show .env (it is behind the gate): the step's first call reads it, without a pick, and asks.
@@ -923,7 +914,6 @@ describe('model.profile small', () => {
     const p = makeProject({ '.env': 'DB_PORT=5433\n', 'README.md': 'Settings come from .env.\n' });
     const instruction = 'Tell me the port .env sets.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
-    fake.on('asks_changes', { call: { effect: 'reads it' } });
     fake.on('pick_tools', { calls: [] });
     fake.on('compose_answer', (req) => ({ content: /DB_PORT=5433/.test(req.text) ? 'The port is 5433.' : 'unknown' }));
 

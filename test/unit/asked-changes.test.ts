@@ -2,7 +2,7 @@
  * The small profile's check of a question's plan (activities/llm/asked-changes.ts): a request put as a question keeps
  * in `expect.changes` only the files the model says carrying it out changes; any other request's plan is left alone.
  */
-import { changesLeftOut, keepAskedChanges } from '../../activities/llm/asked-changes';
+import { keepAskedChanges } from '../../activities/llm/asked-changes';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
 import { isQuestion, withoutChanges } from '../../activities/llm/small-model';
 import type { Plan } from '../../common/plan';
@@ -87,51 +87,6 @@ describe("a question's plan keeps only the changes the model says it asks for", 
     expect((await keepAskedChanges(client, 'Sort data.txt.', changing, ['data.txt'])).plan).toEqual(changing);
     const creating = plan(step('s1', { changes: ['new.txt'] }), step('s2'));
     expect((await keepAskedChanges(client, 'Which is it?', creating, ['data.txt'])).plan).toEqual(creating);
-    expect(prompts).toEqual([]);
-  });
-});
-
-describe('a plan that changes nothing, for a request that asks to change a file it names', () => {
-  it('names the files the model says carrying out the request changes, moves or deletes; asked about each named file', async () => {
-    const { client, prompts } = model({
-      'docs/api.md': 'changes it',
-      'old.log': 'moves or deletes it',
-      'a.py': 'runs it',
-    });
-    const reading = plan(step('s1', { check: 'cat docs/api.md' }), step('s2'));
-    const files = ['a.py', 'docs/api.md', 'old.log', 'notes.txt'];
-    const r = await changesLeftOut(
-      client,
-      'In docs/api.md, make a table; drop old.log; then run a.py.',
-      reading,
-      files
-    );
-    expect(r.files).toEqual(['docs/api.md', 'old.log']);
-    // The files of the project the request names, in its order; never one it does not name.
-    expect(prompts.map((p) => String(p.messages[0]).split('\n').pop())).toEqual([
-      'What does carrying out this request do to docs/api.md?',
-      'What does carrying out this request do to old.log?',
-      'What does carrying out this request do to a.py?',
-    ]);
-    expect(r.modelCalls).toBe(3);
-    expect(r.usage).toMatchObject({ inputTokens: 21, outputTokens: 9 });
-  });
-
-  it('a request the model says only reads or runs the files it names leaves nothing out', async () => {
-    const { client } = model({ 'stats.sh': 'runs it' });
-    const r = await changesLeftOut(client, 'Run stats.sh and tell me the average.', plan(step('s1')), ['stats.sh']);
-    expect(r).toMatchObject({ files: [], modelCalls: 1 });
-  });
-
-  it('asks nothing about a plan that changes anything, a question, or a request that names no file of the project', async () => {
-    const { client, prompts } = model({ 'data.txt': 'changes it' });
-    const creating = plan(step('s1', { changes: ['new.txt'] }), step('s2'));
-    expect((await changesLeftOut(client, 'Sort data.txt.', creating, ['data.txt'])).files).toEqual([]);
-    const folder = plan(step('s1', { changes: ['logs/'] }));
-    expect((await changesLeftOut(client, 'Sort data.txt.', folder, ['data.txt'])).files).toEqual([]);
-    const reading = plan(step('s1'));
-    expect((await changesLeftOut(client, 'Can you sort data.txt?', reading, ['data.txt'])).files).toEqual([]);
-    expect((await changesLeftOut(client, 'Sort the data file.', reading, ['data.txt'])).files).toEqual([]);
     expect(prompts).toEqual([]);
   });
 });

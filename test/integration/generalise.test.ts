@@ -11,7 +11,7 @@ import type { TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
-import { permissionSignal } from '../../workflows/task/messages';
+import { clarifySignal, permissionSignal } from '../../workflows/task/messages';
 
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
@@ -80,6 +80,50 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(planned.plan.steps[0].instruction).toBe('Read notes.md');
     // The control: the example itself is in the instructions the Planner saw first, so the check sees what it guards.
     expect(asks[0].system).toContain('orders.csv');
+  });
+});
+
+describe('a placeholder in a file that only the user can fill in', () => {
+  let fake: FakeModel;
+  let env: TestEnv;
+  useFakeModelEnv(
+    { name: 'generalise-placeholder', overrides: { model: { structured_output: 'json_schema', profile: 'small' } } },
+    (f, e) => {
+      fake = f;
+      env = e;
+    }
+  );
+
+  it('the step asks the user before it runs, and their answer is written into the file, the rest kept', async () => {
+    const cfg = '[metadata]\nname = ledger\nmaintainer = <MAINTAINER>\nversion = 1.0\n';
+    const p = makeProject({ 'setup.cfg': cfg });
+    const request = 'Fill in the maintainer in setup.cfg.';
+    const instruction = 'Replace <MAINTAINER> in setup.cfg with your name.';
+    fake.on('write_plan', { call: plan([step('s1', instruction, { expect: { changes: ['setup.cfg'] } })]) });
+    const edit = { step_id: 's1', path: 'setup.cfg', old_string: '<MAINTAINER>', new_string: 'Klea' };
+    // The first pick, made with the plan, and the step's own pick once the user has answered.
+    const picked = { calls: [{ name: 'workspace__edit_file', args: edit }] };
+    fake.on('pick_tools', picked, picked);
+    fake.on(
+      'write_file_content',
+      { content: 'QUESTION: Who is the maintainer?' },
+      { content: `\`\`\`ini\n${cfg.replace('<MAINTAINER>', 'Grace Hopper')}\`\`\`` }
+    );
+    fake.on('compose_answer', { content: 'setup.cfg names Grace Hopper as its maintainer.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    const asked = await t.waitFor('questions');
+    expect(asked).toMatchObject({ stepId: 's1', questions: ['Who is the maintainer?'] });
+    expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg);
+    await t.handle.signal(clarifySignal, { answers: { 'Who is the maintainer?': 'Grace Hopper' } });
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('<MAINTAINER>', 'Grace Hopper'));
+    const [first, second] = fake.requestsFor('write_file_content');
+    expect(first.system).toMatch(/QUESTION:/);
+    expect(first.text).toContain('maintainer = <MAINTAINER>');
+    expect(second.system).not.toMatch(/QUESTION/);
+    expect(second.text).toMatch(/Q: Who is the maintainer\?\nA: Grace Hopper/);
   });
 });
 

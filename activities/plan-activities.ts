@@ -7,7 +7,7 @@
 import type { Config } from '../common/config';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
-import { laterChecksOf, type Plan } from '../common/plan';
+import { laterChecksOf, plannedFiles, type Plan } from '../common/plan';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
@@ -116,6 +116,9 @@ export function createPlanActivities(deps: PlanActivityDeps) {
             instruction: s.instruction,
             dependencyResults: [],
             ...(s.expect ? { expect: s.expect } : {}),
+            // Nothing has run yet: every file the step is to change is unchanged (under the small profile a pick
+            // that only reads one it shows becomes its write, which may ask the user first: ./llm/small-model).
+            ...(plannedFiles(s).length ? { unchanged: plannedFiles(s) } : {}),
             ...laterChecksOf(written.plan.steps, s),
           })),
           // The listing the plan was written with: the project has not changed since.

@@ -64,7 +64,7 @@ export interface PickStep {
   laterChecks?: string[];
   /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */
   notDone?: string;
-  /** For a repair round: the files of `expect.changes` not changed yet. */
+  /** For a repair round, and the first pick made with the plan: the files of `expect.changes` not changed yet. */
   unchanged?: string[];
   /** The tools its plan says it needs, likeliest first (the small profile's `suggestedTools`). */
   suggested?: string[];
@@ -320,8 +320,8 @@ async function modelPick(
       noSuitable.push({ stepId: id, reason: `the tool call could not be read (${bad.name}): ${bad.error}` });
     }
   }
-  // A small model's change to a file is written whole, from plain text (./file-content); in a repair round, a file
-  // the step's plan names that is still unchanged is written when the model's pick changes nothing.
+  // A small model's change to a file is written whole, from plain text (./file-content); in a repair round or the
+  // first pick, a file the step's plan names that is still unchanged is written when the model's pick changes nothing.
   // A write aimed at a folder the plan names makes the folder instead.
   const folders = small ? foldersNotFiles(input.steps, calls, tools) : { calls, repairs: [] };
   const whole = small

@@ -8,7 +8,8 @@
  * - `suggestedTools`: the tools a step's plan says it needs, named in the pick's prompt.
  * - `narrowPaths`: a `path` the sent schema holds to files that exist, or to the new files a step names.
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
- * - `writesForUnchanged`: in a repair round, a file the plan names that is still unchanged is written.
+ * - `writesForUnchanged`: in a repair round or the first pick, a file the plan names that is still unchanged is
+ *   written.
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick (not copies or moves
  *   of files the project has: `copiesFiles`).
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick
@@ -185,11 +186,12 @@ export interface RepairStep {
 }
 
 /**
- * The calls of a repair round with, for each step whose evidence says a file of its plan's `expect.changes` is not
- * changed yet and whose pick changes nothing again (it reads or searches once more), a `write_file` of that file in
- * place of those calls, for the whole-file writes to write from plain text: a new file the step names, or an
- * existing one the prompt shows (whole, or the part the step is about) that the request itself names, when the
- * request is not put as a question. A plan may name a file that a step only reads (a data file a question is about,
+ * The calls of a repair round (or of the first pick, made with the plan, where nothing has changed yet) with, for
+ * each step whose evidence says a file of its plan's `expect.changes` is not changed yet and whose pick changes
+ * nothing (it reads or searches, again), a `write_file` of that file in place of those calls, for the whole-file
+ * writes to write from plain text: a new file the step names, or an existing one the prompt shows (whole, or the
+ * part the step is about) that the request itself names, when the request is not put as a question. In the first
+ * pick, the write may ask the user first (./file-content, `ASK_RULE`). A plan may name a file that a step only reads (a data file a question is about,
  * a file the Planner took from the listing): that file is changed only where the model aims a change at it. With
  * the 1.5B model a step to change a long file searched three times for a name the Planner had made up, and changed
  * nothing. The write goes where the plan aimed it, and through the permission gate like any other.

@@ -94,16 +94,20 @@ describe('a placeholder in a file that only the user can fill in', () => {
     }
   );
 
-  it('the step asks the user before it runs, and their answer is written into the file, the rest kept', async () => {
+  it('the step asks the user before it runs, though its first pick only read the file; the answer is written in, the rest kept', async () => {
     const cfg = '[metadata]\nname = ledger\nmaintainer = <MAINTAINER>\nversion = 1.0\n';
     const p = makeProject({ 'setup.cfg': cfg });
     const request = 'Fill in the maintainer in setup.cfg.';
     const instruction = 'Replace <MAINTAINER> in setup.cfg with your name.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { expect: { changes: ['setup.cfg'] } })]) });
     const edit = { step_id: 's1', path: 'setup.cfg', old_string: '<MAINTAINER>', new_string: 'Klea' };
-    // The first pick, made with the plan, and the step's own pick once the user has answered.
-    const picked = { calls: [{ name: 'workspace__edit_file', args: edit }] };
-    fake.on('pick_tools', picked, picked);
+    // The first pick, made with the plan, only reads the file it is shown: it is to change it, so it writes it (and
+    // asks first). Once the user has answered, the step's own pick aims an edit at it.
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'setup.cfg' } }] },
+      { calls: [{ name: 'workspace__edit_file', args: edit }] }
+    );
     fake.on(
       'write_file_content',
       { content: 'QUESTION: Who is the maintainer?' },

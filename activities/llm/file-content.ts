@@ -26,10 +26,8 @@ export const WRITE_FILE_PART_SYSTEM = `You rewrite some lines of one file of a p
 lines shown, in one fenced code block, and nothing else. Keep every line the step does not ask to change as it is.`;
 
 /**
- * Told only where the question can still be asked before the step runs (the first pick, with the plan), for a new
- * file or one shown whole (a placeholder to fill in: with the 1.5B model, "replace <COPYRIGHT HOLDER> with your
- * name" was written as the agent's own name); not for a long file shown in part. A question the file did not need
- * costs the user one answer.
+ * Told only for a new file, and only where the question can still be asked before the step runs (the first pick,
+ * with the plan): a question the file did not need costs the user one answer.
  */
 export const ASK_RULE = `If the file must hold a fact about the user that the step does not give (their name, say), reply with only:
 QUESTION: <what to ask the user>`;
@@ -220,11 +218,11 @@ export interface WholeFileWrites {
   modelCalls: number;
   /** The files written whole, by step. */
   rewritten: Array<{ stepId: string; path: string }>;
-  /** Questions for the user in place of a file's content (only with `mayAsk`), by step. */
+  /** Questions for the user in place of a new file's content (only with `mayAsk`), by step. */
   questions: FileQuestion[];
 }
 
-/** A fact only the user knows that a step's file needs. */
+/** A fact only the user knows that a step's new file needs. */
 export interface FileQuestion {
   stepId: string;
   path: string;
@@ -237,8 +235,8 @@ export interface FileQuestion {
  *
  * A call whose rewrite changes nothing stays as the model made it, unless this step has written that file already:
  * then there is nothing left to write and the call is left out (the step's evidence judges it). With `mayAsk`, a
- * file (new, or shown whole) whose content is a fact about the user the step does not give becomes a question (and
- * the call is left out).
+ * new file whose content is a fact about the user the step does not give becomes a question (and the call is left
+ * out).
  */
 export async function withWholeFileWrites(
   model: ModelClient,
@@ -256,7 +254,7 @@ export async function withWholeFileWrites(
     path: string,
     current: NamedFile | null
   ): Promise<{ question?: string; content?: string } | null> => {
-    const mayAsk = !!opts.mayAsk && !current?.part;
+    const mayAsk = !!opts.mayAsk && current === null;
     // A new file the request names that the step's own words do not: the Planner split the file's work into steps
     // and the file came to this one from the request (plan-files.ts, `requestedNewFiles`). Written for the step
     // alone, a new script whose step said only to read its data file did only that, and printed nothing.

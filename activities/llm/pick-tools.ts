@@ -98,7 +98,7 @@ export interface PickToolsResult {
   usage: MeteredUsage;
   /** What the activity changed in the model's calls, for each step's `repairs`. */
   repairs?: PickRepair[];
-  /** Facts only the user knows that a step's file needs (only when asked for with `mayAsk`). */
+  /** Facts only the user knows that a step's new file needs (only when asked for with `mayAsk`). */
   questions?: FileQuestion[];
 }
 

@@ -11,7 +11,7 @@ import type { TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
-import { clarifySignal, permissionSignal } from '../../workflows/task/messages';
+import { permissionSignal } from '../../workflows/task/messages';
 
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
@@ -83,51 +83,33 @@ describe('one planner for every model (a server that holds answers to a schema)'
   });
 });
 
-describe('a placeholder in a file that only the user can fill in', () => {
+describe("a small model's first pick that only reads the file its step is to change", () => {
   let fake: FakeModel;
   let env: TestEnv;
   useFakeModelEnv(
-    { name: 'generalise-placeholder', overrides: { model: { structured_output: 'json_schema', profile: 'small' } } },
+    { name: 'generalise-first-write', overrides: { model: { structured_output: 'json_schema', profile: 'small' } } },
     (f, e) => {
       fake = f;
       env = e;
     }
   );
 
-  it('the step asks the user before it runs, though its first pick only read the file; the answer is written in, the rest kept', async () => {
-    const cfg = '[metadata]\nname = ledger\nmaintainer = <MAINTAINER>\nversion = 1.0\n';
+  it('writes that file there and then, from the content the model writes for it: one pick, one call', async () => {
+    const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';
     const p = makeProject({ 'setup.cfg': cfg });
-    const request = 'Fill in the maintainer in setup.cfg.';
-    const instruction = 'Replace <MAINTAINER> in setup.cfg with your name.';
-    fake.on('write_plan', { call: plan([step('s1', instruction, { expect: { changes: ['setup.cfg'] } })]) });
-    const edit = { step_id: 's1', path: 'setup.cfg', old_string: '<MAINTAINER>', new_string: 'Klea' };
-    // The first pick, made with the plan, only reads the file it is shown: it is to change it, so it writes it (and
-    // asks first). Once the user has answered, the step's own pick aims an edit at it.
-    fake.on(
-      'pick_tools',
-      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'setup.cfg' } }] },
-      { calls: [{ name: 'workspace__edit_file', args: edit }] }
-    );
-    fake.on(
-      'write_file_content',
-      { content: 'QUESTION: Who is the maintainer?' },
-      { content: `\`\`\`ini\n${cfg.replace('<MAINTAINER>', 'Grace Hopper')}\`\`\`` }
-    );
-    fake.on('compose_answer', { content: 'setup.cfg names Grace Hopper as its maintainer.' });
+    const request = 'Set the version in setup.cfg to 1.1.';
+    fake.on('write_plan', { call: plan([step('s1', request, { expect: { changes: ['setup.cfg'] } })]) });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'setup.cfg' } }] });
+    fake.on('write_file_content', { content: `\`\`\`ini\n${cfg.replace('1.0', '1.1')}\`\`\`` });
+    fake.on('compose_answer', { content: 'setup.cfg says version 1.1 now.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
-    const asked = await t.waitFor('questions');
-    expect(asked).toMatchObject({ stepId: 's1', questions: ['Who is the maintainer?'] });
-    expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg);
-    await t.handle.signal(clarifySignal, { answers: { 'Who is the maintainer?': 'Grace Hopper' } });
     expect(await t.result()).toMatchObject({ status: 'done' });
 
-    expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('<MAINTAINER>', 'Grace Hopper'));
-    const [first, second] = fake.requestsFor('write_file_content');
-    expect(first.system).toMatch(/QUESTION:/);
-    expect(first.text).toContain('maintainer = <MAINTAINER>');
-    expect(second.system).not.toMatch(/QUESTION/);
-    expect(second.text).toMatch(/Q: Who is the maintainer\?\nA: Grace Hopper/);
+    expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('1.0', '1.1'));
+    expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
   });
 });
 

@@ -46,9 +46,7 @@ function model(answers: Record<string, string>) {
     profile: 'small',
     async text(prompt: NodePrompt) {
       prompts.push(prompt);
-      const file = /Reply with the (?:whole new content|new content of lines \S+) of (\S+)\.$/.exec(
-        String(prompt.messages[0])
-      )![1];
+      const file = /Reply with the whole new content of (\S+)\.$/.exec(String(prompt.messages[0]))![1];
       return { text: answers[file] ?? '', usage: { inputTokens: 10, outputTokens: 5 } };
     },
   } as unknown as ModelClient;
@@ -346,28 +344,11 @@ describe('whole-file writes in a pick', () => {
     const r = await withWholeFileWrites(later.client, [step], [write], TOOLS);
     expect(r.calls.map((c) => c.args)).toEqual([{ path: 'owner.txt', content: 'Ada Lovelace\n' }]);
     expect(later.prompts[0].system).not.toMatch(/QUESTION/);
-  });
 
-  it('a file shown whole with a placeholder for the user asks them too; a long file shown in part never does', async () => {
-    const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n';
-    const step: WholeFileStep = {
-      id: 's1',
-      instruction: 'Replace <COPYRIGHT HOLDER> in LICENSE with your name.',
-      files: [{ path: 'LICENSE', text: license }],
-    };
-    const edit = call('edit_file', { path: 'LICENSE', old_string: '<COPYRIGHT HOLDER>', new_string: 'Klea' });
-    const m = model({ LICENSE: 'QUESTION: Who is the copyright holder?' });
-    const asked = await withWholeFileWrites(m.client, [step], [edit], TOOLS, { mayAsk: true });
-    expect(asked.calls).toEqual([]);
-    expect(asked.questions).toEqual([{ stepId: 's1', path: 'LICENSE', question: 'Who is the copyright holder?' }]);
-    expect(m.prompts[0].system).toMatch(/QUESTION:/);
-
-    const part = { from: 1, to: 3, total: 3, whole: license };
-    const long: WholeFileStep = { ...step, files: [{ path: 'LICENSE', text: license, part }] };
-    const p = model({ LICENSE: '```\nMIT License\n\nCopyright (c) 2026 Ada Lovelace\n```' });
-    const r = await withWholeFileWrites(p.client, [long], [edit], TOOLS, { mayAsk: true });
-    expect(r.questions).toEqual([]);
-    expect(p.prompts[0].system).not.toMatch(/QUESTION/);
+    // An existing file is never asked about: the question is offered for new files only.
+    const existing = model({ 'settings.yaml': 'QUESTION: what for?' });
+    const e = await withWholeFileWrites(existing.client, [yamlStep], [write], TOOLS, { mayAsk: true });
+    expect(e.questions).toEqual([]);
   });
 });
 

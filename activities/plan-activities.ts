@@ -117,7 +117,7 @@ export function createPlanActivities(deps: PlanActivityDeps) {
             dependencyResults: [],
             ...(s.expect ? { expect: s.expect } : {}),
             // Nothing has run yet: every file the step is to change is unchanged (under the small profile a pick
-            // that only reads one it shows becomes its write, which may ask the user first: ./llm/small-model).
+            // that only reads one it shows becomes its write: ./llm/small-model).
             ...(plannedFiles(s).length ? { unchanged: plannedFiles(s) } : {}),
             ...laterChecksOf(written.plan.steps, s),
           })),

@@ -11,6 +11,7 @@
  * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
+ * - `valuesAsChanges`: a step whose planned changes were all values, not files, changes the files its instruction names.
  */
 import { changesSomething, plainPath, plannedFiles, withExpect, type Plan, type PlanStep } from '../../common/plan';
 import { namedByStem, namedFiles, newFileNames } from './named-files';
@@ -294,6 +295,38 @@ export function unnamedChanges(
       `step "${s.id}": expect.changes named ${gone.join(', ')}, which neither the request nor the step names: left out`
     );
     return withoutPlanned(s, gone);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/**
+ * The plan with each step whose every `expect.changes` entry named no file (`before`: the plan as the Planner wrote
+ * it; `plan`: with those entries left out) to change the files of the project its instruction names. The Planner
+ * meant the step to change something and wrote what it changes instead of where: with the 0.5B model,
+ * `["DEBUG = false"]` for "In .env, set DEBUG to false", `["<COPYRIGHT HOLDER>"]` for a LICENSE, a glob of the
+ * files a script reads for the script the step fixes. Left with no change to make, the step was judged done by the
+ * read it began with, and nothing was changed. Not for a request put as a question (`isQuestion`): what it asks to
+ * change is for `keepAskedChanges` to say. Only meaningful with a complete listing.
+ */
+export function valuesAsChanges(
+  before: Plan,
+  plan: Plan,
+  request: string,
+  files: readonly string[]
+): { plan: Plan; repairs: string[] } {
+  if (isQuestion(request)) return { plan, repairs: [] };
+  const planned = new Map(before.steps.map((s) => [s.id, s.expect?.changes ?? []]));
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const values = planned.get(s.id) ?? [];
+    if (!values.length || s.expect?.changes?.length || !s.needs_tool) return s;
+    const named = namedFiles(files, s.instruction);
+    if (!named.length) return s;
+    repairs.push(
+      `step "${s.id}": expect.changes named ${values.map((v) => JSON.stringify(v)).join(', ')}, no file; ` +
+        `its instruction names ${named.join(', ')}: to change`
+    );
+    return withChanges(s, named);
   });
   return { plan: { ...plan, steps }, repairs };
 }

@@ -28,6 +28,7 @@ import {
   sameFileSteps,
   thinkingSteps,
   unnamedChanges,
+  valuesAsChanges,
 } from './plan-files';
 import { boundedChecks, dataChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
@@ -288,7 +289,10 @@ export async function writePlan(
     small && input.failedCheck
       ? changesForFailedCheck(checked.plan, input.failedCheck, input.request, files, input.changedFiles)
       : { plan: checked.plan, repairs: [] };
-  const requested = small ? requestedNewFiles(fixing.plan, input.request, files) : { plan: fixing.plan, repairs: [] };
+  const valued = small
+    ? valuesAsChanges(bounded.plan, fixing.plan, input.request, files)
+    : { plan: fixing.plan, repairs: [] };
+  const requested = small ? requestedNewFiles(valued.plan, input.request, files) : { plan: valued.plan, repairs: [] };
   const named = small ? unnamedChanges(requested.plan, input.request, files) : { plan: requested.plan, repairs: [] };
   const asked = small
     ? await keepAskedChanges(model, input.request, named.plan, files)
@@ -304,6 +308,7 @@ export async function writePlan(
     ...bounded.repairs,
     ...checked.repairs,
     ...fixing.repairs,
+    ...valued.repairs,
     ...requested.repairs,
     ...named.repairs,
     ...asked.repairs,

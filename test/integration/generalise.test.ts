@@ -111,6 +111,25 @@ describe("a small model's first pick that only reads the file its step is to cha
     const [finished] = await t.eventsOf('step_finished');
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
   });
+
+  it('a step planned to change a value, not a file, changes the file its instruction names', async () => {
+    const cfg = '# local\nAPP=ledger\nDEBUG=true\nLOG=info\n';
+    const p = makeProject({ 'local.cfg': cfg, 'app.py': 'import os\n' });
+    const request = 'Switch DEBUG off in local.cfg.';
+    const planned = step('s1', 'In local.cfg, set DEBUG to false.', { expect: { changes: ['DEBUG = false'] } });
+    fake.on('write_plan', { call: plan([planned]) });
+    fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'local.cfg' } }] });
+    fake.on('write_file_content', { content: `\`\`\`\n${cfg.replace('true', 'false')}\`\`\`` });
+    fake.on('compose_answer', { content: 'DEBUG is false in local.cfg now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    // Without the repair the step had no change to make: the read ended it, and local.cfg stayed as it was.
+    expect(readFileSync(path.join(p.dir, 'local.cfg'), 'utf8')).toBe(cfg.replace('true', 'false'));
+    const [planEvent] = await t.eventsOf('plan');
+    expect(planEvent.plan.steps[0].expect).toEqual({ changes: ['local.cfg'] });
+  });
 });
 
 describe('a project of folders inside folders', () => {

@@ -10,7 +10,9 @@ import {
   sameFileSteps,
   thinkingSteps,
   unnamedChanges,
+  valuesAsChanges,
 } from '../../activities/llm/plan-files';
+import { fileChangesOnly } from '../../activities/llm/planner';
 import { boundedChecks, dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
 import { MAX_CHECK_CHARS, type Plan } from '../../common/plan';
 import { planOf, planStep } from '../support/plan-steps';
@@ -457,5 +459,32 @@ describe('a check closed by its bound is no check', () => {
       step('s2', 'Run it.', { expect: { check: runOn.slice(0, MAX_CHECK_CHARS - 1) } })
     );
     expect(boundedChecks(p)).toEqual({ plan: p, repairs: [] });
+  });
+});
+
+describe('a step whose planned changes are values, not files, changes the files its instruction names', () => {
+  const files = ['.env', 'app.py', 'count_errors.sh', 'logs/api.log'];
+  const request = 'Switch DEBUG off in my .env, and make count_errors.sh print one total.';
+
+  it('the files its instruction names become its changes, with a repair; other steps stay as planned', () => {
+    const before = planOf(
+      step('s1', 'In .env, set DEBUG to false.', { expect: { changes: ['DEBUG = false'] } }),
+      step('s2', 'In count_errors.sh, sum the ERROR lines of logs/*.log.', { expect: { changes: ['logs/*.log'] } }),
+      step('s3', 'Read app.py.'),
+      step('s4', 'Print the total.', { expect: { changes: ['total'] } })
+    );
+    const checked = fileChangesOnly(before, files, request);
+    expect(changes(checked.plan)).toEqual([[], [], [], []]);
+    const out = valuesAsChanges(before, checked.plan, request, files);
+    expect(changes(out.plan)).toEqual([['.env'], ['count_errors.sh'], [], []]);
+    expect(out.repairs).toEqual([
+      'step "s1": expect.changes named "DEBUG = false", no file; its instruction names .env: to change',
+      'step "s2": expect.changes named "logs/*.log", no file; its instruction names count_errors.sh: to change',
+    ]);
+    // The control: a step that kept a file of its own, or a request put as a question, is left as it is.
+    const kept = planOf(step('s1', 'In .env, set DEBUG to false.', { expect: { changes: ['DEBUG', 'app.py'] } }));
+    const keptChecked = fileChangesOnly(kept, files, request).plan;
+    expect(changes(valuesAsChanges(kept, keptChecked, request, files).plan)).toEqual([['app.py']]);
+    expect(valuesAsChanges(before, checked.plan, 'Is DEBUG on in my .env?', files).plan).toEqual(checked.plan);
   });
 });

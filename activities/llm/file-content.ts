@@ -93,6 +93,8 @@ export interface FileContentInput {
   cutOff?: boolean;
   /** Lines of the file a first answer left out (`DROPPED_SHOWN` of them), to keep this time. */
   dropped?: readonly string[];
+  /** A file shown to read that a first answer copied into this one, to leave in its own file this time. */
+  copied?: string;
 }
 
 /** How much of a command's output a write is shown: its start and, mostly, its end (where a traceback ends). */
@@ -153,6 +155,9 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
               `Your first answer left out these lines of ${input.path}. Keep each one the step does not ask to ` +
                 `change:\n${fenced(input.dropped.slice(0, DROPPED_SHOWN).join('\n'))}`,
             ]
+          : []),
+        ...(input.copied
+          ? [`Your first answer copied ${input.copied} into it: use it from its own file (import it, say).`]
           : []),
         `Reply with the ${whole} ${input.path}.`,
       ].join('\n\n'),
@@ -271,7 +276,7 @@ export async function withWholeFileWrites(
     const context = [...named, ...(step.requestFiles ?? []).filter((f) => isWhole(f) && !seen.has(plainPath(f.path)))];
     // Outside a repair round (whose evidence holds the check's output), the step's last command: what a fix is for.
     const ran = step.notDone ? undefined : lastOutput(step.earlierCalls ?? []);
-    const ask = async ({ dropped, cutOff }: { dropped?: string[]; cutOff?: boolean } = {}) => {
+    const ask = async ({ dropped, cutOff, copied }: { dropped?: string[]; cutOff?: boolean; copied?: string } = {}) => {
       const answer = await model.text(
         fileContentPrompt({
           path,
@@ -289,6 +294,7 @@ export async function withWholeFileWrites(
           ...(ran ? { ran } : {}),
           ...(dropped ? { dropped } : {}),
           ...(cutOff ? { cutOff } : {}),
+          ...(copied ? { copied } : {}),
         }),
         { afterCutOff: cutOff === true }
       );
@@ -309,20 +315,26 @@ export async function withWholeFileWrites(
     const question = mayAsk ? questionOf(text) : null;
     if (question) return { question };
     let content = contentOfAnswer(text);
+    const dropped = (c: string) => (current ? droppedLines(current.text, c) : []);
+    const dropsMost = (c: string) => !!current && tooMuchDropped(current.text, dropped(c));
+    const same = (c: string) => !!current && c.trimEnd() === current.text.trimEnd();
     // The rewrite of an existing file keeps most of it: a model asked for the whole file that drops half of its
     // lines (a function the step never mentioned) is asked once more, shown what it left out; if it drops them
     // again, it is not used, and the model's own call stays.
-    if (current && content !== null) {
-      const dropped = droppedLines(current.text, content);
-      if (tooMuchDropped(current.text, dropped)) {
-        text = (await ask({ dropped })).text;
-        content = contentOfAnswer(text);
-        if (content !== null && tooMuchDropped(current.text, droppedLines(current.text, content))) return null;
-      }
+    if (content !== null && dropsMost(content)) {
+      content = contentOfAnswer((await ask({ dropped: dropped(content) })).text);
+      if (content !== null && dropsMost(content)) return null;
     }
-    if (content === null || (current && content.trimEnd() === current.text.trimEnd())) return null;
-    // Nor is one that copies in a file it was shown to read: the model merged two files into one.
-    if (context.some((f) => copiedIn(f.text, content, current?.text ?? ''))) return null;
+    if (content === null || same(content)) return null;
+    // Nor is one that copies in a file it was shown to read: the model merged two files into one (a 0.5B model's new
+    // test file held the function it tests, the same answer each round). Asked once more, told which file it copied,
+    // an answer that copies again (or changes nothing, or drops most of the file) is not used.
+    const copiedFile = (c: string) => context.find((f) => copiedIn(f.text, c, current?.text ?? ''));
+    const copied = copiedFile(content);
+    if (copied) {
+      content = contentOfAnswer((await ask({ copied: copied.path })).text);
+      if (content === null || copiedFile(content) || same(content) || dropsMost(content)) return null;
+    }
     // A part's new lines go back into the whole file, the rest of it as it was.
     if (current?.part) return { content: withPart(current.part, content) };
     return { content };

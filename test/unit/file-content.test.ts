@@ -462,3 +462,48 @@ describe('a rewrite that drops most of the file', () => {
     expect(r.modelCalls).toBe(2);
   });
 });
+
+describe('a new file that copies in the file it was shown to read', () => {
+  const durations =
+    'import re\n\n\ndef parse_duration(text):\n    if not re.fullmatch(r"\\d+[hms]", text):\n        raise ValueError(text)\n    return int(text[:-1])\n';
+  const copy = `\`\`\`python\nimport unittest\n\n${durations}\n\nclass T(unittest.TestCase):\n    def test_s(self):\n        self.assertEqual(parse_duration("45s"), 45)\n\`\`\``;
+  const own = `import unittest\nfrom durations import parse_duration\n\n\nclass T(unittest.TestCase):\n    def test_s(self):\n        self.assertEqual(parse_duration("45s"), 45)\n`;
+  const step: WholeFileStep = {
+    id: 's1',
+    instruction: 'Add unittest tests for parse_duration in tests/test_durations.py.',
+    files: [{ path: 'durations.py', text: durations }],
+    newFiles: ['tests/test_durations.py'],
+  };
+  const picked = call('write_file', { path: 'tests/test_durations.py', content: '45s' });
+
+  function scripted(answers: string[]) {
+    const prompts: NodePrompt[] = [];
+    const client = {
+      profile: 'small',
+      async text(prompt: NodePrompt) {
+        prompts.push(prompt);
+        return { text: answers[prompts.length - 1] ?? '', usage: { inputTokens: 10, outputTokens: 5 } };
+      },
+    } as unknown as ModelClient;
+    return { client, prompts };
+  }
+
+  it('is asked once more, told which file it copied; an answer that uses it from there is written', async () => {
+    const m = scripted([copy, `\`\`\`python\n${own}\`\`\``]);
+    const r = await withWholeFileWrites(m.client, [step], [picked], TOOLS);
+    expect(r.calls.map((c) => c.args)).toEqual([{ path: 'tests/test_durations.py', content: own }]);
+    expect(m.prompts).toHaveLength(2);
+    expect(String(m.prompts[1].messages[0])).toContain(
+      'Your first answer copied durations.py into it: use it from its own file (import it, say).\n\n' +
+        'Reply with the whole new content of tests/test_durations.py.'
+    );
+    expect(String(m.prompts[0].messages[0])).not.toContain('Your first answer copied');
+  });
+
+  it('the control: copied again, it is not used, and the model’s own call stays', async () => {
+    const m = scripted([copy, copy]);
+    const r = await withWholeFileWrites(m.client, [step], [picked], TOOLS);
+    expect(r.calls).toEqual([picked]);
+    expect(r.modelCalls).toBe(2);
+  });
+});

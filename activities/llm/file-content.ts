@@ -15,7 +15,7 @@ import { droppedLines, keptLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
-import { isCut, isWhole, namedFiles, type NamedFile } from './named-files';
+import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
@@ -209,7 +209,7 @@ export interface WholeFileStep {
   newFiles?: string[];
   /** The files the request names, for a write to read (the test a fix is for, the code a new test tests). */
   requestFiles?: NamedFile[];
-  earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string; text?: string }>;
+  earlierCalls?: readonly ReadCall[];
   notDone?: string;
   previousFailure?: string;
   /** What its plan expects: once every file of `changes` is written whole, the step is done. */
@@ -353,7 +353,7 @@ export async function withWholeFileWrites(
     );
     // Files shown whole, and long files shown in part (their part is rewritten and put back).
     const shown = (step.files ?? []).filter((f) => !isCut(f));
-    const aimed = shown.find((f) => plainPath(f.path) === target);
+    const aimed = shown.find((f) => plainPath(f.path) === target) ?? readInFull(step.earlierCalls ?? [], target);
     const isNew = !aimed && (step.newFiles ?? []).map(plainPath).includes(target);
     if (!aimed && !isNew) {
       if (!PLANNED_WRITES.has(call)) res.calls.push(call);

@@ -3,6 +3,7 @@
  * rather than read them. The names come from the project's listing (so only files that exist), matched as whole
  * words of the step's text, by path or by base name when that is unique.
  */
+import { plainPath } from '../../common/plan';
 import type { FilePart } from './file-part';
 
 /** How much of one named file the pick sees, and of all of them. */
@@ -103,4 +104,35 @@ export function boundNamedFiles(files: readonly NamedFile[], total = NAMED_FILES
     out.push({ path: f.path, text });
   }
   return out;
+}
+
+/** What `readInFull` looks at of a step's calls so far. */
+export interface ReadCall {
+  tool: string;
+  args: Record<string, unknown>;
+  status: string;
+  text?: string;
+  /** The project files it changed. */
+  changed?: readonly string[];
+}
+
+/** The marks of a read cut short: by the workspace server's size cap, or by the step's record of the result. */
+const READ_CUT = /\n\[truncated: showing lines \d+-\d+ of \d+|… \[\d+ more characters\]$/;
+
+/**
+ * The file `path` as the step's last read of it showed it: whole (no line range, nothing cut) and changed by no call
+ * since; else null. A file no prompt can show (one behind the permission gate) is seen once the step has read it,
+ * with the user's leave: a change to it starts from what the model saw.
+ */
+export function readInFull(calls: readonly ReadCall[], path: string): NamedFile | null {
+  for (const c of [...calls].reverse()) {
+    if ((c.changed ?? []).some((f) => plainPath(f) === path)) return null;
+    const read =
+      c.tool === 'workspace__read_file' && typeof c.args.path === 'string' && plainPath(c.args.path) === path;
+    if (!read || c.status !== 'ok') continue;
+    const ranged = c.args.start_line !== undefined || c.args.end_line !== undefined;
+    if (ranged || c.text === undefined || READ_CUT.test(c.text)) return null;
+    return { path, text: c.text.endsWith('\n') ? c.text : `${c.text}\n` };
+  }
+  return null;
 }

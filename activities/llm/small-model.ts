@@ -28,7 +28,7 @@ import {
 } from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { isCut, isWhole, namedFiles } from './named-files';
+import { isCut, isWhole, namedFiles, type NamedFile } from './named-files';
 import { piped } from './shell-words';
 import type { OpenAIFunction } from './structured-output';
 
@@ -351,16 +351,18 @@ export function readsFirst(tools: readonly ToolDescriptor[], steps: readonly Rea
 export interface SeeingStep {
   id: string;
   /** Files it names, shown whole or cut (`isCut`). */
-  files?: ReadonlyArray<{ path: string; text: string }>;
+  files?: readonly NamedFile[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
 }
 
 /**
  * The calls with each `write_file` over an existing file the model has not seen (no prompt of the pick showed it
- * whole, and the step has not read it) made a `read_file` of that file, the step left open: its next pick sees the
- * file and may write it then. A small model told to change a file behind the permission gate (a `.env`) wrote it
- * blind, five lines replaced by one. Known only with the whole listing; the read passes the permission gate like any
- * other. With a repair line for each.
+ * whole, and the step has not read it), and each `edit_file` of one no prompt showed at all (a long file shown in
+ * part is seen), made a `read_file` of that file, the step left open: its next pick sees the file and may change it
+ * then. A small model told to change a file behind the permission gate (a `.env`) wrote it blind, five lines
+ * replaced by one; or edited it blind, its guessed `old_string` "DEBUG" made "false", and `DEBUG=true` became
+ * `false=true`. Known only with the whole listing; the read passes the permission gate like any other. With a
+ * repair line for each.
  */
 export function readsBeforeBlindWrites(
   steps: readonly SeeingStep[],
@@ -371,19 +373,21 @@ export function readsBeforeBlindWrites(
   const reader = tools.find((t) => t.qualifiedName === READ_FILE);
   if (!reader || !existingFiles) return { calls: [...calls], repairs: [] };
   const existing = new Set(existingFiles);
-  const shown = new Set(steps.flatMap((s) => (s.files ?? []).filter(isWhole).map((f) => plainPath(f.path))));
+  const shownBy = (keep: (f: NamedFile) => boolean) =>
+    new Set(steps.flatMap((s) => (s.files ?? []).filter(keep).map((f) => plainPath(f.path))));
+  const shown = { [WRITE_FILE]: shownBy(isWhole), [EDIT_FILE]: shownBy((f) => !isCut(f)) };
   const repairs: Array<{ stepId: string; repair: string }> = [];
   const out = calls.map((c) => {
     const path = typeof c.args.path === 'string' ? plainPath(c.args.path) : null;
-    if (c.qualifiedName !== WRITE_FILE || !path || !existing.has(path) || shown.has(path) || PART_WRITES.has(c))
-      return c;
+    const seen = shown[c.qualifiedName as keyof typeof shown];
+    if (!seen || !path || !existing.has(path) || seen.has(path) || PART_WRITES.has(c)) return c;
     const step = steps.find((s) => s.id === c.stepId);
     const read = (step?.earlierCalls ?? []).some(
       (e) =>
         e.tool === READ_FILE && e.status === 'ok' && typeof e.args.path === 'string' && plainPath(e.args.path) === path
     );
     if (read) return c;
-    repairs.push({ stepId: c.stepId, repair: `write_file on ${path}, which the model had not seen: read it first` });
+    repairs.push({ stepId: c.stepId, repair: `${c.tool} on ${path}, which the model had not seen: read it first` });
     return { ...callWithoutPick(reader, c.stepId, { path }), stepDone: false as const };
   });
   return { calls: out, repairs };

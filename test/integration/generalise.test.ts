@@ -130,6 +130,40 @@ describe("a small model's first pick that only reads the file its step is to cha
     const [planEvent] = await t.eventsOf('plan');
     expect(planEvent.plan.steps[0].expect).toEqual({ changes: ['local.cfg'] });
   });
+
+  it('a blind edit of a file behind the gate is a read first; the change then starts from what the read showed', async () => {
+    const dotenv = '# local\nAPP=ledger\nDEBUG=true\nLOG=info\n';
+    const p = makeProject({ '.env': dotenv, 'app.py': 'import os\n' });
+    const request = 'Switch DEBUG off in my .env.';
+    fake.on('write_plan', {
+      call: plan([step('s1', 'In .env, set DEBUG to false.', { expect: { changes: ['.env'] } })]),
+    });
+    // The model guesses what to replace, twice: without the read, "DEBUG=true" becomes "false=true".
+    const blind = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: '.env', old_string: 'DEBUG', new_string: 'false' },
+    };
+    fake.on('pick_tools', { calls: [blind] }, { calls: [blind] });
+    fake.on('write_file_content', { content: `\`\`\`\n${dotenv.replace('DEBUG=true', 'DEBUG=false')}\`\`\`` });
+    fake.on('compose_answer', { content: 'DEBUG is false in .env now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    for (const op of ['read', 'write']) {
+      const ask = await t.waitFor('permission_requested', (e) => e.op === op);
+      await t.handle.signal(permissionSignal, { requestId: ask.requestId, decision: 'allow_once' });
+    }
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, '.env'), 'utf8')).toBe(dotenv.replace('DEBUG=true', 'DEBUG=false'));
+    // The file reached the writer from the read the user allowed, whole.
+    const [writer] = fake.requestsFor('write_file_content');
+    expect(writer.text).toContain(`File .env:\n\`\`\`\n${dotenv}\`\`\``);
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls).toEqual([
+      { tool: 'workspace__read_file', status: 'ok' },
+      { tool: 'workspace__write_file', status: 'ok' },
+    ]);
+  });
 });
 
 describe('a project of folders inside folders', () => {

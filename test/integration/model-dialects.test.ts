@@ -874,6 +874,8 @@ describe('model.profile small', () => {
       args: { step_id: 's1', path: '.env', content: 'DEBUG=false\nPORT=8000\nNAME=shop\n' },
     };
     fake.on('pick_tools', { calls: [blind] }, (req) => ({ calls: [/PORT=8000/.test(req.text) ? seen : blind] }));
+    // Once read, the file is written whole, from the text of that read.
+    fake.on('write_file_content', { content: '```\nDEBUG=false\nPORT=8000\nNAME=shop\n```' });
     fake.on('compose_answer', { content: 'DEBUG is false now.' });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
@@ -889,6 +891,9 @@ describe('model.profile small', () => {
     expect(readFileSync(path.join(p.dir, '.env'), 'utf8')).toBe('DEBUG=false\nPORT=8000\nNAME=shop\n');
     const [finished] = await t.eventsOf('step_finished');
     expect(finished.repairs).toContainEqual('write_file on .env, which the model had not seen: read it first');
+    expect(fake.requestsFor('write_file_content')[0].text).toContain(
+      'File .env:\n```\nDEBUG=true\nPORT=8000\nNAME=shop\n```'
+    );
   });
 
   it('attack: a step that only names .env reads it first, and only with permission; denied, the secret reaches no model', async () => {

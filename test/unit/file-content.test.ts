@@ -507,3 +507,26 @@ describe('a new file that copies in the file it was shown to read', () => {
     expect(r.modelCalls).toBe(2);
   });
 });
+
+describe('a change to a file no prompt showed, which the step has read whole', () => {
+  const dotenv = '# local\nAPP=ledger\nDEBUG=true\n';
+  const read = { tool: 'workspace__read_file', args: { path: '.env' }, status: 'ok', text: dotenv.trimEnd() };
+  const edit = call('edit_file', { path: '.env', old_string: 'DEBUG', new_string: 'false' });
+
+  it('is written whole, from the file as the read showed it', async () => {
+    const m = model({ '.env': `\`\`\`\n${dotenv.replace('true', 'false')}\`\`\`` });
+    const step: WholeFileStep = { id: 's1', instruction: 'In .env, set DEBUG to false.', earlierCalls: [read] };
+    const r = await withWholeFileWrites(m.client, [step], [edit], TOOLS);
+    expect(r.calls.map((c) => [c.qualifiedName, c.args])).toEqual([
+      ['workspace__write_file', { path: '.env', content: dotenv.replace('true', 'false') }],
+    ]);
+    expect(String(m.prompts[0].messages[0])).toContain(`File .env:\n\`\`\`\n${dotenv}\`\`\``);
+  });
+
+  it('the control: not read, the model’s own call stays', async () => {
+    const m = model({ '.env': 'DEBUG=false' });
+    const r = await withWholeFileWrites(m.client, [{ id: 's1', instruction: 'Set DEBUG.' }], [edit], TOOLS);
+    expect(r.calls).toEqual([edit]);
+    expect(m.prompts).toEqual([]);
+  });
+});

@@ -1,5 +1,11 @@
 /** The project files a step names (shown to the pick with their content), and those it is to create. */
-import { boundNamedFiles, NAMED_FILE_CHARS, namedFiles, newFileNames } from '../../activities/llm/named-files';
+import {
+  boundNamedFiles,
+  NAMED_FILE_CHARS,
+  namedFiles,
+  newFileNames,
+  readInFull,
+} from '../../activities/llm/named-files';
 import type { PickStep } from '../../activities/llm/pick-tools';
 import { stepNewFiles } from '../../activities/prompt-context';
 
@@ -94,5 +100,38 @@ describe('stepNewFiles', () => {
     expect(stepNewFiles(['docs/', 'docs/notes.txt'], step({ earlierCalls }))).toEqual([]);
     // Control: the same listing, without what the calls changed, takes the deleted files for new ones.
     expect(stepNewFiles(['docs/', 'docs/notes.txt'], step({}))).toEqual(['.DS_Store']);
+  });
+});
+
+describe('a file the step has read whole', () => {
+  const read = (args: Record<string, unknown>, text: string, status = 'ok') => ({
+    tool: 'workspace__read_file',
+    args,
+    status,
+    text,
+  });
+
+  it('is the text its last read showed, as a file ends', () => {
+    const calls = [read({ path: '.env' }, 'A=1'), read({ path: './.env' }, 'A=1\nB=2')];
+    expect(readInFull(calls, '.env')).toEqual({ path: '.env', text: 'A=1\nB=2\n' });
+  });
+
+  it('is not when the read was of some lines, cut, failed, or a call changed the file since', () => {
+    expect(readInFull([read({ path: '.env', start_line: 2 }, 'B=2')], '.env')).toBeNull();
+    expect(
+      readInFull([read({ path: 'a.py' }, 'x\n[truncated: showing lines 1-9 of 900 (size cap 1 bytes)')], 'a.py')
+    ).toBeNull();
+    expect(readInFull([read({ path: 'a.py' }, 'xxxx… [120 more characters]')], 'a.py')).toBeNull();
+    expect(readInFull([read({ path: '.env' }, 'denied', 'error')], '.env')).toBeNull();
+    const since = [
+      read({ path: '.env' }, 'A=1'),
+      { tool: 'workspace__run_command', args: {}, status: 'ok', changed: ['.env'] },
+    ];
+    expect(readInFull(since, '.env')).toBeNull();
+    // The control: a call that changed another file leaves the read as it was.
+    expect(readInFull([since[0], { ...since[1], changed: ['b.txt'] }], '.env')).toEqual({
+      path: '.env',
+      text: 'A=1\n',
+    });
   });
 });

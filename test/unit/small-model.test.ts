@@ -444,4 +444,29 @@ describe('small profile: a write over a file the model has not seen reads it fir
       'workspace__read_file'
     );
   });
+
+  it('an edit of a file no prompt showed at all is a read first; one of a file shown whole or in part runs', () => {
+    const edit = (path: string) => ({
+      ...write(path),
+      tool: 'edit_file',
+      qualifiedName: 'workspace__edit_file',
+      args: { path, old_string: 'DEBUG', new_string: 'false' },
+    });
+    const part = { path: 'big.py', text: 'x\n', part: { from: 10, to: 11, total: 300, whole: 'x\n'.repeat(300) } };
+    const shown = [{ id: 's1', files: [{ path: 'app.py', text: 'print(1)\n' }, part] }];
+    const out = readsBeforeBlindWrites(shown, [edit('.env'), edit('app.py'), edit('big.py')], workspace, existing);
+    expect(out.calls.map((c) => [c.qualifiedName, c.args.path])).toEqual([
+      ['workspace__read_file', '.env'],
+      ['workspace__edit_file', 'app.py'],
+      ['workspace__edit_file', 'big.py'],
+    ]);
+    expect(out.repairs).toEqual([
+      { stepId: 's1', repair: 'edit_file on .env, which the model had not seen: read it first' },
+    ]);
+    // The control: once the step has read it, the edit runs.
+    const readEnv = [
+      { id: 's1', earlierCalls: [{ tool: 'workspace__read_file', args: { path: '.env' }, status: 'ok' }] },
+    ];
+    expect(readsBeforeBlindWrites(readEnv, [edit('.env')], workspace, existing).calls).toEqual([edit('.env')]);
+  });
 });

@@ -5,10 +5,12 @@
  * - `dataChecks`: a check that only reads data files is not a check.
  * - `pipedChecks`: a step that is only to run a program is checked by the program, not by what a pipe makes of its
  *   output.
+ * - `checkPaths`: a file a check names by a path the project does not have is named by the path it has.
  *
  * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
  */
-import { changesSomething, MAX_CHECK_CHARS, withExpect, type Plan } from '../../common/plan';
+import { changesSomething, MAX_CHECK_CHARS, plainPath, plannedFiles, withExpect, type Plan } from '../../common/plan';
+import { basename } from '../../common/posix-path';
 import { namedFiles } from './named-files';
 import { isDataFile } from './program';
 import { firstPipe, piped, withoutQuoted } from './shell-words';
@@ -100,6 +102,36 @@ export function boundedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
     repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` reached the longest a check may be: left out`);
     const { check: _check, ...others } = s.expect ?? {};
     return withExpect(s, others);
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/** A file name a check may hold: path parts, then a name with an extension, standing alone. */
+const FILE_WORD = /(?<![\w./-])(?:\.\/)?(?:[\w.-]+\/)*[\w-][\w.-]*\.[A-Za-z]\w{0,7}(?![\w/-])/g;
+
+/**
+ * The plan with each file name in a step's check that is neither a file of the project nor one a step is to create
+ * made the path of the one such file with that base name (one in a folder, most often). A small model planned
+ * `python3 -m unittest test_durations.py` for the test it was to write in tests/: the check failed on a module it
+ * could not find however the test was written, and each new plan ran it again until the task's time was up. Not a
+ * check that changes its folder (`cd`), whose names are not the project's. Only meaningful with a complete listing.
+ */
+export function checkPaths(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const known = [...new Set([...files, ...plan.steps.flatMap((s) => plannedFiles(s))].map(plainPath))];
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check;
+    if (!check || /(?:^|[;&|(]\s*)cd\s/.test(withoutQuoted(check))) return s;
+    const fixed = check.replace(FILE_WORD, (name) => {
+      if (known.includes(plainPath(name))) return name;
+      const same = known.filter((f) => basename(f) === basename(plainPath(name)));
+      return same.length === 1 ? same[0] : name;
+    });
+    if (fixed === check) return s;
+    repairs.push(
+      `step "${s.id}": its check \`${cutCheck(check)}\` names files by paths the project has: \`${cutCheck(fixed)}\``
+    );
+    return withExpect(s, { ...s.expect, check: fixed });
   });
   return { plan: { ...plan, steps }, repairs };
 }

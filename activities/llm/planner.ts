@@ -30,7 +30,7 @@ import {
   unnamedChanges,
   valuesAsChanges,
 } from './plan-files';
-import { boundedChecks, dataChecks, pipedChecks } from './plan-checks';
+import { boundedChecks, checkPaths, dataChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -303,6 +303,7 @@ export async function writePlan(
   const running = small ? pipedChecks(reading.plan) : { plan: reading.plan, repairs: [] };
   const following = small ? followUpSteps(running.plan, files) : { plan: running.plan, repairs: [] };
   const thinking = small ? thinkingSteps(following.plan, files) : { plan: following.plan, repairs: [] };
+  const pathed = small ? checkPaths(thinking.plan, files) : { plan: thinking.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
     ...bounded.repairs,
@@ -318,9 +319,10 @@ export async function writePlan(
     ...running.repairs,
     ...following.repairs,
     ...thinking.repairs,
+    ...pathed.repairs,
   ];
   return {
-    plan: thinking.plan,
+    plan: pathed.plan,
     usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,
     ...(repairs.length ? { repairs } : {}),
   };

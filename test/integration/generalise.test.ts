@@ -112,6 +112,37 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
   });
 
+  it('so does the first pick of a step that waits for another: it writes the file it is to change', async () => {
+    const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';
+    const p = makeProject({ 'setup.cfg': cfg, 'NOTES.md': 'next version: 1.1\n' });
+    const request = 'Set the version in setup.cfg to the one NOTES.md gives.';
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Read NOTES.md.'),
+        step('s2', 'Set the version in setup.cfg.', { depends_on: ['s1'], expect: { changes: ['setup.cfg'] } }),
+      ]),
+    });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'NOTES.md' } }] },
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's2', path: 'setup.cfg' } }] }
+    );
+    fake.on('write_file_content', { content: `\`\`\`ini\n${cfg.replace('1.0', '1.1')}\`\`\`` });
+    fake.on('compose_answer', { content: 'setup.cfg says version 1.1 now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('1.0', '1.1'));
+    // Its one pick became the write: without it, the read ran and a repair round wrote the file.
+    expect(fake.requestsFor('pick_tools')).toHaveLength(2);
+    const finished = await t.eventsOf('step_finished');
+    expect(finished.find((f) => f.stepId === 's2')).toMatchObject({
+      status: 'done',
+      calls: [{ tool: 'workspace__write_file', status: 'ok' }],
+    });
+  });
+
   it('a step planned to change a value, not a file, changes the file its instruction names', async () => {
     const cfg = '# local\nAPP=ledger\nDEBUG=true\nLOG=info\n';
     const p = makeProject({ 'local.cfg': cfg, 'app.py': 'import os\n' });

@@ -13,7 +13,7 @@ import {
   valuesAsChanges,
 } from '../../activities/llm/plan-files';
 import { fileChangesOnly } from '../../activities/llm/planner';
-import { boundedChecks, dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
+import { boundedChecks, checkPaths, dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
 import { MAX_CHECK_CHARS, type Plan } from '../../common/plan';
 import { planOf, planStep } from '../support/plan-steps';
 
@@ -486,5 +486,38 @@ describe('a step whose planned changes are values, not files, changes the files 
     const keptChecked = fileChangesOnly(kept, files, request).plan;
     expect(changes(valuesAsChanges(kept, keptChecked, request, files).plan)).toEqual([['app.py']]);
     expect(valuesAsChanges(before, checked.plan, 'Is DEBUG on in my .env?', files).plan).toEqual(checked.plan);
+  });
+});
+
+describe('a file a check names by a path the project does not have', () => {
+  const files = ['durations.py', 'src/app.js', 'lib/app.js', 'README.md'];
+
+  it('is named by the one path the project or the plan has for it', () => {
+    const p = planOf(
+      step('s1', 'Write the tests.', {
+        expect: { changes: ['tests/test_durations.py'], check: 'python3 -m unittest test_durations.py' },
+      }),
+      step('s2', 'Run it.', { expect: { check: 'python3 ./durations.py && node app.js' } })
+    );
+    const out = checkPaths(p, files);
+    expect(out.plan.steps.map((s) => s.expect?.check)).toEqual([
+      'python3 -m unittest tests/test_durations.py',
+      // The project has two app.js: which one is meant is not known, and the name stays.
+      'python3 ./durations.py && node app.js',
+    ]);
+    expect(out.repairs).toEqual([
+      'step "s1": its check `python3 -m unittest test_durations.py` names files by paths the project has: ' +
+        '`python3 -m unittest tests/test_durations.py`',
+    ]);
+  });
+
+  it('the control: a check that changes its folder, or names only paths there are, stays', () => {
+    const p = planOf(
+      step('s1', 'Write the tests.', {
+        expect: { changes: ['tests/test_durations.py'], check: 'cd tests && python3 -m unittest test_durations.py' },
+      }),
+      step('s2', 'Test.', { expect: { check: 'python3 -m unittest tests/test_durations.py durations.py' } })
+    );
+    expect(checkPaths(p, files)).toEqual({ plan: p, repairs: [] });
   });
 });

@@ -9,7 +9,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { GuardedPath } from '../../common/path-guard';
 import { repairsFor } from '../../common/first-pick';
-import { laterChecksOf, type PlanStep } from '../../common/plan';
+import { laterChecksOf, plannedFiles, type PlanStep } from '../../common/plan';
 import type { PickedCall } from '../../common/tools';
 import { modelNodes } from '../shared/activities';
 import type { CallRunner, RunningCall } from './call-runner';
@@ -172,6 +172,8 @@ export class ToolRounds {
             ...laterChecksOf(progress.graph, s),
             previousFailure: progress.previousFailure(s.id),
             ...(s.expect ? { expect: s.expect } : {}),
+            // In a repair round, the files the evidence says are unchanged; before the step's first call, every
+            // file it is to change, as in the first pick made with the plan (activities/plan-activities.ts).
             ...(notDone
               ? {
                   notDone,
@@ -180,7 +182,9 @@ export class ToolRounds {
                     s.expect
                   ),
                 }
-              : {}),
+              : !made.length && plannedFiles(s).length
+                ? { unchanged: plannedFiles(s) }
+                : {}),
             ...(made.length
               ? {
                   earlierCalls: made.map(({ call, outcome }) => ({

@@ -303,9 +303,10 @@ export function unnamedChanges(
  * The plan with each step whose every `expect.changes` entry named no file (`before`: the plan as the Planner wrote
  * it; `plan`: with those entries left out) to change the files of the project its instruction names. The Planner
  * meant the step to change something and wrote what it changes instead of where: with the 0.5B model,
- * `["DEBUG = false"]` for "In .env, set DEBUG to false", `["<COPYRIGHT HOLDER>"]` for a LICENSE, a glob of the
- * files a script reads for the script the step fixes. Left with no change to make, the step was judged done by the
- * read it began with, and nothing was changed. Not for a request put as a question (`isQuestion`): what it asks to
+ * `["DEBUG = false"]` for "In .env, set DEBUG to false", `["<COPYRIGHT HOLDER>"]` for a LICENSE. Left with no
+ * change to make, the step was judged done by the read it began with, and nothing was changed. Not a glob: with the
+ * 1.5B model, `["*.DS_Store"]` for "delete every .DS_Store file" made the step change `.DS_Store`, and it edited the
+ * file instead of deleting them all. Not for a request put as a question (`isQuestion`): what it asks to
  * change is for `keepAskedChanges` to say. Only meaningful with a complete listing.
  */
 export function valuesAsChanges(
@@ -319,7 +320,9 @@ export function valuesAsChanges(
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const values = planned.get(s.id) ?? [];
-    if (!values.length || s.expect?.changes?.length || !s.needs_tool) return s;
+    // A glob (`*.DS_Store`) names files, not a value: which of them a step that deletes them changes is its own.
+    if (!values.length || values.some((v) => /[*?[\]{}]/.test(v)) || s.expect?.changes?.length || !s.needs_tool)
+      return s;
     const named = namedFiles(files, s.instruction);
     if (!named.length) return s;
     repairs.push(

@@ -65,7 +65,7 @@ export function namedByStem(file: string, text: string): boolean {
  * A file name in prose: a path whose last part has an extension starting with a letter (`notes.txt`,
  * `src/app.ts`), or a dot-file of five letters or more (`.gitignore`; `.pyc` is an extension, not a file).
  */
-const FILE_NAME =
+export const FILE_NAME =
   /(?<![\w./-])(?:\.\/)?((?:[\w-]+\/)*(?:[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}|\.[A-Za-z][\w-]{4,}))(?![\w/-]|\.\w)/g;
 
 /**

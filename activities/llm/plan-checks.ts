@@ -11,7 +11,7 @@
  */
 import { changesSomething, MAX_CHECK_CHARS, plainPath, plannedFiles, withExpect, type Plan } from '../../common/plan';
 import { basename } from '../../common/posix-path';
-import { namedFiles } from './named-files';
+import { FILE_NAME, namedFiles } from './named-files';
 import { isDataFile } from './program';
 import { firstPipe, piped, withoutQuoted } from './shell-words';
 
@@ -106,9 +106,6 @@ export function boundedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
   return { plan: { ...plan, steps }, repairs };
 }
 
-/** A file name a check may hold: path parts, then a name with an extension, standing alone. */
-const FILE_WORD = /(?<![\w./-])(?:\.\/)?(?:[\w.-]+\/)*[\w-][\w.-]*\.[A-Za-z]\w{0,7}(?![\w/-])/g;
-
 /**
  * The plan with each file name in a step's check that is neither a file of the project nor one a step is to create
  * made the path of the one such file with that base name (one in a folder, most often). A small model planned
@@ -122,10 +119,10 @@ export function checkPaths(plan: Plan, files: readonly string[]): { plan: Plan; 
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check;
     if (!check || /(?:^|[;&|(]\s*)cd\s/.test(withoutQuoted(check))) return s;
-    const fixed = check.replace(FILE_WORD, (name) => {
-      if (known.includes(plainPath(name))) return name;
-      const same = known.filter((f) => basename(f) === basename(plainPath(name)));
-      return same.length === 1 ? same[0] : name;
+    const fixed = check.replace(FILE_NAME, (word, name: string) => {
+      if (known.includes(name)) return word;
+      const same = known.filter((f) => basename(f) === basename(name));
+      return same.length === 1 ? same[0] : word;
     });
     if (fixed === check) return s;
     repairs.push(

@@ -11,10 +11,11 @@
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { isWithin } from '../../common/posix-path';
-import { droppedLines, keptLines } from '../../common/text-diff';
+import { droppedLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
+import { copiedIn, leaksOwnName, ownNameQuestion, tooMuchDropped } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
@@ -165,9 +166,6 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
   };
 }
 
-/** A rewrite of a file of this many non-blank lines or more must keep at least half of them to be used. */
-export const REWRITE_KEEP_MIN_LINES = 4;
-
 /** The content of the answer's first fenced block (or of the whole answer, without one); null when it is empty. */
 export function contentOfAnswer(answer: string): string | null {
   const open = /^[ \t]*(`{3,}|~{3,})[^\n`]*\n/m.exec(answer);
@@ -179,27 +177,6 @@ export function contentOfAnswer(answer: string): string | null {
   }
   const trimmed = body.replace(/^\s*\n/, '').replace(/\s+$/, '');
   return trimmed ? `${trimmed}\n` : null;
-}
-
-/** Whether a rewrite that left out `dropped` of `before`'s lines removed most of a file of some length. */
-function tooMuchDropped(before: string, dropped: readonly string[]): boolean {
-  const old = before.split('\n').filter((l) => l.trim()).length;
-  return old >= REWRITE_KEEP_MIN_LINES && dropped.length * 2 > old;
-}
-
-/**
- * Whether `content` holds most of the lines of `other` (a file shown to read) that `current` (the file being written)
- * did not hold already: at least REWRITE_KEEP_MIN_LINES of them, and more than half.
- */
-export function copiedIn(other: string, content: string, current: string): boolean {
-  const own = new Set(current.split('\n').map((l) => l.trim()));
-  const theirs = other
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && !own.has(l));
-  if (theirs.length < REWRITE_KEEP_MIN_LINES) return false;
-  const { kept } = keptLines(theirs.join('\n'), content);
-  return kept * 2 > theirs.length;
 }
 
 export interface WholeFileStep {
@@ -335,6 +312,11 @@ export async function withWholeFileWrites(
       content = contentOfAnswer((await ask({ copied: copied.path })).text);
       if (content === null || copiedFile(content) || same(content) || dropsMost(content)) return null;
     }
+    // Klea's own name where a fact about the user belongs (./rewrite-guards): the user is asked for the fact where
+    // the step can still stop to ask, and otherwise the rewrite is not used.
+    const sources = [current?.text ?? '', step.instruction, opts.request ?? '', ...context.map((f) => f.text)];
+    if (leaksOwnName(content, sources))
+      return opts.mayAsk ? { question: ownNameQuestion(path, current?.text ?? null, content) } : null;
     // A part's new lines go back into the whole file, the rest of it as it was.
     if (current?.part) return { content: withPart(current.part, content) };
     return { content };

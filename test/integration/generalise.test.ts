@@ -11,7 +11,7 @@ import type { TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
-import { permissionSignal } from '../../workflows/task/messages';
+import { clarifySignal, permissionSignal } from '../../workflows/task/messages';
 
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
@@ -194,6 +194,40 @@ describe("a small model's first pick that only reads the file its step is to cha
       { tool: 'workspace__read_file', status: 'ok' },
       { tool: 'workspace__write_file', status: 'ok' },
     ]);
+  });
+
+  it("Klea's own name written in place of the user's: the step asks the user first, then writes their answer", async () => {
+    const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n\nPermission is hereby granted.\n';
+    const p = makeProject({ LICENSE: license, 'README.md': '# ledger\n' });
+    const request = 'Fill in the copyright holder in LICENSE: it still says <COPYRIGHT HOLDER>.';
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Replace <COPYRIGHT HOLDER> in LICENSE with your name.', { expect: { changes: ['LICENSE'] } }),
+      ]),
+    });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'LICENSE', old_string: 'x', new_string: 'y' },
+    };
+    fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
+    // The model fills in the name its prompts carry, Klea's; once the user has answered, theirs.
+    const holder = (name: string) => `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', name)}\`\`\``;
+    fake.on('write_file_content', { content: holder('Klea') }, { content: holder('Northwind Traders Ltd.') });
+    fake.on('compose_answer', { content: 'LICENSE names Northwind Traders Ltd. now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    const question = 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?';
+    expect(await t.waitFor('questions')).toMatchObject({ stepId: 's1', questions: [question] });
+    // Nothing was written before the answer.
+    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(license);
+    await t.handle.signal(clarifySignal, { answers: { [question]: 'Northwind Traders Ltd.' } });
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(
+      license.replace('<COPYRIGHT HOLDER>', 'Northwind Traders Ltd.')
+    );
+    const [, second] = fake.requestsFor('write_file_content');
+    expect(second.text).toContain('Northwind Traders Ltd.');
   });
 });
 

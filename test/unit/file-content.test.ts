@@ -4,7 +4,6 @@
  */
 import {
   contentOfAnswer,
-  copiedIn,
   fileContentPrompt,
   lastOutput,
   questionOf,
@@ -13,6 +12,7 @@ import {
 } from '../../activities/llm/file-content';
 import type { ModelClient, NodePrompt, TextOptions } from '../../activities/llm/model';
 import { boundNamedFiles } from '../../activities/llm/named-files';
+import { copiedIn } from '../../activities/llm/rewrite-guards';
 import { writesForUnchanged } from '../../activities/llm/small-model';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 
@@ -349,6 +349,35 @@ describe('whole-file writes in a pick', () => {
     const existing = model({ 'settings.yaml': 'QUESTION: what for?' });
     const e = await withWholeFileWrites(existing.client, [yamlStep], [write], TOOLS, { mayAsk: true });
     expect(e.questions).toEqual([]);
+  });
+
+  it("Klea's own name written where a fact about the user belongs becomes a question; elsewhere it is not written", async () => {
+    const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n\nPermission is hereby granted.\n';
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Replace the placeholder <COPYRIGHT HOLDER> in LICENSE with your name.',
+      files: [{ path: 'LICENSE', text: license }],
+    };
+    const edit = call('edit_file', { path: 'LICENSE', old_string: '<COPYRIGHT HOLDER>', new_string: 'Klea' });
+    const leaked = () => model({ LICENSE: `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', 'Klea')}\`\`\`` });
+    const asked = await withWholeFileWrites(leaked().client, [step], [edit], TOOLS, { mayAsk: true });
+    expect(asked.calls).toEqual([]);
+    expect(asked.questions).toEqual([
+      { stepId: 's1', path: 'LICENSE', question: 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?' },
+    ]);
+    // Where the step cannot stop to ask, the rewrite is not used (the model's own call stays, for the gate).
+    const later = await withWholeFileWrites(leaked().client, [step], [edit], TOOLS);
+    expect(later.questions).toEqual([]);
+    expect(later.rewritten).toEqual([]);
+
+    // The control: with the user's answer in the step, the name they gave is written.
+    const answered = { ...step, instruction: `${step.instruction}\nAnswer: Northwind Traders Ltd.` };
+    const holder = model({
+      LICENSE: `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', 'Northwind Traders Ltd.')}\`\`\``,
+    });
+    const written = await withWholeFileWrites(holder.client, [answered], [edit], TOOLS, { mayAsk: true });
+    expect(written.questions).toEqual([]);
+    expect(String(written.calls[0].args.content)).toMatch(/^Copyright \(c\) 2026 Northwind Traders Ltd\.$/m);
   });
 });
 

@@ -1,0 +1,76 @@
+/**
+ * What makes a whole-file rewrite (./file-content) unusable as it came (pure): it drops most of the file, it copies
+ * in a file it was shown only to read, or it brings Klea's own name in.
+ *
+ * Klea's name: every prompt carries it (its first line is `# klea:<node>`, and its text speaks of Klea), and a small
+ * model that must fill in a fact about the user it was not given writes the name it was shown: with the 1.5B model,
+ * a LICENSE's `<COPYRIGHT HOLDER>` became "Klea". A write that brings the name into a file, when neither the file,
+ * the request, the step nor the files it was shown hold it, is the prompt leaking into the user's file: the user is
+ * asked for the fact instead.
+ */
+import { keptLines } from '../../common/text-diff';
+
+/** A rewrite of a file of this many non-blank lines or more must keep at least half of them to be used. */
+export const REWRITE_KEEP_MIN_LINES = 4;
+
+/** Whether a rewrite that left out `dropped` of `before`'s lines removed most of a file of some length. */
+export function tooMuchDropped(before: string, dropped: readonly string[]): boolean {
+  const old = before.split('\n').filter((l) => l.trim()).length;
+  return old >= REWRITE_KEEP_MIN_LINES && dropped.length * 2 > old;
+}
+
+/**
+ * Whether `content` holds most of the lines of `other` (a file shown to read) that `current` (the file being written)
+ * did not hold already: at least REWRITE_KEEP_MIN_LINES of them, and more than half.
+ */
+export function copiedIn(other: string, content: string, current: string): boolean {
+  const own = new Set(current.split('\n').map((l) => l.trim()));
+  const theirs = other
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !own.has(l));
+  if (theirs.length < REWRITE_KEEP_MIN_LINES) return false;
+  const { kept } = keptLines(theirs.join('\n'), content);
+  return kept * 2 > theirs.length;
+}
+
+export const OWN_NAME = 'Klea';
+
+const NAMED = new RegExp(`(^|[^\\p{L}\\p{N}_])${OWN_NAME}(?![\\p{L}\\p{N}_])`, 'iu');
+
+/** Whether `written` holds Klea's name and none of `sources` (what the write was given to go by) does. */
+export function leaksOwnName(written: string, sources: readonly string[]): boolean {
+  return NAMED.test(written) && !sources.some((s) => NAMED.test(s));
+}
+
+/** The part of `a` that `b` replaced: `a` without what the two lines share at their start and end. */
+function replacedPart(a: string, b: string): string {
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+  return a.slice(start, a.length - end).trim();
+}
+
+/** Longest text of a question's quote. */
+const QUOTE_MAX = 80;
+
+/**
+ * The question for the user when a write of `path` (`before`: the file as it was, null for a new file) brought
+ * Klea's name in (`after`): what the text it replaced should say, when one line shows it, else what the line with
+ * the name should say.
+ */
+export function ownNameQuestion(path: string, before: string | null, after: string): string {
+  const lines = after.split('\n');
+  const line = lines.find((l) => NAMED.test(l))?.trim() ?? '';
+  const kept = new Set(lines);
+  const replaced = (before ?? '')
+    .split('\n')
+    .filter((l) => l.trim() && !kept.has(l))
+    .map((l) => replacedPart(l.trim(), line))
+    .filter((part) => part && part.length <= QUOTE_MAX && !NAMED.test(part))
+    .sort((x, y) => x.length - y.length)[0];
+  if (replaced) return `What should replace "${replaced}" in ${path}?`;
+  const quote = line.length > QUOTE_MAX ? `${line.slice(0, QUOTE_MAX)}…` : line;
+  return `${path} needs a fact only you know: what should it say in place of ${OWN_NAME} in \`${quote}\`?`;
+}

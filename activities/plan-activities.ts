@@ -149,7 +149,7 @@ export function createPlanActivities(deps: PlanActivityDeps) {
 
     /** Binds the steps' tool calls and checks each call's paths. */
     async pickTools(input: PickToolsInput): Promise<PickToolsResult & { guarded: GuardedPath[][] }> {
-      return pickChecked(input, await offered(input.projectDir, input.toolAccess));
+      return pickChecked(input, await offered(input.projectDir, input.toolAccess), { mayAsk: input.mayAsk === true });
     },
   };
 

@@ -89,6 +89,11 @@ export interface PickToolsInput {
   steps: PickStep[];
   /** The project's listing (filled in by the activity). */
   listing?: ProjectListing;
+  /**
+   * The steps have made no call yet, so a fact only the user knows can still be asked before they do (`questions`
+   * in the result; the workflow asks, then picks the step again).
+   */
+  mayAsk?: boolean;
 }
 
 export interface PickToolsResult {

@@ -229,6 +229,43 @@ describe("a small model's first pick that only reads the file its step is to cha
     const [, second] = fake.requestsFor('write_file_content');
     expect(second.text).toContain('Northwind Traders Ltd.');
   });
+
+  it('so does a step that waits for another: it stops to ask at its own first pick, before any call', async () => {
+    const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n';
+    const p = makeProject({ LICENSE: license, 'README.md': '# ledger\n' });
+    const request = 'Read README.md, then fill in the copyright holder in LICENSE.';
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Read README.md.'),
+        step('s2', 'Fill in <COPYRIGHT HOLDER> in LICENSE.', { depends_on: ['s1'], expect: { changes: ['LICENSE'] } }),
+      ]),
+    });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'README.md' } }] },
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's2', path: 'LICENSE' } }] },
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 's2', path: 'LICENSE' } }] }
+    );
+    const holder = (name: string) => `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', name)}\`\`\``;
+    fake.on('write_file_content', { content: holder('Klea') }, { content: holder('Ada Lovelace') });
+    fake.on('compose_answer', { content: 'LICENSE names Ada Lovelace now.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    const question = 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?';
+    expect(await t.waitFor('questions')).toMatchObject({ stepId: 's2', questions: [question] });
+    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(license);
+    await t.handle.signal(clarifySignal, { answers: { [question]: 'Ada Lovelace' } });
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(
+      license.replace('<COPYRIGHT HOLDER>', 'Ada Lovelace')
+    );
+    // The step started once before it asked and once after: its one attempt is the one after the answer.
+    const started = (await t.eventsOf('step_started')).filter((e) => e.stepId === 's2');
+    expect(started.map((e) => e.attempt)).toEqual([1, 1]);
+    const finished = (await t.eventsOf('step_finished')).find((e) => e.stepId === 's2');
+    expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
+  });
 });
 
 describe('a project of folders inside folders', () => {

@@ -58,10 +58,7 @@ export class PlanProgress {
     this.replansUsed = carried.replansUsed;
   }
 
-  /**
-   * Everything the next run needs to go on from here (continue-as-new, taken between rounds: no replan is
-   * waiting then).
-   */
+  /** Everything the next run needs to go on from here (continue-as-new, between rounds: no replan waits then). */
   carry(): ProgressCarry {
     if (!this.plan) throw new TypeError('no plan has been adopted yet');
     if (this.replanReason !== null) throw new TypeError('a replan is waiting to be taken');
@@ -120,8 +117,11 @@ export class PlanProgress {
     return this.failures.get(stepId);
   }
 
+  /** The step waits for the user's answers; one that stops to ask before its first call made no attempt. */
   awaitAnswers(stepId: string): void {
-    this.step(stepId).status = 'awaiting_clarification';
+    const st = this.step(stepId);
+    st.attempts -= st.status === 'running' ? 1 : 0;
+    st.status = 'awaiting_clarification';
   }
 
   answered(stepId: string): void {

@@ -62,11 +62,21 @@ export class StepRunner {
     }
   }
 
-  private async runToolSteps(batch: PlanStep[], firstPick: FirstPick | null): Promise<void> {
-    for (const s of batch) this.start(s);
-    const picked = firstPick ?? (await this.rounds.pick(batch));
+  private async runToolSteps(steps: PlanStep[], firstPick: FirstPick | null): Promise<void> {
+    for (const s of steps) this.start(s);
+    // Before their first calls the steps may still stop to ask the user (the Planner's first pick asked already),
+    // unless one has its answers: a step asks once.
+    const mayAsk = steps.every((s) => !this.task.questions.isAnswered(s.id));
+    const pick = firstPick ?? (await this.rounds.pick(steps, [], undefined, mayAsk));
     // One pick for several steps is counted on the first of them.
-    this.task.meter.modelCall(picked.usage, batch[0].id);
+    this.task.meter.modelCall(pick.usage, steps[0].id);
+    const asking = 'questions' in pick ? this.askFirst(steps, pick.questions) : [];
+    const batch = steps.filter((s) => !asking.includes(s.id));
+    if (!batch.length) return;
+    const kept = pick.calls.map((c) => !asking.includes(c.stepId));
+    const picked = asking.length
+      ? { ...pick, calls: pick.calls.filter((_, i) => kept[i]), guarded: pick.guarded.filter((_, i) => kept[i]) }
+      : pick;
     const files = new FileOrder();
     const first = this.calls.dispatch(picked, files, 1);
     // Each step goes on as soon as its own calls finish: a decision pending for one call holds up no other step.
@@ -80,6 +90,26 @@ export class StepRunner {
       );
     if (batch.length === 1) return finish(batch[0]!);
     await Promise.all(batch.map(finish));
+  }
+
+  /**
+   * The steps whose file needs a fact only the user knows (`questions`, from their first pick): each waits for the
+   * user's answers, asked now, and is picked again once it has them; its calls are left out. One step's questions
+   * are asked at a time, and a step asks once: a question while others are pending, or after its answers, is not
+   * asked (the file is not written from it).
+   */
+  private askFirst(batch: PlanStep[], questions: ReadonlyArray<{ stepId: string; question: string }> = []): string[] {
+    const { questions: gate, progress, log } = this.task;
+    const asked: string[] = [];
+    for (const s of batch) {
+      const qs = [...new Set(questions.filter((q) => q.stepId === s.id).map((q) => q.question))];
+      if (!qs.length || gate.pending || gate.isAnswered(s.id)) continue;
+      const open = gate.ask({ ...s, questions: qs });
+      progress.awaitAnswers(s.id);
+      log.emit({ type: 'questions', stepId: s.id, questions: open.questions });
+      asked.push(s.id);
+    }
+    return asked;
   }
 
   /** A tool step from its first calls to its end: its rounds (./tool-rounds.ts), then triage's decision. */

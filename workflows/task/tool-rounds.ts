@@ -151,7 +151,7 @@ export class ToolRounds {
    * The tool calls of a batch's steps, bound by `pick_tools` (the activity checks their paths too); `made`, for a
    * step left open, is what its calls so far returned.
    */
-  pick(batch: PlanStep[], made: readonly MadeCall[] = [], notDone?: string) {
+  pick(batch: PlanStep[], made: readonly MadeCall[] = [], notDone?: string, mayAsk = false) {
     const { input, progress, questions } = this.task;
     return this.task.home(modelNodes.pickTools).executeWithOptions(
       {
@@ -197,6 +197,7 @@ export class ToolRounds {
                 }
               : {}),
           })),
+          ...(mayAsk ? { mayAsk } : {}),
         },
       ]
     );

@@ -89,16 +89,17 @@ function onlyReaders(command: string): boolean {
 const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}…` : check);
 
 /**
- * The plan with the check left out of each step whose check is as long as a check may be (`MAX_CHECK_CHARS`): a
+ * The plan with the check left out of each step whose check is as long as a check may be (`max`: `MAX_CHECK_CHARS`,
+ * or `SMALL_PLAN_BOUNDS.check` for a small model's plan): a
  * server that holds answers to the schema closed it there, not the model, and a command cut anywhere (a pattern that
  * repeated itself until the bound) fails for no fault of the step, whose repair rounds would then chase it. The step
  * is judged by its other evidence.
  */
-export function boundedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
+export function boundedChecks(plan: Plan, max = MAX_CHECK_CHARS): { plan: Plan; repairs: string[] } {
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check;
-    if (!check || check.length < MAX_CHECK_CHARS) return s;
+    if (!check || check.length < max) return s;
     repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` reached the longest a check may be: left out`);
     const { check: _check, ...others } = s.expect ?? {};
     return withExpect(s, others);

@@ -9,8 +9,10 @@ import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-prot
 import {
   isFolderEntry,
   keepPlannedChanges,
+  MAX_CHECK_CHARS,
   plainPath,
   planSchema,
+  SMALL_PLAN_BOUNDS,
   withExpect,
   type Plan,
   type PlanStep,
@@ -269,7 +271,8 @@ export async function writePlan(
   const shown = taskText(input, projectContext);
   const { value, usage } = await model.structured(
     writePlanPrompt(input, tools, projectContext),
-    planSchema(knownIds),
+    // A small model's plan is held to tighter bounds (common/plan.ts, `SMALL_PLAN_BOUNDS`).
+    planSchema(knownIds, model.profile === 'small'),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     {
       check: (v) => copiedFromExample(v.plan, shown),
@@ -277,7 +280,7 @@ export async function writePlan(
       afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
-  const bounded = boundedChecks(value.plan);
+  const bounded = boundedChecks(value.plan, model.profile === 'small' ? SMALL_PLAN_BOUNDS.check : MAX_CHECK_CHARS);
   const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;

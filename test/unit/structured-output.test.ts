@@ -11,7 +11,7 @@ import {
   jsonObjectIn,
 } from '../../activities/llm/structured-output';
 import { RouteRequestOutputSchema } from '../../common/model-protocol';
-import { EvaluateStepOutputSchema, MAX_PLAN_STEPS, planSchema, type Plan } from '../../common/plan';
+import { EvaluateStepOutputSchema, MAX_PLAN_STEPS, planSchema, SMALL_PLAN_BOUNDS, type Plan } from '../../common/plan';
 import { describeTool } from '../../common/tools';
 
 /** Paths of every array without maxItems and every free string without maxLength in a JSON schema. */
@@ -52,6 +52,29 @@ describe('structured output through response_format (json_schema)', () => {
     expect(
       z.fromJSONSchema(json).safeParse({ ...plan, steps: Array(MAX_PLAN_STEPS + 1).fill(plan.steps[0]) }).success
     ).toBe(false);
+  });
+
+  it("a small model's plan schema holds it to tighter bounds, and says the same of every field", () => {
+    const small = jsonSchemaOf(planSchema([], true)) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const steps = small.properties.steps;
+    expect(steps.maxItems).toBe(SMALL_PLAN_BOUNDS.steps);
+    expect(steps.items.properties.instruction.maxLength).toBe(SMALL_PLAN_BOUNDS.instruction);
+    expect(steps.items.properties.expect.properties.check.maxLength).toBe(SMALL_PLAN_BOUNDS.check);
+    // Only the bounds differ from the contract's schema.
+    const bounds = /"(maxItems|maxLength)":\d+/g;
+    expect(JSON.stringify(small).replace(bounds, '')).toBe(
+      JSON.stringify(jsonSchemaOf(planSchema())).replace(bounds, '')
+    );
+    expect(unbounded(small)).toEqual([]);
+    // A plan over the bounds is refused with the reason (a server that does not hold answers to the schema).
+    const six = {
+      ...plan,
+      steps: ['a', 'b', 'c', 'd', 'e', 'f'].map((id) => ({ ...plan.steps[0], id, depends_on: [] })),
+    };
+    expect(planSchema().safeParse(six).success).toBe(true);
+    const refused = planSchema([], true).safeParse(six);
+    expect(refused.success).toBe(false);
+    expect(JSON.stringify(refused.error?.issues)).toContain('steps');
   });
 
   it('the response format is named after the node, and strict when every object is closed and fully required', () => {

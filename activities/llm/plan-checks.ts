@@ -6,6 +6,7 @@
  * - `pipedChecks`: a step that is only to run a program is checked by the program, not by what a pipe makes of its
  *   output.
  * - `checkPaths`: a file a check names by a path the project does not have is named by the path it has.
+ * - `inlineChecks`: a program given inline that reads no file of the project is no check of a step.
  *
  * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
  */
@@ -56,6 +57,36 @@ export function pipedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
       `step "${s.id}": its check \`${cutCheck(check)}\` pipes the run into other commands: \`${first}\` is its check`
     );
     return withExpect(s, { ...s.expect, check: first });
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/** A program given inline to its interpreter (`python3 -c '…'`, `node -e "…"`, `sh -c '…'`), quoted. */
+const INLINE_PROGRAM = /^\s*\S+\s+(?:-c|-e|--eval|-p|--print)\s+['"]/;
+
+/**
+ * The plan with the check left out of each step that is to change nothing when the check is a program of its own,
+ * given inline (`INLINE_PROGRAM`), that names no file of the project, by its path or (a module it imports) by its
+ * name without extension. Such a program can see nothing the step did: a small model planned a question over a CSV
+ * file as steps that "parse", then "find the most", each checked by `python3 -c 'max(customers, …)'`, a name no
+ * program defines. The check failed every time whatever the step did; its repair rounds and the new plans after them
+ * ran until the task's time was up. Left without a check, the steps are worked out as any step that checks nothing.
+ */
+export function inlineChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const modules = [...new Set(files.map((f) => basename(f).replace(/\.[^.]+$/, '')).filter((m) => m.length > 1))];
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check?.trim();
+    if (!check || changesSomething(s) || !INLINE_PROGRAM.test(check) || namedFiles(files, check).length) return s;
+    if (
+      modules.some((m) => new RegExp(`(?<![\\w.-])${m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`).test(check))
+    )
+      return s;
+    repairs.push(
+      `step "${s.id}": its check \`${cutCheck(check)}\` is a program that reads no file of the project: left out`
+    );
+    const { check: _check, ...others } = s.expect ?? {};
+    return withExpect(s, others);
   });
   return { plan: { ...plan, steps }, repairs };
 }

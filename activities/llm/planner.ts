@@ -32,7 +32,7 @@ import {
   unnamedChanges,
   valuesAsChanges,
 } from './plan-files';
-import { boundedChecks, checkPaths, dataChecks, pipedChecks } from './plan-checks';
+import { boundedChecks, checkPaths, dataChecks, inlineChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -288,10 +288,11 @@ export async function writePlan(
   // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
   // file in one step, and runs a check only once the change it checks is made (./plan-files). A new plan after a
   // failed check changes something before it runs the check again.
+  const inline = small ? inlineChecks(checked.plan, files) : { plan: checked.plan, repairs: [] };
   const fixing =
     small && input.failedCheck
-      ? changesForFailedCheck(checked.plan, input.failedCheck, input.request, files, input.changedFiles)
-      : { plan: checked.plan, repairs: [] };
+      ? changesForFailedCheck(inline.plan, input.failedCheck, input.request, files, input.changedFiles)
+      : { plan: inline.plan, repairs: [] };
   const valued = small
     ? valuesAsChanges(bounded.plan, fixing.plan, input.request, files)
     : { plan: fixing.plan, repairs: [] };
@@ -311,6 +312,7 @@ export async function writePlan(
     ...value.repairs,
     ...bounded.repairs,
     ...checked.repairs,
+    ...inline.repairs,
     ...fixing.repairs,
     ...valued.repairs,
     ...requested.repairs,

@@ -13,7 +13,7 @@ import {
   valuesAsChanges,
 } from '../../activities/llm/plan-files';
 import { fileChangesOnly } from '../../activities/llm/planner';
-import { boundedChecks, checkPaths, dataChecks, pipedChecks } from '../../activities/llm/plan-checks';
+import { boundedChecks, checkPaths, dataChecks, inlineChecks, pipedChecks } from '../../activities/llm/plan-checks';
 import { MAX_CHECK_CHARS, type Plan } from '../../common/plan';
 import { planOf, planStep } from '../support/plan-steps';
 
@@ -519,5 +519,34 @@ describe('a file a check names by a path the project does not have', () => {
       step('s2', 'Test.', { expect: { check: 'python3 -m unittest tests/test_durations.py durations.py' } })
     );
     expect(checkPaths(p, files)).toEqual({ plan: p, repairs: [] });
+  });
+});
+
+describe('a check that is a program of its own, given inline', () => {
+  const files = ['orders.csv', 'calc.py', 'README.md'];
+
+  it('of a step that changes nothing, when it reads no file of the project, is left out: it sees nothing the step did', () => {
+    const p = planOf(
+      step('s1', 'Find the customer who spent the most.', {
+        expect: { check: "python3 -c 'print(max(customers, key=customers.get))'" },
+      }),
+      step('s2', 'Print it.', { expect: { check: 'node -e "console.log(total)"' } })
+    );
+    const out = inlineChecks(p, files);
+    expect(out.plan.steps.map((s) => s.expect)).toEqual([undefined, undefined]);
+    expect(out.repairs).toEqual([
+      'step "s1": its check `python3 -c \'print(max(customers, key=customers.get))\'` is a program that reads no file of the project: left out',
+      'step "s2": its check `node -e "console.log(total)"` is a program that reads no file of the project: left out',
+    ]);
+  });
+
+  it('the control: one that reads a file of the project or imports one, one of a step that changes files, a script, stay', () => {
+    const p = planOf(
+      step('s1', 'Sum.', { expect: { check: `python3 -c 'import csv; print(len(list(open("orders.csv"))))'` } }),
+      step('s2', 'Add.', { expect: { check: "python3 -c 'from calc import add; assert add(2, 3) == 5'" } }),
+      step('s3', 'Fix.', { expect: { changes: ['calc.py'], check: "python3 -c 'print(total)'" } }),
+      step('s4', 'Run.', { expect: { check: 'python3 report.py' } })
+    );
+    expect(inlineChecks(p, files)).toEqual({ plan: p, repairs: [] });
   });
 });

@@ -83,6 +83,21 @@ describe('one planner for every model (a server that holds answers to a schema)'
   });
 });
 
+const LICENSE = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n\nPermission is hereby granted.\n';
+/** LICENSE with `name` as its holder, as the model answers it in a fenced block. */
+const holder = (name: string) => `\`\`\`\n${LICENSE.replace('<COPYRIGHT HOLDER>', name)}\`\`\``;
+
+/** Step `stepId` asks what the holder is before LICENSE changes; answered `name`, the task ends with it written. */
+async function answersHolder(t: TaskDriver, dir: string, stepId: string, name: string): Promise<void> {
+  const question = 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?';
+  expect(await t.waitFor('questions')).toMatchObject({ stepId, questions: [question] });
+  // Nothing was written before the answer.
+  expect(readFileSync(path.join(dir, 'LICENSE'), 'utf8')).toBe(LICENSE);
+  await t.handle.signal(clarifySignal, { answers: { [question]: name } });
+  expect(await t.result()).toMatchObject({ status: 'done' });
+  expect(readFileSync(path.join(dir, 'LICENSE'), 'utf8')).toBe(LICENSE.replace('<COPYRIGHT HOLDER>', name));
+}
+
 describe("a small model's first pick that only reads the file its step is to change", () => {
   let fake: FakeModel;
   let env: TestEnv;
@@ -197,8 +212,7 @@ describe("a small model's first pick that only reads the file its step is to cha
   });
 
   it("Klea's own name written in place of the user's: the step asks the user first, then writes their answer", async () => {
-    const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n\nPermission is hereby granted.\n';
-    const p = makeProject({ LICENSE: license, 'README.md': '# ledger\n' });
+    const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
     const request = 'Fill in the copyright holder in LICENSE: it still says <COPYRIGHT HOLDER>.';
     fake.on('write_plan', {
       call: plan([
@@ -211,28 +225,17 @@ describe("a small model's first pick that only reads the file its step is to cha
     };
     fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
     // The model fills in the name its prompts carry, Klea's; once the user has answered, theirs.
-    const holder = (name: string) => `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', name)}\`\`\``;
     fake.on('write_file_content', { content: holder('Klea') }, { content: holder('Northwind Traders Ltd.') });
     fake.on('compose_answer', { content: 'LICENSE names Northwind Traders Ltd. now.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
-    const question = 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?';
-    expect(await t.waitFor('questions')).toMatchObject({ stepId: 's1', questions: [question] });
-    // Nothing was written before the answer.
-    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(license);
-    await t.handle.signal(clarifySignal, { answers: { [question]: 'Northwind Traders Ltd.' } });
-    expect(await t.result()).toMatchObject({ status: 'done' });
-
-    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(
-      license.replace('<COPYRIGHT HOLDER>', 'Northwind Traders Ltd.')
-    );
+    await answersHolder(t, p.dir, 's1', 'Northwind Traders Ltd.');
     const [, second] = fake.requestsFor('write_file_content');
     expect(second.text).toContain('Northwind Traders Ltd.');
   });
 
   it('so does a step that waits for another: it stops to ask at its own first pick, before any call', async () => {
-    const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n';
-    const p = makeProject({ LICENSE: license, 'README.md': '# ledger\n' });
+    const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
     const request = 'Read README.md, then fill in the copyright holder in LICENSE.';
     fake.on('write_plan', {
       call: plan([
@@ -246,20 +249,11 @@ describe("a small model's first pick that only reads the file its step is to cha
       { calls: [{ name: 'workspace__read_file', args: { step_id: 's2', path: 'LICENSE' } }] },
       { calls: [{ name: 'workspace__read_file', args: { step_id: 's2', path: 'LICENSE' } }] }
     );
-    const holder = (name: string) => `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', name)}\`\`\``;
     fake.on('write_file_content', { content: holder('Klea') }, { content: holder('Ada Lovelace') });
     fake.on('compose_answer', { content: 'LICENSE names Ada Lovelace now.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
-    const question = 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?';
-    expect(await t.waitFor('questions')).toMatchObject({ stepId: 's2', questions: [question] });
-    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(license);
-    await t.handle.signal(clarifySignal, { answers: { [question]: 'Ada Lovelace' } });
-    expect(await t.result()).toMatchObject({ status: 'done' });
-
-    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(
-      license.replace('<COPYRIGHT HOLDER>', 'Ada Lovelace')
-    );
+    await answersHolder(t, p.dir, 's2', 'Ada Lovelace');
     // The step started once before it asked and once after: its one attempt is the one after the answer.
     const started = (await t.eventsOf('step_started')).filter((e) => e.stepId === 's2');
     expect(started.map((e) => e.attempt)).toEqual([1, 1]);

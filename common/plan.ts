@@ -254,7 +254,7 @@ export function repairPlan(plan: Plan, knownIds: readonly string[] = []): Repair
  * The schema the planner's output must satisfy: its structure, repaired (`repairPlan`), then checked. A plan whose
  * repair leaves no step is refused unless it is a replan (finished steps exist).
  */
-const repairedPlan = (knownIds: readonly string[], shape: typeof PlanShape = PlanShape) =>
+const repairedPlan = (knownIds: readonly string[], shape: z.ZodType<Plan> = PlanShape) =>
   shape
     .transform((plan) => repairPlan(plan, knownIds))
     .superRefine((r, ctx) => {
@@ -288,7 +288,7 @@ const SmallPlanShape = PlanShape.extend({
     )
     .min(1)
     .max(SMALL_PLAN_BOUNDS.steps),
-}) as unknown as typeof PlanShape;
+});
 
 export const PlanSchema = repairedPlan([]);
 const SmallPlanSchema = repairedPlan([], SmallPlanShape);

@@ -22,7 +22,8 @@ export interface NamedFile {
   part?: FilePart;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `s` as a regular expression that matches it literally. */
+export const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The files of the listing (activities/project/listing.ts) the text names, in its order, at most NAMED_FILES_MAX. */
 export function namedFiles(files: readonly string[], text: string): string[] {

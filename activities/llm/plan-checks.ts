@@ -12,7 +12,7 @@
  */
 import { changesSomething, MAX_CHECK_CHARS, plainPath, plannedFiles, withExpect, type Plan } from '../../common/plan';
 import { basename } from '../../common/posix-path';
-import { FILE_NAME, namedFiles } from './named-files';
+import { escape, FILE_NAME, namedFiles } from './named-files';
 import { isDataFile } from './program';
 import { firstPipe, piped, withoutQuoted } from './shell-words';
 
@@ -78,10 +78,7 @@ export function inlineChecks(plan: Plan, files: readonly string[]): { plan: Plan
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
     if (!check || changesSomething(s) || !INLINE_PROGRAM.test(check) || namedFiles(files, check).length) return s;
-    if (
-      modules.some((m) => new RegExp(`(?<![\\w.-])${m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`).test(check))
-    )
-      return s;
+    if (modules.some((m) => new RegExp(`(?<![\\w.-])${escape(m)}(?![\\w-])`).test(check))) return s;
     repairs.push(
       `step "${s.id}": its check \`${cutCheck(check)}\` is a program that reads no file of the project: left out`
     );

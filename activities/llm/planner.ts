@@ -269,10 +269,11 @@ export async function writePlan(
 ): Promise<{ plan: Plan; usage: MeteredUsage; repairs?: string[] }> {
   const knownIds = input.finished?.map((f) => f.id) ?? [];
   const shown = taskText(input, projectContext);
+  // A small model's plan is held to tighter bounds (common/plan.ts, `SMALL_PLAN_BOUNDS`).
+  const bounds = model.profile === 'small' ? SMALL_PLAN_BOUNDS : null;
   const { value, usage } = await model.structured(
     writePlanPrompt(input, tools, projectContext),
-    // A small model's plan is held to tighter bounds (common/plan.ts, `SMALL_PLAN_BOUNDS`).
-    planSchema(knownIds, model.profile === 'small'),
+    planSchema(knownIds, bounds !== null),
     'Record the plan: the goal, the steps as a dependency graph, and where the user should review.',
     {
       check: (v) => copiedFromExample(v.plan, shown),
@@ -280,7 +281,7 @@ export async function writePlan(
       afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
-  const bounded = boundedChecks(value.plan, model.profile === 'small' ? SMALL_PLAN_BOUNDS.check : MAX_CHECK_CHARS);
+  const bounded = boundedChecks(value.plan, bounds?.check ?? MAX_CHECK_CHARS);
   const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;

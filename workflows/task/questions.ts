@@ -44,7 +44,7 @@ export class QuestionGate {
     return this.answers.has(stepId);
   }
 
-  ask(s: PlanStep): PendingQuestions {
+  ask(s: Pick<PlanStep, 'id' | 'questions'>): PendingQuestions {
     this.open = { kind: 'questions', stepId: s.id, questions: s.questions };
     return this.open;
   }

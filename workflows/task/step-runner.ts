@@ -99,14 +99,12 @@ export class StepRunner {
    * asked (the file is not written from it).
    */
   private askFirst(batch: PlanStep[], questions: ReadonlyArray<{ stepId: string; question: string }> = []): string[] {
-    const { questions: gate, progress, log } = this.task;
+    const gate = this.task.questions;
     const asked: string[] = [];
     for (const s of batch) {
       const qs = [...new Set(questions.filter((q) => q.stepId === s.id).map((q) => q.question))];
       if (!qs.length || gate.pending || gate.isAnswered(s.id)) continue;
-      const open = gate.ask({ ...s, questions: qs });
-      progress.awaitAnswers(s.id);
-      log.emit({ type: 'questions', stepId: s.id, questions: open.questions });
+      this.task.ask({ id: s.id, questions: qs });
       asked.push(s.id);
     }
     return asked;

@@ -12,6 +12,7 @@ import { homeRef } from '../../common/home';
 import { Failure } from '../../common/failures';
 import { isFinalStatus, UNVERIFIED_LABEL, type TaskStatus } from '../../common/events';
 import type { CallUsage } from '../../common/model-protocol';
+import type { PlanStep } from '../../common/plan';
 import { KleaStatus, KleaWaitingSince } from '../../common/search-attributes';
 import type { KleaEvent } from '../../common/events';
 import type {
@@ -256,6 +257,13 @@ export class TaskRun {
   private shortfalls(): { notAchieved?: NotAchieved[] } {
     const missed = this.progress.notAchieved();
     return missed.length ? { notAchieved: missed } : {};
+  }
+
+  /** Asks the user step `s`'s questions: the step waits for the answers, and the `questions` event says what is asked. */
+  ask(s: Pick<PlanStep, 'id' | 'questions'>): void {
+    const asked = this.questions.ask(s);
+    this.progress.awaitAnswers(asked.stepId);
+    this.log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
   }
 
   /**

@@ -84,7 +84,7 @@ async function reportEnd(result: TaskResult): Promise<void> {
 }
 
 async function runTask(task: TaskRun): Promise<TaskResult> {
-  const { input, progress, questions, log } = task;
+  const { input, progress, questions } = task;
   const planning = new Planning(task);
   const runner = new StepRunner(task);
   if (task.carried) {
@@ -101,11 +101,7 @@ async function runTask(task: TaskRun): Promise<TaskResult> {
     const current = progress.statuses();
     if (allFinished(progress.graph, current)) break;
     const { runnable, asking } = nextRound(progress.graph, current, (id) => questions.isAnswered(id));
-    if (!questions.pending && asking.length) {
-      const asked = questions.ask(asking[0]);
-      progress.awaitAnswers(asked.stepId);
-      log.emit({ type: 'questions', stepId: asked.stepId, questions: asked.questions });
-    }
+    if (!questions.pending && asking.length) task.ask(asking[0]);
     if (runnable.length) {
       const point = task.rewinds.point();
       await task.rewinds.before();

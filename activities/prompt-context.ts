@@ -7,6 +7,7 @@
 import { plainPath, plannedFiles } from '../common/plan';
 import { codeNames, filePart, partText } from './llm/file-part';
 import { isDataFile } from './llm/program';
+import { namedInOutput } from './llm/repair-writes';
 import {
   boundNamedFiles,
   isWhole,
@@ -36,7 +37,8 @@ export interface PromptContext {
   fileTexts(projectDir: string, names: readonly string[], chars?: number): Promise<NamedFile[]>;
   /**
    * The files a step works on, as they are now: those its plan's `expect.changes` and its instruction name, and
-   * those its calls so far read or changed (an edit is aimed at text it sees). With `partsFor` (the small profile), a
+   * those its calls so far read or changed (an edit is aimed at text it sees), and in a repair round those the task
+   * changed that the failure names. With `partsFor` (the small profile), a
    * file too long to show whole is shown as the part of it around a name of code that text gives (./llm/file-part).
    */
   stepFiles(
@@ -97,6 +99,10 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
         ...plannedFiles(step).filter((p) => listed.has(p)),
         ...namedFiles(listing?.files ?? [], step.instruction),
         ...touched.filter((p) => listed.has(p)),
+        // In a repair round, the files the task changed that the failure names (the new test that failed).
+        ...(step.notDone
+          ? (step.taskChanged ?? []).filter((p) => listed.has(p) && namedInOutput(p, step.notDone!))
+          : []),
       ]);
       return fileTexts(projectDir, [...names], undefined, partsFor && `${step.instruction}\n${partsFor}`);
     },

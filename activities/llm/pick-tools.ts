@@ -12,6 +12,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ProjectListing } from '../project/listing';
 import { withWholeFileWrites, type FileQuestion } from './file-content';
 import { foldersNotFiles } from './folder-writes';
+import { writesForFailure } from './repair-writes';
 import { reproducesFirst } from './reproduce';
 import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
@@ -68,6 +69,8 @@ export interface PickStep {
   unchanged?: string[];
   /** The tools its plan says it needs, likeliest first (the small profile's `suggestedTools`). */
   suggested?: string[];
+  /** For a repair round: the files the task's finished steps changed (./repair-writes). */
+  taskChanged?: string[];
 }
 
 /** A call a step already made, as the next pick of the same step sees it. */
@@ -326,14 +329,15 @@ async function modelPick(
     }
   }
   // A small model's change to a file is written whole, from plain text (./file-content); in a repair round or the
-  // first pick, a file the step's plan names that is still unchanged is written when the model's pick changes nothing.
+  // first pick, a file the step's plan names that is still unchanged is written when the model's pick changes nothing,
+  // and in a repair round after a failure, the file it is in (./repair-writes).
   // A write aimed at a folder the plan names makes the folder instead.
   const folders = small ? foldersNotFiles(input.steps, calls, tools) : { calls, repairs: [] };
   const whole = small
     ? await withWholeFileWrites(
         model,
         input.steps,
-        writesForUnchanged(input.steps, folders.calls, input.request),
+        writesForFailure(input.steps, writesForUnchanged(input.steps, folders.calls, input.request)),
         tools,
         { mayAsk: opts.mayAsk, request: input.request }
       )

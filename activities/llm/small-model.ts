@@ -10,6 +10,7 @@
  * - whole-file writes (./file-content): a change to a file shown whole is written from plain text.
  * - `writesForUnchanged`: in a repair round or the first pick, a file the plan names that is still unchanged is
  *   written.
+ * - `writesForFailure` (./repair-writes): in a repair round after a failed run, the file the failure is in is written.
  * - `writesForNewFiles`: a step that is only to create files gets them written without a pick (not copies or moves
  *   of files the project has: `copiesFiles`).
  * - `checksFirst`: a step whose plan only asks for a check runs the check as its first call, without a pick

@@ -260,6 +260,65 @@ describe("a small model's first pick that only reads the file its step is to cha
     const finished = (await t.eventsOf('step_finished')).find((e) => e.stepId === 's2');
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
   });
+
+  describe('a repair round after the new tests fail on the file an earlier step wrote', () => {
+    const wc = 'def count_words(text):\n    return len(text.split())\n';
+    const testOf = (n: number) => `from wc import count_words\nassert count_words("a b") == ${n}\n`;
+    const request = 'Add a test for count_words in wc.py as test_wc.py, and run it.';
+    const rerun = {
+      calls: [{ name: 'workspace__run_command', args: { step_id: 's2', command: 'python3 test_wc.py' } }],
+    };
+
+    it('rewrites that file, shown the failure, where the model would run the tests again; the tests then pass', async () => {
+      const p = makeProject({ 'wc.py': wc });
+      fake.on('write_plan', {
+        call: plan([
+          step('s1', 'Create test_wc.py with a test of count_words.', { expect: { changes: ['test_wc.py'] } }),
+          step('s2', 'Run the tests.', { depends_on: ['s1'], expect: { check: 'python3 test_wc.py' } }),
+        ]),
+      });
+      fake.on('pick_tools', rerun);
+      fake.on(
+        'write_file_content',
+        { content: '```python\n' + testOf(3) + '```' },
+        { content: '```python\n' + testOf(2) + '```' }
+      );
+      fake.on('compose_answer', { content: 'test_wc.py passes.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+
+      expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(testOf(2));
+      const [, repair] = fake.requestsFor('write_file_content');
+      expect(repair.text).toContain(`File test_wc.py:\n\`\`\`\n${testOf(3)}\`\`\``);
+      expect(repair.text).toMatch(/Not done yet: .*exit code: 1[\s\S]*test_wc\.py", line 2[\s\S]*AssertionError/);
+      const s2 = (await t.eventsOf('step_finished')).find((e) => e.stepId === 's2');
+      expect(s2).toMatchObject({
+        status: 'done',
+        calls: [
+          { tool: 'workspace__run_command', status: 'error' },
+          { tool: 'workspace__write_file', status: 'ok' },
+          { tool: 'workspace__run_command', status: 'ok' },
+        ],
+      });
+    });
+
+    it('the control: a failing test the task did not write is never rewritten; the step is not achieved', async () => {
+      const p = makeProject({ 'wc.py': wc, 'test_wc.py': testOf(3) });
+      fake.always('write_plan', {
+        call: plan([step('s2', 'Run test_wc.py.', { expect: { check: 'python3 test_wc.py' } })]),
+      });
+      fake.always('pick_tools', rerun);
+      fake.always('write_file_content', { content: '```python\n' + testOf(2) + '```' });
+      fake.always('compose_answer', { content: 'test_wc.py fails: 2 words, not 3.' });
+
+      const t = await TaskDriver.start(env, 'Run test_wc.py.', p.dir);
+      expect(await t.result()).toMatchObject({ status: 'failed' });
+
+      expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(testOf(3));
+      expect(fake.requestsFor('write_file_content')).toEqual([]);
+    });
+  });
 });
 
 describe('a project of folders inside folders', () => {

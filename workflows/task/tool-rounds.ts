@@ -177,6 +177,7 @@ export class ToolRounds {
             ...(notDone
               ? {
                   notDone,
+                  taskChanged: progress.changedFiles(),
                   unchanged: unchangedFiles(
                     made.map((m) => m.outcome),
                     s.expect

@@ -21,6 +21,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{
   { env: 'KLEA_MODEL_PROFILE', path: ['model', 'profile'], kind: 'string' },
   { env: 'KLEA_ROUTE_TIMEOUT_MS', path: ['model', 'route_timeout_ms'], kind: 'count' },
   { env: 'KLEA_MAX_TOKENS_PER_TASK', path: ['model', 'max_tokens_per_task'], kind: 'count' },
+  { env: 'KLEA_MAX_OUTPUT_TOKENS', path: ['model', 'max_output_tokens'], kind: 'count' },
   { env: 'KLEA_MAX_CALLS_PER_STEP', path: ['limits', 'max_calls_per_step'], kind: 'count' },
   { env: 'KLEA_SESSION_IDLE_CLOSE_MS', path: ['session', 'idle_close_ms'], kind: 'count' },
   { env: 'KLEA_TASK_CONTINUE_AS_NEW_AFTER_EVENTS', path: ['task', 'continue_as_new_after_events'], kind: 'count' },

@@ -67,6 +67,12 @@ export const ConfigSchema = z.strictObject({
        * KLEA_MAX_TOKENS_PER_TASK); approving raises it by the same amount again. Null (the default): no budget.
        */
       max_tokens_per_task: z.number().int().positive().nullable().default(null),
+      /**
+       * Most tokens one answer may have, sent as `max_tokens` with every request (env KLEA_MAX_OUTPUT_TOKENS). Null
+       * (the default): `SMALL_MAX_OUTPUT_TOKENS` under the `small` profile, none under `standard` (the server's own
+       * limit). See `outputLimit`.
+       */
+      max_output_tokens: z.number().int().positive().nullable().default(null),
     })
     .prefault({}),
   temporal: z
@@ -309,6 +315,19 @@ export const ConfigSchema = z.strictObject({
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/**
+ * A small model answers with at most this many tokens unless `model.max_output_tokens` says otherwise: at
+ * temperature 0 it may repeat one line until its context is full, which on a server with no limit of its own (llama.cpp's
+ * and Ollama's default) takes minutes and runs past `model.timeout_ms`; cut at the limit, the answer is asked for
+ * again, shorter (docs/models.md). 512 tokens take the 1.5B model about 90 s on two cores.
+ */
+export const SMALL_MAX_OUTPUT_TOKENS = 512;
+
+/** The `max_tokens` every model request carries, or undefined for none (`model.max_output_tokens`). */
+export function outputLimit(model: Pick<Config['model'], 'max_output_tokens' | 'profile'>): number | undefined {
+  return model.max_output_tokens ?? (model.profile === 'small' ? SMALL_MAX_OUTPUT_TOKENS : undefined);
+}
 
 /** True when a model endpoint is configured (a key, or a base URL for keyless local servers). */
 export function isModelConfigured(config: Config): boolean {

@@ -20,7 +20,13 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { type AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import type { z } from 'zod';
-import { isModelConfigured, MODEL_NOT_CONFIGURED_HINT, type Config, type ModelProfile } from '../../common/config';
+import {
+  isModelConfigured,
+  MODEL_NOT_CONFIGURED_HINT,
+  outputLimit,
+  type Config,
+  type ModelProfile,
+} from '../../common/config';
 import { Failure } from '../../common/failures';
 import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from '../../common/model-protocol';
 import { formatZodIssues } from '../../common/zod-issues';
@@ -152,6 +158,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         apiKey: config.model.api_key ?? 'not-needed',
         configuration: config.model.base_url ? { baseURL: config.model.base_url } : undefined,
         temperature: config.model.temperature,
+        // Every answer bounded (a small model's run-on is cut, not waited out): common/config.ts, `outputLimit`.
+        ...(outputLimit(config.model) !== undefined ? { maxTokens: outputLimit(config.model) } : {}),
         timeout: config.model.timeout_ms,
         // Temporal owns retries (with backoff and visibility); a hidden inner retry loop would hide them.
         maxRetries: 0,

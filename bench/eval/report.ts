@@ -227,7 +227,7 @@ function runLine(run: AgentRun): string {
     `${AGENT_TITLES[run.agent]} (${run.version})` +
     `: run ${run.date.slice(0, 16).replace('T', ' ')} UTC` +
     ` on commit \`${run.commit}\`${run.subset ? `, **a subset** (${run.subset.join(', ')})` : run.split !== 'all' ? `, **the ${run.split} half only**` : ''};` +
-    ` ${run.server.name}, ${run.server.threads} thread(s), ${run.server.ctx}-token context, at most ${run.server.nPredict} tokens per answer;` +
+    ` ${run.server.name}, ${run.server.threads} thread(s), ${run.server.ctx}-token context, ${run.server.nPredict > 0 ? `at most ${run.server.nPredict} tokens per answer` : 'no limit of its own on an answer'};` +
     ` ${m.cores} cores (${m.cpu}), ${m.memGiB} GiB, Node ${m.node}, load ${m.loadStart.toFixed(1)} → ${m.loadEnd.toFixed(1)}` +
     (busy ? ' (the cores were shared with other work: slower than on an idle machine)' : '') +
     `; calls between tasks: ${run.betweenTasks.calls}.`

@@ -57,8 +57,19 @@ import { startKlea, type KleaStack } from './stack';
 import { DEFAULT_ANSWER, parseSplit, selectTasks, TASKS, type EvalTask, type Outcome } from './tasks';
 
 const CTX = 8192;
-/** A small model at temperature 0 can repeat itself until the context is full: the server's cap ends any answer. */
-const N_PREDICT = 512;
+/**
+ * The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT; -1: none, as llama.cpp's server starts by
+ * default). Klea sends its own (`model.max_output_tokens`); the peer has only this one.
+ */
+const N_PREDICT = nPredictOf(process.env.KLEA_EVAL_N_PREDICT);
+
+function nPredictOf(value: string | undefined): number {
+  if (value === undefined || value === '') return 512;
+  const n = Number(value);
+  if (!Number.isInteger(n) || (n < 1 && n !== -1))
+    throw new Error(`KLEA_EVAL_N_PREDICT: expected a positive whole number of tokens, or -1 for none; got "${value}"`);
+  return n;
+}
 /** Where a run keeps its tasks' records and logs (KLEA_EVAL_OUT: another place, for two runs at once). */
 const OUT_DIR = path.resolve(process.env.KLEA_EVAL_OUT || path.join(REPO_ROOT, '.klea', 'eval'));
 

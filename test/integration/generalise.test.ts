@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { FakeModel } from '../support/fake-model';
+import type { FakeModel, FakeReply, RecordedRequest } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
 import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
@@ -54,6 +54,8 @@ describe('one planner for every model (a server that holds answers to a schema)'
     ]);
     expect(finished[2]).toEqual(['s3', 'done']);
     expect(finished).toHaveLength(3);
+    // A standard model's answers are bounded by the server's own limit only.
+    expect(fake.requests.map((r) => r.body.max_tokens)).toEqual(fake.requests.map(() => undefined));
   });
 
   it("a plan that copies the Planner's example is asked again afresh, without the example, and the plan for the request runs", async () => {
@@ -259,6 +261,29 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(started.map((e) => e.attempt)).toEqual([1, 1]);
     const finished = (await t.eventsOf('step_finished')).find((e) => e.stepId === 's2');
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
+  });
+
+  it('every answer is bounded: a run-on new file, on a server with no limit of its own, is cut and asked for again', async () => {
+    const p = makeProject({ 'README.md': '# scratch\n' });
+    const request = 'Create hello.py that prints hello world.';
+    fake.on('write_plan', { call: plan([step('s1', request, { expect: { changes: ['hello.py'] } })]) });
+    // The model repeats one line for as long as it may: cut at `max_tokens` when the request sets it, else an
+    // answer that never comes (the request waits out its timeout).
+    const runOn = (req: RecordedRequest): FakeReply =>
+      typeof req.body.max_tokens === 'number'
+        ? { content: '```python\n' + 'print("hello world")\n'.repeat(req.body.max_tokens / 8), truncated: true }
+        : { content: '', delayMs: 600_000 };
+    fake.on('write_file_content', runOn, { content: '```python\nprint("hello world")\n```' });
+    fake.on('compose_answer', { content: 'hello.py prints hello world.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'hello.py'), 'utf8')).toBe('print("hello world")\n');
+    const writes = fake.requestsFor('write_file_content');
+    expect(writes.map((r) => r.body.max_tokens)).toEqual([512, 512]);
+    expect(writes[1].text).toContain('cut off at the output limit');
+    expect(fake.requests.every((r) => r.body.max_tokens === 512)).toBe(true);
   });
 
   describe('a repair round after the new tests fail on the file an earlier step wrote', () => {

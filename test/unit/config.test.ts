@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { ConfigSchema } from '../../common/config';
+import { ConfigSchema, outputLimit, SMALL_MAX_OUTPUT_TOKENS } from '../../common/config';
 import { ConfigError, resolveConfig } from '../../common/config-resolve';
 
 describe('configuration', () => {
@@ -80,6 +80,19 @@ describe('configuration', () => {
     expect(() => resolveConfig({}, { KLEA_STRUCTURED_OUTPUT: 'grammar' })).toThrow(
       /^environment: KLEA_STRUCTURED_OUTPUT: .*"auto"\|"tool_calling"\|"json_schema"/
     );
+  });
+
+  it('model.max_output_tokens: 512 for a small model unless set, none for a standard one, checked by name', () => {
+    const limit = (file: Record<string, unknown>, env: Record<string, string> = {}) =>
+      outputLimit(resolveConfig({ model: file }, env).model);
+    expect(limit({})).toBeUndefined();
+    expect(limit({ profile: 'small' })).toBe(SMALL_MAX_OUTPUT_TOKENS);
+    expect(limit({ profile: 'small', max_output_tokens: 2048 })).toBe(2048);
+    expect(limit({}, { KLEA_MAX_OUTPUT_TOKENS: '1024' })).toBe(1024);
+    expect(() => resolveConfig({}, { KLEA_MAX_OUTPUT_TOKENS: 'lots' })).toThrow(
+      /^environment: KLEA_MAX_OUTPUT_TOKENS: /
+    );
+    expect(() => resolveConfig({ model: { max_output_tokens: 0 } }, {})).toThrow(/model\.max_output_tokens: /);
   });
 
   it('validates mcp.servers in the common mcpServers shape', () => {

@@ -60,3 +60,12 @@ export function parseModel(value: string | undefined, profile?: string): EvalMod
 export const TASK_SECONDS = 300;
 /** `dev` may be higher than `holdout` by at most this many points (more means tuning to the tasks). */
 export const MAX_DEV_GAP = 15;
+
+/** The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT): 512 unless set; -1 for none. */
+export function parseNPredict(value: string | undefined): number {
+  if (value === undefined || value === '') return 512;
+  const n = Number(value);
+  if (!Number.isInteger(n) || (n < 1 && n !== -1))
+    throw new Error(`KLEA_EVAL_N_PREDICT: expected a positive whole number of tokens, or -1 for none; got "${value}"`);
+  return n;
+}

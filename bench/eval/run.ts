@@ -38,7 +38,7 @@ import { REPO_ROOT } from '../../runtime/temporal';
 import { LLAMA_DIR, startLlamaServer, type LlamaServer } from '../../test/support/llama-server';
 import { diffSnapshots, unsolved, type Verdict } from './checks';
 import { driveTask, KleaApi } from './driver';
-import { parseModel, TASK_SECONDS, type EvalModel } from './models';
+import { parseModel, parseNPredict, TASK_SECONDS, type EvalModel } from './models';
 import { PEER_NAME, peerVersion, runPeer } from './peer';
 import { runInProject, snapshot, writeProject } from './project';
 import { startRecordingProxy, totals, type RecordingProxy } from './proxy';
@@ -57,19 +57,8 @@ import { startKlea, type KleaStack } from './stack';
 import { DEFAULT_ANSWER, parseSplit, selectTasks, TASKS, type EvalTask, type Outcome } from './tasks';
 
 const CTX = 8192;
-/**
- * The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT; -1: none, as llama.cpp's server starts by
- * default). Klea sends its own (`model.max_output_tokens`); the peer has only this one.
- */
-const N_PREDICT = nPredictOf(process.env.KLEA_EVAL_N_PREDICT);
-
-function nPredictOf(value: string | undefined): number {
-  if (value === undefined || value === '') return 512;
-  const n = Number(value);
-  if (!Number.isInteger(n) || (n < 1 && n !== -1))
-    throw new Error(`KLEA_EVAL_N_PREDICT: expected a positive whole number of tokens, or -1 for none; got "${value}"`);
-  return n;
-}
+/** The server's own limit on an answer (KLEA_EVAL_N_PREDICT). Klea sends its own (`model.max_output_tokens`). */
+const N_PREDICT = parseNPredict(process.env.KLEA_EVAL_N_PREDICT);
 /** Where a run keeps its tasks' records and logs (KLEA_EVAL_OUT: another place, for two runs at once). */
 const OUT_DIR = path.resolve(process.env.KLEA_EVAL_OUT || path.join(REPO_ROOT, '.klea', 'eval'));
 

@@ -19,7 +19,7 @@ import {
   testFailure,
   type FileChanges,
 } from '../../bench/eval/checks';
-import { MODELS } from '../../bench/eval/models';
+import { MODELS, parseNPredict } from '../../bench/eval/models';
 import { runInProject, snapshot, writeProject } from '../../bench/eval/project';
 import { readServerWork, type CallTotals } from '../../bench/eval/proxy';
 import { peerAnswer } from '../../bench/eval/peer';
@@ -453,6 +453,14 @@ describe('eval checkers read values in any usual form', () => {
 });
 
 describe('eval task list', () => {
+  it("takes the server's own output limit from KLEA_EVAL_N_PREDICT: 512 unless set, -1 for none, else an error", () => {
+    expect(parseNPredict(undefined)).toBe(512);
+    expect(parseNPredict('-1')).toBe(-1);
+    expect(parseNPredict('1024')).toBe(1024);
+    for (const bad of ['0', '-2', 'lots', '1.5'])
+      expect(() => parseNPredict(bad)).toThrow(/^KLEA_EVAL_N_PREDICT: .*got "/);
+  });
+
   it('has at least 40 tasks, at least 20 of them held out, with distinct ids and prompts', () => {
     expect(TASKS.length).toBeGreaterThanOrEqual(40);
     expect(HOLDOUT_TASKS.length).toBeGreaterThanOrEqual(20);

@@ -5,7 +5,7 @@
 import { plainPath, plannedFiles, type StepExpect } from '../../common/plan';
 import type { PickedCall } from '../../common/tools';
 import { escape, isWhole, type NamedFile, type ReadCall } from './named-files';
-import { CHANGES_FILE, PLANNED_WRITES, READ_FILE, RUN_COMMAND, WRITE_FILE } from './small-model';
+import { CHANGES_FILE, plannedWrite, READ_FILE, RUN_COMMAND } from './small-model';
 
 /** What `writesForFailure` looks at of a step. */
 export interface FailureStep {
@@ -62,17 +62,7 @@ export function writesForFailure(steps: readonly FailureStep[], calls: readonly 
     const named = mayChange.filter((f) => namedInOutput(f.path, s.notDone!));
     const target = named[0] ?? (mayChange.length === 1 ? mayChange[0] : undefined);
     if (!target) continue;
-    const write: PickedCall = {
-      stepId: s.id,
-      server: 'workspace',
-      tool: 'write_file',
-      qualifiedName: WRITE_FILE,
-      args: { path: target.path, content: '' },
-      readOnly: false,
-      idempotent: true,
-    };
-    PLANNED_WRITES.add(write);
-    out = [...out.filter((c) => c.stepId !== s.id), write];
+    out = [...out.filter((c) => c.stepId !== s.id), plannedWrite(s.id, target.path)];
   }
   return out;
 }

@@ -165,6 +165,21 @@ export function narrowPaths(fns: readonly OpenAIFunction[], paths: PickPaths): O
  */
 export const PLANNED_WRITES = new WeakSet<PickedCall>();
 
+/** A `write_file` of `path` for step `stepId` with no content yet, for the whole-file writes to fill (`PLANNED_WRITES`). */
+export function plannedWrite(stepId: string, path: string): PickedCall {
+  const write: PickedCall = {
+    stepId,
+    server: 'workspace',
+    tool: 'write_file',
+    qualifiedName: WRITE_FILE,
+    args: { path, content: '' },
+    readOnly: false,
+    idempotent: true,
+  };
+  PLANNED_WRITES.add(write);
+  return write;
+}
+
 /**
  * The whole-file writes of a long file shown in part (./file-part): its new lines put back into the file as it was
  * read, so not blind writes, though no prompt showed the file whole.
@@ -219,17 +234,7 @@ export function writesForUnchanged(
       files.find((p) => (s.newFiles ?? []).includes(p)) ??
       files.find((p) => shown.has(plainPath(p)) && asked.includes(p));
     if (!target) continue;
-    const write: PickedCall = {
-      stepId: s.id,
-      server: 'workspace',
-      tool: 'write_file',
-      qualifiedName: WRITE_FILE,
-      args: { path: target, content: '' },
-      readOnly: false,
-      idempotent: true,
-    };
-    PLANNED_WRITES.add(write);
-    out = [...out.filter((c) => c.stepId !== s.id), write];
+    out = [...out.filter((c) => c.stepId !== s.id), plannedWrite(s.id, target)];
   }
   return out;
 }
@@ -259,17 +264,7 @@ export function writesForNewFiles(steps: readonly CreatingStep[], existing?: rea
     if (!files.length || s.earlierCalls?.length || s.notDone || !files.every((f) => fresh.has(f))) continue;
     if (copiesFiles(s, existing)) continue;
     for (const path of new Set(files)) {
-      const write: PickedCall = {
-        stepId: s.id,
-        server: 'workspace',
-        tool: 'write_file',
-        qualifiedName: WRITE_FILE,
-        args: { path, content: '' },
-        readOnly: false,
-        idempotent: true,
-      };
-      PLANNED_WRITES.add(write);
-      calls.push(write);
+      calls.push(plannedWrite(s.id, path));
     }
   }
   return calls;

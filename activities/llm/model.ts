@@ -152,14 +152,15 @@ type Answer =
 
 export function createModelClient(config: Config, log: Logger = silentLogger): ModelClient {
   const configured = isModelConfigured(config);
+  // Every answer bounded (a small model's run-on is cut, not waited out): common/config.ts, `outputLimit`.
+  const maxTokens = outputLimit(config.model);
   const fields = configured
     ? {
         model: config.model.name,
         apiKey: config.model.api_key ?? 'not-needed',
         configuration: config.model.base_url ? { baseURL: config.model.base_url } : undefined,
         temperature: config.model.temperature,
-        // Every answer bounded (a small model's run-on is cut, not waited out): common/config.ts, `outputLimit`.
-        ...(outputLimit(config.model) !== undefined ? { maxTokens: outputLimit(config.model) } : {}),
+        ...(maxTokens !== undefined ? { maxTokens } : {}),
         timeout: config.model.timeout_ms,
         // Temporal owns retries (with backoff and visibility); a hidden inner retry loop would hide them.
         maxRetries: 0,

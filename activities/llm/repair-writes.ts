@@ -43,7 +43,8 @@ export function namedInOutput(path: string, output: string): boolean {
 export function writesForFailure(steps: readonly FailureStep[], calls: readonly PickedCall[]): PickedCall[] {
   let out = [...calls];
   for (const s of steps) {
-    if (!s.notDone || s.unchanged?.length) continue;
+    const failure = s.notDone;
+    if (!failure || s.unchanged?.length) continue;
     const shown = (s.files ?? []).filter(isWhole);
     const ran = new Set((s.earlierCalls ?? []).flatMap((c) => (c.tool === RUN_COMMAND ? [commandOf(c.args)] : [])));
     if (s.expect?.check) ran.add(s.expect.check.trim());
@@ -53,13 +54,13 @@ export function writesForFailure(steps: readonly FailureStep[], calls: readonly 
       (c.qualifiedName === READ_FILE && typeof c.args.path === 'string' && shownPaths.has(plainPath(c.args.path)));
     const own = out.filter((c) => c.stepId === s.id);
     if (own.some((c) => CHANGES_FILE.has(c.qualifiedName) || !idle(c))) continue;
-    const made = new Set(
+    const theTasks = new Set(
       [...(s.taskChanged ?? []), ...(s.earlierCalls ?? []).flatMap((c) => c.changed ?? []), ...plannedFiles(s)].map(
         plainPath
       )
     );
-    const mayChange = shown.filter((f) => made.has(plainPath(f.path)));
-    const named = mayChange.filter((f) => namedInOutput(f.path, s.notDone!));
+    const mayChange = shown.filter((f) => theTasks.has(plainPath(f.path)));
+    const named = mayChange.filter((f) => namedInOutput(f.path, failure));
     const target = named[0] ?? (mayChange.length === 1 ? mayChange[0] : undefined);
     if (!target) continue;
     out = [...out.filter((c) => c.stepId !== s.id), plannedWrite(s.id, target.path)];

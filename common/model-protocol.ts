@@ -16,6 +16,7 @@ export const NODE_NAMES = [
   'init_project',
   'write_file_content',
   'asks_changes',
+  'wants_changes',
   'write_program',
 ] as const;
 export type NodeName = (typeof NODE_NAMES)[number];

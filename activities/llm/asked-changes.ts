@@ -1,14 +1,19 @@
 /**
- * The `asks_changes` node (the small profile, docs/models.md): what carrying out the user's request does to a file of
- * the project. A small Planner names the file a question is about in `expect.changes` (a question about
+ * The `asks_changes` and `wants_changes` nodes (the small profile, docs/models.md): what carrying out the user's
+ * request does to a file of the project, and whether the user wants it edited, moved or deleted. A small Planner names the file a question is about in `expect.changes` (a question about
  * a file's contents planned as a change to that file), and the step then writes over the user's data. Asked on its own, the
  * same model leans one way or the other with the wording, so its verdict is taken only for a request put as a
- * question, and only to leave a change out. No word of the request is looked at here.
+ * question, and only to leave a change out. The other way round, a small Planner plans the work a request asks of a
+file without the file (a script to fix, planned as running its commands by hand; a document to rewrite, planned as
+reading it): a plan that changes nothing at all, for a request not put as a question, is planned again when the
+model says the user wants a file the request names changed (`wantedChanges`). No word of the request is looked at
+here.
  */
 import { z } from 'zod';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { plannedFiles, type Plan } from '../../common/plan';
+import { changesSomething, plannedFiles, type Plan } from '../../common/plan';
 import type { ModelClient } from './model';
+import { namedFiles } from './named-files';
 import { isQuestion, withoutChanges } from './small-model';
 
 export const ASKS_CHANGES_SYSTEM = `You read a request a user gave a coding agent, and say what carrying it out does to one file of the
@@ -59,4 +64,45 @@ export async function keepAskedChanges(
   }
   const kept = withoutChanges(plan, notAsked);
   return { ...kept, usage, modelCalls: planned.length };
+}
+
+export const WANTS_CHANGES_SYSTEM = 'You read a request a user gave a coding agent. Answer with JSON only.';
+
+const WantsSchema = z.strictObject({ answer: z.enum(['yes', 'no']) });
+
+export function wantsChangesPrompt(request: string, file: string) {
+  return {
+    node: 'wants_changes' as const,
+    system: WANTS_CHANGES_SYSTEM,
+    messages: [
+      `Request: ${request}\n\nDoes the user want the agent to edit, move or delete ${file}? Answer yes or no.`,
+    ],
+  };
+}
+
+/**
+ * For a request not put as a question whose plan is to change nothing at all (no step's `expect.changes` names a
+ * file or a folder), the files of the project the request names that the model says the user wants edited, moved or
+ * deleted: a plan that leaves them as they are does not carry the request out. Nothing for any other request or plan.
+ */
+export async function wantedChanges(
+  model: ModelClient,
+  request: string,
+  plan: Plan,
+  projectFiles: readonly string[]
+): Promise<{ files: string[]; usage: ModelUsage; modelCalls: number }> {
+  if (isQuestion(request) || plan.steps.some(changesSomething)) return { files: [], usage: ZERO_USAGE, modelCalls: 0 };
+  const named = namedFiles(projectFiles, request);
+  let usage = ZERO_USAGE;
+  const files: string[] = [];
+  for (const file of named) {
+    const { value, usage: used } = await model.structured(
+      wantsChangesPrompt(request, file),
+      WantsSchema,
+      'Say whether the user wants the file edited, moved or deleted.'
+    );
+    usage = addUsage(usage, used);
+    if (value.answer === 'yes') files.push(file);
+  }
+  return { files, usage, modelCalls: named.length };
 }

@@ -21,7 +21,7 @@ import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
 import type { ModelClient } from './model';
 import type { ProjectListing } from '../project/listing';
-import { keepAskedChanges } from './asked-changes';
+import { keepAskedChanges, wantedChanges } from './asked-changes';
 import {
   changesForFailedCheck,
   checksAfterChanges,
@@ -34,6 +34,7 @@ import {
 } from './plan-files';
 import { boundedChecks, checkPaths, dataChecks, inlineChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
+import { WRITE_FILE } from './small-model';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
 export interface WritePlanInput {
@@ -327,9 +328,37 @@ export async function writePlan(
     ...thinking.repairs,
     ...pathed.repairs,
   ];
+  const spent: MeteredUsage = asked.modelCalls
+    ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls }
+    : usage;
+  // A first plan that changes nothing, for a request that wants a file of the project changed (./asked-changes), is
+  // asked for once more, with the reason; a small Planner planned fixing a script as running its commands by hand.
+  const wanted =
+    small && !input.previousPlan && tools.some((t) => t.qualifiedName === WRITE_FILE)
+      ? await wantedChanges(model, input.request, pathed.plan, files)
+      : null;
+  if (!wanted?.modelCalls) return { plan: pathed.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
+  const counted = { ...addUsage(spent, wanted.usage), modelCalls: (spent.modelCalls ?? 1) + wanted.modelCalls };
+  if (!wanted.files.length) return { plan: pathed.plan, usage: counted, ...(repairs.length ? { repairs } : {}) };
+  const list = wanted.files.join(', ');
+  const again = await writePlan(
+    model,
+    {
+      ...input,
+      previousPlan: pathed.plan,
+      feedbackFrom: 'replan',
+      feedback: `The request asks to change ${list}, and no step of this plan changes anything: plan the change itself, with ${list} in the expect.changes of the step that makes it.`,
+    },
+    tools,
+    projectContext
+  );
   return {
-    plan: pathed.plan,
-    usage: asked.modelCalls ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls } : usage,
-    ...(repairs.length ? { repairs } : {}),
+    plan: again.plan,
+    usage: { ...addUsage(counted, again.usage), modelCalls: counted.modelCalls + (again.usage.modelCalls ?? 1) },
+    repairs: [
+      ...repairs,
+      `the plan changed nothing, though the request wants ${list} changed: planned again`,
+      ...(again.repairs ?? []),
+    ],
   };
 }

@@ -2,7 +2,7 @@
  * The small profile's check of a question's plan (activities/llm/asked-changes.ts): a request put as a question keeps
  * in `expect.changes` only the files the model says carrying it out changes; any other request's plan is left alone.
  */
-import { keepAskedChanges } from '../../activities/llm/asked-changes';
+import { keepAskedChanges, wantedChanges } from '../../activities/llm/asked-changes';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
 import { isQuestion, withoutChanges } from '../../activities/llm/small-model';
 import type { Plan } from '../../common/plan';
@@ -87,6 +87,55 @@ describe("a question's plan keeps only the changes the model says it asks for", 
     expect((await keepAskedChanges(client, 'Sort data.txt.', changing, ['data.txt'])).plan).toEqual(changing);
     const creating = plan(step('s1', { changes: ['new.txt'] }), step('s2'));
     expect((await keepAskedChanges(client, 'Which is it?', creating, ['data.txt'])).plan).toEqual(creating);
+    expect(prompts).toEqual([]);
+  });
+});
+
+/** A model that answers `answers[file]` (yes or no) of each file it is asked whether the user wants changed. */
+function wants(answers: Record<string, 'yes' | 'no'>) {
+  const prompts: NodePrompt[] = [];
+  const client = {
+    profile: 'small',
+    async structured(prompt: NodePrompt) {
+      prompts.push(prompt);
+      const file = /edit, move or delete (\S+)\? Answer yes or no\.$/.exec(String(prompt.messages[0]))![1];
+      return { value: { answer: answers[file] }, usage: { inputTokens: 5, outputTokens: 2 } };
+    },
+  } as unknown as ModelClient;
+  return { client, prompts };
+}
+
+describe('a plan that changes nothing, for a request that wants a file changed', () => {
+  const files = ['count.sh', 'logs/a.log', 'README.md'];
+  const running = plan(step('s1', { check: 'bash count.sh' }), step('s2'));
+
+  it('says which of the files the request names the user wants changed, asking once per file', async () => {
+    const { client, prompts } = wants({ 'count.sh': 'yes', 'logs/a.log': 'no' });
+    const r = await wantedChanges(
+      client,
+      'count.sh prints a line per log like logs/a.log; make it print the sum.',
+      running,
+      files
+    );
+    expect(r.files).toEqual(['count.sh']);
+    expect(r.modelCalls).toBe(2);
+    expect(r.usage).toMatchObject({ inputTokens: 10, outputTokens: 4 });
+    expect(prompts.map((p) => p.node)).toEqual(['wants_changes', 'wants_changes']);
+  });
+
+  it('nothing when the user wants none of them changed', async () => {
+    const { client } = wants({ 'count.sh': 'no' });
+    expect((await wantedChanges(client, 'Run count.sh and tell me the sum.', running, files)).files).toEqual([]);
+  });
+
+  it('asks nothing of a question, of a plan that changes a file or a folder, or of a request that names no file', async () => {
+    const { client, prompts } = wants({ 'count.sh': 'yes' });
+    expect((await wantedChanges(client, 'What does count.sh print?', running, files)).modelCalls).toBe(0);
+    const changing = plan(step('s1', { changes: ['total.txt'] }));
+    expect((await wantedChanges(client, 'Fix count.sh.', changing, files)).modelCalls).toBe(0);
+    const folder = plan(step('s1', { changes: ['logs/'] }));
+    expect((await wantedChanges(client, 'Tidy logs/ for count.sh.', folder, files)).modelCalls).toBe(0);
+    expect((await wantedChanges(client, 'Count the errors.', running, files)).modelCalls).toBe(0);
     expect(prompts).toEqual([]);
   });
 });

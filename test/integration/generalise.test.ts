@@ -213,6 +213,62 @@ describe("a small model's first pick that only reads the file its step is to cha
     ]);
   });
 
+  describe('a first plan that changes nothing, for a request that names a script to fix', () => {
+    const script = 'for f in logs/*.log; do grep -c ERROR "$f"; done\n';
+    const fixed = 'cat logs/*.log | grep -c ERROR\n';
+    const files = { 'count.sh': script, 'logs/a.log': 'ERROR x\nok\n', 'logs/b.log': 'ERROR y\nERROR z\n' };
+    const request = 'count.sh prints a number per log file, where it should print the total. Fix it.';
+    // The Planner does the script's work by hand: nothing would change, and the script would print as before.
+    const byHand = plan([
+      step('s1', 'Count the ERROR lines of every log.', { expect: { check: 'grep -c ERROR logs/a.log' } }),
+    ]);
+
+    it('is planned again when the model says the user wants the script changed; the script then prints the total', async () => {
+      const p = makeProject(files);
+      fake.on(
+        'write_plan',
+        { call: byHand },
+        {
+          call: plan([
+            step('s1', 'Make count.sh print the total.', { expect: { changes: ['count.sh'], check: 'bash count.sh' } }),
+          ]),
+        }
+      );
+      fake.on('wants_changes', { call: { answer: 'yes' } });
+      fake.on('pick_tools', { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'count.sh' } }] });
+      fake.on('write_file_content', { content: `\`\`\`bash\n${fixed}\`\`\`` });
+      fake.on('compose_answer', { content: 'count.sh prints the total now: 3.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+
+      expect(readFileSync(path.join(p.dir, 'count.sh'), 'utf8')).toBe(fixed);
+      const [asked] = fake.requestsFor('wants_changes');
+      expect(asked.text).toContain('Does the user want the agent to edit, move or delete count.sh?');
+      // Asked again with the reason, the plan it replaces in view.
+      const [, again] = fake.requestsFor('write_plan');
+      expect(again.text).toContain('The request asks to change count.sh, and no step of this plan changes anything');
+      expect(again.text).toContain('Count the ERROR lines of every log.');
+      const [planEvent] = await t.eventsOf('plan');
+      expect(planEvent.plan.steps[0].expect).toEqual({ changes: ['count.sh'], check: 'bash count.sh' });
+    });
+
+    it('the control: where the model says the user does not, the plan is kept, and the script is left as it was', async () => {
+      const p = makeProject(files);
+      fake.on('write_plan', { call: byHand });
+      fake.on('wants_changes', { call: { answer: 'no' } });
+      const run = { name: 'workspace__run_command', args: { step_id: 's1', command: 'grep -c ERROR logs/a.log' } };
+      fake.on('pick_tools', { calls: [run] });
+      fake.on('compose_answer', { content: 'logs/a.log has 1 ERROR line.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+
+      expect(readFileSync(path.join(p.dir, 'count.sh'), 'utf8')).toBe(script);
+      expect(fake.requestsFor('write_plan')).toHaveLength(1);
+    });
+  });
+
   it("Klea's own name written in place of the user's: the step asks the user first, then writes their answer", async () => {
     const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
     const request = 'Fill in the copyright holder in LICENSE: it still says <COPYRIGHT HOLDER>.';
@@ -333,6 +389,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       fake.always('write_plan', {
         call: plan([step('s2', 'Run test_wc.py.', { expect: { check: 'python3 test_wc.py' } })]),
       });
+      fake.always('wants_changes', { call: { answer: 'no' } });
       fake.always('pick_tools', rerun);
       fake.always('write_file_content', { content: '```python\n' + testOf(2) + '```' });
       fake.always('compose_answer', { content: 'test_wc.py fails: 2 words, not 3.' });

@@ -306,6 +306,8 @@ describe('model.profile small', () => {
     const p = makeProject({ 'settings.yaml': yaml });
     const instruction = 'Set the logging level in settings.yaml to debug.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
+    // The model says the user wants no file the request names changed: the plan stands as written.
+    fake.always('wants_changes', { call: { answer: 'no' } });
     const bad = { path: 'settings.yaml', old_string: 'logging:', new_string: 'debug:' };
     fake.on(
       'pick_tools',
@@ -332,9 +334,10 @@ describe('model.profile small', () => {
       repairs: ['settings.yaml: written whole, from the content the model wrote for it in plain text'],
     });
     expect(finished.changes?.[0].diff).toMatch(/- {2}level: info\n\+ {2}level: debug/);
-    // The plan, each pick with the content it asked for, and the answer: each counted.
+    // The plan, whether the user wants settings.yaml changed (the plan changes nothing), each pick with the content
+    // it asked for, and the answer: each counted.
     const usage = (await t.state()).usage;
-    expect(usage.modelCalls).toBe(6);
+    expect(usage.modelCalls).toBe(7);
   });
 
   it('a file the plan only creates is written from plain text and the step that runs it runs its check: no pick at all', async () => {
@@ -508,6 +511,8 @@ describe('model.profile small', () => {
     const rerun = step('s1', 'Run test_units.py and check that it passes.', { expect: { check } });
     // The first plan and its replan only run the test: without help the replan fails the same way.
     fake.on('write_plan', { call: plan([rerun], {}, request) }, { call: plan([rerun], {}, request) });
+    // The model says the user wants no file the request names changed: the plan stands as written.
+    fake.always('wants_changes', { call: { answer: 'no' } });
     // The step's repair picks only run the test again.
     const again = { name: 'workspace__run_command', args: { step_id: 's1', command: check, step_done: true } };
     fake.on('pick_tools', { calls: [again] }, { calls: [again] });
@@ -697,6 +702,8 @@ describe('model.profile small', () => {
     const p = makeProject({ 'stats.sh': 'echo "average: 42.5"\n' });
     const request = 'Run stats.sh and tell me the average it prints.';
     fake.on('write_plan', { call: plan([step('s1', 'Run stats.sh.', { expect: { check: 'sh stats.sh' } })]) });
+    // The model says the user wants no file the request names changed: the plan stands as written.
+    fake.always('wants_changes', { call: { answer: 'no' } });
     fake.on('compose_answer', { content: 'The average is 42.5.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
@@ -710,8 +717,8 @@ describe('model.profile small', () => {
     });
     expect(finished.summary).toContain('average: 42.5');
     expect(fake.requestsFor('pick_tools')).toEqual([]);
-    // The plan and the answer, nothing else.
-    expect((await t.state()).usage.modelCalls).toBe(2);
+    // The plan, whether the user wants stats.sh changed (the plan changes nothing), and the answer; nothing else.
+    expect((await t.state()).usage.modelCalls).toBe(3);
   });
 
   it("a failing check is shown to the next pick and to the file's rewrite, which makes it pass", async () => {
@@ -902,6 +909,8 @@ describe('model.profile small', () => {
     const p = makeProject({ '.env': `${secret}\n`, 'README.md': 'Settings come from .env.\n' });
     const instruction = 'Tell me what .env sets.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
+    // The model says the user wants no file the request names changed: the plan stands as written.
+    fake.always('wants_changes', { call: { answer: 'no' } });
 
     const t = await TaskDriver.start(env, instruction, p.dir);
     // No prompt could show .env (it is behind the gate): the step's first call reads it, without a pick, and asks.
@@ -919,6 +928,8 @@ describe('model.profile small', () => {
     const p = makeProject({ '.env': 'DB_PORT=5433\n', 'README.md': 'Settings come from .env.\n' });
     const instruction = 'Tell me the port .env sets.';
     fake.on('write_plan', { call: plan([step('s1', instruction, { instruction })]) });
+    // The model says the user wants no file the request names changed: the plan stands as written.
+    fake.always('wants_changes', { call: { answer: 'no' } });
     fake.on('pick_tools', { calls: [] });
     fake.on('compose_answer', (req) => ({ content: /DB_PORT=5433/.test(req.text) ? 'The port is 5433.' : 'unknown' }));
 

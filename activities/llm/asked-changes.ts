@@ -1,13 +1,14 @@
 /**
  * The `asks_changes` and `wants_changes` nodes (the small profile, docs/models.md): what carrying out the user's
- * request does to a file of the project, and whether the user wants it edited, moved or deleted. A small Planner names the file a question is about in `expect.changes` (a question about
- * a file's contents planned as a change to that file), and the step then writes over the user's data. Asked on its own, the
- * same model leans one way or the other with the wording, so its verdict is taken only for a request put as a
- * question, and only to leave a change out. The other way round, a small Planner plans the work a request asks of a
-file without the file (a script to fix, planned as running its commands by hand; a document to rewrite, planned as
-reading it): a plan that changes nothing at all, for a request not put as a question, is planned again when the
-model says the user wants a file the request names changed (`wantedChanges`). No word of the request is looked at
-here.
+ * request does to a file of the project, and whether the user wants it edited, moved or deleted.
+ *
+ * A small Planner gets a request's files wrong both ways. It names the file a question is about in `expect.changes`
+ * (a question about a file's contents planned as a change to that file), and the step then writes over the user's
+ * data: `keepAskedChanges`. And it plans the work a request asks of a file without the file (a document to rewrite,
+ * planned as reading it; a script to fix, as running its commands by hand): `wantedChanges`. Asked on its own, the
+ * same model leans one way or the other with the wording, so a verdict is taken only where the plan is already in
+ * doubt: a question's plan that would change a file is only ever made to leave the change out, and a plan that
+ * changes nothing at all is only ever planned again. No word of the request is looked at here.
  */
 import { z } from 'zod';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';

@@ -328,18 +328,20 @@ export async function writePlan(
     ...thinking.repairs,
     ...pathed.repairs,
   ];
-  const spent: MeteredUsage = asked.modelCalls
+  let spent: MeteredUsage = asked.modelCalls
     ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls }
     : usage;
-  // A first plan that changes nothing, for a request that wants a file of the project changed (./asked-changes), is
-  // asked for once more, with the reason; a small Planner planned fixing a script as running its commands by hand.
+  const spend = (more: MeteredUsage) => {
+    spent = { ...addUsage(spent, more), modelCalls: (spent.modelCalls ?? 1) + (more.modelCalls ?? 1) };
+  };
+  // A first plan that changes nothing, for a request whose files the user wants changed (./asked-changes), is asked
+  // for once more, with the reason: a small Planner planned rewriting a document as reading it.
   const wanted =
     small && !input.previousPlan && tools.some((t) => t.qualifiedName === WRITE_FILE)
       ? await wantedChanges(model, input.request, pathed.plan, files)
       : null;
-  if (!wanted?.modelCalls) return { plan: pathed.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
-  const counted = { ...addUsage(spent, wanted.usage), modelCalls: (spent.modelCalls ?? 1) + wanted.modelCalls };
-  if (!wanted.files.length) return { plan: pathed.plan, usage: counted, ...(repairs.length ? { repairs } : {}) };
+  if (wanted?.modelCalls) spend({ ...wanted.usage, modelCalls: wanted.modelCalls });
+  if (!wanted?.files.length) return { plan: pathed.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
   const list = wanted.files.join(', ');
   const again = await writePlan(
     model,
@@ -347,18 +349,14 @@ export async function writePlan(
       ...input,
       previousPlan: pathed.plan,
       feedbackFrom: 'replan',
-      feedback: `The request asks to change ${list}, and no step of this plan changes anything: plan the change itself, with ${list} in the expect.changes of the step that makes it.`,
+      feedback:
+        `The request asks to change ${list}, and no step of this plan changes anything: plan the change itself, ` +
+        `with ${list} in the expect.changes of the step that makes it.`,
     },
     tools,
     projectContext
   );
-  return {
-    plan: again.plan,
-    usage: { ...addUsage(counted, again.usage), modelCalls: counted.modelCalls + (again.usage.modelCalls ?? 1) },
-    repairs: [
-      ...repairs,
-      `the plan changed nothing, though the request wants ${list} changed: planned again`,
-      ...(again.repairs ?? []),
-    ],
-  };
+  spend(again.usage);
+  const why = `the plan changed nothing, though the request wants ${list} changed: planned again`;
+  return { plan: again.plan, usage: spent, repairs: [...repairs, why, ...(again.repairs ?? [])] };
 }

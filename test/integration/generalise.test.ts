@@ -251,6 +251,9 @@ describe("a small model's first pick that only reads the file its step is to cha
       expect(again.text).toContain('Count the ERROR lines of every log.');
       const [planEvent] = await t.eventsOf('plan');
       expect(planEvent.plan.steps[0].expect).toEqual({ changes: ['count.sh'], check: 'bash count.sh' });
+      expect(planEvent.repairs).toContain(
+        'the plan changed nothing, though the request wants count.sh changed: planned again'
+      );
     });
 
     it('the control: where the model says the user does not, the plan is kept, and the script is left as it was', async () => {

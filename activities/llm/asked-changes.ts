@@ -84,7 +84,10 @@ export function wantsChangesPrompt(request: string, file: string) {
 /**
  * For a request not put as a question whose plan is to change nothing at all (no step's `expect.changes` names a
  * file or a folder), the files of the project the request names that the model says the user wants edited, moved or
- * deleted: a plan that leaves them as they are does not carry the request out. Nothing for any other request or plan.
+ * deleted: a plan that leaves them as they are does not carry the request out. Nothing for any other request or
+ * plan, nor where the model says yes of every one of several files (a verdict on the request, not on the files): with
+ * the 1.5B model, "The tests in test_calc.py fail. Fix the bug in calc.py" had yes of both, and the plan asked for
+ * again ran the tests beside the fix instead of after it; the task ran past 5 minutes, where it had taken two.
  */
 export async function wantedChanges(
   model: ModelClient,
@@ -105,5 +108,7 @@ export async function wantedChanges(
     usage = addUsage(usage, used);
     if (value.answer === 'yes') files.push(file);
   }
-  return { files, usage, modelCalls: named.length };
+  // Yes of every one of several files is a verdict on the request, not on the files (it wants some change): it says
+  // nothing of which file the plan missed, and is not taken.
+  return { files: named.length > 1 && files.length === named.length ? [] : files, usage, modelCalls: named.length };
 }

@@ -123,6 +123,14 @@ describe('a plan that changes nothing, for a request that wants a file changed',
     expect(prompts.map((p) => p.node)).toEqual(['wants_changes', 'wants_changes']);
   });
 
+  it('nothing when the model says yes of every one of several files: that is a verdict on the request, not the files', async () => {
+    const { client } = wants({ 'count.sh': 'yes', 'logs/a.log': 'yes' });
+    const r = await wantedChanges(client, 'count.sh miscounts logs/a.log; fix it.', running, files);
+    expect(r).toMatchObject({ files: [], modelCalls: 2 });
+    // One file named, and yes of it: taken.
+    expect((await wantedChanges(client, 'count.sh miscounts; fix it.', running, files)).files).toEqual(['count.sh']);
+  });
+
   it('nothing when the user wants none of them changed', async () => {
     const { client } = wants({ 'count.sh': 'no' });
     expect((await wantedChanges(client, 'Run count.sh and tell me the sum.', running, files)).files).toEqual([]);

@@ -86,7 +86,7 @@ export function wantsChangesPrompt(request: string, file: string) {
  * file or a folder), the files of the project the request names that the model says the user wants edited, moved or
  * deleted: a plan that leaves them as they are does not carry the request out. Nothing for any other request or
  * plan, nor where the model says yes of every one of several files (a verdict on the request, not on the files): with
- * the 1.5B model, "The tests in test_calc.py fail. Fix the bug in calc.py" had yes of both, and the plan asked for
+ * the 1.5B model, a request naming a failing test file and the code to fix had yes of both, and the plan asked for
  * again ran the tests beside the fix instead of after it; the task ran past 5 minutes, where it had taken two.
  */
 export async function wantedChanges(

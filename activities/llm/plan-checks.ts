@@ -7,6 +7,7 @@
  *   output.
  * - `checkPaths`: a file a check names by a path the project does not have is named by the path it has.
  * - `inlineChecks`: a program given inline that reads no file of the project is no check of a step.
+ * - `checkRunners`: a script a check runs is run by the program for its language.
  *
  * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
  */
@@ -156,6 +157,45 @@ export function checkPaths(plan: Plan, files: readonly string[]): { plan: Plan; 
     if (fixed === check) return s;
     repairs.push(
       `step "${s.id}": its check \`${cutCheck(check)}\` names files by paths the project has: \`${cutCheck(fixed)}\``
+    );
+    return withExpect(s, { ...s.expect, check: fixed });
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/** The program that runs a script, by its file's extension; each list's first is the one a check is given. */
+const RUNNERS: ReadonlyArray<{ extensions: readonly string[]; programs: readonly string[] }> = [
+  { extensions: ['py'], programs: ['python3', 'python'] },
+  { extensions: ['js', 'mjs', 'cjs'], programs: ['node', 'nodejs'] },
+  { extensions: ['sh', 'bash'], programs: ['bash', 'sh'] },
+];
+
+const runnerOf = (path: string) => RUNNERS.find((r) => r.extensions.includes(path.split('.').pop() ?? ''));
+const isProgram = (word: string) => RUNNERS.some((r) => r.programs.includes(word.replace(/\d+(?:\.\d+)*$/, '')));
+
+/**
+ * The plan with each check that is one command running a script of the project (or one a step is to create) run by
+ * the program for the script's extension: a check that is the script's path alone is given it (a script without the
+ * executable bit, or the shebang line, exits 126 however the step did), and one given to another language's program
+ * has it replaced. A small model checked the fix of a JavaScript function by `test/slug.test.js`, then, planned again,
+ * by `python3 test/slug.test.js`: both failed whatever the fix, and the task ran on until its time was up. Not a check
+ * of several commands, nor one whose program takes options before the script (`python3 -m unittest x.py`).
+ */
+export function checkRunners(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const known = new Set([...files, ...plan.steps.flatMap((s) => plannedFiles(s))].map(plainPath));
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const check = s.expect?.check?.trim();
+    if (!check || /[|&;<>`$()]/.test(withoutQuoted(check))) return s;
+    const words = check.split(/\s+/);
+    const at = isProgram(words[0]!) ? 1 : 0;
+    const script = words[at] ?? '';
+    const runner = runnerOf(script);
+    if (!runner || !known.has(plainPath(script.replace(/^\.\//, '')))) return s;
+    if (at === 1 && runner.programs.includes(words[0]!.replace(/\d+(?:\.\d+)*$/, ''))) return s;
+    const fixed = [runner.programs[0], ...words.slice(at)].join(' ');
+    repairs.push(
+      `step "${s.id}": its check \`${cutCheck(check)}\` runs ${script} by its language: \`${cutCheck(fixed)}\``
     );
     return withExpect(s, { ...s.expect, check: fixed });
   });

@@ -8,7 +8,7 @@
  * - `sameFileSteps`: steps that are to change the same files are one step.
  * - `followUpSteps`: a step before or after a change that names only the changed files, and is to change and check
  *   nothing, is part of the change.
- * - `checksAfterChanges`: a step before the change a check is the evidence of does not run that check.
+ * - `checksAfterChanges`: a step that does not wait for the change a check is the evidence of does not run that check.
  * - `unnamedChanges`: a file of the project no text of the task names is not asked of a step as a change.
  * - `changesForFailedCheck`: a new plan after a failed check that changes nothing changes the files the request names.
  * - `valuesAsChanges`: a step whose planned changes were all values, not files, changes the files its instruction names.
@@ -245,11 +245,13 @@ function joinSteps(
 }
 
 /**
- * The plan with the check left out of each step that is to change nothing when a step that depends on it, directly
- * or through others, runs the same check and is to change files: the check is the evidence of that change, and
- * before it, it fails by design. A small Planner gives finding the bug, fixing the file and running the tests each
- * the failing test as their check: the first step's check failed (the bug is not fixed yet), its repair rounds found
- * nothing to do, and the task was planned again from a step that could never pass.
+ * The plan with the check left out of each step that is to change nothing when a step it does not wait for, directly
+ * or through others, is to change files and that step, or one that waits for it, runs the same check: the check is
+ * the evidence of that change, and before it (or beside it) it fails by design. A small Planner gave finding the bug,
+ * fixing the file and running the tests each the failing test as their check: the first step's check failed (the bug
+ * is not fixed yet), its repair rounds found nothing to do, and the task was planned again from a step that could
+ * never pass. Planned again, the same model put the fix beside the finding and the run after the fix, with the same
+ * result.
  */
 export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] } {
   const byId = new Map(plan.steps.map((s) => [s.id, s]));
@@ -257,12 +259,21 @@ export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] 
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
     if (!check || changesSomething(s)) return s;
-    const fixer = plan.steps.find(
-      (later) => later.expect?.check?.trim() === check && changesSomething(later) && dependsOn(byId, later.id, s.id)
+    const sameCheck = (t: PlanStep) => t !== s && t.expect?.check?.trim() === check;
+    const change = plan.steps.find(
+      (u) =>
+        changesSomething(u) &&
+        !dependsOn(byId, s.id, u.id) &&
+        plan.steps.some((t) => sameCheck(t) && (t === u || dependsOn(byId, t.id, u.id)))
     );
-    if (!fixer) return s;
+    if (!change) return s;
+    const runner = sameCheck(change)
+      ? change
+      : plan.steps.find((t) => sameCheck(t) && dependsOn(byId, t.id, change.id))!;
     repairs.push(
-      `step "${s.id}": its check is that of step "${fixer.id}", which is to make it pass: left to that step`
+      runner === change
+        ? `step "${s.id}": its check is that of step "${change.id}", which is to make it pass: left to that step`
+        : `step "${s.id}": its check is that of step "${runner.id}", run after step "${change.id}" changes files: left to that step`
     );
     const { check: _check, ...others } = s.expect ?? {};
     return withExpect(s, others);

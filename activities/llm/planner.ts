@@ -32,7 +32,7 @@ import {
   unnamedChanges,
   valuesAsChanges,
 } from './plan-files';
-import { boundedChecks, checkPaths, dataChecks, inlineChecks, pipedChecks } from './plan-checks';
+import { boundedChecks, checkPaths, checkRunners, dataChecks, inlineChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { WRITE_FILE } from './small-model';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
@@ -310,6 +310,7 @@ export async function writePlan(
   const following = small ? followUpSteps(running.plan, files) : { plan: running.plan, repairs: [] };
   const thinking = small ? thinkingSteps(following.plan, files) : { plan: following.plan, repairs: [] };
   const pathed = small ? checkPaths(thinking.plan, files) : { plan: thinking.plan, repairs: [] };
+  const runners = small ? checkRunners(pathed.plan, files) : { plan: pathed.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
     ...bounded.repairs,
@@ -327,6 +328,7 @@ export async function writePlan(
     ...following.repairs,
     ...thinking.repairs,
     ...pathed.repairs,
+    ...runners.repairs,
   ];
   let spent: MeteredUsage = asked.modelCalls
     ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls }
@@ -338,16 +340,16 @@ export async function writePlan(
   // for once more, with the reason: a small Planner planned rewriting a document as reading it.
   const wanted =
     small && !input.previousPlan && tools.some((t) => t.qualifiedName === WRITE_FILE)
-      ? await wantedChanges(model, input.request, pathed.plan, files)
+      ? await wantedChanges(model, input.request, runners.plan, files)
       : null;
   if (wanted?.modelCalls) spend({ ...wanted.usage, modelCalls: wanted.modelCalls });
-  if (!wanted?.files.length) return { plan: pathed.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
+  if (!wanted?.files.length) return { plan: runners.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
   const list = wanted.files.join(', ');
   const again = await writePlan(
     model,
     {
       ...input,
-      previousPlan: pathed.plan,
+      previousPlan: runners.plan,
       feedbackFrom: 'replan',
       feedback:
         `The request asks to change ${list}, and no step of this plan changes anything: plan the change itself, ` +

@@ -212,13 +212,41 @@ describe('a check is run once the change it is evidence of is made', () => {
     ]);
   });
 
-  it('not a check of its own, nor one before a step that changes nothing or does not wait for it', () => {
+  it('a step beside the fix, or beside the change a later run of its check waits for, is left without it', () => {
     const p = planOf(
+      step('s1', 'Find the failing test.', { expect: { check: test } }),
+      step('s2', 'Fix calc.py.', { expect: { changes: ['calc.py'] } }),
+      step('s3', 'Run the tests again.', { depends_on: ['s1', 's2'], expect: { check: test } }),
+      step('s4', 'Run them once more.', { depends_on: ['s1'], expect: { check: test } })
+    );
+    const out = checksAfterChanges(p);
+    expect(out.plan.steps.map((s) => s.expect)).toEqual([
+      undefined,
+      { changes: ['calc.py'] },
+      { check: test },
+      undefined,
+    ]);
+    expect(out.repairs).toEqual([
+      'step "s1": its check is that of step "s3", run after step "s2" changes files: left to that step',
+      'step "s4": its check is that of step "s3", run after step "s2" changes files: left to that step',
+    ]);
+    const parallel = planOf(
       step('s1', 'Run the tests.', { expect: { check: test } }),
-      step('s2', 'Fix calc.py.', { expect: { changes: ['calc.py'], check: test } }),
-      step('s3', 'Run it.', { depends_on: ['s1'], expect: { check: test } }),
+      step('s2', 'Fix calc.py.', { expect: { changes: ['calc.py'], check: test } })
+    );
+    expect(checksAfterChanges(parallel).repairs).toEqual([
+      'step "s1": its check is that of step "s2", which is to make it pass: left to that step',
+    ]);
+  });
+
+  it('not a check of its own, nor one after every change, nor one no changed step is checked by', () => {
+    const p = planOf(
+      step('s1', 'Fix calc.py.', { expect: { changes: ['calc.py'], check: test } }),
+      step('s2', 'Run the tests again.', { depends_on: ['s1'], expect: { check: test } }),
+      step('s3', 'And again.', { depends_on: ['s2'], expect: { check: test } }),
       step('s4', 'Lint.', { expect: { check: 'ruff check .' } }),
-      step('s5', 'Fix it.', { depends_on: ['s4'], expect: { changes: ['calc.py'], check: test } })
+      step('s5', 'Run it.', { expect: { check: 'python3 calc.py' } }),
+      step('s6', 'Add a docstring.', { expect: { changes: ['calc.py'], check: 'python3 -m doctest calc.py' } })
     );
     expect(checksAfterChanges(p)).toEqual({ plan: p, repairs: [] });
   });

@@ -15,7 +15,6 @@ import {
   SMALL_PLAN_BOUNDS,
   withExpect,
   type Plan,
-  type PlanStep,
 } from '../../common/plan';
 import type { StepResultView, Turn } from '../../common/task';
 import type { ToolDescriptor } from '../../common/tools';
@@ -32,6 +31,7 @@ import {
   unnamedChanges,
   valuesAsChanges,
 } from './plan-files';
+import { expectsNote, withoutPlanNotes } from './plan-notes';
 import { boundedChecks, checkPaths, checkRunners, dataChecks, inlineChecks, pipedChecks } from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { WRITE_FILE } from './small-model';
@@ -188,16 +188,9 @@ export function writePlanPrompt(
  */
 function previousPlanText(plan: Plan, from: WritePlanInput['feedbackFrom']): string {
   if (from !== 'replan') return JSON.stringify(plan, null, 2);
-  const expects = (s: PlanStep) =>
-    [
-      s.expect?.changes?.length ? `changes ${s.expect.changes.join(', ')}` : '',
-      s.expect?.check ? `check \`${s.expect.check}\`` : '',
-    ]
-      .filter(Boolean)
-      .join('; ');
   return [
     `Goal: ${plan.goal}`,
-    ...plan.steps.map((s) => `- ${s.id}: ${s.instruction}${expects(s) ? ` (${expects(s)})` : ''}`),
+    ...plan.steps.map((s) => `- ${s.id}: ${s.instruction}${expectsNote(s) ? ` (${expectsNote(s)})` : ''}`),
   ].join('\n');
 }
 
@@ -282,7 +275,12 @@ export async function writePlan(
       afresh: writePlanPrompt(input, tools, projectContext, false),
     }
   );
-  const bounded = boundedChecks(value.plan, bounds?.check ?? MAX_CHECK_CHARS);
+  // A new plan after a failure is shown the failed one with Klea's notes on its steps (`previousPlanText`).
+  const noted =
+    input.previousPlan && input.feedbackFrom === 'replan'
+      ? withoutPlanNotes(value.plan, input.previousPlan)
+      : { plan: value.plan, repairs: [] };
+  const bounded = boundedChecks(noted.plan, bounds?.check ?? MAX_CHECK_CHARS);
   const checked = fileChangesOnly(bounded.plan, input.listing?.files ?? [], input.request);
   const files = input.listing?.complete ? input.listing.files : null;
   const small = model.profile === 'small' && files;
@@ -313,6 +311,7 @@ export async function writePlan(
   const runners = small ? checkRunners(pathed.plan, files) : { plan: pathed.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
+    ...noted.repairs,
     ...bounded.repairs,
     ...checked.repairs,
     ...inline.repairs,

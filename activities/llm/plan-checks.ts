@@ -62,6 +62,11 @@ export function pipedChecks(plan: Plan): { plan: Plan; repairs: string[] } {
   return { plan: { ...plan, steps }, repairs };
 }
 
+/** The paths of the project's files and of those the plan's steps are to create or change. */
+function knownPaths(plan: Plan, files: readonly string[]): Set<string> {
+  return new Set([...files, ...plan.steps.flatMap((s) => plannedFiles(s))].map(plainPath));
+}
+
 /** A program given inline to its interpreter (`python3 -c '…'`, `node -e "…"`, `sh -c '…'`), quoted. */
 const INLINE_PROGRAM = /^\s*\S+\s+(?:-c|-e|--eval|-p|--print)\s+['"]/;
 
@@ -144,7 +149,7 @@ export function boundedChecks(plan: Plan, max = MAX_CHECK_CHARS): { plan: Plan; 
  * check that changes its folder (`cd`), whose names are not the project's. Only meaningful with a complete listing.
  */
 export function checkPaths(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
-  const known = [...new Set([...files, ...plan.steps.flatMap((s) => plannedFiles(s))].map(plainPath))];
+  const known = [...knownPaths(plan, files)];
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check;
@@ -171,7 +176,8 @@ const RUNNERS: ReadonlyArray<{ extensions: readonly string[]; programs: readonly
 ];
 
 const runnerOf = (path: string) => RUNNERS.find((r) => r.extensions.includes(path.split('.').pop() ?? ''));
-const isProgram = (word: string) => RUNNERS.some((r) => r.programs.includes(word.replace(/\d+(?:\.\d+)*$/, '')));
+/** The runner a command's first word is a program of (`python3.11` is `python`'s), if any. */
+const runnerNamed = (word: string) => RUNNERS.find((r) => r.programs.includes(word.replace(/\d+(?:\.\d+)*$/, '')));
 
 /**
  * The plan with each check that is one command running a script of the project (or one a step is to create) run by
@@ -182,17 +188,17 @@ const isProgram = (word: string) => RUNNERS.some((r) => r.programs.includes(word
  * of several commands, nor one whose program takes options before the script (`python3 -m unittest x.py`).
  */
 export function checkRunners(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
-  const known = new Set([...files, ...plan.steps.flatMap((s) => plannedFiles(s))].map(plainPath));
+  const known = knownPaths(plan, files);
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
     if (!check || /[|&;<>`$()]/.test(withoutQuoted(check))) return s;
     const words = check.split(/\s+/);
-    const at = isProgram(words[0]!) ? 1 : 0;
+    const given = runnerNamed(words[0]!);
+    const at = given ? 1 : 0;
     const script = words[at] ?? '';
     const runner = runnerOf(script);
-    if (!runner || !known.has(plainPath(script.replace(/^\.\//, '')))) return s;
-    if (at === 1 && runner.programs.includes(words[0]!.replace(/\d+(?:\.\d+)*$/, ''))) return s;
+    if (!runner || runner === given || !known.has(plainPath(script.replace(/^\.\//, '')))) return s;
     const fixed = [runner.programs[0], ...words.slice(at)].join(' ');
     repairs.push(
       `step "${s.id}": its check \`${cutCheck(check)}\` runs ${script} by its language: \`${cutCheck(fixed)}\``

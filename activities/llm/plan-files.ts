@@ -260,16 +260,12 @@ export function checksAfterChanges(plan: Plan): { plan: Plan; repairs: string[] 
     const check = s.expect?.check?.trim();
     if (!check || changesSomething(s)) return s;
     const sameCheck = (t: PlanStep) => t !== s && t.expect?.check?.trim() === check;
-    const change = plan.steps.find(
-      (u) =>
-        changesSomething(u) &&
-        !dependsOn(byId, s.id, u.id) &&
-        plan.steps.some((t) => sameCheck(t) && (t === u || dependsOn(byId, t.id, u.id)))
-    );
+    // The step that runs the check once step `u` has changed files: `u` itself, or one that waits for it.
+    const runnerAfter = (u: PlanStep) =>
+      sameCheck(u) ? u : plan.steps.find((t) => sameCheck(t) && dependsOn(byId, t.id, u.id));
+    const change = plan.steps.find((u) => changesSomething(u) && !dependsOn(byId, s.id, u.id) && runnerAfter(u));
     if (!change) return s;
-    const runner = sameCheck(change)
-      ? change
-      : plan.steps.find((t) => sameCheck(t) && dependsOn(byId, t.id, change.id))!;
+    const runner = runnerAfter(change)!;
     repairs.push(
       runner === change
         ? `step "${s.id}": its check is that of step "${change.id}", which is to make it pass: left to that step`

@@ -7,7 +7,7 @@
 import type { Config } from '../common/config';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
-import { laterChecksOf, plannedFiles, type Plan } from '../common/plan';
+import { laterChecksOf, plannedFiles, soleChangeOf, type Plan } from '../common/plan';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
@@ -120,6 +120,8 @@ export function createPlanActivities(deps: PlanActivityDeps) {
             // that only reads one it shows becomes its write: ./llm/small-model).
             ...(plannedFiles(s).length ? { unchanged: plannedFiles(s) } : {}),
             ...laterChecksOf(written.plan.steps, s),
+            // The first plan's only change (a revised or new plan says what the request does not).
+            ...(input.previousPlan ? {} : soleChangeOf(written.plan.steps, s)),
           })),
           // The listing the plan was written with: the project has not changed since.
           listing: input.listing,

@@ -332,6 +332,14 @@ export const EvaluateStepOutputSchema = z.strictObject({
 export type EvaluateStepOutput = z.infer<typeof EvaluateStepOutputSchema>;
 
 /**
+ * Whether `s` is the plan's only step that changes anything, as a pick's step carries it: `{ soleChange: true }`, or
+ * nothing. Its change is then all the request asks of the project's files.
+ */
+export function soleChangeOf(steps: readonly PlanStep[], s: PlanStep): { soleChange?: true } {
+  return changesSomething(s) && !steps.some((g) => g.id !== s.id && changesSomething(g)) ? { soleChange: true } : {};
+}
+
+/**
  * The checks of the steps that depend on `s` (their plans' `expect.check`), what is to pass once `s` is done, as a
  * pick's step carries them: `{ laterChecks }`, or nothing when there are none.
  */

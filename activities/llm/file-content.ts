@@ -78,6 +78,11 @@ export interface FileContentInput {
   instruction: string;
   /** The user's request in their own words, when it says more than the step (a Planner's rewording may lose it). */
   request?: string;
+  /**
+   * The step is the plan's only change, in its first attempt: the request is shown in place of the step, whose
+   * rewording of it may lose where or how (a section placed after another, a command shown as code).
+   */
+  soleChange?: boolean;
   /** The other files the step names, to read (the code a new test tests, the data a new script reads). */
   context: readonly NamedFile[];
   /** The model may ask the user for a fact about them instead (`ASK_RULE`). */
@@ -121,6 +126,7 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
           `as they are):\n${fenced(input.current)}`
         : `File ${input.path}:\n${fenced(input.current)}`,
   ];
+  const requestOnly = !!input.soleChange && !!input.request && !input.previousFailure;
   const whole = input.part ? `new content of lines ${input.part.from}-${input.part.to} of` : 'whole new content of';
   return {
     node: 'write_file_content',
@@ -132,8 +138,10 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
     messages: [
       [
         ...parts,
-        ...(input.request && input.request.trim() !== input.instruction.trim() ? [`Request: ${input.request}`] : []),
-        `Step: ${input.instruction}`,
+        ...(input.request && (requestOnly || input.request.trim() !== input.instruction.trim())
+          ? [`Request: ${input.request}`]
+          : []),
+        ...(requestOnly ? [] : [`Step: ${input.instruction}`]),
         ...(input.ran
           ? [`\`${input.ran.command}\` printed:\n${fenced(headAndTail(input.ran.output, RAN_CHARS))}`]
           : []),
@@ -189,6 +197,8 @@ export interface WholeFileStep {
   earlierCalls?: readonly ReadCall[];
   notDone?: string;
   previousFailure?: string;
+  /** The plan's only change (`FileContentInput.soleChange`). */
+  soleChange?: boolean;
   /** What its plan expects: once every file of `changes` is written whole, the step is done. */
   expect?: { changes?: string[] };
 }
@@ -263,6 +273,7 @@ export async function withWholeFileWrites(
             : {}),
           instruction: step.instruction,
           request: opts.request,
+          ...(step.soleChange ? { soleChange: true } : {}),
           context,
           mayAsk,
           ...(forRequest ? { forRequest } : {}),

@@ -291,7 +291,12 @@ describe("a small model's first pick that only reads the file its step is to cha
 
     const t = await TaskDriver.start(env, request, p.dir);
     await answersHolder(t, p.dir, 's1', 'Northwind Traders Ltd.');
-    const [, second] = fake.requestsFor('write_file_content');
+    const [first, second] = fake.requestsFor('write_file_content');
+    // The plan's only change is first written for the request in the user's words; once they have answered, for the
+    // step that carries the answer.
+    expect(first.text).toContain(`Request: ${request}`);
+    expect(first.text).not.toContain('Step:');
+    expect(second.text).toContain('Step: Replace <COPYRIGHT HOLDER> in LICENSE with your name.');
     expect(second.text).toContain('Northwind Traders Ltd.');
   });
 

@@ -447,9 +447,13 @@ describe('model.profile small', () => {
       ['s1', 'done'],
       ['s3', 'done'],
     ]);
+    expect(planned.plan.steps[0].instruction).toBe(
+      'Create a new file named hello.sh.\nIn hello.sh, add the following content:'
+    );
+    // The one step is the plan's only change: its file is written for the request, all of it.
     const asked = fake.requestsFor('write_file_content');
     expect(asked).toHaveLength(1);
-    expect(asked[0].text).toContain('Create a new file named hello.sh.\nIn hello.sh, add the following content:');
+    expect(asked[0].text).toContain(`Request: ${request}\n\nReply with the whole new content of hello.sh.`);
   });
 
   it('a fix whose first step runs the failing test too: that step does not run it; the fix does, and passes', async () => {

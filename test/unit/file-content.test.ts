@@ -85,6 +85,28 @@ describe('the content a small model writes for a file', () => {
     expect(String(same.messages[0])).not.toContain('Request:');
   });
 
+  it("shows the plan's only change the request in place of the step, unless it is a retry", () => {
+    const input = {
+      path: 'README.md',
+      current: '# tool\n\n## Usage\n',
+      instruction: 'Add an Installation section to README.md.',
+      request: 'Add an Installation section between the intro and Usage, with the command in a code block.',
+      context: [],
+      soleChange: true,
+    };
+    const text = String(fileContentPrompt(input).messages[0]);
+    expect(text).toContain(`Request: ${input.request}\n\nReply with the whole new content of README.md.`);
+    expect(text).not.toContain('Step:');
+    // Its words are the request's: the request is still shown.
+    const same = String(fileContentPrompt({ ...input, instruction: input.request }).messages[0]);
+    expect(same).toContain(`Request: ${input.request}`);
+    // The controls: a retry keeps the step (it may say what the failure taught), and so does a step beside others.
+    const retry = String(fileContentPrompt({ ...input, previousFailure: 'README.md was not changed' }).messages[0]);
+    expect(retry).toContain(`Request: ${input.request}\n\nStep: ${input.instruction}`);
+    const beside = String(fileContentPrompt({ ...input, soleChange: false }).messages[0]);
+    expect(beside).toContain(`Step: ${input.instruction}`);
+  });
+
   it('in a repair round, shows what the evidence says is not done after the step', () => {
     const p = fileContentPrompt({
       path: 'dates.py',

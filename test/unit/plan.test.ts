@@ -4,6 +4,7 @@ import {
   planSchema,
   PlanSchema,
   repairPlan,
+  soleChangeOf,
   type Plan,
   type PlanStep,
 } from '../../common/plan';
@@ -124,6 +125,21 @@ describe('plan graph', () => {
     void call(['/p/a', '/p/a']); // a later round: waits once for the last call on /p/a
 
     expect(waits).toEqual([0, 0, 1, 1, 0, 1]);
+  });
+});
+
+describe("the plan's only change", () => {
+  const read = step('r', [], { expect: { check: 'cat README.md' } });
+  const write = step('w', ['r'], { expect: { changes: ['README.md'] } });
+  it('is the one step that changes a file or a folder, whatever else the plan does', () => {
+    expect(soleChangeOf([read, write], write)).toEqual({ soleChange: true });
+    const folder = step('f', [], { expect: { changes: ['logs/'] } });
+    expect(soleChangeOf([read, folder], folder)).toEqual({ soleChange: true });
+  });
+  it('is no step of a plan that changes files in two steps, nor one that changes nothing', () => {
+    const other = step('o', [], { expect: { changes: ['docs/usage.md'] } });
+    expect(soleChangeOf([read, write, other], write)).toEqual({});
+    expect(soleChangeOf([read, write], read)).toEqual({});
   });
 });
 

@@ -9,7 +9,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { GuardedPath } from '../../common/path-guard';
 import { repairsFor } from '../../common/first-pick';
-import { laterChecksOf, plannedFiles, type PlanStep } from '../../common/plan';
+import { laterChecksOf, plannedFiles, soleChangeOf, type PlanStep } from '../../common/plan';
 import type { PickedCall } from '../../common/tools';
 import { modelNodes } from '../shared/activities';
 import type { CallRunner, RunningCall } from './call-runner';
@@ -170,6 +170,11 @@ export class ToolRounds {
             dependencyResults: progress.dependencyResults(s),
             ...(s.depends_on.length ? { builtOn: progress.dependencyInstructions(s) } : {}),
             ...laterChecksOf(progress.graph, s),
+            // Only the first plan's, and only without the user's answers: a revised or new plan, or an answer, says
+            // what the request does not.
+            ...(progress.current().version === 1 && questions.withAnswers(s).instruction === s.instruction
+              ? soleChangeOf(progress.graph, s)
+              : {}),
             previousFailure: progress.previousFailure(s.id),
             ...(s.expect ? { expect: s.expect } : {}),
             // In a repair round, the files the evidence says are unchanged; before the step's first call, every

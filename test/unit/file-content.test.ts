@@ -70,6 +70,16 @@ describe('the content a small model writes for a file', () => {
     expect(contentOfAnswer('```\n\n```')).toBeNull();
   });
 
+  it("keeps a block of the file's own inside the answer's block: a Markdown file's code block is not the answer's end", () => {
+    const readme =
+      '# tool\n\n## Installation\n\n```bash\npip install -r requirements.txt\n```\n\n## Usage\n\nRun it.\n';
+    expect(contentOfAnswer(`\`\`\`\n${readme}\`\`\`\nDone.`)).toBe(readme);
+    expect(contentOfAnswer(`\`\`\`markdown\n${readme}\`\`\``)).toBe(readme);
+    // The controls: two blocks one after the other are two, and a block left open runs to the answer's end.
+    expect(contentOfAnswer('```python\na = 1\n```\nAnd a test:\n```python\nassert a\n```')).toBe('a = 1\n');
+    expect(contentOfAnswer('```\n# t\n```sh\nls\n```\nmore')).toBe('# t\n```sh\nls\n```\nmore\n');
+  });
+
   it("shows the user's request before the step when it says more than the step", () => {
     const p = fileContentPrompt({
       path: 'dates.py',

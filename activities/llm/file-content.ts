@@ -15,6 +15,7 @@ import { droppedLines } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
+import { contentOfAnswer, fenced } from './fences';
 import { copiedIn, leaksOwnName, ownNameQuestion, tooMuchDropped } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
@@ -56,17 +57,6 @@ export function lastOutput(calls: readonly EarlierCall[]): { command: string; ou
   }
   return undefined;
 }
-
-/** A code fence longer than any run of backticks in `text`. */
-function fenceFor(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  return '`'.repeat(longest + 1);
-}
-
-const fenced = (text: string) => {
-  const fence = fenceFor(text);
-  return `${fence}\n${text}${text.endsWith('\n') ? '' : '\n'}${fence}`;
-};
 
 export interface FileContentInput {
   path: string;
@@ -172,37 +162,6 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
       ].join('\n\n'),
     ],
   };
-}
-
-/**
- * The content of the answer's first fenced block (or of the whole answer, without one); null when it is empty. A fence
- * with a language inside the block opens a block of the file's own (a Markdown file's ```bash … ```, written inside
- * a plain ``` fence): its closing fence does not close the answer's block.
- */
-export function contentOfAnswer(answer: string): string | null {
-  const open = /^[ \t]*(`{3,}|~{3,})[^\n`]*\n/m.exec(answer);
-  let body = answer;
-  if (open) {
-    const rest = answer.slice(open.index + open[0].length);
-    const char = open[1][0] === '`' ? '`' : '~';
-    const fence = new RegExp(`^[ \\t]*(\\${char}{3,})[ \\t]*(\\S*)[^\\n]*$`);
-    let depth = 0;
-    let end = rest.length;
-    let at = 0;
-    for (const line of rest.split('\n')) {
-      const m = fence.exec(line);
-      if (m && m[2] && !m[2].startsWith(char)) depth++;
-      else if (m && !m[2] && depth > 0) depth--;
-      else if (m && !m[2] && m[1].length >= open[1].length) {
-        end = at;
-        break;
-      }
-      at += line.length + 1;
-    }
-    body = rest.slice(0, end);
-  }
-  const trimmed = body.replace(/^\s*\n/, '').replace(/\s+$/, '');
-  return trimmed ? `${trimmed}\n` : null;
 }
 
 export interface WholeFileStep {

@@ -76,10 +76,23 @@ export const FILE_NAME =
 export function newFileNames(existing: readonly string[], text: string): string[] {
   const known = new Set(existing);
   const bases = new Set(existing.map((f) => f.slice(f.lastIndexOf('/') + 1)));
-  const found = [...text.matchAll(FILE_NAME)].map((m) => m[1]);
+  const found = [...text.matchAll(FILE_NAME)].filter((m) => !isHostName(text, m)).map((m) => m[1]);
   return [...new Set(found)]
     .filter((f) => !known.has(f) && !(f.indexOf('/') < 0 && bases.has(f)))
     .slice(0, NAMED_FILES_MAX);
+}
+
+/**
+ * Last labels of host names that no file name ends in: a name with one of them (`db.internal`, `example.com`) is a
+ * host to point at, not a file to create (a config's host was planned as a new file, and the step was never done).
+ */
+const HOST_SUFFIXES = new Set(['com', 'net', 'io', 'internal', 'local', 'lan', 'localdomain', 'intranet', 'corp']);
+
+/** Whether a file name the text holds is a host's: its extension is a host suffix, or it follows `@` (an address). */
+function isHostName(text: string, m: RegExpMatchArray): boolean {
+  const name = m[1];
+  if (name.includes('/')) return false;
+  return HOST_SUFFIXES.has(name.slice(name.lastIndexOf('.') + 1).toLowerCase()) || text[(m.index ?? 0) - 1] === '@';
 }
 
 export const CUT_MARK = '\n… (cut: read_file shows the rest)';

@@ -13,7 +13,7 @@
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { changesSomething, plainPath, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { contentOfAnswer } from './file-content';
+import { contentOfAnswer } from './fences';
 import type { ModelClient, NodePrompt } from './model';
 import { isCut, type NamedFile } from './named-files';
 

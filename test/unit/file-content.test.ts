@@ -3,13 +3,13 @@
  * rewritten (only ever for the file the pick named).
  */
 import {
-  contentOfAnswer,
   fileContentPrompt,
   lastOutput,
   questionOf,
   withWholeFileWrites,
   type WholeFileStep,
 } from '../../activities/llm/file-content';
+import { contentOfAnswer } from '../../activities/llm/fences';
 import type { ModelClient, NodePrompt, TextOptions } from '../../activities/llm/model';
 import { boundNamedFiles } from '../../activities/llm/named-files';
 import { copiedIn } from '../../activities/llm/rewrite-guards';

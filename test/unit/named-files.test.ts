@@ -65,6 +65,15 @@ describe('files a step names that are not in the project yet', () => {
     ]);
     expect(newFileNames(files, 'Fix app.py and shapes.py')).toEqual([]);
   });
+
+  it("a host's name, or an address's, is no new file; a file of the same kind in a folder is", () => {
+    expect(newFileNames(files, 'Point config.ini at host db.internal, port 6543, and api.com.')).toEqual([
+      'config.ini',
+    ]);
+    expect(newFileNames(files, 'Mail ops@shop.example, or Redis.Local')).toEqual([]);
+    // The controls: a file of any other extension is new, and so is one in a folder, whatever its extension.
+    expect(newFileNames(files, 'Write notes.intern and certs/ca.local')).toEqual(['notes.intern', 'certs/ca.local']);
+  });
 });
 
 describe('stepNewFiles', () => {

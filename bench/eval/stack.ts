@@ -78,7 +78,9 @@ export async function startKlea(opts: {
   const stop = async () => {
     if (running()) {
       proc.kill('SIGTERM');
-      const killed = await Promise.race([exited.then(() => false), sleep(60_000).then(() => true)]);
+      // The grace period's timer does not hold the process open once the service has stopped.
+      const grace = sleep(60_000, true, { ref: false });
+      const killed = await Promise.race([exited.then(() => false), grace]);
       if (killed) {
         proc.kill('SIGKILL');
         await exited;

@@ -13,31 +13,45 @@ export const fenced = (text: string) => {
 
 /**
  * The content of the answer's first fenced block (or of the whole answer, without one); null when it is empty. A fence
- * with a language inside the block opens a block of the file's own (a Markdown file's ```bash … ```, written inside
- * a plain ``` fence): its closing fence does not close the answer's block.
+ * with a language inside the block (```` ```bash ````) opens a block of the file's own (a Markdown file's example,
+ * written inside a plain ```` ``` ```` fence): the bare fence that closes it does not close the answer's block. As in
+ * Markdown, a bare fence shorter than the one it would close is text. Read so, an answer's block that never ends (a
+ * fence inside a string opened a block) ends at its first bare fence after all.
  */
 export function contentOfAnswer(answer: string): string | null {
   const open = /^[ \t]*(`{3,}|~{3,})[^\n`]*\n/m.exec(answer);
   let body = answer;
   if (open) {
     const rest = answer.slice(open.index + open[0].length);
-    const char = open[1][0] === '`' ? '`' : '~';
-    const fence = new RegExp(`^[ \\t]*(\\${char}{3,})[ \\t]*(\\S*)[^\\n]*$`);
-    let depth = 0;
+    const fence = open[1][0] === '`' ? /^[ \t]*(`{3,})(.*)$/ : /^[ \t]*(~{3,})(.*)$/;
+    /** The fence lengths of the file's own blocks open at this line. */
+    const inner: number[] = [];
     let end = rest.length;
     let at = 0;
     for (const line of rest.split('\n')) {
       const m = fence.exec(line);
-      if (m && m[2] && !m[2].startsWith(char)) depth++;
-      else if (m && !m[2] && depth > 0) depth--;
-      else if (m && !m[2] && m[1].length >= open[1].length) {
-        end = at;
-        break;
+      const info = m?.[2].trim() ?? '';
+      if (m && LANGUAGE.test(info)) inner.push(m[1].length);
+      else if (m && !info && m[1].length >= (inner.at(-1) ?? open[1].length)) {
+        if (!inner.length) {
+          end = at;
+          break;
+        }
+        inner.pop();
       }
       at += line.length + 1;
+    }
+    // Read so, the answer's block never ends (a fence inside a string opened a block of the file's own, say): it ends
+    // at its first bare fence after all.
+    if (end === rest.length) {
+      const bare = new RegExp(`^[ \\t]*\\${open[1][0]}{${open[1].length},}[ \\t]*\\r?$`, 'm').exec(rest);
+      if (bare) end = bare.index;
     }
     body = rest.slice(0, end);
   }
   const trimmed = body.replace(/^\s*\n/, '').replace(/\s+$/, '');
   return trimmed ? `${trimmed}\n` : null;
 }
+
+/** A fence's language, as a code block names it (`bash`, `c++`, `objective-c`, `json5`). */
+const LANGUAGE = /^[A-Za-z][\w+#.-]*$/;

@@ -69,8 +69,9 @@ export interface FileContentInput {
   /** The user's request in their own words, when it says more than the step (a Planner's rewording may lose it). */
   request?: string;
   /**
-   * The step is the plan's only change, in its first attempt: the request is shown in place of the step, whose
-   * rewording of it may lose where or how (a section placed after another, a command shown as code).
+   * The step is the first plan's only change, in a task that is no follow-up (`PickStep.soleChange`): unless it is
+   * tried again, the request is shown in place of the step, whose rewording of it may lose where or how (a section
+   * placed after another, a command shown as code).
    */
   soleChange?: boolean;
   /** The other files the step names, to read (the code a new test tests, the data a new script reads). */

@@ -88,11 +88,11 @@ export function newFileNames(existing: readonly string[], text: string): string[
  */
 const HOST_SUFFIXES = new Set(['com', 'net', 'io', 'internal', 'local', 'lan', 'localdomain', 'intranet', 'corp']);
 
-/** Whether a file name the text holds is a host's: its extension is a host suffix, or it follows `@` (an address). */
+/** Whether a file name the text holds is a host's (its extension a host suffix) or part of an address (`a.b@c.d`). */
 function isHostName(text: string, m: RegExpMatchArray): boolean {
-  const name = m[1];
-  if (name.includes('/')) return false;
-  return HOST_SUFFIXES.has(name.slice(name.lastIndexOf('.') + 1).toLowerCase()) || text[(m.index ?? 0) - 1] === '@';
+  const at = m.index ?? 0;
+  if (text[at - 1] === '@' || text[at + m[0].length] === '@') return true;
+  return !m[0].includes('/') && HOST_SUFFIXES.has(m[1].slice(m[1].lastIndexOf('.') + 1).toLowerCase());
 }
 
 export const CUT_MARK = '\n… (cut: read_file shows the rest)';

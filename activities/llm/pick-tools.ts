@@ -64,8 +64,9 @@ export interface PickStep {
   /** The checks of the steps that depend on this one (their `expect.check`): what is to pass once it is done. */
   laterChecks?: string[];
   /**
-   * The plan's only step that changes files, its instruction without the user's answers (`soleChangeOf`): a small
-   * model's whole-file write is told the request, not the Planner's rewording of it (./file-content).
+   * The first plan's only step that changes files (`soleChangeOf`), without the user's answers, in a task that is no
+   * follow-up of a session: a small model's whole-file write is told the request, not the Planner's rewording of it
+   * (./file-content).
    */
   soleChange?: boolean;
   /** For a repair round: what the evidence shows is not done yet (workflows/task/evidence.ts). */

@@ -125,9 +125,49 @@ describe("a small model's first pick that only reads the file its step is to cha
 
     expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('1.0', '1.1'));
     expect(fake.requestsFor('pick_tools')).toHaveLength(1);
+    // The control for a follow-up (below): a task on its own is written for its request.
+    const [asked] = fake.requestsFor('write_file_content');
+    expect(asked.text).toContain(`Request: ${request}\n\nReply with the whole new content of setup.cfg.`);
     const [finished] = await t.eventsOf('step_finished');
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__write_file', status: 'ok' }] });
   });
+
+  // A follow-up's request means what the session's earlier turns say: its write is shown the Planner's step, which
+  // says it in full (the request alone, "Yes, do that.", would not).
+  const followUp = {
+    recentTurns: [
+      { role: 'user' as const, text: 'What version does setup.cfg give?' },
+      { role: 'assistant' as const, text: 'setup.cfg gives version 1.0. Shall I set it to 1.1?' },
+    ],
+  };
+  // An edit the model aims badly, written whole.
+  const badEdit = { old_string: 'version = 1', new_string: 'version: 1.1' };
+  for (const waits of [false, true]) {
+    it(`a follow-up's write is shown the step (${waits ? "the workflow's pick" : 'the first pick, with the plan'})`, async () => {
+      const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';
+      const p = makeProject({ 'setup.cfg': cfg, 'NOTES.md': 'next version: 1.1\n' });
+      const instruction = 'Set the version in setup.cfg to 1.1.';
+      fake.on('write_plan', {
+        call: plan([
+          ...(waits ? [step('s0', 'Read NOTES.md.')] : []),
+          step('s1', instruction, { depends_on: waits ? ['s0'] : [], expect: { changes: ['setup.cfg'] } }),
+        ]),
+      });
+      fake.on(
+        'pick_tools',
+        ...(waits ? [{ calls: [{ name: 'workspace__read_file', args: { step_id: 's0', path: 'NOTES.md' } }] }] : []),
+        { calls: [{ name: 'workspace__edit_file', args: { step_id: 's1', path: 'setup.cfg', ...badEdit } }] }
+      );
+      fake.on('write_file_content', { content: `\`\`\`ini\n${cfg.replace('1.0', '1.1')}\`\`\`` });
+      fake.on('compose_answer', { content: 'setup.cfg says version 1.1 now.' });
+
+      const t = await TaskDriver.start(env, 'Yes, do that.', p.dir, followUp);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('1.0', '1.1'));
+      const [asked] = fake.requestsFor('write_file_content');
+      expect(asked.text).toContain(`Request: Yes, do that.\n\nStep: ${instruction}`);
+    });
+  }
 
   it('so does the first pick of a step that waits for another: it writes the file it is to change', async () => {
     const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';

@@ -75,9 +75,18 @@ describe('the content a small model writes for a file', () => {
       '# tool\n\n## Installation\n\n```bash\npip install -r requirements.txt\n```\n\n## Usage\n\nRun it.\n';
     expect(contentOfAnswer(`\`\`\`\n${readme}\`\`\`\nDone.`)).toBe(readme);
     expect(contentOfAnswer(`\`\`\`markdown\n${readme}\`\`\``)).toBe(readme);
-    // The controls: two blocks one after the other are two, and a block left open runs to the answer's end.
+    // The controls: two blocks one after the other are two, and an answer's block that would never end so ends at
+    // its first bare fence.
     expect(contentOfAnswer('```python\na = 1\n```\nAnd a test:\n```python\nassert a\n```')).toBe('a = 1\n');
-    expect(contentOfAnswer('```\n# t\n```sh\nls\n```\nmore')).toBe('# t\n```sh\nls\n```\nmore\n');
+    expect(contentOfAnswer('```\n# t\n```sh\nls\n```\nmore')).toBe('# t\n```sh\nls\n');
+    // A fence with text that is no language is no block of the file's own, and a bare fence shorter than the
+    // block it is in is text.
+    expect(contentOfAnswer('```python\nH = """\n```bash\nls\n```"""\nprint(H)\n```\nIt prints help.')).toBe(
+      'H = """\n```bash\nls\n```"""\nprint(H)\n'
+    );
+    expect(contentOfAnswer('```\n```js``` starts a block\nend\n```\nDone.')).toBe('```js``` starts a block\nend\n');
+    expect(contentOfAnswer('```\n````md\n```\n````\nend\n```\nDone.')).toBe('````md\n```\n````\nend\n');
+    expect(contentOfAnswer('~~~\na\r\n```sh\nls\n```\n~~~\nDone.')).toBe('a\r\n```sh\nls\n```\n');
   });
 
   it("shows the user's request before the step when it says more than the step", () => {

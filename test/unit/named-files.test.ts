@@ -70,9 +70,13 @@ describe('files a step names that are not in the project yet', () => {
     expect(newFileNames(files, 'Point config.ini at host db.internal, port 6543, and api.com.')).toEqual([
       'config.ini',
     ]);
-    expect(newFileNames(files, 'Mail ops@shop.example, or Redis.Local')).toEqual([]);
-    // The controls: a file of any other extension is new, and so is one in a folder, whatever its extension.
-    expect(newFileNames(files, 'Write notes.intern and certs/ca.local')).toEqual(['notes.intern', 'certs/ca.local']);
+    expect(newFileNames(files, 'Mail ops@shop.example, john.doe@example.org or Redis.Local')).toEqual([]);
+    // The controls: a file of any other extension is new, and so is one in a folder (`./` too), whatever its extension.
+    expect(newFileNames(files, 'Write notes.intern, certs/ca.local and ./db.internal')).toEqual([
+      'notes.intern',
+      'certs/ca.local',
+      'db.internal',
+    ]);
   });
 });
 

@@ -170,9 +170,12 @@ export class ToolRounds {
             dependencyResults: progress.dependencyResults(s),
             ...(s.depends_on.length ? { builtOn: progress.dependencyInstructions(s) } : {}),
             ...laterChecksOf(progress.graph, s),
-            // Only the first plan's, and only without the user's answers: a revised or new plan, or an answer, says
-            // what the request does not.
-            ...(progress.current().version === 1 && questions.withAnswers(s).instruction === s.instruction
+            // Only the first plan's, only without the user's answers, and only in a task that is no follow-up: a
+            // revised or new plan, an answer, or the session's earlier turns say what the request does not.
+            ...(progress.current().version === 1 &&
+            !input.summary &&
+            !input.recentTurns.length &&
+            questions.withAnswers(s).instruction === s.instruction
               ? soleChangeOf(progress.graph, s)
               : {}),
             previousFailure: progress.previousFailure(s.id),

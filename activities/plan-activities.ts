@@ -120,11 +120,11 @@ export function createPlanActivities(deps: PlanActivityDeps) {
             // that only reads one it shows becomes its write: ./llm/small-model).
             ...(plannedFiles(s).length ? { unchanged: plannedFiles(s) } : {}),
             ...laterChecksOf(written.plan.steps, s),
-            // The first plan's only change, in a task that is no follow-up (a revised or new plan, or the session's
-            // earlier turns, say what the request does not).
-            ...(input.previousPlan || input.summary || input.recentTurns?.length
-              ? {}
-              : soleChangeOf(written.plan.steps, s)),
+            ...soleChangeOf(written.plan.steps, s, {
+              firstPlan: !input.previousPlan,
+              summary: input.summary,
+              recentTurns: input.recentTurns,
+            }),
           })),
           // The listing the plan was written with: the project has not changed since.
           listing: input.listing,

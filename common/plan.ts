@@ -332,10 +332,17 @@ export const EvaluateStepOutputSchema = z.strictObject({
 export type EvaluateStepOutput = z.infer<typeof EvaluateStepOutputSchema>;
 
 /**
- * Whether `s` is the plan's only step that changes anything, as a pick's step carries it: `{ soleChange: true }`, or
- * nothing. Its change is then all the request asks of the project's files.
+ * Whether `s` is the only step of a task's first plan that changes anything, as a pick's step carries it:
+ * `{ soleChange: true }`, or nothing. Its change is then all the request asks of the project's files, unless the task
+ * is a follow-up of a session (its request, "Yes, do that.", means what the earlier turns say) or the plan is a
+ * revised or new one (it says what the request does not).
  */
-export function soleChangeOf(steps: readonly PlanStep[], s: PlanStep): { soleChange?: true } {
+export function soleChangeOf(
+  steps: readonly PlanStep[],
+  s: PlanStep,
+  task: { firstPlan: boolean; summary?: string; recentTurns?: readonly unknown[] }
+): { soleChange?: true } {
+  if (!task.firstPlan || task.summary || task.recentTurns?.length) return {};
   return changesSomething(s) && !steps.some((g) => g.id !== s.id && changesSomething(g)) ? { soleChange: true } : {};
 }
 

@@ -26,27 +26,29 @@ export function contentOfAnswer(answer: string): string | null {
     const fence = open[1][0] === '`' ? /^[ \t]*(`{3,})(.*)$/ : /^[ \t]*(~{3,})(.*)$/;
     /** The fence lengths of the file's own blocks open at this line. */
     const inner: number[] = [];
-    let end = rest.length;
+    /** Where the first bare fence that could close the answer's block is. */
+    let firstBare: number | undefined;
+    let end: number | undefined;
     let at = 0;
     for (const line of rest.split('\n')) {
       const m = fence.exec(line);
       const info = m?.[2].trim() ?? '';
       if (m && LANGUAGE.test(info)) inner.push(m[1].length);
-      else if (m && !info && m[1].length >= (inner.at(-1) ?? open[1].length)) {
-        if (!inner.length) {
-          end = at;
-          break;
+      else if (m && !info) {
+        if (m[1].length >= open[1].length) firstBare ??= at;
+        if (m[1].length >= (inner.at(-1) ?? open[1].length)) {
+          if (!inner.length) {
+            end = at;
+            break;
+          }
+          inner.pop();
         }
-        inner.pop();
       }
       at += line.length + 1;
     }
     // Read so, the answer's block never ends (a fence inside a string opened a block of the file's own, say): it ends
     // at its first bare fence after all.
-    if (end === rest.length) {
-      const bare = new RegExp(`^[ \\t]*\\${open[1][0]}{${open[1].length},}[ \\t]*\\r?$`, 'm').exec(rest);
-      if (bare) end = bare.index;
-    }
+    end ??= firstBare ?? rest.length;
     body = rest.slice(0, end);
   }
   const trimmed = body.replace(/^\s*\n/, '').replace(/\s+$/, '');

@@ -131,15 +131,23 @@ describe('plan graph', () => {
 describe("the plan's only change", () => {
   const read = step('r', [], { expect: { check: 'cat README.md' } });
   const write = step('w', ['r'], { expect: { changes: ['README.md'] } });
+  const first = { firstPlan: true };
   it('is the one step that changes a file or a folder, whatever else the plan does', () => {
-    expect(soleChangeOf([read, write], write)).toEqual({ soleChange: true });
+    expect(soleChangeOf([read, write], write, first)).toEqual({ soleChange: true });
     const folder = step('f', [], { expect: { changes: ['logs/'] } });
-    expect(soleChangeOf([read, folder], folder)).toEqual({ soleChange: true });
+    expect(soleChangeOf([read, folder], folder, first)).toEqual({ soleChange: true });
   });
   it('is no step of a plan that changes files in two steps, nor one that changes nothing', () => {
     const other = step('o', [], { expect: { changes: ['docs/usage.md'] } });
-    expect(soleChangeOf([read, write, other], write)).toEqual({});
-    expect(soleChangeOf([read, write], read)).toEqual({});
+    expect(soleChangeOf([read, write, other], write, first)).toEqual({});
+    expect(soleChangeOf([read, write], read, first)).toEqual({});
+  });
+  it("is no step of a revised or new plan, nor of a session's follow-up", () => {
+    expect(soleChangeOf([read, write], write, { firstPlan: false })).toEqual({});
+    expect(soleChangeOf([read, write], write, { firstPlan: true, recentTurns: [{ role: 'user', text: 'x' }] })).toEqual(
+      {}
+    );
+    expect(soleChangeOf([read, write], write, { firstPlan: true, summary: 'They asked about setup.cfg.' })).toEqual({});
   });
 });
 

@@ -170,13 +170,13 @@ export class ToolRounds {
             dependencyResults: progress.dependencyResults(s),
             ...(s.depends_on.length ? { builtOn: progress.dependencyInstructions(s) } : {}),
             ...laterChecksOf(progress.graph, s),
-            // Only the first plan's, only without the user's answers, and only in a task that is no follow-up: a
-            // revised or new plan, an answer, or the session's earlier turns say what the request does not.
-            ...(progress.current().version === 1 &&
-            !input.summary &&
-            !input.recentTurns.length &&
-            questions.withAnswers(s).instruction === s.instruction
-              ? soleChangeOf(progress.graph, s)
+            // Not with the user's answers: they say what the request does not.
+            ...(questions.withAnswers(s).instruction === s.instruction
+              ? soleChangeOf(progress.graph, s, {
+                  firstPlan: progress.current().version === 1,
+                  summary: input.summary,
+                  recentTurns: input.recentTurns,
+                })
               : {}),
             previousFailure: progress.previousFailure(s.id),
             ...(s.expect ? { expect: s.expect } : {}),

@@ -32,6 +32,7 @@ import { nodeHeader, ZERO_USAGE, addUsage, type ModelUsage, type NodeName } from
 import { formatZodIssues } from '../../common/zod-issues';
 import { ChatCompletionsModel } from './chat-model';
 import { classifyModelError, errorText } from './model-errors';
+import { messagesKey, replyMemo } from './model-memo';
 import { observeModelCalls } from './model-observe';
 import { contentOf, CUT_SHORT, cutShort, usageOf } from './model-reply';
 import { silentLogger, type Logger } from '../../runtime/log';
@@ -193,19 +194,26 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
    * klea_model_tokens_total for answered requests, klea_model_errors_total for failed.
    */
   const observed = observeModelCalls(config.model.name);
+  /** A request sent again word for word in a task, at temperature 0, is answered from memory (./model-memo). */
+  const remember = replyMemo(config.model.temperature === 0);
 
-  async function invoke(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage> {
+  /** One request: `sent` is all it sends (its messages and what they are asked with), for ./model-memo. */
+  async function invoke(node: NodeName, sent: readonly unknown[], run: () => Promise<AIMessage>): Promise<AIMessage> {
     try {
-      return await observed(node, run);
+      return await remember(sent, () => observed(node, run));
     } catch (err) {
       throw classifyModelError(node, err);
     }
   }
 
   /** A request with tools; null when the endpoint refused its form and auto moved to json_schema. */
-  async function invokeWithTools(node: NodeName, run: () => Promise<AIMessage>): Promise<AIMessage | null> {
+  async function invokeWithTools(
+    node: NodeName,
+    sent: readonly unknown[],
+    run: () => Promise<AIMessage>
+  ): Promise<AIMessage | null> {
     try {
-      return await observed(node, run);
+      return await remember(sent, () => observed(node, run));
     } catch (err) {
       if (refusesToolRequest(err) && choice.fallBack(node, `refused a request with tools: ${errorText(err)}`))
         return null;
@@ -234,9 +242,11 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       const ask = async (): Promise<{ answer: Answer; usage: ModelUsage }> => {
         let usage = ZERO_USAGE;
         if (choice.method === 'tool_calling') {
+          const sent = toMessages(prompt, turns);
           const reply = await invokeWithTools(
             node,
-            () => bound.invoke(toMessages(prompt, turns), aborting()) as Promise<AIMessage>
+            ['function', fn, messagesKey(sent)],
+            () => bound.invoke(sent, aborting()) as Promise<AIMessage>
           );
           if (reply) {
             usage = usageOf(reply);
@@ -261,8 +271,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
               return { answer: { kind: 'value', value, raw }, usage };
           }
         }
-        const reply = await invoke(node, () =>
-          m.invoke(toMessages(prompt, turns, argumentsInstruction(node)), { ...aborting(), response_format: format })
+        const sent = toMessages(prompt, turns, argumentsInstruction(node));
+        const reply = await invoke(node, [format, messagesKey(sent)], () =>
+          m.invoke(sent, { ...aborting(), response_format: format })
         );
         usage = addUsage(usage, usageOf(reply));
         const raw = contentOf(reply);
@@ -315,7 +326,10 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
 
     async text(prompt, opts = {}) {
       const m = requireModel(opts.afterCutOff === true);
-      const reply = await invoke(prompt.node, () => m.invoke(toMessages(prompt, turnsOf(prompt)), aborting()));
+      const sent = toMessages(prompt, turnsOf(prompt));
+      const reply = await invoke(prompt.node, [opts.afterCutOff === true, messagesKey(sent)], () =>
+        m.invoke(sent, aborting())
+      );
       return { text: contentOf(reply), usage: usageOf(reply), ...(cutShort(reply) ? { cutShort: true } : {}) };
     },
 
@@ -326,9 +340,11 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
       let usage = ZERO_USAGE;
       if (choice.method === 'tool_calling') {
         const bound = m.bindTools(functions, { tool_choice: 'required' });
+        const sent = toMessages(prompt, turns);
         const reply = await invokeWithTools(
           node,
-          () => bound.invoke(toMessages(prompt, turns), aborting()) as Promise<AIMessage>
+          ['functions', functions, messagesKey(sent)],
+          () => bound.invoke(sent, aborting()) as Promise<AIMessage>
         );
         if (reply) {
           usage = usageOf(reply);
@@ -346,8 +362,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         }
       }
       const format = responseFormat(node, callsSchema(functions, opts.maxCalls));
-      const reply = await invoke(node, () =>
-        m.invoke(toMessages(prompt, turns, callsInstruction(functions)), { ...aborting(), response_format: format })
+      const sent = toMessages(prompt, turns, callsInstruction(functions));
+      const reply = await invoke(node, [format, messagesKey(sent)], () =>
+        m.invoke(sent, { ...aborting(), response_format: format })
       );
       const parsed = parseCalls(unfence(contentOf(reply)));
       if (cutShort(reply)) for (const bad of parsed.invalid) bad.error = CUT_SHORT;

@@ -216,9 +216,10 @@ describe('attack suites', () => {
     fake.on('write_plan', {
       call: plan([step('c', 'Call the crashing tool'), step('l', 'Then list tools again', { depends_on: ['c'] })]),
     });
+    // The step's last retry asks for the same pick as the one before, word for word: at temperature 0 the reply is
+    // remembered, not asked for again (activities/llm/model-memo).
     fake.on(
       'pick_tools',
-      { calls: [{ name: 'flaky__crash', args: { step_id: 'c' } }] },
       { calls: [{ name: 'flaky__crash', args: { step_id: 'c' } }] },
       { calls: [{ name: 'flaky__crash', args: { step_id: 'c' } }] },
       { calls: [{ name: 'flaky__list_count', args: { step_id: 'l' } }] }
@@ -230,6 +231,7 @@ describe('attack suites', () => {
     const events = await t.events();
     const crashes = events.filter((e) => e.type === 'step_finished' && e.stepId === 'c');
     expect(crashes.length).toBe(3);
+    expect(fake.requestsFor('pick_tools')).toHaveLength(3);
     expect(JSON.stringify(crashes)).toMatch(/closed|connection/i);
     const listed = events.find((e) => e.type === 'step_finished' && e.stepId === 'l');
     expect(listed).toMatchObject({ status: 'done' });

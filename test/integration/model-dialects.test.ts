@@ -517,9 +517,9 @@ describe('model.profile small', () => {
     fake.on('write_plan', { call: plan([rerun], {}, request) }, { call: plan([rerun], {}, request) });
     // The model says the user wants no file the request names changed: the plan stands as written.
     fake.always('wants_changes', { call: { answer: 'no' } });
-    // The step's repair picks only run the test again.
+    // The step's repair picks only run the test again (the second, the same request word for word, is remembered).
     const again = { name: 'workspace__run_command', args: { step_id: 's1', command: check, step_done: true } };
-    fake.on('pick_tools', { calls: [again] }, { calls: [again] });
+    fake.on('pick_tools', { calls: [again] });
     const edit = {
       name: 'workspace__edit_file',
       args: { step_id: 's1', path: 'units.py', old_string: 'x', new_string: 'y', step_done: true },

@@ -157,6 +157,13 @@ export function fileChange(
 }
 
 /**
+ * A whole-file write must keep at least half the non-blank lines of an existing file of this many or more (the
+ * workspace server refuses it otherwise, and the small profile's rewrite is not used). Below it, a file is small
+ * enough that replacing all of it is a change like any other (a version file's one line).
+ */
+export const KEEP_MIN_LINES = 4;
+
+/**
  * How many of `before`'s non-blank lines `after` keeps, counted line by line (a line `after` holds once keeps one
  * of the old ones, however often it was there), out of how many there were. Pure.
  */

@@ -8,20 +8,17 @@
  * the request, the step nor the files it was shown hold it, is the prompt leaking into the user's file: the user is
  * asked for the fact instead.
  */
-import { keptLines } from '../../common/text-diff';
-
-/** A rewrite of a file of this many non-blank lines or more must keep at least half of them to be used. */
-export const REWRITE_KEEP_MIN_LINES = 4;
+import { KEEP_MIN_LINES, keptLines } from '../../common/text-diff';
 
 /** Whether a rewrite that left out `dropped` of `before`'s lines removed most of a file of some length. */
 export function tooMuchDropped(before: string, dropped: readonly string[]): boolean {
   const old = before.split('\n').filter((l) => l.trim()).length;
-  return old >= REWRITE_KEEP_MIN_LINES && dropped.length * 2 > old;
+  return old >= KEEP_MIN_LINES && dropped.length * 2 > old;
 }
 
 /**
  * Whether `content` holds most of the lines of `other` (a file shown to read) that `current` (the file being written)
- * did not hold already: at least REWRITE_KEEP_MIN_LINES of them, and more than half.
+ * did not hold already: at least KEEP_MIN_LINES of them, and more than half.
  */
 export function copiedIn(other: string, content: string, current: string): boolean {
   const own = new Set(current.split('\n').map((l) => l.trim()));
@@ -29,7 +26,7 @@ export function copiedIn(other: string, content: string, current: string): boole
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !own.has(l));
-  if (theirs.length < REWRITE_KEEP_MIN_LINES) return false;
+  if (theirs.length < KEEP_MIN_LINES) return false;
   const { kept } = keptLines(theirs.join('\n'), content);
   return kept * 2 > theirs.length;
 }

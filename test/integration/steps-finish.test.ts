@@ -215,6 +215,52 @@ describe('steps that finish their instruction', () => {
     fake.assertDone();
   });
 
+  it("a whole-file write that would wipe a short README is refused; the model reads why, adds its section, and the file's lines stay", async () => {
+    const readme = '# Ledger\n\nKeeps accounts.\n\n## Usage\n\nRun `ledger add 5`.\n\n## License\n\nMIT\n';
+    const section = '## Installation\n\n    pip install ledger\n';
+    const p = makeProject({ 'README.md': readme });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'Add an Installation section to README.md', { expect: { changes: ['README.md'] } })]),
+    });
+    // The model writes only the new section, as the whole file; told why that was refused, it adds it.
+    const pick = (args: Record<string, unknown>, name = 'workspace__write_file') => ({
+      calls: [{ name, args: { step_id: 's1', path: 'README.md', ...args } }],
+    });
+    fake.on(
+      'pick_tools',
+      pick({ content: section }),
+      pick({ old_string: '## Usage', new_string: `${section}\n## Usage`, step_done: true }, 'workspace__edit_file')
+    );
+    fake.on('compose_answer', { content: 'README.md has an Installation section now.' });
+
+    const t = await TaskDriver.start(env, 'Add an Installation section to README.md.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'README.md'), 'utf8')).toBe(
+      readme.replace('## Usage', `${section}\n## Usage`)
+    );
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls).toEqual([
+      { tool: 'workspace__write_file', status: 'error' },
+      { tool: 'workspace__edit_file', status: 'ok' },
+    ]);
+    expect(fake.requestsFor('pick_tools')[1].text).toContain(
+      'refused: this write would remove 6 of the 6 lines of README.md (write_file replaces the whole file); nothing changed.'
+    );
+  });
+
+  it('the control: a whole-file write of a file of three lines goes ahead, replacing all of it', async () => {
+    const p = makeProject({ VERSION: '1.0\nstable\nlts\n' });
+    fake.on('write_plan', { call: plan([step('s1', 'Set VERSION to 2.0', { expect: { changes: ['VERSION'] } })]) });
+    fake.on('pick_tools', {
+      calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'VERSION', content: '2.0\n' } }],
+    });
+    fake.on('compose_answer', { content: 'VERSION says 2.0.' });
+    const t = await TaskDriver.start(env, 'Set VERSION to 2.0.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'VERSION'), 'utf8')).toBe('2.0\n');
+  });
+
   it('a step that changed nothing it was to change is repaired with that evidence, then not achieved; the task ends failed', async () => {
     const p = makeProject({ 'calc.py': CALC });
     fake.on('write_plan', { call: plan([step('s1', 'Fix the bug in calc.py', { expect: { changes: ['calc.py'] } })]) });

@@ -301,11 +301,11 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
       const file = `broken-${transport}.cjs`;
       const good = 'function size(n) {\n  return n;\n}\nmodule.exports = { size };\n';
       writeFileSync(path.join(root, file), good);
-      const whole = await call('write_file', { path: file, content: '512 B\n' });
+      const whole = await call('write_file', { path: file, content: `${good}512 B\n` });
       expect(whole.isError).toBe(true);
       expect(textOf(whole)).toMatch(
         new RegExp(
-          `refused: ${file.replace('.', '\\.')} would not parse as JavaScript .*line 1: SyntaxError: Unexpected identifier 'B'.*nothing changed`
+          `refused: ${file.replace('.', '\\.')} would not parse as JavaScript .*line 5: SyntaxError: Unexpected identifier 'B'.*nothing changed`
         )
       );
       const edit = await call('edit_file', { path: file, old_string: '  return n;\n}', new_string: '  return n;' });
@@ -316,6 +316,25 @@ describe.each(['in-memory', 'stdio'] as const)('over %s', (transport) => {
       const fine = await call('edit_file', { path: file, old_string: 'return n;', new_string: 'return n * 2;' });
       expect(fine.isError).toBeFalsy();
       expect(readFileSync(path.join(root, file), 'utf8')).toContain('return n * 2;');
+    });
+
+    it('a write that would remove most of an existing file, a short one too, is refused saying how to do it on purpose', async () => {
+      const file = `readme-${transport}.md`;
+      const readme = '# Ledger\n\nKeeps accounts.\n\n## Usage\n\nRun `ledger add 5`.\n\n## License\n\nMIT\n';
+      writeFileSync(path.join(root, file), readme);
+      const wiped = await call('write_file', { path: file, content: '## Installation\n\npip install ledger\n' });
+      expect(wiped.isError).toBe(true);
+      expect(textOf(wiped)).toBe(
+        `refused: this write would remove 6 of the 6 lines of ${file} (write_file replaces the whole file); nothing ` +
+          'changed. To change a part of it, use edit_file. To replace it on purpose, delete it first and then write it.'
+      );
+      expect(readFileSync(path.join(root, file), 'utf8')).toBe(readme);
+      // The controls: a write that keeps most of it goes ahead, and so does one of a file of three lines.
+      const added = readme.replace('## Usage', '## Installation\n\npip install ledger\n\n## Usage');
+      expect((await call('write_file', { path: file, content: added })).isError).toBeFalsy();
+      expect(readFileSync(path.join(root, file), 'utf8')).toBe(added);
+      writeFileSync(path.join(root, `version-${transport}.txt`), '1.0\n\nstable\nlts\n');
+      expect((await call('write_file', { path: `version-${transport}.txt`, content: '2.0\n' })).isError).toBeFalsy();
     });
 
     it('run_command returns exit code and output, in a cwd inside the root', async () => {

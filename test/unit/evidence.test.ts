@@ -216,8 +216,15 @@ describe('whole-file writes that would destroy a file', () => {
     );
   });
 
-  it('a write keeping most of it, or any write to a short file, goes ahead', () => {
+  it('so is one keeping less than half of a file of four lines or more', () => {
+    expect(() => checkKept('# Notes\n\na\nb\nc\n', '# Notes\n', 'notes.md')).toThrow(
+      /remove 3 of the 4 lines of notes\.md/
+    );
+  });
+
+  it('a write keeping most of it, or any write to a file of fewer than four lines, goes ahead', () => {
     expect(() => checkKept(long, long.replace('line 7', 'line seven'), 'big.py')).not.toThrow();
+    expect(() => checkKept('# Notes\n\na\nb\nc\n', '# Notes\n\na\nb\nd\n', 'notes.md')).not.toThrow();
     expect(() => checkKept('a\nb\nc\n', 'z\n', 'short.txt')).not.toThrow();
     // Lines are counted one by one: one copy of a line that was there 40 times keeps one of them.
     expect(() => checkKept('same\n'.repeat(40), 'same\n', 'same.txt')).toThrow(/remove 39 of the 40 lines/);

@@ -6,7 +6,7 @@
 import { closestText } from '../closest-text';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { fileChange, keptLines } from '../../../common/text-diff';
+import { fileChange, KEEP_MIN_LINES, keptLines } from '../../../common/text-diff';
 import type { WriteChange } from '../../checkpoints/recorder';
 import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
@@ -21,17 +21,15 @@ function checkSize(bytes: number, limit: number, shown: string): void {
     );
 }
 
-/** A file this long or longer is not rewritten by a write that would drop most of it. */
-export const KEEP_CHECK_MIN_LINES = 20;
-
 /**
- * Refuses a whole-file write that would remove most of an existing file (fewer than half its non-blank lines kept):
- * a model that meant to change a part of a long file and wrote only that part. The model reads why, and how to do
- * either on purpose.
+ * Refuses a whole-file write that would remove most of an existing file of `KEEP_MIN_LINES` non-blank lines or more
+ * (fewer than half of them kept): a model that meant to change a part of a file and wrote only that part. The model
+ * reads why, and how to do either on purpose. A short file is no exception: a 1.5B model's own `write_file` of a
+ * README's new section kept none of the file's 10 lines.
  */
 export function checkKept(before: string, after: string, shown: string): void {
   const { old, kept } = keptLines(before, after);
-  if (old < KEEP_CHECK_MIN_LINES) return;
+  if (old < KEEP_MIN_LINES) return;
   if (kept * 2 >= old) return;
   throw new ToolError(
     `refused: this write would remove ${old - kept} of the ${old} lines of ${shown} (write_file ` +
@@ -71,7 +69,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
       title: 'Write a file',
       description:
         'Create a file in the project (add a new one), or overwrite one, with the given content (parent directories are created). The write is atomic. ' +
-        'A write that would remove most of an existing long file is refused: change a part of a file with edit_file. ' +
+        'A write that would remove most of an existing file is refused: change a part of a file with edit_file. ' +
         'A write that would break the syntax of a code or config file is refused. ' +
         'The result reports the sha256 before and after; writing the same content again changes nothing.',
       inputSchema: {

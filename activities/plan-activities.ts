@@ -7,7 +7,7 @@
 import type { Config } from '../common/config';
 import { firstPickSteps, type FirstPick, type FirstPickAsk } from '../common/first-pick';
 import { addUsage, type MeteredUsage, type ModelUsage } from '../common/model-protocol';
-import { laterChecksOf, plannedFiles, soleChangeOf, type Plan } from '../common/plan';
+import { earlierTurnsOf, laterChecksOf, plannedFiles, soleChangeOf, type Plan } from '../common/plan';
 import type { ToolDescriptor } from '../common/tools';
 import type { Logger } from '../runtime/log';
 import type { GuardedPath } from '../runtime/path-resolve';
@@ -109,6 +109,7 @@ export function createPlanActivities(deps: PlanActivityDeps) {
           projectDir: input.projectDir,
           toolAccess: input.toolAccess,
           request: input.request,
+          ...earlierTurnsOf(input.recentTurns),
           goal: written.plan.goal,
           steps: steps.map((s) => ({
             id: s.id,

@@ -346,6 +346,23 @@ export function soleChangeOf(
   return changesSomething(s) && !steps.some((g) => g.id !== s.id && changesSomething(g)) ? { soleChange: true } : {};
 }
 
+/** How much of each turn `earlierTurnsOf` passes on. */
+export const EARLIER_TURN_CHARS = 2000;
+
+/**
+ * What a session's follow-up answers, as a pick carries it: `{ earlierTurns }`, the text of the last turn of Klea's
+ * before the request and the user's turn it answered (each cut to `EARLIER_TURN_CHARS`), or nothing for a task with no
+ * earlier turns. "Yes, do that." names no file; the turn that offered the change does.
+ */
+export function earlierTurnsOf(turns: ReadonlyArray<{ role: 'user' | 'assistant'; text: string }> | undefined): {
+  earlierTurns?: string[];
+} {
+  const last = turns ? turns.map((t) => t.role).lastIndexOf('assistant') : -1;
+  if (!turns || last < 0) return {};
+  const asked = last > 0 && turns[last - 1].role === 'user' ? [turns[last - 1]] : [];
+  return { earlierTurns: [...asked, turns[last]].map((t) => t.text.slice(0, EARLIER_TURN_CHARS)) };
+}
+
 /**
  * The checks of the steps that depend on `s` (their plans' `expect.check`), what is to pass once `s` is done, as a
  * pick's step carries them: `{ laterChecks }`, or nothing when there are none.

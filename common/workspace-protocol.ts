@@ -20,6 +20,11 @@ export const GRANT_KEY_ENV = 'KLEA_WORKSPACE_GRANT_KEY';
  * (tools/checkpoints). Read-only calls ignore it.
  */
 export const CHECKPOINT_META_KEY = 'klea/checkpoint';
+/**
+ * Per `write_file` call: `true` says the write replaces the file on purpose (Klea's own write of AGENTS.md for the
+ * user's `/init`), so it is not held to keeping most of the file. Never set on a call a model picked.
+ */
+export const REPLACE_META_KEY = 'klea/replace';
 /** Per call: `"on"` lets a sandboxed command reach the network (the session's setting); anything else is off. */
 export const NETWORK_META_KEY = 'klea/network';
 /**

@@ -94,6 +94,11 @@ export interface PickToolsInput {
   toolAccess: ToolAccess;
   /** The user's request in their own words (a small Planner's goal and steps may lose what it asks). */
   request?: string;
+  /**
+   * In a session's follow-up, Klea's last turn before the request and the user's turn it answered (`earlierTurnsOf`):
+   * what the request refers to ("Yes, do that." names no file; the turn that offered the change does).
+   */
+  earlierTurns?: string[];
   goal: string;
   steps: PickStep[];
   /** The project's listing (filled in by the activity). */
@@ -343,7 +348,10 @@ async function modelPick(
     ? await withWholeFileWrites(
         model,
         input.steps,
-        writesForFailure(input.steps, writesForUnchanged(input.steps, folders.calls, input.request)),
+        writesForFailure(
+          input.steps,
+          writesForUnchanged(input.steps, folders.calls, input.request, input.earlierTurns)
+        ),
         tools,
         { mayAsk: opts.mayAsk, request: input.request }
       )

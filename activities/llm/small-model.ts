@@ -206,7 +206,9 @@ export interface RepairStep {
  * each step whose evidence says a file of its plan's `expect.changes` is not changed yet and whose pick changes
  * nothing (it reads or searches, again), a `write_file` of that file in place of those calls, for the whole-file
  * writes to write from plain text: a new file the step names, or an existing one the prompt shows (whole, or the
- * part the step is about) that the request itself names, when the request is not put as a question. A plan may
+ * part the step is about) that the request itself names, when the request is not put as a question; in a session's
+ * follow-up, a file named by Klea's last turn or the user's turn it answered ("Yes, do that." after a turn that
+ * offered to change one). A plan may
  * name a file that a step only reads (a data file a question is about, a file the Planner took from the listing):
  * that file is changed only where the model aims a change at it. With the 1.5B model a step to change a long file
  * searched three times for a name the Planner had made up, and changed nothing. The write goes where the plan aimed
@@ -215,14 +217,15 @@ export interface RepairStep {
 export function writesForUnchanged(
   steps: readonly RepairStep[],
   calls: readonly PickedCall[],
-  request = ''
+  request = '',
+  earlierTurns: readonly string[] = []
 ): PickedCall[] {
   let out = [...calls];
   const asked = isQuestion(request)
     ? []
     : namedFiles(
         steps.flatMap((s) => s.unchanged ?? []),
-        request
+        [request, ...earlierTurns].join('\n')
       );
   for (const s of steps) {
     const own = out.filter((c) => c.stepId === s.id);

@@ -22,6 +22,7 @@ import {
   GRANTS_META_KEY,
   IDEMPOTENCY_META_KEY,
   NETWORK_META_KEY,
+  REPLACE_META_KEY,
 } from '../../common/workspace-protocol';
 import { dataPath } from '../../runtime/data-dir';
 import { signGrants } from '../../runtime/grant-signing';
@@ -80,6 +81,8 @@ export interface CallToolInput {
   network?: 'on' | 'off';
   /** The task and step a workspace call belongs to: what it changes is kept so a rewind can undo it. */
   checkpoint?: { task: string; step: string };
+  /** Klea's own `write_file` that replaces the file on purpose (`/init`): never a call a model picked. */
+  replace?: boolean;
   timeoutMs?: number;
 }
 
@@ -306,12 +309,13 @@ export function createToolActivities(deps: ToolDeps) {
     const ctx = activityContext();
     const meta =
       input.server === WORKSPACE_SERVER &&
-      (input.grants?.length || input.idempotencyKey || input.network || input.checkpoint)
+      (input.grants?.length || input.idempotencyKey || input.network || input.checkpoint || input.replace)
         ? {
             ...(input.grants?.length ? { [GRANTS_META_KEY]: signGrants(grantKey, input.grants) } : {}),
             ...(input.idempotencyKey ? { [IDEMPOTENCY_META_KEY]: input.idempotencyKey } : {}),
             ...(input.network ? { [NETWORK_META_KEY]: input.network } : {}),
             ...(input.checkpoint ? { [CHECKPOINT_META_KEY]: input.checkpoint } : {}),
+            ...(input.replace ? { [REPLACE_META_KEY]: true } : {}),
           }
         : undefined;
     // The worker heartbeats every running activity (worker/worker.ts), which is how a cancellation reaches this

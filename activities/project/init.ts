@@ -35,8 +35,16 @@ export async function initProject(
   deps: { config: Config; model: ModelClient; tools: Pick<ReturnType<typeof createToolActivities>, 'callTool'> },
   input: { projectDir: string }
 ): Promise<{ path: string; bytes: number; usage: ModelUsage }> {
-  const call = (tool: string, args: Record<string, unknown>, grants: Grant[] = []) =>
-    deps.tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args, grants });
+  const call = (tool: string, args: Record<string, unknown>, grants: Grant[] = [], replace = false) =>
+    deps.tools.callTool({
+      projectDir: input.projectDir,
+      toolAccess: 'full',
+      server: 'workspace',
+      tool,
+      args,
+      grants,
+      ...(replace ? { replace } : {}),
+    });
   requireAllowedProject(deps.config, input.projectDir);
   const listing = await call('list_dir', { path: '.', depth: 2 });
   const parts = [`## Files (two levels)\n${listing.text}`];
@@ -45,12 +53,16 @@ export async function initProject(
     if (r.status === 'ok') parts.push(`## ${name}\n${r.text.slice(0, 6000)}`);
   }
   const { text, usage } = await initProjectText(deps.model, parts.join('\n\n'));
-  // AGENTS.md is protected (every later plan reads it): the user's own `/init` is the decision to write it.
+  // AGENTS.md is protected (every later plan reads it): the user's own `/init` is the decision to write it, and
+  // to replace the one there is (a write that keeps little of a file is refused otherwise).
   const agentsMd =
     resolvePath(path.join(input.projectDir, 'AGENTS.md')).real ?? path.join(input.projectDir, 'AGENTS.md');
-  const written = await call('write_file', { path: 'AGENTS.md', content: text.trim() + '\n' }, [
-    { path: agentsMd, op: 'write' },
-  ]);
+  const written = await call(
+    'write_file',
+    { path: 'AGENTS.md', content: text.trim() + '\n' },
+    [{ path: agentsMd, op: 'write' }],
+    true
+  );
   if (written.status !== 'ok')
     throw ApplicationFailure.nonRetryable(`could not write AGENTS.md: ${written.text}`, Failure.InitWriteFailed);
   return { path: 'AGENTS.md', bytes: Buffer.byteLength(text), usage };

@@ -169,6 +169,53 @@ describe("a small model's first pick that only reads the file its step is to cha
     });
   }
 
+  // "Yes, do that." names no file: the turn it answers does.
+  for (const [named, waits] of [
+    [true, false],
+    [true, true],
+    [false, false],
+  ]) {
+    it(`a follow-up's first pick that only reads the file its step is to change ${named ? 'writes it, when the turn it answers names it' : 'runs the read, the control: when no turn names it'} (${waits ? "the workflow's pick" : 'the first pick, with the plan'})`, async () => {
+      const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';
+      const p = makeProject({ 'setup.cfg': cfg, 'NOTES.md': 'next version: 1.1\n' });
+      fake.on('write_plan', {
+        call: plan([
+          ...(waits ? [step('s0', 'Read NOTES.md.')] : []),
+          step('s1', 'Set the version in setup.cfg to 1.1.', {
+            depends_on: waits ? ['s0'] : [],
+            expect: { changes: ['setup.cfg'] },
+          }),
+        ]),
+      });
+      const read = { calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'setup.cfg' } }] };
+      const edit = {
+        calls: [{ name: 'workspace__edit_file', args: { step_id: 's1', path: 'setup.cfg', ...badEdit } }],
+      };
+      const notes = { calls: [{ name: 'workspace__read_file', args: { step_id: 's0', path: 'NOTES.md' } }] };
+      fake.on('pick_tools', ...(waits ? [notes] : []), read, ...(named ? [] : [edit]));
+      fake.on('write_file_content', { content: `\`\`\`ini\n${cfg.replace('1.0', '1.1')}\`\`\`` });
+      fake.on('compose_answer', { content: 'setup.cfg says version 1.1 now.' });
+      const turns = named
+        ? followUp
+        : {
+            recentTurns: [
+              { role: 'user' as const, text: 'What version is the package at?' },
+              { role: 'assistant' as const, text: 'It is at version 1.0. Shall I set it to 1.1?' },
+            ],
+          };
+
+      const t = await TaskDriver.start(env, 'Yes, do that.', p.dir, turns);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(p.dir, 'setup.cfg'), 'utf8')).toBe(cfg.replace('1.0', '1.1'));
+      const finished = (await t.eventsOf('step_finished')).find((f) => f.stepId === 's1');
+      expect(finished?.calls).toEqual([
+        ...(named ? [] : [{ tool: 'workspace__read_file', status: 'ok' }]),
+        { tool: 'workspace__write_file', status: 'ok' },
+      ]);
+      expect(fake.requestsFor('pick_tools')).toHaveLength((named ? 1 : 2) + (waits ? 1 : 0));
+    });
+  }
+
   it('so does the first pick of a step that waits for another: it writes the file it is to change', async () => {
     const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';
     const p = makeProject({ 'setup.cfg': cfg, 'NOTES.md': 'next version: 1.1\n' });

@@ -167,6 +167,15 @@ describe('sessionWorkflow', () => {
     expect((await s.state()).projectContextFile).toBe('AGENTS.md');
   });
 
+  it('/init again replaces the AGENTS.md there is, however little of it the new one keeps', async () => {
+    const old = '# AGENTS.md\n\n- Build with `make`.\n- Test with `make test`.\n- Lint with `make lint`.\n- Node 20.\n';
+    const p = makeProject({ 'AGENTS.md': old, 'package.json': '{"name":"demo","scripts":{"test":"jest"}}' });
+    const s = await SessionDriver.start(env, p.dir);
+    fake.on('init_project', { content: '# AGENTS.md\n\nRun the tests with `npm test`.' });
+    expect((await s.submit('/init')).reply).toMatch(/Wrote AGENTS.md/);
+    expect(readFileSync(path.join(p.dir, 'AGENTS.md'), 'utf8')).toBe('# AGENTS.md\n\nRun the tests with `npm test`.\n');
+  });
+
   it('project context: AGENTS.md over CLAUDE.md, re-read when edited, only in Planner and composer prompts', async () => {
     const p = makeProject({ 'AGENTS.md': 'HOUSE RULE ONE', 'CLAUDE.md': 'CLAUDE RULE', 'f.txt': 'f' });
     const s = await SessionDriver.start(env, p.dir);

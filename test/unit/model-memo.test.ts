@@ -77,3 +77,64 @@ describe('replyMemo', () => {
     expect((await remember(['1'], run('sent again'))).content).toBe('sent again');
   });
 });
+
+describe('what is remembered', () => {
+  const call = (path: string) => ({
+    name: 'workspace__read_file',
+    args: { path },
+    id: 'c1',
+    type: 'tool_call' as const,
+  });
+
+  it('a reply with calls comes back with them, a copy each time: a caller changing its arguments changes no other', async () => {
+    let sent = 0;
+    const remember = replyMemo(true, () => 'task-1');
+    const run = async () => {
+      sent++;
+      return new AIMessage({
+        content: '',
+        tool_calls: [call('a.py')],
+        response_metadata: { finish_reason: 'tool_calls' },
+      });
+    };
+    const first = await remember(['calls'], run);
+    (first.tool_calls![0].args as { path: string }).path = 'changed.py';
+    const again = await remember(['calls'], run);
+    expect(again.tool_calls).toEqual([
+      expect.objectContaining({ name: 'workspace__read_file', args: { path: 'a.py' } }),
+    ]);
+    (again.tool_calls![0].args as { path: string }).path = 'changed too.py';
+    expect((await remember(['calls'], run)).tool_calls![0].args).toEqual({ path: 'a.py' });
+    expect(sent).toBe(1);
+  });
+
+  it('an empty answer, or one a server stopped for its own reasons, is sent again', async () => {
+    let sent = 0;
+    const remember = replyMemo(true, () => 'task-1');
+    const answer = (content: string, finish_reason: string) => async () => {
+      sent++;
+      return new AIMessage({ content, response_metadata: { finish_reason } });
+    };
+    await remember(['empty'], answer('  ', 'stop'));
+    await remember(['empty'], answer('  ', 'stop'));
+    await remember(['filtered'], answer('…', 'content_filter'));
+    await remember(['filtered'], answer('…', 'content_filter'));
+    expect(sent).toBe(4);
+  });
+
+  it('the reply used the longest ago goes first: one used again is kept', async () => {
+    let sent = 0;
+    const remember = replyMemo(true, () => 'task-1', 2);
+    const run = (text: string) => async () => {
+      sent++;
+      return new AIMessage({ content: text, response_metadata: { finish_reason: 'stop' } });
+    };
+    await remember(['1'], run('1'));
+    await remember(['2'], run('2'));
+    await remember(['1'], run('1 again'));
+    await remember(['3'], run('3'));
+    expect((await remember(['1'], run('1 sent'))).content).toBe('1');
+    expect((await remember(['2'], run('2 sent'))).content).toBe('2 sent');
+    expect(sent).toBe(4);
+  });
+});

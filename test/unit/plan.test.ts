@@ -5,6 +5,8 @@ import {
   PlanSchema,
   repairPlan,
   soleChangeOf,
+  earlierTurnsOf,
+  EARLIER_TURN_CHARS,
   type Plan,
   type PlanStep,
 } from '../../common/plan';
@@ -295,5 +297,30 @@ describe('a step that expects files changed or a check run, written as needing n
       'step "s1" expects files changed or a check run, which takes a tool: needs_tool set true',
       'step "s2" expects files changed or a check run, which takes a tool: needs_tool set true',
     ]);
+  });
+});
+
+describe('earlierTurnsOf', () => {
+  const turn = (role: 'user' | 'assistant', text: string) => ({ role, text });
+
+  it("is Klea's last turn and the user's turn it answered, each cut to its bound", () => {
+    const turns = [
+      turn('user', 'Hi'),
+      turn('assistant', 'Hello.'),
+      turn('user', 'What version does setup.cfg give?'),
+      turn('assistant', `setup.cfg gives 1.0. Shall I set it to 1.1?${'!'.repeat(3000)}`),
+    ];
+    const { earlierTurns } = earlierTurnsOf(turns);
+    expect(earlierTurns?.[0]).toBe('What version does setup.cfg give?');
+    expect(earlierTurns?.[1]).toMatch(/^setup\.cfg gives 1\.0/);
+    expect(earlierTurns?.[1]).toHaveLength(EARLIER_TURN_CHARS);
+    expect(earlierTurns).toHaveLength(2);
+  });
+
+  it('controls: no turns, or none of Klea’s, give nothing; a turn of Klea’s first of all is passed on alone', () => {
+    expect(earlierTurnsOf(undefined)).toEqual({});
+    expect(earlierTurnsOf([])).toEqual({});
+    expect(earlierTurnsOf([turn('user', 'Fix a.py')])).toEqual({});
+    expect(earlierTurnsOf([turn('assistant', 'Shall I fix a.py?')])).toEqual({ earlierTurns: ['Shall I fix a.py?'] });
   });
 });

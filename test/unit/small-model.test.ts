@@ -181,6 +181,17 @@ describe('small profile: a repair round writes the file the plan names when the 
     expect(inPart).toMatchObject({ qualifiedName: 'workspace__write_file', args: { path: 'users.json' } });
   });
 
+  it('in a follow-up, a file the earlier turns name is written too: the request\'s "do that" names none', () => {
+    const cfg = { path: 'setup.cfg', text: '[metadata]\nversion = 1.0\n' };
+    const step = { id: 's1', unchanged: ['setup.cfg'], files: [cfg] };
+    const turns = ['What version does setup.cfg give?', 'setup.cfg gives 1.0. Shall I set it to 1.1?'];
+    const [write] = writesForUnchanged([step], [read], 'Yes, do that.', turns);
+    expect(write).toMatchObject({ qualifiedName: 'workspace__write_file', args: { path: 'setup.cfg' } });
+    // Controls: turns that name no file, and a follow-up put as a question.
+    expect(writesForUnchanged([step], [read], 'Yes, do that.', ['Shall I bump the version?'])).toEqual([read]);
+    expect(writesForUnchanged([step], [read], 'Why?', turns)).toEqual([read]);
+  });
+
   it('a pick that changes something, a file seen only in part, or a step with nothing missing is left alone', () => {
     const edit = { ...read, tool: 'edit_file', qualifiedName: 'workspace__edit_file', args: { path: 'a.py' } };
     expect(

@@ -9,7 +9,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { GuardedPath } from '../../common/path-guard';
 import { repairsFor } from '../../common/first-pick';
-import { laterChecksOf, plannedFiles, soleChangeOf, type PlanStep } from '../../common/plan';
+import { earlierTurnsOf, laterChecksOf, plannedFiles, soleChangeOf, type PlanStep } from '../../common/plan';
 import type { PickedCall } from '../../common/tools';
 import { modelNodes } from '../shared/activities';
 import type { CallRunner, RunningCall } from './call-runner';
@@ -162,6 +162,7 @@ export class ToolRounds {
           projectDir: input.projectDir,
           toolAccess: input.toolAccess,
           request: input.prompt,
+          ...earlierTurnsOf(input.recentTurns),
           goal: progress.goal!,
           steps: batch.map((s) => ({
             id: s.id,

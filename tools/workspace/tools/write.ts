@@ -8,6 +8,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { fileChange, KEEP_MIN_LINES, keptLines } from '../../../common/text-diff';
 import type { WriteChange } from '../../checkpoints/recorder';
+import { REPLACE_META_KEY } from '../../../common/workspace-protocol';
 import type { ToolContext } from '../context';
 import { readText, readTextIfExists, sha256 } from '../fs-ops';
 import { checkParses } from '../syntax-check';
@@ -36,6 +37,11 @@ export function checkKept(before: string, after: string, shown: string): void {
       'replaces the whole file); nothing changed. To change a part of it, use edit_file. To replace it on purpose, ' +
       'delete it first and then write it.'
   );
+}
+
+/** The call says it replaces the file on purpose (`_meta["klea/replace"]`: Klea's own write for `/init`). */
+function replacesOnPurpose(meta: unknown): boolean {
+  return !!meta && typeof meta === 'object' && (meta as Record<string, unknown>)[REPLACE_META_KEY] === true;
 }
 
 /**
@@ -103,7 +109,7 @@ export function registerWriteTools(server: McpServer, { gate, store, handle, lim
       throw err;
     });
     const before = existing?.buf ?? null;
-    if (before) checkKept(before.toString('utf8'), a.content, a.path);
+    if (before && !replacesOnPurpose(meta)) checkKept(before.toString('utf8'), a.content, a.path);
     // A file that ends with a newline keeps it: a model that leaves it out of the content means no change there.
     if (before?.at(-1) === 0x0a && a.content && !a.content.endsWith('\n')) a = { ...a, content: `${a.content}\n` };
     const stat = existing?.stat ?? null;

@@ -172,6 +172,15 @@ export function keptLines(before: string, after: string): { old: number; kept: n
   return { old, kept: old - droppedLines(before, after).length };
 }
 
+/**
+ * Whether `after`, written over `before` whole, removes most of it: fewer than half the non-blank lines of a file of
+ * `KEEP_MIN_LINES` or more kept. With how many there were and how many it keeps, or null. Pure.
+ */
+export function removedMost(before: string, after: string): { old: number; kept: number } | null {
+  const counts = keptLines(before, after);
+  return counts.old >= KEEP_MIN_LINES && counts.kept * 2 < counts.old ? counts : null;
+}
+
 /** `before`'s non-blank lines that `after` does not keep, counted as `keptLines` counts them, in order. Pure. */
 export function droppedLines(before: string, after: string): string[] {
   const left = new Map<string, number>();

@@ -11,12 +11,12 @@
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { isWithin } from '../../common/posix-path';
-import { droppedLines } from '../../common/text-diff';
+import { droppedLines, removedMost } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { contentOfAnswer, fenced } from './fences';
-import { copiedIn, leaksOwnName, ownNameQuestion, tooMuchDropped } from './rewrite-guards';
+import { copiedIn, leaksOwnName, ownNameQuestion } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
@@ -282,7 +282,7 @@ export async function withWholeFileWrites(
     if (question) return { question };
     let content = contentOfAnswer(text);
     const dropped = (c: string) => (current ? droppedLines(current.text, c) : []);
-    const dropsMost = (c: string) => !!current && tooMuchDropped(current.text, dropped(c));
+    const dropsMost = (c: string) => !!current && removedMost(current.text, c) !== null;
     const same = (c: string) => !!current && c.trimEnd() === current.text.trimEnd();
     // The rewrite of an existing file keeps most of it: a model asked for the whole file that drops half of its
     // lines (a function the step never mentioned) is asked once more, shown what it left out; if it drops them

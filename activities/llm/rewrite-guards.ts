@@ -1,6 +1,7 @@
 /**
- * What makes a whole-file rewrite (./file-content) unusable as it came (pure): it drops most of the file, it copies
- * in a file it was shown only to read, or it brings Klea's own name in.
+ * What makes a whole-file rewrite (./file-content) unusable as it came (pure), beside dropping most of the file
+ * (`removedMost`, common/text-diff.ts, the workspace server's rule too): it copies in a file it was shown only to
+ * read, or it brings Klea's own name in.
  *
  * Klea's name: every prompt carries it (its first line is `# klea:<node>`, and its text speaks of Klea), and a small
  * model that must fill in a fact about the user it was not given writes the name it was shown: with the 1.5B model,
@@ -9,12 +10,6 @@
  * asked for the fact instead.
  */
 import { KEEP_MIN_LINES, keptLines } from '../../common/text-diff';
-
-/** Whether a rewrite that left out `dropped` of `before`'s lines removed most of a file of some length. */
-export function tooMuchDropped(before: string, dropped: readonly string[]): boolean {
-  const old = before.split('\n').filter((l) => l.trim()).length;
-  return old >= KEEP_MIN_LINES && dropped.length * 2 > old;
-}
 
 /**
  * Whether `content` holds most of the lines of `other` (a file shown to read) that `current` (the file being written)

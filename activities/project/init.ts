@@ -7,11 +7,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../common/config';
 import { Failure } from '../../common/failures';
 import type { ModelUsage } from '../../common/model-protocol';
-import type { Grant } from '../../common/path-guard';
 import { resolvePath } from '../../runtime/path-resolve';
 import type { ModelClient } from '../llm/model';
 import { initProjectText } from '../llm/nodes';
-import type { createToolActivities } from '../mcp/tools';
+import type { CallToolInput, createToolActivities } from '../mcp/tools';
 import { requireAllowedProject } from './allowed';
 
 /** Files that tell what a project is and how it is built and tested. */
@@ -35,16 +34,8 @@ export async function initProject(
   deps: { config: Config; model: ModelClient; tools: Pick<ReturnType<typeof createToolActivities>, 'callTool'> },
   input: { projectDir: string }
 ): Promise<{ path: string; bytes: number; usage: ModelUsage }> {
-  const call = (tool: string, args: Record<string, unknown>, grants: Grant[] = [], replace = false) =>
-    deps.tools.callTool({
-      projectDir: input.projectDir,
-      toolAccess: 'full',
-      server: 'workspace',
-      tool,
-      args,
-      grants,
-      ...(replace ? { replace } : {}),
-    });
+  const call = (tool: string, args: Record<string, unknown>, more: Pick<CallToolInput, 'grants' | 'replace'> = {}) =>
+    deps.tools.callTool({ projectDir: input.projectDir, toolAccess: 'full', server: 'workspace', tool, args, ...more });
   requireAllowedProject(deps.config, input.projectDir);
   const listing = await call('list_dir', { path: '.', depth: 2 });
   const parts = [`## Files (two levels)\n${listing.text}`];
@@ -60,8 +51,7 @@ export async function initProject(
   const written = await call(
     'write_file',
     { path: 'AGENTS.md', content: text.trim() + '\n' },
-    [{ path: agentsMd, op: 'write' }],
-    true
+    { grants: [{ path: agentsMd, op: 'write' }], replace: true }
   );
   if (written.status !== 'ok')
     throw ApplicationFailure.nonRetryable(`could not write AGENTS.md: ${written.text}`, Failure.InitWriteFailed);

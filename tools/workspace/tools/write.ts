@@ -6,7 +6,7 @@
 import { closestText } from '../closest-text';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { fileChange, KEEP_MIN_LINES, keptLines } from '../../../common/text-diff';
+import { fileChange, removedMost } from '../../../common/text-diff';
 import type { WriteChange } from '../../checkpoints/recorder';
 import { REPLACE_META_KEY } from '../../../common/workspace-protocol';
 import type { ToolContext } from '../context';
@@ -29,9 +29,9 @@ function checkSize(bytes: number, limit: number, shown: string): void {
  * README's new section kept none of the file's 10 lines.
  */
 export function checkKept(before: string, after: string, shown: string): void {
-  const { old, kept } = keptLines(before, after);
-  if (old < KEEP_MIN_LINES) return;
-  if (kept * 2 >= old) return;
+  const most = removedMost(before, after);
+  if (!most) return;
+  const { old, kept } = most;
   throw new ToolError(
     `refused: this write would remove ${old - kept} of the ${old} lines of ${shown} (write_file ` +
       'replaces the whole file); nothing changed. To change a part of it, use edit_file. To replace it on purpose, ' +

@@ -188,8 +188,10 @@ export interface RepairedPlan {
  * step that repeats an earlier one word for word (same instruction, tool need and dependencies) is dropped, its
  * dependents depending on the earlier one; a dependency on something that is no step (a tool name, say) or on the step
  * itself is dropped, as is a review checkpoint after an unknown step; a step that expects files changed or a check
- * run needs a tool, whatever `needs_tool` says. What stays ambiguous (ids used twice, a cycle)
- * is left to `planProblems`. A replan that only repeats finished steps leaves no step: the work is done.
+ * run needs a tool, whatever `needs_tool` says; a cycle loses, of its dependencies, the one on a step listed after
+ * the step that depends on it (the rule the Planner is given: a step depends only on steps that come before it, so
+ * the list's order is the order it meant). What stays ambiguous (ids used twice) is left to `planProblems`. A
+ * replan that only repeats finished steps leaves no step: the work is done.
  */
 export function repairPlan(plan: Plan, knownIds: readonly string[] = []): RepairedPlan {
   const repairs: string[] = [];
@@ -237,6 +239,7 @@ export function repairPlan(plan: Plan, knownIds: readonly string[] = []): Repair
     }
     return fixed;
   });
+  const acyclic = withoutCycles(repaired, repairs);
   const stepIds = new Set(steps.map((s) => s.id));
   const after = [...new Set(plan.review.after_step_ids.map((id) => sameAs.get(id) ?? id))].filter((id) => {
     if (stepIds.has(id)) return true;
@@ -247,7 +250,30 @@ export function repairPlan(plan: Plan, knownIds: readonly string[] = []): Repair
     canonicalJson(after) === canonicalJson(plan.review.after_step_ids)
       ? plan.review
       : { ...plan.review, after_step_ids: after };
-  return { plan: { ...plan, steps: repaired, review }, repairs };
+  return { plan: { ...plan, steps: acyclic, review }, repairs };
+}
+
+/**
+ * The steps with every cycle broken where it goes against the list's order: in each cycle, the dependency of a step
+ * on one listed at or after it is dropped (a cycle always holds one). With the 0.5B model, a plan whose step that
+ * finds a file and step that reads it depended on each other was asked for three times, came back so three times,
+ * and the task failed before any step ran. Steps whose ids are used twice are left as they are (`planProblems`).
+ */
+function withoutCycles(steps: PlanStep[], repairs: string[]): PlanStep[] {
+  if (new Set(steps.map((s) => s.id)).size !== steps.length) return steps;
+  const order = new Map(steps.map((s, i) => [s.id, i]));
+  let out = steps;
+  for (let cycle = findCycle(out); cycle; cycle = findCycle(out)) {
+    // The cycle is [a, b, …, a], each depending on the next.
+    const at = cycle.findIndex((id, i) => i < cycle.length - 1 && order.get(cycle[i + 1]!)! >= order.get(id)!);
+    if (at < 0) break;
+    const [from, to] = [cycle[at]!, cycle[at + 1]!];
+    repairs.push(
+      `step "${from}" depended on "${to}", which comes after it (a cycle: ${cycle.join(' -> ')}): dependency dropped`
+    );
+    out = out.map((s) => (s.id === from ? { ...s, depends_on: s.depends_on.filter((d) => d !== to) } : s));
+  }
+  return out;
 }
 
 /**

@@ -547,15 +547,45 @@ describe('repair, not re-ask, what is unambiguous', () => {
     ]);
   });
 
+  it('a plan whose steps depend on each other is repaired in the order they are listed, not re-asked until the task dies', async () => {
+    const p = makeProject({ 'docs/table.md': '| a | b |\n' });
+    // The step that finds the file and the one that reads it depend on each other: no step could ever start.
+    fake.on('write_plan', {
+      call: plan([
+        step('find', 'Find the table file', { depends_on: ['read'] }),
+        step('read', 'Read docs/table.md', { depends_on: ['find'] }),
+      ]),
+    });
+    fake.on(
+      'pick_tools',
+      { calls: [{ name: 'workspace__find_files', args: { step_id: 'find', pattern: '*.md' } }] },
+      { calls: [{ name: 'workspace__read_file', args: { step_id: 'read', path: 'docs/table.md' } }] }
+    );
+    fake.on('compose_answer', { content: 'docs/table.md holds a table with columns a and b.' });
+
+    const t = await TaskDriver.start(env, 'What does the table in docs say?', p.dir);
+
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(fake.requestsFor('write_plan')).toHaveLength(1); // no re-ask
+    const [planEvent] = await t.eventsOf('plan');
+    expect(planEvent.repairs).toEqual([
+      'step "find" depended on "read", which comes after it (a cycle: find -> read -> find): dependency dropped',
+    ]);
+    // Both ran, the one listed first first: the read had the find's result.
+    const started = (await t.eventsOf('step_started')).map((e) => e.stepId);
+    expect(started).toEqual(['find', 'read']);
+    expect(fake.requestsFor('pick_tools')[1].text).toContain('Results it builds on');
+  });
+
   it('a Planner that cannot write a usable replan leaves the work done standing: the task is done and says what is missing', async () => {
     const p = makeProject({ 'a.txt': 'alpha' });
-    const cycle = plan([step('x', 'x', { depends_on: ['y'] }), step('y', 'y', { depends_on: ['x'] })]);
+    const twice = plan([step('x', 'x'), step('x', 'y')]);
     fake.on(
       'write_plan',
       { call: plan([step('s1', 'Read a.txt'), step('s2', 'Open the PDF', { depends_on: ['s1'] })]) },
-      { call: cycle },
-      { call: cycle },
-      { call: cycle }
+      { call: twice },
+      { call: twice },
+      { call: twice }
     );
     fake.on(
       'pick_tools',
@@ -572,7 +602,7 @@ describe('repair, not re-ask, what is unambiguous', () => {
     expect(result.notAchieved).toEqual([{ stepId: 's2', title: 'Step s2', reason: 'no suitable tool: no PDF reader' }]);
     expect(result.answer).toContain('**Not achieved**');
     // Each re-ask said concretely what to change.
-    expect(fake.requestsFor('write_plan')[2].text).toContain('a step may depend only on steps that come before it');
+    expect(fake.requestsFor('write_plan')[2].text).toContain('step id "x" is used more than once');
   });
 });
 

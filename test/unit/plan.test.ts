@@ -51,9 +51,9 @@ describe('plan validation', () => {
     );
   });
   it('the schema carries the structural checks, so the model is re-asked with them', () => {
-    const r = PlanSchema.safeParse(plan([step('a', ['b']), step('b', ['a'])]));
+    const r = PlanSchema.safeParse(plan([step('a'), step('b', ['a']), step('a')]));
     expect(r.success).toBe(false);
-    expect(JSON.stringify(r.error?.issues)).toContain('cycle');
+    expect(JSON.stringify(r.error?.issues)).toContain('used more than once');
   });
   it('hashes plans by content, independent of key order', () => {
     const p = plan([step('a')]);
@@ -89,10 +89,38 @@ describe('plan repair: what is unambiguous is repaired, not asked again', () => 
     ]);
   });
 
-  it('what stays ambiguous is still refused with what to change: ids used twice, cycles, a first plan with no step', () => {
+  it('what stays ambiguous is still refused with what to change: ids used twice, a first plan with no step', () => {
     expect(PlanSchema.safeParse(plan([step('a'), step('a')])).success).toBe(false);
-    expect(PlanSchema.safeParse(plan([step('a', ['b']), step('b', ['a'])])).success).toBe(false);
+    // A cycle among steps whose ids are used twice is not broken: which step is meant is not known.
+    expect(PlanSchema.safeParse(plan([step('a', ['b']), step('b', ['a']), step('b')])).success).toBe(false);
     expect(PlanSchema.safeParse({ ...plan([]), steps: [] }).success).toBe(false);
+  });
+
+  it('a cycle loses the dependency that goes against the order of the steps, and says so', () => {
+    const r = PlanSchema.parse(plan([step('find', ['read']), step('read', ['find']), step('tell', ['read'])]));
+    expect(r.plan.steps.map((s) => [s.id, s.depends_on])).toEqual([
+      ['find', []],
+      ['read', ['find']],
+      ['tell', ['read']],
+    ]);
+    expect(r.repairs).toEqual([
+      'step "find" depended on "read", which comes after it (a cycle: find -> read -> find): dependency dropped',
+    ]);
+    // Listed the other way round, the other dependency goes: the list's order is the one kept.
+    const back = PlanSchema.parse(plan([step('read', ['find']), step('find', ['read'])]));
+    expect(back.plan.steps.map((s) => s.depends_on)).toEqual([[], ['read']]);
+  });
+
+  it('every cycle of a plan is broken, a longer one and two at once, and a dependency that makes none is kept', () => {
+    const r = PlanSchema.parse(
+      plan([step('a', ['c']), step('b', ['a']), step('c', ['b']), step('d', ['e', 'a']), step('e', ['d'])])
+    );
+    expect(r.plan.steps.map((s) => s.depends_on)).toEqual([[], ['a'], ['b'], ['a'], ['d']]);
+    expect(r.repairs).toHaveLength(2);
+    expect(planProblems(r.plan)).toEqual([]);
+    // A dependency on a later step that closes no cycle is the Planner's to make: kept.
+    const forward = plan([step('a', ['b']), step('b')]);
+    expect(PlanSchema.parse(forward)).toEqual({ plan: forward, repairs: [] });
   });
 
   it('a plan with nothing to repair comes through unchanged, with no repair', () => {

@@ -8,12 +8,13 @@
  * - `checkPaths`: a file a check names by a path the project does not have is named by the path it has.
  * - `inlineChecks`: a program given inline that reads no file of the project is no check of a step.
  * - `checkRunners`: a script a check runs is run by the program for its language.
+ * - `testChecks`: a new Python test file a step writes is run by its check.
  *
  * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
  */
 import { changesSomething, MAX_CHECK_CHARS, plainPath, plannedFiles, withExpect, type Plan } from '../../common/plan';
 import { basename } from '../../common/posix-path';
-import { escape, FILE_NAME, namedFiles } from './named-files';
+import { escape, FILE_NAME, namedByStem, namedFiles } from './named-files';
 import { isDataFile } from './program';
 import { firstPipe, piped, withoutQuoted } from './shell-words';
 
@@ -204,6 +205,39 @@ export function checkRunners(plan: Plan, files: readonly string[]): { plan: Plan
       `step "${s.id}": its check \`${cutCheck(check)}\` runs ${script} by its language: \`${cutCheck(fixed)}\``
     );
     return withExpect(s, { ...s.expect, check: fixed });
+  });
+  return { plan: { ...plan, steps }, repairs };
+}
+
+/** A Python test file by the test runners' own conventions (`test_*.py`, `*_test.py`), which both find by name. */
+export const isPythonTestFile = (path: string) => /^(?:test_.+|.+_test)\.py$/.test(basename(path));
+
+/**
+ * The command that runs a Python test file in the sandbox: pytest where its Python has it (pytest runs unittest's
+ * tests too), else unittest. The sandbox's Python need not be the worker's: asked in the command itself.
+ */
+export const pythonTestCommand = (file: string) =>
+  `if python3 -c 'import pytest' 2>/dev/null; then python3 -m pytest -q ${file}; else python3 -m unittest ${file}; fi`;
+
+/**
+ * The plan with a check for each step that is to create a Python test file (`isPythonTestFile`, one the project
+ * does not have) when the step has no check and no check of the plan names the file (by path, or as a module by its
+ * name without extension): the test is run (`pythonTestCommand`). A test written and never run proves nothing: with
+ * the 0.5B model, a test file that never imported the function it tested was written, the plan ran nothing, and the
+ * task ended done. Run, its failure is the step's evidence, shown to the model in the step's repair rounds. Only
+ * meaningful with a complete listing.
+ */
+export function testChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
+  const existing = new Set(files.map(plainPath));
+  const checks = plan.steps.flatMap((s) => (s.expect?.check?.trim() ? [s.expect.check] : []));
+  const run = (f: string) => checks.some((c) => namedFiles([f], c).length > 0 || namedByStem(f, c));
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    if (s.expect?.check?.trim()) return s;
+    const test = plannedFiles(s).find((f) => isPythonTestFile(f) && !existing.has(plainPath(f)) && !run(f));
+    if (!test) return s;
+    repairs.push(`step "${s.id}": it writes the test ${test}, which no check ran: it is run as its check`);
+    return withExpect(s, { ...s.expect, check: pythonTestCommand(test) });
   });
   return { plan: { ...plan, steps }, repairs };
 }

@@ -32,7 +32,15 @@ import {
   valuesAsChanges,
 } from './plan-files';
 import { expectsNote, withoutPlanNotes } from './plan-notes';
-import { boundedChecks, checkPaths, checkRunners, dataChecks, inlineChecks, pipedChecks } from './plan-checks';
+import {
+  boundedChecks,
+  checkPaths,
+  checkRunners,
+  dataChecks,
+  inlineChecks,
+  pipedChecks,
+  testChecks,
+} from './plan-checks';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { WRITE_FILE } from './small-model';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
@@ -302,7 +310,8 @@ export async function writePlan(
     ? await keepAskedChanges(model, input.request, named.plan, files)
     : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
   const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
-  const awaited = small ? checksAfterChanges(joined.plan) : { plan: joined.plan, repairs: [] };
+  const tested = small ? testChecks(joined.plan, files) : { plan: joined.plan, repairs: [] };
+  const awaited = small ? checksAfterChanges(tested.plan) : { plan: tested.plan, repairs: [] };
   const reading = small ? dataChecks(awaited.plan, files) : { plan: awaited.plan, repairs: [] };
   const running = small ? pipedChecks(reading.plan) : { plan: reading.plan, repairs: [] };
   const following = small ? followUpSteps(running.plan, files) : { plan: running.plan, repairs: [] };
@@ -321,6 +330,7 @@ export async function writePlan(
     ...named.repairs,
     ...asked.repairs,
     ...joined.repairs,
+    ...tested.repairs,
     ...awaited.repairs,
     ...reading.repairs,
     ...running.repairs,

@@ -12,6 +12,7 @@ import { SessionDriver } from '../support/session-driver';
 import { useFakeModelEnv } from '../support/suite';
 import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import { clarifySignal, permissionSignal } from '../../workflows/task/messages';
+import { pythonTestCommand } from '../../activities/llm/plan-checks';
 
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
@@ -472,6 +473,47 @@ describe("a small model's first pick that only reads the file its step is to cha
       expect(s2).toMatchObject({
         status: 'done',
         calls: [
+          { tool: 'workspace__run_command', status: 'error' },
+          { tool: 'workspace__write_file', status: 'ok' },
+          { tool: 'workspace__run_command', status: 'ok' },
+        ],
+      });
+    });
+
+    it('a new test file no check runs is run all the same: its failure is shown, and the test is rewritten until it passes', async () => {
+      const p = makeProject({ 'wc.py': wc });
+      // The test never imports what it tests: it fails, however count_words counts.
+      const unimported =
+        'import unittest\n\n\nclass T(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(count_words("a b"), 2)\n';
+      const fixed = `from wc import count_words\n${unimported}`;
+      fake.on('write_plan', {
+        call: plan([
+          step('s1', 'Write test_wc.py with a test of count_words.', { expect: { changes: ['test_wc.py'] } }),
+        ]),
+      });
+      fake.always('pick_tools', {
+        calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'test_wc.py', content: 'test' } }],
+      });
+      fake.on(
+        'write_file_content',
+        { content: '```python\n' + unimported + '```' },
+        { content: '```python\n' + fixed + '```' }
+      );
+      fake.on('compose_answer', { content: 'test_wc.py passes.' });
+
+      const t = await TaskDriver.start(env, 'Write a test for count_words in wc.py as test_wc.py.', p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+
+      expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(fixed);
+      const [planEvent] = await t.eventsOf('plan');
+      expect(planEvent!.plan.steps[0]?.expect?.check).toBe(pythonTestCommand('test_wc.py'));
+      const [, repair] = fake.requestsFor('write_file_content');
+      expect(repair.text).toMatch(/Not done yet: [\s\S]*NameError[\s\S]*count_words/);
+      const [s1] = await t.eventsOf('step_finished');
+      expect(s1).toMatchObject({
+        status: 'done',
+        calls: [
+          { tool: 'workspace__write_file', status: 'ok' },
           { tool: 'workspace__run_command', status: 'error' },
           { tool: 'workspace__write_file', status: 'ok' },
           { tool: 'workspace__run_command', status: 'ok' },

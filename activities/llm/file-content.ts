@@ -8,6 +8,7 @@
  * Security: the write goes only to the file the pick named, and the permission gate, the workspace server and the
  * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
+import { withMissingImports } from './python-imports';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { isWithin } from '../../common/posix-path';
@@ -186,8 +187,8 @@ export interface WholeFileWrites {
   usage: ModelUsage;
   /** The `write_file_content` requests made. */
   modelCalls: number;
-  /** The files written whole, by step. */
-  rewritten: Array<{ stepId: string; path: string }>;
+  /** The files written whole, by step; with the import lines Klea added (./python-imports). */
+  rewritten: Array<{ stepId: string; path: string; imports?: string[] }>;
   /** Questions for the user in place of a new file's content (only with `mayAsk`), by step. */
   questions: FileQuestion[];
 }
@@ -223,7 +224,7 @@ export async function withWholeFileWrites(
     step: WholeFileStep,
     path: string,
     current: NamedFile | null
-  ): Promise<{ question?: string; content?: string } | null> => {
+  ): Promise<{ question?: string; content?: string; imports?: string[] } | null> => {
     const mayAsk = !!opts.mayAsk && current === null;
     // A new file the request names that the step's own words do not: the Planner split the file's work into steps
     // and the file came to this one from the request (plan-files.ts, `requestedNewFiles`). Written for the step
@@ -308,6 +309,9 @@ export async function withWholeFileWrites(
       return opts.mayAsk ? { question: ownNameQuestion(path, current?.text ?? null, content) } : null;
     // A part's new lines go back into the whole file, the rest of it as it was.
     if (current?.part) return { content: withPart(current.part, content) };
+    // A function of the project's that the file calls and never imports is imported (./python-imports).
+    const imported = path.endsWith('.py') ? withMissingImports(path, content, context) : null;
+    if (imported?.added.length) return { content: imported.text, imports: imported.added };
     return { content };
   };
   for (const call of calls) {
@@ -338,7 +342,7 @@ export async function withWholeFileWrites(
       continue;
     }
     if (r?.content !== undefined) {
-      res.rewritten.push({ stepId: step.id, path });
+      res.rewritten.push({ stepId: step.id, path, ...(r.imports ? { imports: r.imports } : {}) });
       // The whole file is the step's change to it: once every file its plan changes is written, the step is done
       // (its check, if any, runs next), whatever the pick said; another pick would only write the file again.
       const made = new Set([

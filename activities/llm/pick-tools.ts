@@ -260,7 +260,10 @@ export async function pickTools(
             ? `\`${String(c.args.command)}\`: run first, to see what is to pass once the step is done`
             : `\`${String(c.args.command)}\`: run first, the step's check`,
     })),
-    ...planned.rewritten.map((r) => ({ stepId: r.stepId, repair: `${r.path}: written whole, as the plan names it` })),
+    ...planned.rewritten.map((r) => ({
+      stepId: r.stepId,
+      repair: `${r.path}: written whole, as the plan names it${importsAdded(r.imports)}`,
+    })),
     ...(picked.repairs ?? []),
   ];
   const questions = [...planned.questions, ...(picked.questions ?? [])];
@@ -367,7 +370,7 @@ async function modelPick(
     ...folders.repairs,
     ...whole.rewritten.map((r) => ({
       stepId: r.stepId,
-      repair: `${r.path}: written whole, from the content the model wrote for it in plain text`,
+      repair: `${r.path}: written whole, from the content the model wrote for it in plain text${importsAdded(r.imports)}`,
     })),
     ...seen.repairs,
   ];
@@ -379,3 +382,7 @@ async function modelPick(
     ...(whole.questions.length ? { questions: whole.questions } : {}),
   };
 }
+
+/** The import lines Klea added to a file written whole (./python-imports), for its repair line. */
+const importsAdded = (lines?: string[]) =>
+  lines?.length ? `, with the imports it left out: ${lines.map((l) => `\`${l}\``).join(', ')}` : '';

@@ -480,35 +480,33 @@ describe("a small model's first pick that only reads the file its step is to cha
       });
     });
 
+    const unittestOf = (n: number, imports = 'from wc import count_words\n') =>
+      `import unittest\n${imports}\n\nclass T(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(count_words("a b"), ${n})\n`;
+    const writesTest = {
+      calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'test_wc.py', content: 'test' } }],
+    };
+    const testPlan = () =>
+      plan([step('s1', 'Write test_wc.py with a test of count_words.', { expect: { changes: ['test_wc.py'] } })]);
+
     it('a new test file no check runs is run all the same: its failure is shown, and the test is rewritten until it passes', async () => {
       const p = makeProject({ 'wc.py': wc });
-      // The test never imports what it tests: it fails, however count_words counts.
-      const unimported =
-        'import unittest\n\n\nclass T(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(count_words("a b"), 2)\n';
-      const fixed = `from wc import count_words\n${unimported}`;
-      fake.on('write_plan', {
-        call: plan([
-          step('s1', 'Write test_wc.py with a test of count_words.', { expect: { changes: ['test_wc.py'] } }),
-        ]),
-      });
-      fake.always('pick_tools', {
-        calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'test_wc.py', content: 'test' } }],
-      });
+      fake.on('write_plan', { call: testPlan() });
+      fake.always('pick_tools', writesTest);
       fake.on(
         'write_file_content',
-        { content: '```python\n' + unimported + '```' },
-        { content: '```python\n' + fixed + '```' }
+        { content: '```python\n' + unittestOf(3) + '```' },
+        { content: '```python\n' + unittestOf(2) + '```' }
       );
       fake.on('compose_answer', { content: 'test_wc.py passes.' });
 
       const t = await TaskDriver.start(env, 'Write a test for count_words in wc.py as test_wc.py.', p.dir);
       expect(await t.result()).toMatchObject({ status: 'done' });
 
-      expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(fixed);
+      expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(unittestOf(2));
       const [planEvent] = await t.eventsOf('plan');
       expect(planEvent!.plan.steps[0]?.expect?.check).toBe(pythonTestCommand('test_wc.py'));
       const [, repair] = fake.requestsFor('write_file_content');
-      expect(repair.text).toMatch(/Not done yet: [\s\S]*NameError[\s\S]*count_words/);
+      expect(repair.text).toMatch(/Not done yet: [\s\S]*AssertionError: 2 != 3/);
       const [s1] = await t.eventsOf('step_finished');
       expect(s1).toMatchObject({
         status: 'done',
@@ -519,6 +517,31 @@ describe("a small model's first pick that only reads the file its step is to cha
           { tool: 'workspace__run_command', status: 'ok' },
         ],
       });
+    });
+
+    it('a test that calls the function it tests and never imports it gets the import: it passes at once, told in the repairs', async () => {
+      const p = makeProject({ 'wc.py': wc });
+      fake.on('write_plan', { call: testPlan() });
+      // The plan names the file: it is written whole at the first pick, with no pick made.
+      fake.on('write_file_content', { content: '```python\n' + unittestOf(2, '') + '```' });
+      fake.on('compose_answer', { content: 'test_wc.py passes.' });
+
+      const t = await TaskDriver.start(env, 'Write a test for count_words in wc.py as test_wc.py.', p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+
+      expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(unittestOf(2));
+      const [s1] = await t.eventsOf('step_finished');
+      expect(s1).toMatchObject({
+        status: 'done',
+        calls: [
+          { tool: 'workspace__write_file', status: 'ok' },
+          { tool: 'workspace__run_command', status: 'ok' },
+        ],
+      });
+      expect(s1!.repairs).toContain(
+        'test_wc.py: written whole, as the plan names it, with the imports it left out: `from wc import count_words`'
+      );
+      expect(fake.requestsFor('write_file_content')).toHaveLength(1);
     });
 
     it('the control: a failing test the task did not write is never rewritten; the step is not achieved', async () => {

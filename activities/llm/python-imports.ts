@@ -1,0 +1,83 @@
+/**
+ * `withMissingImports` (small profile, docs/models.md): a Python file written whole that calls a function or class
+ * of the project's own it never imports gets the import. A small model writing a test shown the module it tests
+ * writes `count_words("")` and no `from wordcount import count_words`: every test fails with a NameError, and asked
+ * again with that error, the model copied the module into the test instead. Pure: the file's text and the project
+ * files its prompt showed, read as text (no Python is run).
+ */
+import type { NamedFile } from './named-files';
+
+/** An identifier as Python reads one (ASCII; a name outside it is left alone). */
+const NAME = /^[A-Za-z_]\w*$/;
+
+/** The functions and classes a module defines at its top level: `def`, `async def`, `class` at column 0. */
+export function topLevelDefinitions(text: string): string[] {
+  return [...text.matchAll(/^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]!);
+}
+
+/** The module a project file is imported as from the project's root (`pkg/mod.py` is `pkg.mod`), if it is one. */
+export function moduleOf(path: string): string | null {
+  const m = /^(.*)\.py$/.exec(path.replace(/^\.\//, ''));
+  if (!m) return null;
+  const parts = m[1]!.split('/');
+  if (parts.at(-1) === '__init__') parts.pop();
+  return parts.length && parts.every((p) => NAME.test(p)) ? parts.join('.') : null;
+}
+
+/**
+ * Whether `text` calls `name` (`name(`, not `x.name(`) and never uses it otherwise (outside strings and comments):
+ * no `def`, `class`, import, assignment, `for`, `with … as`, `except … as`, parameter or keyword of that name, and no
+ * `import *` anywhere.
+ */
+function calledUnbound(text: string, name: string): boolean {
+  if (/^\s*from\s+\S+\s+import\s+\*/m.test(text)) return false;
+  let calls = 0;
+  for (const m of text.matchAll(new RegExp(`(?<![\\w.])${name}(?!\\w)`, 'g'))) {
+    const after = text.slice(m.index + name.length);
+    const before = text.slice(text.lastIndexOf('\n', m.index) + 1, m.index);
+    // Inside a string or a comment on its line: not a use.
+    if (/#/.test(before) || (before.split(/["']/).length - 1) % 2 === 1) continue;
+    if (!/^\s*\(/.test(after) || /(?:\bdef|\bclass|\bimport|,|\bas)\s*$/.test(before)) return false;
+    calls++;
+  }
+  return calls > 0;
+}
+
+/**
+ * The text with a `from <module> import <names>` line for each function or class it calls without importing or
+ * defining it that exactly one of `shown` (the project's Python files its prompt showed whole, itself aside)
+ * defines at its top level; the line goes after the file's first block of imports, or at its top (after a
+ * `#!` line and a `from __future__` import). With the lines added, for the step's repairs.
+ */
+export function withMissingImports(
+  path: string,
+  text: string,
+  shown: readonly NamedFile[]
+): { text: string; added: string[] } {
+  const own = new Set(topLevelDefinitions(text));
+  const byName = new Map<string, string[]>();
+  for (const f of shown) {
+    const module = f.path !== path && !f.part ? moduleOf(f.path) : null;
+    if (!module) continue;
+    for (const n of topLevelDefinitions(f.text)) byName.set(n, [...(byName.get(n) ?? []), module]);
+  }
+  const wanted = new Map<string, string[]>();
+  for (const [name, modules] of byName) {
+    // A private name (`_helper`) is the module's own business.
+    if (modules.length !== 1 || name.startsWith('_') || own.has(name) || !calledUnbound(text, name)) continue;
+    wanted.set(modules[0]!, [...(wanted.get(modules[0]!) ?? []), name]);
+  }
+  if (!wanted.size) return { text, added: [] };
+  const added = [...wanted].map(([module, names]) => `from ${module} import ${names.sort().join(', ')}`);
+  const lines = text.split('\n');
+  // After the first block of one-line imports, or after what must come first in a file.
+  let at = 0;
+  while (at < lines.length && (/^#!/.test(lines[at]!) || /^from\s+__future__\s/.test(lines[at]!))) at++;
+  const firstImport = lines.findIndex((l) => /^(?:import|from)\s/.test(l));
+  if (firstImport >= at) {
+    let end = firstImport;
+    while (end < lines.length && /^(?:import|from)\s[^(\\]*$/.test(lines[end]!)) end++;
+    at = end;
+  }
+  return { text: [...lines.slice(0, at), ...added, ...lines.slice(at)].join('\n'), added };
+}

@@ -440,6 +440,8 @@ describe("a small model's first pick that only reads the file its step is to cha
 
   describe('a repair round after the new tests fail on the file an earlier step wrote', () => {
     const wc = 'def count_words(text):\n    return len(text.split())\n';
+    /** A reply of `write_file_content`: the file in a fenced Python block. */
+    const python = (text: string) => ({ content: '```python\n' + text + '```' });
     const testOf = (n: number) => `from wc import count_words\nassert count_words("a b") == ${n}\n`;
     const request = 'Add a test for count_words in wc.py as test_wc.py, and run it.';
     const rerun = {
@@ -455,11 +457,7 @@ describe("a small model's first pick that only reads the file its step is to cha
         ]),
       });
       fake.on('pick_tools', rerun);
-      fake.on(
-        'write_file_content',
-        { content: '```python\n' + testOf(3) + '```' },
-        { content: '```python\n' + testOf(2) + '```' }
-      );
+      fake.on('write_file_content', python(testOf(3)), python(testOf(2)));
       fake.on('compose_answer', { content: 'test_wc.py passes.' });
 
       const t = await TaskDriver.start(env, request, p.dir);
@@ -492,11 +490,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       const p = makeProject({ 'wc.py': wc });
       fake.on('write_plan', { call: testPlan() });
       fake.always('pick_tools', writesTest);
-      fake.on(
-        'write_file_content',
-        { content: '```python\n' + unittestOf(3) + '```' },
-        { content: '```python\n' + unittestOf(2) + '```' }
-      );
+      fake.on('write_file_content', python(unittestOf(3)), python(unittestOf(2)));
       fake.on('compose_answer', { content: 'test_wc.py passes.' });
 
       const t = await TaskDriver.start(env, 'Write a test for count_words in wc.py as test_wc.py.', p.dir);
@@ -523,7 +517,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       const p = makeProject({ 'wc.py': wc });
       fake.on('write_plan', { call: testPlan() });
       // The plan names the file: it is written whole at the first pick, with no pick made.
-      fake.on('write_file_content', { content: '```python\n' + unittestOf(2, '') + '```' });
+      fake.on('write_file_content', python(unittestOf(2, '')));
       fake.on('compose_answer', { content: 'test_wc.py passes.' });
 
       const t = await TaskDriver.start(env, 'Write a test for count_words in wc.py as test_wc.py.', p.dir);
@@ -551,7 +545,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       });
       fake.always('wants_changes', { call: { answer: 'no' } });
       fake.always('pick_tools', rerun);
-      fake.always('write_file_content', { content: '```python\n' + testOf(2) + '```' });
+      fake.always('write_file_content', python(testOf(2)));
       fake.always('compose_answer', { content: 'test_wc.py fails: 2 words, not 3.' });
 
       const t = await TaskDriver.start(env, 'Run test_wc.py.', p.dir);

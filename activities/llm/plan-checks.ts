@@ -224,20 +224,38 @@ export const pythonTestCommand = (file: string) =>
  * does not have) when the step has no check and no check of the plan names the file (by path, or as a module by its
  * name without extension): the test is run (`pythonTestCommand`). A test written and never run proves nothing: with
  * the 0.5B model, a test file that never imported the function it tested was written, the plan ran nothing, and the
- * task ended done. Run, its failure is the step's evidence, shown to the model in the step's repair rounds. Only
- * meaningful with a complete listing.
+ * task ended done. Run, its failure is the step's evidence, shown to the model in the step's repair rounds. A test
+ * written before the code it tests is run by the last later step that writes Python code (run before it, it would
+ * fail however it was written); a path that is not plainly a file's is put in no command. Only meaningful with a
+ * complete listing.
  */
 export function testChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
   const existing = new Set(files.map(plainPath));
   const checks = plan.steps.flatMap((s) => (s.expect?.check?.trim() ? [s.expect.check] : []));
   const run = (f: string) => checks.some((c) => namedFiles([f], c).length > 0 || namedByStem(f, c));
+  const code = (f: string) => f.endsWith('.py') && !isPythonTestFile(f);
+  const added = new Map<string, string>();
   const repairs: string[] = [];
-  const steps = plan.steps.map((s) => {
-    if (s.expect?.check?.trim()) return s;
-    const test = plannedFiles(s).find((f) => isPythonTestFile(f) && !existing.has(plainPath(f)) && !run(f));
-    if (!test) return s;
-    repairs.push(`step "${s.id}": it writes the test ${test}, which no check ran: it is run as its check`);
-    return withExpect(s, { ...s.expect, check: pythonTestCommand(test) });
+  plan.steps.forEach((s, i) => {
+    if (s.expect?.check?.trim()) return;
+    // A path that is not plainly a file's (a space, shell syntax, a leading dash) is not put in a command.
+    const test = plannedFiles(s).find(
+      (f) => isPythonTestFile(f) && SAFE_PATH.test(f) && !existing.has(plainPath(f)) && !run(f)
+    );
+    if (!test) return;
+    // A test written before the code it tests is run once that code is written: by the last step that writes it.
+    const target = [...plan.steps.slice(i + 1)].reverse().find((l) => plannedFiles(l).some(code)) ?? s;
+    if (target.expect?.check?.trim() || added.has(target.id)) return;
+    added.set(target.id, pythonTestCommand(test));
+    repairs.push(
+      target === s
+        ? `step "${s.id}": it writes the test ${test}, which no check ran: it is run as its check`
+        : `step "${target.id}": it writes the code the test ${test} of step "${s.id}" tests, and no check ran the test: it is run as its check`
+    );
   });
+  const steps = plan.steps.map((s) => (added.has(s.id) ? withExpect(s, { ...s.expect, check: added.get(s.id)! }) : s));
   return { plan: { ...plan, steps }, repairs };
 }
+
+/** A path a command may hold unquoted: letters, digits, `_`, `.`, `/` and `-`, not first. */
+const SAFE_PATH = /^[\w./][\w./-]*$/;

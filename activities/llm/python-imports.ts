@@ -9,6 +9,26 @@ import type { NamedFile } from './named-files';
 
 /** An identifier as Python reads one (ASCII; a name outside it is left alone). */
 const NAME = /^[A-Za-z_]\w*$/;
+/** Python's keywords: no module path may hold one (`lib/class.py` cannot be imported by its path). */
+const KEYWORDS = new Set(
+  (
+    'False None True and as assert async await break class continue def del elif else except finally for from ' +
+    'global if import in is lambda nonlocal not or pass raise return try while with yield'
+  ).split(' ')
+);
+/**
+ * Python's built-in functions and classes: a module of the project may define one of its own (`list`, `open`), but
+ * a file that calls it unimported means the built-in.
+ */
+const BUILTINS = new Set(
+  (
+    'abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod compile complex ' +
+    'delattr dict dir divmod enumerate eval exec exit filter float format frozenset getattr globals hasattr hash ' +
+    'help hex id input int isinstance issubclass iter len list locals map max memoryview min next object oct open ' +
+    'ord pow print property quit range repr reversed round set setattr slice sorted staticmethod str sum super ' +
+    'tuple type vars zip'
+  ).split(' ')
+);
 
 /** The functions and classes a module defines at its top level: `def`, `async def`, `class` at column 0. */
 export function topLevelDefinitions(text: string): string[] {
@@ -21,7 +41,7 @@ export function moduleOf(path: string): string | null {
   if (!m) return null;
   const parts = m[1]!.split('/');
   if (parts.at(-1) === '__init__') parts.pop();
-  return parts.length && parts.every((p) => NAME.test(p)) ? parts.join('.') : null;
+  return parts.length && parts.every((p) => NAME.test(p) && !KEYWORDS.has(p)) ? parts.join('.') : null;
 }
 
 /**
@@ -37,7 +57,7 @@ function calledUnbound(text: string, name: string): boolean {
     const before = text.slice(text.lastIndexOf('\n', m.index) + 1, m.index);
     // Inside a string or a comment on its line: not a use.
     if (/#/.test(before) || (before.split(/["']/).length - 1) % 2 === 1) continue;
-    if (!/^\s*\(/.test(after) || /(?:\bdef|\bclass|\bimport|,|\bas)\s*$/.test(before)) return false;
+    if (!/^\s*\(/.test(after) || /(?:\bdef|\bclass)\s*$/.test(before)) return false;
     calls++;
   }
   return calls > 0;
@@ -63,18 +83,28 @@ export function withMissingImports(
   }
   const wanted = new Map<string, string[]>();
   for (const [name, modules] of byName) {
-    // A private name (`_helper`) is the module's own business.
-    if (modules.length !== 1 || name.startsWith('_') || own.has(name) || !calledUnbound(text, name)) continue;
+    // A private name (`_helper`) is the module's own business; a built-in's name means the built-in.
+    if (modules.length !== 1 || name.startsWith('_') || BUILTINS.has(name) || own.has(name)) continue;
+    if (!calledUnbound(text, name)) continue;
     wanted.set(modules[0]!, [...(wanted.get(modules[0]!) ?? []), name]);
   }
   if (!wanted.size) return { text, added: [] };
   const added = [...wanted].map(([module, names]) => `from ${module} import ${names.sort().join(', ')}`);
   const lines = text.split('\n');
-  // After the first block of one-line imports, or after what must come first in a file.
+  // After the first block of one-line imports, or after what must come first in a file: its opening comments (a
+  // `#!` line, an encoding line), its docstring and its `from __future__` imports.
   let at = 0;
-  while (at < lines.length && (/^#!/.test(lines[at]!) || /^from\s+__future__\s/.test(lines[at]!))) at++;
-  const firstImport = lines.findIndex((l) => /^(?:import|from)\s/.test(l));
-  if (firstImport >= at) {
+  while (at < lines.length && /^\s*(?:#.*)?$/.test(lines[at]!)) at++;
+  const quote = /^[rRuU]?("""|''')/.exec(lines[at] ?? '');
+  if (quote) {
+    const q = quote[1]!;
+    let end = at;
+    if (!lines[at]!.slice(quote[0].length).includes(q)) while (end + 1 < lines.length && !lines[++end]!.includes(q));
+    at = end + 1;
+  }
+  while (at < lines.length && /^(?:\s*$|#|from\s+__future__\s)/.test(lines[at]!)) at++;
+  const firstImport = lines.findIndex((l, i) => i >= at && /^(?:import|from)\s/.test(l));
+  if (firstImport >= 0) {
     let end = firstImport;
     while (end < lines.length && /^(?:import|from)\s[^(\\]*$/.test(lines[end]!)) end++;
     at = end;

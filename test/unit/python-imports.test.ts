@@ -61,15 +61,31 @@ describe('a Python file written whole gets the imports of the project functions 
     );
   });
 
+  it("a call as a later argument or in a list is a call; a built-in's name is the built-in, though a module defines it", () => {
+    const args = 'assert [count_words("a"), count_words("a b")] == [1, 2]\nself.assertEqual(3, count_words("a b c"))\n';
+    expect(withMissingImports('t.py', args, [wordcount]).added).toEqual(['from wordcount import count_words']);
+    const todo = { path: 'todo.py', text: 'def list():\n    pass\n\n\ndef add(x):\n    pass\n' };
+    expect(withMissingImports('t.py', 'print(list(range(2)))\nadd(1)\n', [todo]).added).toEqual([
+      'from todo import add',
+    ]);
+  });
+
+  it('the import goes after the opening comments and the docstring, never inside it', () => {
+    const text =
+      '# -*- coding: utf-8 -*-\n"""Tests for the counter,\nfrom wordcount.\n"""\n\nprint(count_words("a"))\n';
+    expect(withMissingImports('t.py', text, [wordcount]).text).toBe(
+      '# -*- coding: utf-8 -*-\n"""Tests for the counter,\nfrom wordcount.\n"""\n\nfrom wordcount import count_words\nprint(count_words("a"))\n'
+    );
+    const oneLine = '"""Tests."""\nimport os\nprint(count_words("a"))\n';
+    expect(withMissingImports('t.py', oneLine, [wordcount]).text).toBe(
+      '"""Tests."""\nimport os\nfrom wordcount import count_words\nprint(count_words("a"))\n'
+    );
+  });
+
   it('reads definitions at the top level only, and modules by their path', () => {
     expect(topLevelDefinitions(wordcount.text)).toEqual(['count_words', 'Counter', '_helper']);
-    expect(['a.py', 'pkg/sub/m.py', 'pkg/__init__.py', './b.py', 'x-y.py', 'a.txt'].map(moduleOf)).toEqual([
-      'a',
-      'pkg.sub.m',
-      'pkg',
-      'b',
-      null,
-      null,
-    ]);
+    expect(
+      ['a.py', 'pkg/sub/m.py', 'pkg/__init__.py', './b.py', 'x-y.py', 'a.txt', 'lib/class.py'].map(moduleOf)
+    ).toEqual(['a', 'pkg.sub.m', 'pkg', 'b', null, null, null]);
   });
 });

@@ -8,7 +8,6 @@
  * Security: the write goes only to the file the pick named, and the permission gate, the workspace server and the
  * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
-import { withMissingImports } from './python-imports';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { isWithin } from '../../common/posix-path';
@@ -17,6 +16,7 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { contentOfAnswer, fenced } from './fences';
+import { withMissingImports } from './python-imports';
 import { copiedIn, leaksOwnName, ownNameQuestion } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';

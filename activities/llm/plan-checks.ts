@@ -209,6 +209,9 @@ export function checkRunners(plan: Plan, files: readonly string[]): { plan: Plan
   return { plan: { ...plan, steps }, repairs };
 }
 
+/** A path a command may hold unquoted: letters, digits, `_`, `.`, `/` and `-`, not first. */
+const SAFE_PATH = /^[\w./][\w./-]*$/;
+
 /** A Python test file by the test runners' own conventions (`test_*.py`, `*_test.py`), which both find by name. */
 export const isPythonTestFile = (path: string) => /^(?:test_.+|.+_test)\.py$/.test(basename(path));
 
@@ -256,6 +259,3 @@ export function testChecks(plan: Plan, files: readonly string[]): { plan: Plan; 
   const steps = plan.steps.map((s) => (added.has(s.id) ? withExpect(s, { ...s.expect, check: added.get(s.id)! }) : s));
   return { plan: { ...plan, steps }, repairs };
 }
-
-/** A path a command may hold unquoted: letters, digits, `_`, `.`, `/` and `-`, not first. */
-const SAFE_PATH = /^[\w./][\w./-]*$/;

@@ -52,12 +52,11 @@ export function moduleOf(path: string): string | null {
 function calledUnbound(text: string, name: string): boolean {
   if (/^\s*from\s+\S+\s+import\s+\*/m.test(text)) return false;
   let calls = 0;
-  for (const m of text.matchAll(new RegExp(`(?<![\\w.])${name}(?!\\w)`, 'g'))) {
-    const after = text.slice(m.index + name.length);
+  for (const m of text.matchAll(new RegExp(`(?<![\\w.])${name}(?!\\w)(\\s*\\()?`, 'g'))) {
     const before = text.slice(text.lastIndexOf('\n', m.index) + 1, m.index);
     // Inside a string or a comment on its line: not a use.
     if (/#/.test(before) || (before.split(/["']/).length - 1) % 2 === 1) continue;
-    if (!/^\s*\(/.test(after) || /(?:\bdef|\bclass)\s*$/.test(before)) return false;
+    if (m[1] === undefined || /(?:\bdef|\bclass)\s*$/.test(before)) return false;
     calls++;
   }
   return calls > 0;
@@ -66,8 +65,9 @@ function calledUnbound(text: string, name: string): boolean {
 /**
  * The text with a `from <module> import <names>` line for each function or class it calls without importing or
  * defining it that exactly one of `shown` (the project's Python files its prompt showed whole, itself aside)
- * defines at its top level; the line goes after the file's first block of imports, or at its top (after a
- * `#!` line and a `from __future__` import). With the lines added, for the step's repairs.
+ * defines at its top level; the line goes after the file's first block of imports, or, where it has none, after
+ * what must come first (its opening comments, its docstring, its `from __future__` imports). With the lines added,
+ * for the step's repairs.
  */
 export function withMissingImports(
   path: string,

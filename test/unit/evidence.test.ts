@@ -7,7 +7,8 @@ import { checkKept } from '../../tools/workspace/tools/write';
 import { callOutcome, FOUND_NOTHING, readInsteadOf, repeatsCall, type MadeCall } from '../../workflows/task/dispatch';
 import { checkToRun, missingEvidence, ownCheck } from '../../workflows/task/evidence';
 import { answerWithShortfalls, nothingAchievedAnswer } from '../../workflows/task/status';
-import { triage, type CallOutcome } from '../../workflows/task/triage';
+import { failureKey, triage, type CallOutcome } from '../../workflows/task/triage';
+import { PlanProgress } from '../../workflows/task/plan-progress';
 import type { PickedCall } from '../../common/tools';
 
 const ok = (tool: string, changed?: string[]): CallOutcome => ({ tool, status: 'ok', text: 'fine', changed });
@@ -163,6 +164,47 @@ describe('evidence of a step', () => {
       reason: 'not achieved: every call failed; the last, workspace__run_command: AssertionError',
     });
     expect(triage({ ...failing, replansLeft: 0 })).toMatchObject({ outcome: 'move_on', ok: false });
+  });
+
+  it('triage: a check failing as it did before the last new plan ends the step, not in another plan', () => {
+    const missing = 'the check `python3 -m unittest t.py` failed: FAILED (failures=1)\nRan 2 tests in 0.002s';
+    const failing = {
+      noTool: null,
+      calls: [ok('workspace__write_file', ['t.py'])],
+      attempts: 1,
+      maxAttempts: 3,
+      replansLeft: 2,
+      missing,
+      checkFailed: true,
+    };
+    const step = { id: 's1', title: 't', instruction: 'write t.py', depends_on: [], needs_tool: true, questions: [] };
+    const progress = new PlanProgress();
+    progress.adopt({ goal: 'test t', steps: [step], review: { before_work: false, after_step_ids: [] } });
+    progress.start(step);
+    // Before any new plan, the failure leads to one.
+    expect(
+      triage({ ...failing, ...progress.triageInput(step, null, failing.calls, undefined, missing) })
+    ).toMatchObject({
+      outcome: 'replan',
+    });
+    progress.replannedAfter(missing);
+    // The same failure after it (the test runner's time aside) ends the step, with replans left.
+    const again = missing.replace('0.002s', '0.003s');
+    const d = triage({ ...failing, ...progress.triageInput(step, null, failing.calls, undefined, again) });
+    expect(d).toMatchObject({ outcome: 'move_on', ok: false });
+    expect((d as { reason: string }).reason).toMatch(/FAILED \(failures=1\).*as before the last new plan/s);
+    // Control: another failure still gets a new plan.
+    const other = missing.replace('failures=1', 'errors=1');
+    expect(triage({ ...failing, ...progress.triageInput(step, null, failing.calls, undefined, other) })).toMatchObject({
+      outcome: 'replan',
+    });
+  });
+
+  it('a failure key leaves out what changes from run to run, and keeps what the failure says', () => {
+    expect(failureKey('Ran 3 tests in 0.015s\n\nFAILED')).toBe(failureKey('Ran 3 tests in 1.2 s  FAILED'));
+    expect(failureKey('<object at 0x7f3a2c>')).toBe(failureKey('<object at 0x7f99d0>'));
+    expect(failureKey('expected 5, got 3')).not.toBe(failureKey('expected 5, got 4'));
+    expect(failureKey('timeout 30s')).toBe(failureKey('timeout 45s'));
   });
 
   it('triage: a step not achieved that later steps build on leads to a new plan at once, while replans are left', () => {

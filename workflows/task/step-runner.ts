@@ -129,6 +129,7 @@ export class StepRunner {
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
     const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed);
     const d = decided instanceof Promise ? await decided : decided;
+    if (d.outcome === 'replan' && checkFailed && missing) this.task.progress.replannedAfter(missing);
     this.settle(
       s,
       d,
@@ -153,7 +154,7 @@ export class StepRunner {
     checkFailed = false
   ): TriageDecision | Promise<TriageDecision> {
     const tin = {
-      ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
+      ...this.task.progress.triageInput(s, noTool, calls, madeCalls, checkFailed && missing ? missing : undefined),
       missing: missing ?? null,
       ...(checkFailed ? { checkFailed } : {}),
     };

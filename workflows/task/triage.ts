@@ -41,6 +41,12 @@ export interface TriageInput {
    */
   checkFailed?: boolean;
   /**
+   * The check failed just as it did in a step that led to an earlier new plan (`failureKey`): what the plans since
+   * then did changed nothing the check sees. A model at temperature 0 shown the same failure writes the same kind of
+   * plan again: the step ends, not achieved, rather than asking for another.
+   */
+  sameCheckFailure?: boolean;
+  /**
    * The steps still to run that depend on this one. A step not achieved that others build on leads to a new plan at
    * once: run on a missing result, they only fail in turn (a test run after a fix that was never made).
    */
@@ -95,6 +101,12 @@ function firstTriage(input: TriageInput): TriageDecision {
   // What the step's calls show it did not do (every call failed, a file not changed, a failed check): not achieved.
   if (input.missing && !denied.length) {
     const reason = `not achieved: ${input.missing}`;
+    if (input.checkFailed && input.sameCheckFailure)
+      return {
+        outcome: 'move_on',
+        ok: false,
+        reason: `${reason} (as before the last new plan: another would repeat it)`,
+      };
     if (input.checkFailed) return replanOr(input, reason);
     const on = input.buildsOn ?? [];
     if (on.length) return replanOr(input, `${reason} (${on.join(', ')} ${on.length > 1 ? 'build' : 'builds'} on it)`);
@@ -114,6 +126,18 @@ function firstTriage(input: TriageInput): TriageDecision {
     };
   }
   return { outcome: 'move_on', ok: true, reason: 'succeeded' };
+}
+
+/**
+ * A check's failure, as what it says of the code: durations a test runner prints ("Ran 2 tests in 0.002s") and
+ * memory addresses differ from run to run and are left out, so the same failure run again has the same key.
+ */
+export function failureKey(text: string): string {
+  return text
+    .replace(/\b0x[0-9a-f]+\b/gi, '0x')
+    .replace(/\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b/g, '…s')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** Turns the evaluator's verdict into a decision within the step's and the task's budgets. */

@@ -17,7 +17,7 @@ import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { contentOfAnswer, fenced } from './fences';
 import { withMissingImports } from './python-imports';
-import { copiedIn, leaksOwnName, ownNameQuestion } from './rewrite-guards';
+import { copiedIn, factQuestion, leaksOwnName, newPlaceholder, ownNameQuestion } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
@@ -307,6 +307,12 @@ export async function withWholeFileWrites(
     const sources = [current?.text ?? '', step.instruction, opts.request ?? '', ...context.map((f) => f.text)];
     if (leaksOwnName(content, sources))
       return opts.mayAsk ? { question: ownNameQuestion(path, current?.text ?? null, content) } : null;
+    // So is a blank it made up for such a fact (`[Your Name]` where `<NAME>` was).
+    const blank = newPlaceholder(content, sources);
+    if (blank)
+      return opts.mayAsk
+        ? { question: factQuestion(path, current?.text ?? null, content, (t) => t.includes(blank), blank) }
+        : null;
     // A part's new lines go back into the whole file, the rest of it as it was.
     if (current?.part) return { content: withPart(current.part, content) };
     // A function of the project's that the file calls and never imports is imported (./python-imports).

@@ -8,6 +8,12 @@
  * a LICENSE's `<COPYRIGHT HOLDER>` became "Klea". A write that brings the name into a file, when neither the file,
  * the request, the step nor the files it was shown hold it, is the prompt leaking into the user's file: the user is
  * asked for the fact instead.
+ *
+ * A placeholder: a model that lacks the fact may instead write a blank to fill in, in the form such blanks take in
+ * any language (`[Your Name]`, `<your name>`, `<USERNAME>`, `[YOUR_NAME]`): a placeholder that none of the sources
+ * holds is a fact the write made up a blank for, and the user is asked for it the same way. Only the bracketed
+ * form is looked at, never the words in it: it stands apart from code by what comes before it (an index
+ * `row[user_id]` follows a name) and by holding only words (`Dict[str, Any]`, `[ -d out ]` and `[a-z_]` do not).
  */
 import { KEEP_MIN_LINES, keptLines } from '../../common/text-diff';
 
@@ -35,6 +41,26 @@ export function leaksOwnName(written: string, sources: readonly string[]): boole
   return NAMED.test(written) && !sources.some((s) => NAMED.test(s));
 }
 
+/**
+ * A blank to fill in: two words or more of letters between brackets, or words joined by `_` in capitals, or one
+ * word in capitals between `<` and `>`; not right after a name or a closing bracket (an index), nor a link's text.
+ */
+const PLACEHOLDER =
+  /(?<![\p{L}\p{N}_)\]!])(?:\[(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)+)\](?![(\[:])|<(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)*)>)/gu;
+
+/** Words in capitals of at least this many letters make a `<…>` blank on their own (`<NAME>`, not `<T>` or `<B>`). */
+const CAPS_MIN = 4;
+
+/** The placeholders of `text`. */
+export function placeholders(text: string): string[] {
+  return [...text.matchAll(PLACEHOLDER)].map((m) => m[0]).filter((p) => /[ _]/.test(p) || p.length - 2 >= CAPS_MIN);
+}
+
+/** A placeholder `written` holds that none of `sources` does (the write made up a blank for a fact), or null. */
+export function newPlaceholder(written: string, sources: readonly string[]): string | null {
+  return placeholders(written).find((p) => !sources.some((s) => s.includes(p))) ?? null;
+}
+
 /** The part of `a` that `b` replaced: `a` without what the two lines share at their start and end. */
 function replacedPart(a: string, b: string): string {
   let start = 0;
@@ -53,16 +79,30 @@ const QUOTE_MAX = 80;
  * the name should say.
  */
 export function ownNameQuestion(path: string, before: string | null, after: string): string {
+  return factQuestion(path, before, after, (t) => NAMED.test(t), OWN_NAME);
+}
+
+/**
+ * The question for the user when a write of `path` put `marker` (Klea's name, or a blank: `newPlaceholder`) where a
+ * fact belongs; `marks` tells a text that holds it.
+ */
+export function factQuestion(
+  path: string,
+  before: string | null,
+  after: string,
+  marks: (text: string) => boolean,
+  marker: string
+): string {
   const lines = after.split('\n');
-  const line = lines.find((l) => NAMED.test(l))?.trim() ?? '';
+  const line = lines.find((l) => marks(l))?.trim() ?? '';
   const kept = new Set(lines);
   const replaced = (before ?? '')
     .split('\n')
     .filter((l) => l.trim() && !kept.has(l))
     .map((l) => replacedPart(l.trim(), line))
-    .filter((part) => part && part.length <= QUOTE_MAX && !NAMED.test(part))
+    .filter((part) => part && part.length <= QUOTE_MAX && !marks(part))
     .sort((x, y) => x.length - y.length)[0];
   if (replaced) return `What should replace "${replaced}" in ${path}?`;
   const quote = line.length > QUOTE_MAX ? `${line.slice(0, QUOTE_MAX)}…` : line;
-  return `${path} needs a fact only you know: what should it say in place of ${OWN_NAME} in \`${quote}\`?`;
+  return `${path} needs a fact only you know: what should it say in place of ${marker} in \`${quote}\`?`;
 }

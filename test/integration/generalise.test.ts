@@ -388,6 +388,43 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(second.text).toContain('Northwind Traders Ltd.');
   });
 
+  it('a blank made up in place of the user\'s fact ("[Your Name]"): the step asks the user first, then writes their answer', async () => {
+    const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'In LICENSE, put the holder in.', { expect: { changes: ['LICENSE'] } })]),
+    });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'LICENSE', old_string: 'x', new_string: 'y' },
+    };
+    fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
+    // A blank of the model's own where the user's name belongs; once the user has answered, their name.
+    fake.on('write_file_content', { content: holder('[Your Name]') }, { content: holder('Ada Lovelace') });
+    fake.on('compose_answer', { content: 'LICENSE names Ada Lovelace now.' });
+
+    const t = await TaskDriver.start(env, 'LICENSE still has a placeholder for the holder. Fill it in.', p.dir);
+    await answersHolder(t, p.dir, 's1', 'Ada Lovelace');
+  });
+
+  it('the control: a blank the file already had, kept by a write that changes something else, asks nothing', async () => {
+    const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'In LICENSE, make the year 2027.', { expect: { changes: ['LICENSE'] } })]),
+    });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'LICENSE', old_string: 'x', new_string: 'y' },
+    };
+    fake.on('pick_tools', { calls: [edit] });
+    fake.on('write_file_content', { content: `\`\`\`\n${LICENSE.replace('2026', '2027')}\`\`\`` });
+    fake.on('compose_answer', { content: 'The year is 2027 now.' });
+
+    const t = await TaskDriver.start(env, 'Make the year in LICENSE 2027.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(await t.countOf('questions')).toBe(0);
+    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toBe(LICENSE.replace('2026', '2027'));
+  });
+
   it('so does a step that waits for another: it stops to ask at its own first pick, before any call', async () => {
     const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
     const request = 'Read README.md, then fill in the copyright holder in LICENSE.';

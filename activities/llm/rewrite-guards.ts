@@ -46,7 +46,7 @@ export function leaksOwnName(written: string, sources: readonly string[]): boole
  * word in capitals between `<` and `>`; not right after a name or a closing bracket (an index), nor a link's text.
  */
 const PLACEHOLDER =
-  /(?<![\p{L}\p{N}_)\]!])(?:\[(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)+)\](?![(\[:])|<(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)*)>)/gu;
+  /(?<![\p{L}\p{N}_)\]!])(?:\[(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)+)\](?![([:])|<(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)*)>)/gu;
 
 /** Words in capitals of at least this many letters make a `<…>` blank on their own (`<NAME>`, not `<T>` or `<B>`). */
 const CAPS_MIN = 4;

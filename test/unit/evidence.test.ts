@@ -8,7 +8,6 @@ import { callOutcome, FOUND_NOTHING, readInsteadOf, repeatsCall, type MadeCall }
 import { checkToRun, missingEvidence, ownCheck } from '../../workflows/task/evidence';
 import { answerWithShortfalls, nothingAchievedAnswer } from '../../workflows/task/status';
 import { failureKey, triage, type CallOutcome } from '../../workflows/task/triage';
-import { PlanProgress } from '../../workflows/task/plan-progress';
 import type { PickedCall } from '../../common/tools';
 
 const ok = (tool: string, changed?: string[]): CallOutcome => ({ tool, status: 'ok', text: 'fine', changed });
@@ -177,27 +176,22 @@ describe('evidence of a step', () => {
       missing,
       checkFailed: true,
     };
-    const step = { id: 's1', title: 't', instruction: 'write t.py', depends_on: [], needs_tool: true, questions: [] };
-    const progress = new PlanProgress();
-    progress.adopt({ goal: 'test t', steps: [step], review: { before_work: false, after_step_ids: [] } });
-    progress.start(step);
     // Before any new plan, the failure leads to one.
-    expect(
-      triage({ ...failing, ...progress.triageInput(step, null, failing.calls, undefined, missing) })
-    ).toMatchObject({
-      outcome: 'replan',
-    });
-    progress.replannedAfter(missing);
-    // The same failure after it (the test runner's time aside) ends the step, with replans left.
-    const again = missing.replace('0.002s', '0.003s');
-    const d = triage({ ...failing, ...progress.triageInput(step, null, failing.calls, undefined, again) });
+    expect(triage(failing)).toMatchObject({ outcome: 'replan' });
+    // The same failure after it ends the step, with replans left.
+    const d = triage({ ...failing, sameCheckFailure: true });
     expect(d).toMatchObject({ outcome: 'move_on', ok: false });
     expect((d as { reason: string }).reason).toMatch(/FAILED \(failures=1\).*as before the last new plan/s);
-    // Control: another failure still gets a new plan.
-    const other = missing.replace('failures=1', 'errors=1');
-    expect(triage({ ...failing, ...progress.triageInput(step, null, failing.calls, undefined, other) })).toMatchObject({
-      outcome: 'replan',
-    });
+    // Only a failed check counts: a file not changed, with later steps on it, still gets a new plan.
+    expect(
+      triage({
+        ...failing,
+        checkFailed: false,
+        sameCheckFailure: true,
+        missing: 't.py was not changed',
+        buildsOn: ['s2'],
+      })
+    ).toMatchObject({ outcome: 'replan' });
   });
 
   it('a failure key leaves out what changes from run to run, and keeps what the failure says', () => {

@@ -8,7 +8,7 @@ import { planHash, type Plan, type PlanStep } from '../../common/plan';
 import type { NotAchieved, StepResultView, StepState, StepStatus, TaskCarry } from '../../common/task';
 import { pendingDependents } from './plan-graph';
 import { cut } from './text';
-import { failureKey, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
+import type { CallOutcome, TriageDecision, TriageInput } from './triage';
 
 /** Attempts of one step (first run + retries). */
 export const MAX_STEP_ATTEMPTS = 3;
@@ -43,8 +43,6 @@ export class PlanProgress {
   /** The files the task's steps have changed (this run of the workflow), in the order first changed. */
   private readonly changed = new Set<string>();
   private replansUsed = 0;
-  /** The failed checks that led to a new plan, as `failureKey`s. */
-  private readonly replannedFailures = new Set<string>();
 
   /** A fresh task's progress, or (continue-as-new) the progress an earlier run of the task carried over. */
   constructor(carried?: ProgressCarry) {
@@ -138,14 +136,8 @@ export class PlanProgress {
     return { type: 'step_started', stepId: s.id, title: s.title, attempt: st.attempts };
   }
 
-  /** What triage needs to decide on a step's attempt, with the budgets left (`failedCheck`: what its check showed). */
-  triageInput(
-    s: PlanStep,
-    noTool: string | null,
-    calls: CallOutcome[],
-    madeCalls?: string,
-    failedCheck?: string
-  ): TriageInput {
+  /** What triage needs to decide on a step's attempt, with the budgets left. */
+  triageInput(s: PlanStep, noTool: string | null, calls: CallOutcome[], madeCalls?: string): TriageInput {
     return {
       noTool,
       calls,
@@ -156,15 +148,7 @@ export class PlanProgress {
       ...(madeCalls !== undefined && this.failedCalls.get(s.instruction) === madeCalls
         ? { repeatsFailedAttempt: true }
         : {}),
-      ...(failedCheck !== undefined && this.replannedFailures.has(failureKey(failedCheck))
-        ? { sameCheckFailure: true }
-        : {}),
     };
-  }
-
-  /** A failed check (what it showed) that led to a new plan: the same failure after it ends its step (./triage.ts). */
-  replannedAfter(failedCheck: string): void {
-    this.replannedFailures.add(failureKey(failedCheck));
   }
 
   /**

@@ -18,11 +18,13 @@ import { RESULT_CHARS } from './plan-progress';
 import type { TaskRun } from './task-run';
 import { cut } from './text';
 import { ToolRounds } from './tool-rounds';
-import { applyVerdict, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
+import { applyVerdict, failureKey, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
 
 export class StepRunner {
   private readonly calls: CallRunner;
   private readonly rounds: ToolRounds;
+  /** The failed checks that led to a new plan (`failureKey`): the same failure after one ends its step (./triage.ts). */
+  private readonly replannedFailures = new Set<string>();
 
   constructor(private readonly task: TaskRun) {
     this.calls = new CallRunner(task);
@@ -129,7 +131,7 @@ export class StepRunner {
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
     const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed);
     const d = decided instanceof Promise ? await decided : decided;
-    if (d.outcome === 'replan' && checkFailed && missing) this.task.progress.replannedAfter(missing);
+    if (d.outcome === 'replan' && checkFailed && missing) this.replannedFailures.add(failureKey(missing));
     this.settle(
       s,
       d,
@@ -154,7 +156,8 @@ export class StepRunner {
     checkFailed = false
   ): TriageDecision | Promise<TriageDecision> {
     const tin = {
-      ...this.task.progress.triageInput(s, noTool, calls, madeCalls, checkFailed && missing ? missing : undefined),
+      ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
+      ...(checkFailed && missing && this.replannedFailures.has(failureKey(missing)) ? { sameCheckFailure: true } : {}),
       missing: missing ?? null,
       ...(checkFailed ? { checkFailed } : {}),
     };

@@ -32,6 +32,17 @@ export function asksChangesPrompt(request: string, file: string) {
   };
 }
 
+/**
+ * Whether a request asks a question anywhere: one of its sentences ends with a question mark ("Which file defines
+ * it? The code is in several folders." as much as "Why does it fail? Fix it."), in any script (a full-width `？`
+ * ends a sentence wherever it stands; a `?` in a URL does not). A question with a sentence after it was planned as
+ * a change to the data file it asks about, and the file was written over. A request for work with a question in it
+ * gets the model's verdict on each file too; a file it leaves out is not planned back in by `wantedChanges`.
+ */
+export function asksQuestion(request: string): boolean {
+  return /[？؟]|\?(?:[\s"'»”’)\]]|$)/u.test(request.trim());
+}
+
 async function ask(model: ModelClient, request: string, file: string) {
   const { value, usage } = await model.structured(
     asksChangesPrompt(request, file),
@@ -42,7 +53,7 @@ async function ask(model: ModelClient, request: string, file: string) {
 }
 
 /**
- * For a request put as a question (`isQuestion`), the plan with each file of the project that carrying it out only
+ * For a request that asks a question (`asksQuestion`, anywhere in it), the plan with each file of the project that carrying it out only
  * reads or runs, as the model judges it, left out of the steps' `expect.changes` (a file the plan would create is
  * left as planned); any other plan as it is. With the model calls made for it and what was left out, for the
  * plan's repairs.
@@ -52,8 +63,8 @@ export async function keepAskedChanges(
   request: string,
   plan: Plan,
   projectFiles: readonly string[]
-): Promise<{ plan: Plan; usage: ModelUsage; modelCalls: number; repairs: string[] }> {
-  if (!isQuestion(request)) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
+): Promise<{ plan: Plan; usage: ModelUsage; modelCalls: number; repairs: string[]; notAsked: string[] }> {
+  if (!asksQuestion(request)) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
   const existing = new Set(projectFiles);
   const planned = [...new Set(plan.steps.flatMap((s) => plannedFiles(s)))].filter((f) => existing.has(f));
   let usage = ZERO_USAGE;
@@ -64,7 +75,7 @@ export async function keepAskedChanges(
     if (!one.changes) notAsked.push(file);
   }
   const kept = withoutChanges(plan, notAsked);
-  return { ...kept, usage, modelCalls: planned.length };
+  return { ...kept, usage, modelCalls: planned.length, notAsked };
 }
 
 export const WANTS_CHANGES_SYSTEM = 'You read a request a user gave a coding agent. Answer with JSON only.';
@@ -88,15 +99,19 @@ export function wantsChangesPrompt(request: string, file: string) {
  * plan, nor where the model says yes of every one of several files (a verdict on the request, not on the files): with
  * the 1.5B model, a request naming a failing test file and the code to fix had yes of both, and the plan asked for
  * again ran the tests beside the fix instead of after it; the task ran past 5 minutes, where it had taken two.
+ * `notAsked`: the files `keepAskedChanges` left out.
  */
 export async function wantedChanges(
   model: ModelClient,
   request: string,
   plan: Plan,
-  projectFiles: readonly string[]
+  projectFiles: readonly string[],
+  notAsked: readonly string[] = []
 ): Promise<{ files: string[]; usage: ModelUsage; modelCalls: number }> {
   if (isQuestion(request) || plan.steps.some(changesSomething)) return { files: [], usage: ZERO_USAGE, modelCalls: 0 };
-  const named = namedFiles(projectFiles, request);
+  // A file `keepAskedChanges` left out of the plan is not asked of again: its verdict stands, and a question's data
+  // file planned back in is the write over it that the verdict kept out.
+  const named = namedFiles(projectFiles, request).filter((f) => !notAsked.includes(f));
   let usage = ZERO_USAGE;
   const files: string[] = [];
   for (const file of named) {

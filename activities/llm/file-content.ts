@@ -23,7 +23,7 @@ import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } fr
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
 code block, and nothing else. Keep every line the step does not ask to change as it is.
-A program prints what the request asks for and nothing else: no label or sentence around a value it is to print.`;
+When the request says what a program prints, it prints exactly that: the bare value, with no words around it.`;
 
 /** The same for a long file shown in part (./file-part): only the lines shown are written. */
 export const WRITE_FILE_PART_SYSTEM = `You rewrite some lines of one file of a project, for one step of a task. Reply with the new content of just the

@@ -308,7 +308,7 @@ export async function writePlan(
   const named = small ? unnamedChanges(requested.plan, input.request, files) : { plan: requested.plan, repairs: [] };
   const asked = small
     ? await keepAskedChanges(model, input.request, named.plan, files)
-    : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [] };
+    : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
   const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
   const tested = small ? testChecks(joined.plan, files) : { plan: joined.plan, repairs: [] };
   const awaited = small ? checksAfterChanges(tested.plan) : { plan: tested.plan, repairs: [] };
@@ -349,7 +349,7 @@ export async function writePlan(
   // for once more, with the reason: a small Planner planned rewriting a document as reading it.
   const wanted =
     small && !input.previousPlan && tools.some((t) => t.qualifiedName === WRITE_FILE)
-      ? await wantedChanges(model, input.request, runners.plan, files)
+      ? await wantedChanges(model, input.request, runners.plan, files, asked.notAsked)
       : null;
   if (wanted?.modelCalls) spend({ ...wanted.usage, modelCalls: wanted.modelCalls });
   if (!wanted?.files.length) return { plan: runners.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };

@@ -301,6 +301,53 @@ describe("a small model's first pick that only reads the file its step is to cha
     ]);
   });
 
+  describe('a question with a sentence after it, planned as a change to the data file it asks about', () => {
+    const weather = 'city,temp\nOslo,4\nLima,22\nCairo,30\n';
+    const request = 'Which city in weather.csv is warmest? Give the city and its temperature.';
+    const changing = plan([
+      step('s1', 'Find the warmest city in weather.csv.', { expect: { changes: ['weather.csv'] } }),
+    ]);
+    const cut = '```\ncity,temp\nCairo,30\n```';
+
+    it('attack on the data: the model is asked what the request does to the file, and the file is not written over', async () => {
+      const p = makeProject({ 'weather.csv': weather });
+      fake.on('write_plan', { call: changing });
+      fake.on('asks_changes', { call: { effect: 'reads it' } });
+      const read = { name: 'workspace__read_file', args: { step_id: 's1', path: 'weather.csv' } };
+      // With the change left out of the plan, nothing asks the step to write the file: its pick reads it.
+      fake.on('pick_tools', { calls: [read] });
+      fake.on('compose_answer', { content: 'Cairo, at 30.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+
+      expect(readFileSync(path.join(p.dir, 'weather.csv'), 'utf8')).toBe(weather);
+      const [asked] = fake.requestsFor('asks_changes');
+      expect(asked.text).toContain('What does carrying out this request do to weather.csv?');
+      const [planEvent] = await t.eventsOf('plan');
+      expect(planEvent.plan.steps[0].expect).toBeUndefined();
+      // Not planned back in by the check on plans that change nothing: its verdict stands.
+      expect(fake.requestsFor('wants_changes')).toHaveLength(0);
+    });
+
+    it('the control: a plan that keeps the change writes the file over, as it did before the question was seen', async () => {
+      const p = makeProject({ 'weather.csv': weather });
+      fake.on('write_plan', { call: changing });
+      fake.on('asks_changes', { call: { effect: 'changes it' } });
+      const edit = {
+        name: 'workspace__edit_file',
+        args: { step_id: 's1', path: 'weather.csv', old_string: 'x', new_string: 'y' },
+      };
+      fake.on('pick_tools', { calls: [edit] });
+      fake.on('write_file_content', { content: cut });
+      fake.on('compose_answer', { content: 'Cairo, at 30.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(p.dir, 'weather.csv'), 'utf8')).toBe('city,temp\nCairo,30\n');
+    });
+  });
+
   describe('a first plan that changes nothing, for a request that names a script to fix', () => {
     const script = 'for f in logs/*.log; do grep -c ERROR "$f"; done\n';
     const fixed = 'cat logs/*.log | grep -c ERROR\n';

@@ -2,7 +2,7 @@
  * The small profile's check of a question's plan (activities/llm/asked-changes.ts): a request put as a question keeps
  * in `expect.changes` only the files the model says carrying it out changes; any other request's plan is left alone.
  */
-import { keepAskedChanges, wantedChanges } from '../../activities/llm/asked-changes';
+import { asksQuestion, keepAskedChanges, wantedChanges } from '../../activities/llm/asked-changes';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
 import { isQuestion, withoutChanges } from '../../activities/llm/small-model';
 import type { Plan } from '../../common/plan';
@@ -46,6 +46,16 @@ describe('a request put as a question', () => {
     expect(isQuestion('Fix calc.py. Why does it fail? Then run the tests.')).toBe(false);
     expect(isQuestion('Set the port to 9090.')).toBe(false);
   });
+
+  it('a question anywhere in a request asks one, with a sentence after it or not', () => {
+    expect(asksQuestion('Which file defines compute_tax? The code is spread over several folders.')).toBe(true);
+    expect(asksQuestion('Welche Stadt ist am wärmsten? Nenne den Durchschnitt.')).toBe(true);
+    expect(asksQuestion('哪个文件定义了它？代码在很多文件夹里。')).toBe(true);
+    expect(asksQuestion('How many lines are in data.txt?')).toBe(true);
+    // A question mark inside a word or a URL is no question.
+    expect(asksQuestion('Fetch https://example.com/a?b=1 and save it to page.html.')).toBe(false);
+    expect(asksQuestion('Set the port to 9090.')).toBe(false);
+  });
 });
 
 describe("a question's plan keeps only the changes the model says it asks for", () => {
@@ -73,6 +83,22 @@ describe("a question's plan keeps only the changes the model says it asks for", 
     ]);
     expect(r.modelCalls).toBe(2);
     expect(r.usage).toMatchObject({ inputTokens: 14, outputTokens: 6 });
+  });
+
+  it('so does a question with a sentence after it: the data file it asks about is not written over', async () => {
+    const { client } = model({ 'weather.csv': 'reads it' });
+    const written = plan(step('s1', { changes: ['weather.csv'] }));
+    const request = 'Which city in weather.csv is warmest on average? Give the city and its average.';
+    const r = await keepAskedChanges(client, request, written, ['weather.csv']);
+    expect(r.plan.steps[0].expect).toBeUndefined();
+    expect(r.notAsked).toEqual(['weather.csv']);
+    // And the plan left changing nothing is not asked for again with the file the verdict left out.
+    const asked = wants({ 'weather.csv': 'yes' });
+    expect(await wantedChanges(asked.client, request, r.plan, ['weather.csv'], r.notAsked)).toMatchObject({
+      files: [],
+      modelCalls: 0,
+    });
+    expect((await wantedChanges(asked.client, request, r.plan, ['weather.csv'])).files).toEqual(['weather.csv']);
   });
 
   it('a moved or deleted file stays planned', async () => {

@@ -35,12 +35,14 @@ export function asksChangesPrompt(request: string, file: string) {
 /**
  * Whether a request asks a question anywhere: one of its sentences ends with a question mark ("Which file defines
  * it? The code is in several folders." as much as "Why does it fail? Fix it."), in any script (a full-width `？`
- * ends a sentence wherever it stands; a `?` in a URL does not). A question with a sentence after it was planned as
+ * ends a sentence wherever it stands; a `?` in a URL, in code (`x ? a : b`, `$?`) or in quoted or backticked text
+ * does not). A question with a sentence after it was planned as
  * a change to the data file it asks about, and the file was written over. A request for work with a question in it
  * gets the model's verdict on each file too; a file it leaves out is not planned back in by `wantedChanges`.
  */
 export function asksQuestion(request: string): boolean {
-  return /[？؟]|\?(?:[\s"'»”’)\]]|$)/u.test(request.trim());
+  const own = request.replace(/`[^`]*`|"[^"\n]*"|“[^”\n]*”|«[^»\n]*»/g, ' ').trim();
+  return /[？؟]|[\p{L}\p{N})'’]\?(?:[\s)\]]|$)/u.test(own);
 }
 
 async function ask(model: ModelClient, request: string, file: string) {

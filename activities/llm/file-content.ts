@@ -17,7 +17,7 @@ import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { contentOfAnswer, fenced } from './fences';
 import { withMissingImports } from './python-imports';
-import { copiedIn, factQuestion, leaksOwnName, newPlaceholder, ownNameQuestion } from './rewrite-guards';
+import { copiedIn, factQuestion, leaksOwnName, ownNameQuestion, swappedBlank } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
@@ -308,8 +308,8 @@ export async function withWholeFileWrites(
     const sources = [current?.text ?? '', step.instruction, opts.request ?? '', ...context.map((f) => f.text)];
     if (leaksOwnName(content, sources))
       return opts.mayAsk ? { question: ownNameQuestion(path, current?.text ?? null, content) } : null;
-    // So is a blank it made up for such a fact (`[Your Name]` where `<NAME>` was).
-    const blank = newPlaceholder(content, sources);
+    // So is a blank it made up for such a fact where the file's blank was (`[Your Name]` where `<NAME>` was).
+    const blank = swappedBlank(current?.text ?? null, content, sources);
     if (blank)
       return opts.mayAsk
         ? { question: factQuestion(path, current?.text ?? null, content, (t) => t.includes(blank), blank) }

@@ -9,11 +9,12 @@
  * the request, the step nor the files it was shown hold it, is the prompt leaking into the user's file: the user is
  * asked for the fact instead.
  *
- * A placeholder: a model that lacks the fact may instead write a blank to fill in, in the form such blanks take in
- * any language (`[Your Name]`, `<your name>`, `<USERNAME>`, `[YOUR_NAME]`): a placeholder that none of the sources
- * holds is a fact the write made up a blank for, and the user is asked for it the same way. Only the bracketed
- * form is looked at, never the words in it: it stands apart from code by what comes before it (an index
- * `row[user_id]` follows a name) and by holding only words (`Dict[str, Any]`, `[ -d out ]` and `[a-z_]` do not).
+ * A blank swapped for a blank: a model that lacks the fact may write a blank of its own where the file's blank was
+ * (`<USERNAME>` became `[Your GitHub Username]`), in the form such blanks take in any language: the user is asked
+ * for it the same way. Only a write that takes a blank out of an existing file and puts in one that none of the
+ * sources holds counts: a blank is also what a usage line (`--port <PORT>`), a tag (`<script setup>`) or a log
+ * prefix (`[DRY RUN]`) looks like, and a write that adds one beside the file's is no such swap. Only the bracketed
+ * form is looked at, never the words in it.
  */
 import { KEEP_MIN_LINES, keptLines } from '../../common/text-diff';
 
@@ -43,10 +44,11 @@ export function leaksOwnName(written: string, sources: readonly string[]): boole
 
 /**
  * A blank to fill in: two words or more of letters between brackets, or words joined by `_` in capitals, or one
- * word in capitals between `<` and `>`; not right after a name or a closing bracket (an index), nor a link's text.
+ * word in capitals between `<` and `>`; not right after a name or a bracket (an index, a wiki link), nor a link's
+ * text.
  */
 const PLACEHOLDER =
-  /(?<![\p{L}\p{N}_)\]!])(?:\[(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)+)\](?![([:])|<(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)*)>)/gu;
+  /(?<![\p{L}\p{N}_)\][!])(?:\[(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)+)\](?![([:\]])|<(?:\p{L}+(?: \p{L}+)+|\p{Lu}+(?:_\p{Lu}+)*)>)/gu;
 
 /** Words in capitals of at least this many letters make a `<…>` blank on their own (`<NAME>`, not `<T>` or `<B>`). */
 const CAPS_MIN = 4;
@@ -56,9 +58,16 @@ export function placeholders(text: string): string[] {
   return [...text.matchAll(PLACEHOLDER)].map((m) => m[0]).filter((p) => /[ _]/.test(p) || p.length - 2 >= CAPS_MIN);
 }
 
-/** A placeholder `written` holds that none of `sources` does (the write made up a blank for a fact), or null. */
-export function newPlaceholder(written: string, sources: readonly string[]): string | null {
-  return placeholders(written).find((p) => !sources.some((s) => s.includes(p))) ?? null;
+/**
+ * The blank `after` (the new content of a file that was `before`) puts where a blank of `before` was, when none of
+ * `sources` (what the write went by) holds it: the write made up a blank for a fact it was not given. Null for a new
+ * file, for a write that takes no blank out, and for one that adds no new blank.
+ */
+export function swappedBlank(before: string | null, after: string, sources: readonly string[]): string | null {
+  if (before === null) return null;
+  const now = placeholders(after);
+  if (!placeholders(before).some((p) => !now.includes(p))) return null;
+  return now.find((p) => !before.includes(p) && !sources.some((s) => s.includes(p))) ?? null;
 }
 
 /** The part of `a` that `b` replaced: `a` without what the two lines share at their start and end. */
@@ -83,7 +92,7 @@ export function ownNameQuestion(path: string, before: string | null, after: stri
 }
 
 /**
- * The question for the user when a write of `path` put `marker` (Klea's name, or a blank: `newPlaceholder`) where a
+ * The question for the user when a write of `path` put `marker` (Klea's name, or a blank: `swappedBlank`) where a
  * fact belongs; `marks` tells a text that holds it.
  */
 export function factQuestion(

@@ -54,6 +54,11 @@ describe('a request put as a question', () => {
     expect(asksQuestion('How many lines are in data.txt?')).toBe(true);
     // A question mark inside a word or a URL is no question.
     expect(asksQuestion('Fetch https://example.com/a?b=1 and save it to page.html.')).toBe(false);
+    expect(asksQuestion('Is the port 8080? Set it to 9090 in config.json.')).toBe(true);
+    // Nor one in code, or in text the request quotes.
+    expect(asksQuestion('Make `x ? a : b` in calc.js an if statement.')).toBe(false);
+    expect(asksQuestion('Print $? after the command in run.sh, and use WHERE id = ? in db.py.')).toBe(false);
+    expect(asksQuestion('Add a FAQ entry answering "How do I install it?" to README.md.')).toBe(false);
     expect(asksQuestion('Set the port to 9090.')).toBe(false);
   });
 });

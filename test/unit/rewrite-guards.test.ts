@@ -5,9 +5,9 @@
 import {
   factQuestion,
   leaksOwnName,
-  newPlaceholder,
   ownNameQuestion,
   placeholders,
+  swappedBlank,
 } from '../../activities/llm/rewrite-guards';
 
 describe("Klea's own name in a file it writes", () => {
@@ -41,17 +41,30 @@ describe("Klea's own name in a file it writes", () => {
 });
 
 describe('a blank a write made up for a fact only the user knows', () => {
-  it('is a bracketed placeholder, in any language, that nothing the write went by holds', () => {
+  it("is a bracketed blank, in any language, put where the file's own blank was", () => {
     const was = 'Ask <USERNAME> for review before merging.\n';
-    expect(newPlaceholder('Ask [Your GitHub Username] for review.\n', [was, 'Put my username in.'])).toBe(
+    const sources = [was, 'Put my username in.'];
+    expect(swappedBlank(was, 'Ask [Your GitHub Username] for review before merging.\n', sources)).toBe(
       '[Your GitHub Username]'
     );
-    expect(newPlaceholder('Copyright (c) 2026 <your name>\n', [])).toBe('<your name>');
-    expect(newPlaceholder('author = "[YOUR_NAME]"\n', [])).toBe('[YOUR_NAME]');
-    expect(newPlaceholder('Autor: [Ihr Name]\n', [])).toBe('[Ihr Name]');
-    expect(newPlaceholder('作者：[你的 名字]\n', [])).toBe('[你的 名字]');
-    // One the file or the request already holds is no new blank: the write kept it.
-    expect(newPlaceholder(was, [was])).toBeNull();
+    const license = 'Copyright (c) 2026 <COPYRIGHT HOLDER>\n';
+    expect(swappedBlank(license, 'Copyright (c) 2026 <your name>\n', [license])).toBe('<your name>');
+    expect(swappedBlank(license, 'Copyright (c) 2026 [YOUR_NAME]\n', [license])).toBe('[YOUR_NAME]');
+    expect(swappedBlank(license, 'Copyright (c) 2026 [Ihr Name]\n', [license])).toBe('[Ihr Name]');
+    expect(swappedBlank(license, '版权所有 (c) 2026 [你的 名字]\n', [license])).toBe('[你的 名字]');
+  });
+
+  it('is not a blank the write kept, one the request gave, one beside the blanks the file keeps, nor a new file', () => {
+    const was = 'Ask <USERNAME> for review before merging.\n';
+    expect(swappedBlank(was, was, [was])).toBeNull();
+    // The user asked for that blank.
+    expect(swappedBlank(was, 'Ask <REVIEWER> for review.\n', [was, 'Make it say <REVIEWER>.'])).toBeNull();
+    // Filled in with a fact: no blank left.
+    expect(swappedBlank(was, 'Ask ada-codes for review before merging.\n', [was])).toBeNull();
+    // A usage line added beside the file's own blank, which stays.
+    const usage = 'Run `python wc.py <FILE>`.\n';
+    expect(swappedBlank(usage, `${usage}Serve it with \`--port <PORT>\`.\n`, [usage])).toBeNull();
+    expect(swappedBlank(null, 'Copyright (c) 2026 [Your Name]\n', [])).toBeNull();
   });
 
   it('is not code, markup or a link that looks alike', () => {
@@ -61,14 +74,17 @@ describe('a blank a write made up for a fact only the user knows', () => {
       'if [ -d backup ]; then cp notes/*.txt backup/; fi',
       "re.sub(r'[a-z_]+', '', s)",
       '- [ ] write the docs\n- [x] ship it',
-      '[Read the guide](docs/guide.md) and [the FAQ][faq]',
+      '[Read the guide](docs/guide.md) and [the FAQ][faq] and [[Page Title]]',
       '[faq]: docs/faq.md',
       '## [Unreleased]\n[DEFAULT]\nport = 8080',
       '<div class="note"><br/></div> Vec<T> Option<Box<u8>>',
       '![build status](ci.svg)',
     ].join('\n');
     expect(placeholders(code)).toEqual([]);
-    expect(newPlaceholder(code, [])).toBeNull();
+    // Blanks of their own kind, written beside a blank the file keeps, are no swap either.
+    const more = 'backup.sh <SOURCE_DIR> <DEST_DIR>\n<script setup>\necho "[DRY RUN] x"\n';
+    const kept = 'Usage: tool <FILE>\n';
+    expect(swappedBlank(kept, `${kept}${code}\n${more}`, [kept])).toBeNull();
   });
 
   it('asks what the text it replaced should say', () => {

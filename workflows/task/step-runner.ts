@@ -23,7 +23,11 @@ import { applyVerdict, failureKey, triage, type CallOutcome, type TriageDecision
 export class StepRunner {
   private readonly calls: CallRunner;
   private readonly rounds: ToolRounds;
-  /** The failed checks that led to a new plan (`failureKey`): the same failure after one ends its step (./triage.ts). */
+  /**
+   * The failed checks that led to a new plan (`failureKey`): the same failure after one ends its step (./triage.ts).
+   * Not carried over a continue-as-new (nor are the failed attempts' calls): after one, a failure leads to at most the
+   * new plans the task has left, as before.
+   */
   private readonly replannedFailures = new Set<string>();
 
   constructor(private readonly task: TaskRun) {
@@ -120,7 +124,7 @@ export class StepRunner {
     files: FileOrder,
     picked: string[]
   ): Promise<void> {
-    const { made, lastRound, laterNoTool, missing, checkFailed, repairs } = await this.rounds.run(
+    const { made, lastRound, laterNoTool, missing, checkFailed, checkOutput, repairs } = await this.rounds.run(
       s,
       running,
       files,
@@ -129,9 +133,11 @@ export class StepRunner {
     const result = stepToolResult(s.id, made, noSuitable);
     // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
-    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed);
+    // The failed check as what it printed, whole: the same failure after a new plan ends the step (./triage.ts).
+    const failure = checkOutput !== null ? failureKey(`${s.expect?.check ?? ''}\n${checkOutput}`) : null;
+    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed, failure);
     const d = decided instanceof Promise ? await decided : decided;
-    if (d.outcome === 'replan' && checkFailed && missing) this.replannedFailures.add(failureKey(missing));
+    if (d.outcome === 'replan' && failure !== null) this.replannedFailures.add(failure);
     this.settle(
       s,
       d,
@@ -153,11 +159,12 @@ export class StepRunner {
     calls: CallOutcome[],
     madeCalls?: string,
     missing?: string | null,
-    checkFailed = false
+    checkFailed = false,
+    failure: string | null = null
   ): TriageDecision | Promise<TriageDecision> {
     const tin = {
       ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
-      ...(checkFailed && missing && this.replannedFailures.has(failureKey(missing)) ? { sameCheckFailure: true } : {}),
+      ...(failure !== null && this.replannedFailures.has(failure) ? { sameCheckFailure: true } : {}),
       missing: missing ?? null,
       ...(checkFailed ? { checkFailed } : {}),
     };

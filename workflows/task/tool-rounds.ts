@@ -35,6 +35,8 @@ export interface RoundsEnd {
   missing: string | null;
   /** Whether the step's check ran, when last judged, and failed. */
   checkFailed: boolean;
+  /** What the failed check printed, whole (`checkFailed`), else null. */
+  checkOutput: string | null;
   /** What was repaired or cut short on the way, for the step's `repairs`. */
   repairs: string[];
 }
@@ -59,6 +61,7 @@ export class ToolRounds {
     let missing: string | null = null;
     let judged = false;
     let checkFailed = false;
+    let checkOutput: string | null = null;
     let repairRounds = 0;
     const judgeBy = (check: CallOutcome | null) => {
       missing = missingEvidence(
@@ -67,6 +70,7 @@ export class ToolRounds {
         check
       );
       checkFailed = !!check && checkFails(check, s.expect);
+      checkOutput = checkFailed ? check!.text : null;
       judged = true;
     };
     // A promise only when the check is to run: every promise workflow code makes costs a stack trace (sizing.md).
@@ -144,7 +148,16 @@ export class ToolRounds {
     // A step that ended another way (its budget, a pick that only repeated) is judged on what it did too.
     const judging = !judged && !lastRound.some(stops) && !laterNoTool ? judge(round) : undefined;
     if (judging) await judging;
-    return { made, lastRound, laterNoTool, missing, checkFailed: missing !== null && checkFailed, repairs };
+    const failed = missing !== null && checkFailed;
+    return {
+      made,
+      lastRound,
+      laterNoTool,
+      missing,
+      checkFailed: failed,
+      checkOutput: failed ? checkOutput : null,
+      repairs,
+    };
   }
 
   /**

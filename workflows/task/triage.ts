@@ -129,13 +129,19 @@ function firstTriage(input: TriageInput): TriageDecision {
 }
 
 /**
- * A check's failure, as what it says of the code: durations a test runner prints ("Ran 2 tests in 0.002s") and
- * memory addresses differ from run to run and are left out, so the same failure run again has the same key.
+ * A check's failure (its command and all it printed), as what it says of the code: what a test runner prints that
+ * differs from run to run is left out (the time it took: unittest's and pytest's "in 0.02s", node's "(1.2ms)" and
+ * "duration_ms 1.2", jest's "Time: 1.2 s"; pytest's numbered temporary folders; long memory addresses), so the same
+ * failure run again has the same key, and any other difference (a number the code computes) keeps two apart.
  */
 export function failureKey(text: string): string {
   return text
-    .replace(/\b0x[0-9a-f]+\b/gi, '0x')
-    .replace(/\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b/g, '…s')
+    .replace(/\bin \d+(?:\.\d+)?s\b(?: \(\d+:\d\d:\d\d\))?/g, 'in …s')
+    .replace(/\(\d+(?:\.\d+)? ?ms\)/g, '(…ms)')
+    .replace(/\bduration_ms:? \d+(?:\.\d+)?/g, 'duration_ms …')
+    .replace(/\bTime: +\d+(?:\.\d+)? ?m?s\b/g, 'Time: …')
+    .replace(/\/pytest-of-[^/\s]+\/pytest-\d+\//g, '/pytest-of-…/pytest-…/')
+    .replace(/\b0x[0-9a-f]{8,}\b/gi, '0x…')
     .replace(/\s+/g, ' ')
     .trim();
 }

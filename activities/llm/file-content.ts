@@ -22,8 +22,22 @@ import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall }
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
 export const WRITE_FILE_CONTENT_SYSTEM = `You write one file of a project, for one step of a task. Reply with the file's whole new content in one fenced
-code block, and nothing else. Keep every line the step does not ask to change as it is.
-When the request says what a program prints, it prints exactly that: the bare value, with no words around it.`;
+code block, and nothing else. Keep every line the step does not ask to change as it is.`;
+
+/**
+ * Told only when the file is a program (`isProgram`): with the 1.5B model a script asked to print only a value
+ * printed a sentence around it. A line a prompt does not need only moves a small model's answer: told when writing
+ * a changelog, the 1.5B model's entry went into a released section.
+ */
+export const PRINTS_RULE =
+  'When the request says what a program prints, it prints exactly that: the bare value, with no words around it.';
+
+/** The source files of the languages a script is written in, by their extensions. */
+const PROGRAM = /\.(?:py|js|mjs|cjs|ts|sh|bash|zsh|rb|pl|php|go|rs|java|kt|c|cc|cpp|cs|swift|lua|r)$/i;
+
+/** Whether `path` (as it is now: `current`, null for a new file) is a program: a source file, or one with a `#!`. */
+export const isProgram = (path: string, current: string | null): boolean =>
+  PROGRAM.test(path) || (current ?? '').startsWith('#!');
 
 /** The same for a long file shown in part (./file-part): only the lines shown are written. */
 export const WRITE_FILE_PART_SYSTEM = `You rewrite some lines of one file of a project, for one step of a task. Reply with the new content of just the
@@ -125,9 +139,11 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
     node: 'write_file_content',
     system: input.part
       ? WRITE_FILE_PART_SYSTEM
-      : input.mayAsk
-        ? `${WRITE_FILE_CONTENT_SYSTEM}\n${ASK_RULE}`
-        : WRITE_FILE_CONTENT_SYSTEM,
+      : [
+          WRITE_FILE_CONTENT_SYSTEM,
+          ...(isProgram(input.path, input.current) ? [PRINTS_RULE] : []),
+          ...(input.mayAsk ? [ASK_RULE] : []),
+        ].join('\n'),
     messages: [
       [
         ...parts,

@@ -4,7 +4,10 @@
  */
 import {
   fileContentPrompt,
+  isProgram,
   lastOutput,
+  PRINTS_RULE,
+  WRITE_FILE_CONTENT_SYSTEM,
   questionOf,
   withWholeFileWrites,
   type WholeFileStep,
@@ -87,6 +90,17 @@ describe('the content a small model writes for a file', () => {
     expect(contentOfAnswer('```\n```js``` starts a block\nend\n```\nDone.')).toBe('```js``` starts a block\nend\n');
     expect(contentOfAnswer('```\n````md\n```\n````\nend\n```\nDone.')).toBe('````md\n```\n````\nend\n');
     expect(contentOfAnswer('~~~\na\r\n```sh\nls\n```\n~~~\nDone.')).toBe('a\r\n```sh\nls\n```\n');
+  });
+
+  it('tells the writer of a program to print just what the request asks; a document or a config is told nothing of it', () => {
+    const system = (path: string, current: string | null) =>
+      fileContentPrompt({ path, current, instruction: 'Do x.', context: [] }).system;
+    expect(system('avg.py', null)).toBe(`${WRITE_FILE_CONTENT_SYSTEM}\n${PRINTS_RULE}`);
+    expect(system('bin/backup', '#!/bin/bash\ncp a b\n')).toContain(PRINTS_RULE);
+    for (const doc of ['CHANGELOG.md', 'config.json', 'settings.ini', 'README', 'notes.txt'])
+      expect(system(doc, 'x\n')).toBe(WRITE_FILE_CONTENT_SYSTEM);
+    expect(isProgram('src/app.TS', 'x')).toBe(true);
+    expect(isProgram('data.csv', null)).toBe(false);
   });
 
   it("shows the user's request before the step when it says more than the step", () => {

@@ -35,14 +35,14 @@ export function asksChangesPrompt(request: string, file: string) {
 /**
  * Whether a request asks a question anywhere: one of its sentences ends with a question mark ("Which file defines
  * it? The code is in several folders." as much as "Why does it fail? Fix it."), in any script (a full-width `？`
- * ends a sentence wherever it stands; a `?` in a URL, in code (`x ? a : b`, `$?`) or in quoted or backticked text
- * does not). A question with a sentence after it was planned as
+ * ends a sentence wherever it stands, and French puts a space before `?`; a `?` in a URL, after a sign (`$?`,
+ * `= ?`) or in quoted or backticked text does not). A question with a sentence after it was planned as
  * a change to the data file it asks about, and the file was written over. A request for work with a question in it
  * gets the model's verdict on each file too; a file it leaves out is not planned back in by `wantedChanges`.
  */
 export function asksQuestion(request: string): boolean {
   const own = request.replace(/`[^`]*`|"[^"\n]*"|“[^”\n]*”|«[^»\n]*»/g, ' ').trim();
-  return /[？؟]|[\p{L}\p{N})'’]\?(?:[\s)\]]|$)/u.test(own);
+  return isQuestion(request) || /[？؟]|[\p{L}\p{N})'’»”][ \u00a0\u202f]?\?(?:[\s)\]]|$)/u.test(own);
 }
 
 async function ask(model: ModelClient, request: string, file: string) {

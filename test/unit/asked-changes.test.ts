@@ -55,6 +55,11 @@ describe('a request put as a question', () => {
     // A question mark inside a word or a URL is no question.
     expect(asksQuestion('Fetch https://example.com/a?b=1 and save it to page.html.')).toBe(false);
     expect(asksQuestion('Is the port 8080? Set it to 9090 in config.json.')).toBe(true);
+    // French sets a space before the mark, a plain or a narrow no-break one.
+    expect(asksQuestion("Dans ventes.csv, à combien s'élève le total pour la région Nord ?")).toBe(true);
+    expect(asksQuestion('Quel fichier définit la classe Panier\u202f? Le code est dans plusieurs dossiers.')).toBe(
+      true
+    );
     // Nor one in code, or in text the request quotes.
     expect(asksQuestion('Make `x ? a : b` in calc.js an if statement.')).toBe(false);
     expect(asksQuestion('Print $? after the command in run.sh, and use WHERE id = ? in db.py.')).toBe(false);

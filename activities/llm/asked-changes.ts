@@ -55,9 +55,9 @@ async function ask(model: ModelClient, request: string, file: string) {
 }
 
 /**
- * For a request that asks a question (`asksQuestion`, anywhere in it), the plan with each file of the project that carrying it out only
- * reads or runs, as the model judges it, left out of the steps' `expect.changes` (a file the plan would create is
- * left as planned); any other plan as it is. With the model calls made for it and what was left out, for the
+ * For a request that asks a question (`asksQuestion`, anywhere in it), the plan with each file of the project that
+ * carrying it out only reads or runs, as the model judges it, left out of the steps' `expect.changes` (a file the
+ * plan would create is left as planned); any other plan as it is. With the model calls made for it and what was left out, for the
  * plan's repairs.
  */
 export async function keepAskedChanges(

@@ -124,7 +124,7 @@ export class StepRunner {
     files: FileOrder,
     picked: string[]
   ): Promise<void> {
-    const { made, lastRound, laterNoTool, missing, checkFailed, checkOutput, repairs } = await this.rounds.run(
+    const { made, lastRound, laterNoTool, missing, failedCheck, repairs } = await this.rounds.run(
       s,
       running,
       files,
@@ -134,8 +134,8 @@ export class StepRunner {
     // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
     // The failed check as what it printed, whole: the same failure after a new plan ends the step (./triage.ts).
-    const failure = checkOutput !== null ? failureKey(`${s.expect?.check ?? ''}\n${checkOutput}`) : null;
-    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, checkFailed, failure);
+    const failure = failedCheck !== null ? failureKey(`${s.expect?.check ?? ''}\n${failedCheck}`) : null;
+    const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, failure);
     const d = decided instanceof Promise ? await decided : decided;
     if (d.outcome === 'replan' && failure !== null) this.replannedFailures.add(failure);
     this.settle(
@@ -145,13 +145,13 @@ export class StepRunner {
       result.text,
       [...result.repairs, ...repairs],
       madeCalls,
-      checkFailed ? s.expect?.check : undefined
+      failure !== null ? s.expect?.check : undefined
     );
   }
 
   /**
    * Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for, and
-   * only then a promise.
+   * only then a promise. `failure`: the step's failed check as its `failureKey`, null when no check failed.
    */
   private decide(
     s: PlanStep,
@@ -159,14 +159,13 @@ export class StepRunner {
     calls: CallOutcome[],
     madeCalls?: string,
     missing?: string | null,
-    checkFailed = false,
     failure: string | null = null
   ): TriageDecision | Promise<TriageDecision> {
     const tin = {
       ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
       ...(failure !== null && this.replannedFailures.has(failure) ? { sameCheckFailure: true } : {}),
       missing: missing ?? null,
-      ...(checkFailed ? { checkFailed } : {}),
+      ...(failure !== null ? { checkFailed: true } : {}),
     };
     const d = triage(tin);
     return d.outcome === 'evaluate' ? this.evaluate(s, calls, tin) : d;

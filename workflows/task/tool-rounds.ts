@@ -33,10 +33,8 @@ export interface RoundsEnd {
   laterNoTool: string | null;
   /** What the evidence showed missing when last judged (null: nothing, or not judged). */
   missing: string | null;
-  /** Whether the step's check ran, when last judged, and failed. */
-  checkFailed: boolean;
-  /** What the failed check printed, whole (`checkFailed`), else null. */
-  checkOutput: string | null;
+  /** What the step's check printed, whole, when it ran when last judged and failed; else null. */
+  failedCheck: string | null;
   /** What was repaired or cut short on the way, for the step's `repairs`. */
   repairs: string[];
 }
@@ -60,8 +58,7 @@ export class ToolRounds {
     /** What the evidence showed missing when last judged, and whether it was judged after the last call. */
     let missing: string | null = null;
     let judged = false;
-    let checkFailed = false;
-    let checkOutput: string | null = null;
+    let failedCheck: string | null = null;
     let repairRounds = 0;
     const judgeBy = (check: CallOutcome | null) => {
       missing = missingEvidence(
@@ -69,8 +66,7 @@ export class ToolRounds {
         s.expect,
         check
       );
-      checkFailed = !!check && checkFails(check, s.expect);
-      checkOutput = checkFailed ? check!.text : null;
+      failedCheck = check && checkFails(check, s.expect) ? check.text : null;
       judged = true;
     };
     // A promise only when the check is to run: every promise workflow code makes costs a stack trace (sizing.md).
@@ -148,16 +144,7 @@ export class ToolRounds {
     // A step that ended another way (its budget, a pick that only repeated) is judged on what it did too.
     const judging = !judged && !lastRound.some(stops) && !laterNoTool ? judge(round) : undefined;
     if (judging) await judging;
-    const failed = missing !== null && checkFailed;
-    return {
-      made,
-      lastRound,
-      laterNoTool,
-      missing,
-      checkFailed: failed,
-      checkOutput: failed ? checkOutput : null,
-      repairs,
-    };
+    return { made, lastRound, laterNoTool, missing, failedCheck: missing !== null ? failedCheck : null, repairs };
   }
 
   /**

@@ -36,6 +36,7 @@ import {
   boundedChecks,
   checkPaths,
   checkRunners,
+  changingChecks,
   dataChecks,
   inlineChecks,
   pipedChecks,
@@ -296,7 +297,8 @@ export async function writePlan(
   // (./plan-files) and, for a question, only those the request asks to change (./asked-changes). It changes each
   // file in one step, and runs a check only once the change it checks is made (./plan-files). A new plan after a
   // failed check changes something before it runs the check again.
-  const inline = small ? inlineChecks(checked.plan, files) : { plan: checked.plan, repairs: [] };
+  const changing = small ? changingChecks(checked.plan, files) : { plan: checked.plan, repairs: [] };
+  const inline = small ? inlineChecks(changing.plan, files) : { plan: changing.plan, repairs: [] };
   const fixing =
     small && input.failedCheck
       ? changesForFailedCheck(inline.plan, input.failedCheck, input.request, files, input.changedFiles)
@@ -323,6 +325,7 @@ export async function writePlan(
     ...noted.repairs,
     ...bounded.repairs,
     ...checked.repairs,
+    ...changing.repairs,
     ...inline.repairs,
     ...fixing.repairs,
     ...valued.repairs,

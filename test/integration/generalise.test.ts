@@ -14,6 +14,20 @@ import { makeProject, plan, step, TaskDriver } from '../support/task-driver';
 import { clarifySignal, permissionSignal } from '../../workflows/task/messages';
 import { pythonTestCommand } from '../../activities/llm/plan-checks';
 
+/** A step planned with a check that does the work (`sed -i` on the file): the run of it and the check's run. */
+const LINKS = { html: '<img src="logo.png">\n', sed: "sed -i 's|logo.png|img/logo.png|' index.html" };
+const linkStep = () =>
+  plan([step('s1', 'Point the image link in index.html at img/logo.png.', { expect: { check: LINKS.sed } })]);
+// The step's own call makes the change by an edit (a check is not run again after the step ran that very command).
+const editLink = {
+  calls: [
+    {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'index.html', old_string: 'logo.png', new_string: 'img/logo.png' },
+    },
+  ],
+};
+
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
   let env: TestEnv;
@@ -57,6 +71,18 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(finished).toHaveLength(3);
     // A standard model's answers are bounded by the server's own limit only.
     expect(fake.requests.map((r) => r.body.max_tokens)).toEqual(fake.requests.map(() => undefined));
+  });
+
+  it('the control for a check that changes files: kept as a check, it runs after the step and changes the file again', async () => {
+    const p = makeProject({ 'index.html': LINKS.html });
+    fake.on('write_plan', { call: linkStep() });
+    fake.on('pick_tools', editLink);
+    fake.on('compose_answer', { content: 'The link points at img/logo.png.' });
+
+    const t = await TaskDriver.start(env, 'Move the logo link to img/.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    // The step made the change, and the check made it once more.
+    expect(readFileSync(path.join(p.dir, 'index.html'), 'utf8')).toBe('<img src="img/img/logo.png">\n');
   });
 
   it("a plan that copies the Planner's example is asked again afresh, without the example, and the plan for the request runs", async () => {
@@ -299,6 +325,27 @@ describe("a small model's first pick that only reads the file its step is to cha
       { tool: 'workspace__read_file', status: 'ok' },
       { tool: 'workspace__write_file', status: 'ok' },
     ]);
+  });
+
+  it("attack on the check: a check that changes files is made the step's work, and the step is judged by the file it changed", async () => {
+    const p = makeProject({ 'index.html': LINKS.html });
+    fake.on('write_plan', { call: linkStep() });
+    fake.on('pick_tools', editLink);
+    // A small model's edit is written whole (./file-content): the file as the step leaves it.
+    fake.on('write_file_content', { content: '```html\n<img src="img/logo.png">\n```' });
+    fake.on('compose_answer', { content: 'The link points at img/logo.png.' });
+
+    const t = await TaskDriver.start(env, 'Move the logo link to img/.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'index.html'), 'utf8')).toBe('<img src="img/logo.png">\n');
+    const [planEvent] = await t.eventsOf('plan');
+    expect(planEvent.plan.steps[0]).toMatchObject({
+      instruction: `Point the image link in index.html at img/logo.png. Run \`${LINKS.sed}\`.`,
+      expect: { changes: ['index.html'] },
+    });
+    expect(planEvent.plan.steps[0].expect?.check).toBeUndefined();
+    const [asked] = fake.requestsFor('pick_tools');
+    expect(asked.text).toContain('Done when: index.html changed.');
   });
 
   describe('a question with a sentence after it, planned as a change to the data file it asks about', () => {

@@ -21,9 +21,19 @@ import { isCut, type NamedFile } from './named-files';
 const DATA_FILE = /\.(?:csv|tsv|json|jsonl|ndjson|ya?ml|xml|txt|log|dat)$/i;
 export const isDataFile = (path: string) => DATA_FILE.test(plainPath(path));
 
-export const WRITE_PROGRAM_SYSTEM = `You write a short Python 3 program that carries out one step of a task on the project's files and
+/**
+ * Records that share a key are added up. With the 1.5B model, a program for the group with the most of a product of
+ * two columns kept each key's last row (`total[key] = value`): a group of two rows lost one. Replayed on the dev
+ * tasks' and own tasks' programs, the 1.5B model's sum per key was right with it; the 0.5B model's programs changed
+ * (docs/models.md).
+ */
+export const GROUPS_RULE = 'Rows that share a key are added up: total[key] += value, never total[key] = value.';
+
+export const WRITE_PROGRAM_SYSTEM =
+  `You write a short Python 3 program that carries out one step of a task on the project's files and
 prints its result. It runs in the project's folder with the standard library only, reads the files by the paths
-given, creates and changes no file, and prints just the result, with the values it found. Reply with the program in
+given, creates and changes no file, and prints just the result, with the values it found. ` +
+  `${GROUPS_RULE} Reply with the program in
 one fenced code block, and nothing else.`;
 
 export interface ProgramInput {
@@ -79,6 +89,8 @@ export interface ComputingStep {
   newFiles?: readonly string[];
   /** The data files the steps it builds on name, when it names no file itself. */
   sources?: readonly NamedFile[];
+  /** The files the request names that the step does not. */
+  requestFiles?: readonly NamedFile[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
 }
 
@@ -86,7 +98,9 @@ export interface ComputingStep {
  * The steps of a pick to carry out by a program, each with the data files it works on: a step that expects nothing
  * and works on data files only, that has made no call yet or whose last call was a program that failed. Either it
  * names no file and the steps it builds on name data files (it works over what they read), or it names data files
- * itself and the request is put as a question (`question`). A step that names a data file for a request that is not
+ * itself and the request is put as a question (`question`), or it names no file and builds on none that does, for
+ * a question that names data files (it works over those: a 1.5B Planner gave the steps of a count over a YAML file
+ * no dependencies, and the step "count the services in the parsed data" listed a folder of that name). A step that names a data file for a request that is not
  * a question may be a change the Planner gave no `expect` (a setting to change in a YAML file, say): it is picked as
  * usual, for its edit.
  */
@@ -99,7 +113,8 @@ export function computingSteps<S extends ComputingStep>(
     if (changesSomething(s) || s.expect?.check?.trim() || s.newFiles?.length) continue;
     const own = s.files ?? [];
     if (own.length && !question) continue;
-    const files = (own.length ? own : (s.sources ?? [])).filter((f) => isDataFile(f.path) && !f.part);
+    const built = s.sources?.length ? s.sources : question ? (s.requestFiles ?? []) : [];
+    const files = (own.length ? own : built).filter((f) => isDataFile(f.path) && !f.part);
     if (!files.length || (own.length && files.length < own.length)) continue;
     const last = s.earlierCalls?.at(-1);
     if (last && !(isProgramRun(last) && last.status !== 'ok')) continue;

@@ -648,6 +648,39 @@ describe('model.profile small', () => {
     expect(readFileSync(path.join(p.dir, 'sales.csv'), 'utf8')).toBe(sales);
   });
 
+  it('a step of a question that names no file and builds on none is worked out over the files the question names', async () => {
+    fake.dialect = 'openai';
+    const compose = 'services:\n  web:\n    ports: ["80:80"]\n  db:\n    image: postgres\n';
+    const p = makeProject({ 'compose.yaml': compose });
+    const request = 'How many services in compose.yaml publish a port?';
+    // The Planner gave the count no dependency: it names no file, and builds on no step that names one.
+    fake.on('write_plan', {
+      call: plan([
+        step('s1', 'Read compose.yaml.'),
+        step('s2', 'Count the services in the parsed data that have ports.'),
+      ]),
+    });
+    const count = "```python\nimport re\nprint(len(re.findall(r'ports:', open('compose.yaml').read())))\n```";
+    fake.on('write_program', { content: "```python\nprint(open('compose.yaml').read())\n```" }, { content: count });
+    fake.on('compose_answer', { content: 'One service publishes a port: web.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect((await finishedOf(t)).map((f) => [f.stepId, f.status])).toEqual([
+      ['s1', 'done'],
+      ['s2', 'done'],
+    ]);
+    // No pick: the count was not left to a pick that listed a folder named after the data.
+    expect(fake.requestsFor('pick_tools')).toEqual([]);
+    const programs = fake.requestsFor('write_program');
+    expect(programs[1].text).toContain(`File compose.yaml:\n\`\`\`\n${compose}`);
+    expect(programs[1].text).toContain('Step: Count the services in the parsed data that have ports.');
+    expect(fake.requestsFor('compose_answer')[0].text).toMatch(
+      /result of step s2">\s*exit code: 0\n--- stdout ---\n1\n/
+    );
+  });
+
   it('a search step whose check finds nothing is done, its answer that there is none: not tried again, not replanned', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'parser.py': '# TODO: handle empty input\n', 'report.py': 'print(1)\n' });

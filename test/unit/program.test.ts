@@ -31,6 +31,22 @@ describe('steps worked out by a program', () => {
     expect(computingSteps(steps, false).map((c) => c.step.id)).toEqual(['built-on']);
   });
 
+  it('a step that names no file and builds on none works, for a question, on the data files the request names', () => {
+    const code = { path: 'report.py', text: 'print(1)\n' };
+    const steps = [
+      { id: 'alone', files: [], requestFiles: [data] },
+      { id: 'built-on', files: [], sources: [data], requestFiles: [{ path: 'other.csv', text: 'a\n1\n' }] },
+      { id: 'code', files: [], requestFiles: [code] },
+      { id: 'checked', files: [], requestFiles: [data], expect: { check: 'echo $COUNT' } },
+    ];
+    expect(computingSteps(steps, true).map((c) => [c.step.id, c.files.map((f) => f.path)])).toEqual([
+      ['alone', ['sales.csv']],
+      ['built-on', ['sales.csv']],
+    ]);
+    // Not for a request that is no question: the step may be any work.
+    expect(computingSteps(steps, false).map((c) => c.step.id)).toEqual(['built-on']);
+  });
+
   it('again after its program failed, not after another call or a program that ran', () => {
     const run = (status: string, command = programCommand('print(1)')) => ({
       tool: 'workspace__run_command',

@@ -16,6 +16,7 @@ import { writesForFailure } from './repair-writes';
 import { reproducesFirst } from './reproduce';
 import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
+import { copiesForWrites } from './copy-writes';
 import { computingSteps, programCalls } from './program';
 import { NO_SUITABLE_TOOL, pickToolsPrompt } from './pick-prompt';
 import {
@@ -346,18 +347,24 @@ async function modelPick(
   // first pick, a file the step's plan names that is still unchanged is written when the model's pick changes nothing,
   // and in a repair round after a failure, the file it is in (./repair-writes).
   // A write aimed at a folder the plan names makes the folder instead.
+  // A file a step copies or moves is copied by a command, never written anew (./copy-writes).
   const folders = small ? foldersNotFiles(input.steps, calls, tools) : { calls, repairs: [] };
-  const whole = small
-    ? await withWholeFileWrites(
-        model,
+  const copies = small
+    ? copiesForWrites(
         input.steps,
         writesForFailure(
           input.steps,
           writesForUnchanged(input.steps, folders.calls, input.request, input.earlierTurns)
         ),
         tools,
-        { mayAsk: opts.mayAsk, request: input.request }
+        existing
       )
+    : { calls: folders.calls, repairs: [] };
+  const whole = small
+    ? await withWholeFileWrites(model, input.steps, copies.calls, tools, {
+        mayAsk: opts.mayAsk,
+        request: input.request,
+      })
     : { calls, usage: ZERO_USAGE, modelCalls: 0, rewritten: [], questions: [] };
   const usage = whole.modelCalls
     ? { ...addUsage(answer.usage, whole.usage), modelCalls: 1 + whole.modelCalls }
@@ -368,6 +375,7 @@ async function modelPick(
     : { calls: whole.calls, repairs: [] };
   const repairs = [
     ...folders.repairs,
+    ...copies.repairs,
     ...whole.rewritten.map((r) => ({
       stepId: r.stepId,
       repair: `${r.path}: written whole, from the content the model wrote for it in plain text${importsAdded(r.imports)}`,

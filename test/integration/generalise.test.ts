@@ -28,6 +28,25 @@ const editLink = {
   ],
 };
 
+/** A step that moves two images into a folder, and a pick that writes each there anew with what it guessed. */
+const IMAGES = {
+  'logo.png': '\u0089PNG logo bytes\n',
+  'hero.png': '\u0089PNG hero bytes\n',
+  'index.html': '<img src="logo.png">\n',
+};
+const moveImages = () =>
+  plan([
+    step('s1', 'Move logo.png and hero.png into assets/img/.', {
+      expect: { changes: ['assets/img/logo.png', 'assets/img/hero.png'] },
+    }),
+  ]);
+const guessImages = {
+  calls: ['logo', 'hero'].map((n) => ({
+    name: 'workspace__write_file',
+    args: { step_id: 's1', path: `assets/img/${n}.png`, content: 'png' },
+  })),
+};
+
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
   let env: TestEnv;
@@ -83,6 +102,17 @@ describe('one planner for every model (a server that holds answers to a schema)'
     expect(await t.result()).toMatchObject({ status: 'done' });
     // The step made the change, and the check made it once more.
     expect(readFileSync(path.join(p.dir, 'index.html'), 'utf8')).toBe('<img src="img/img/logo.png">\n');
+  });
+
+  it('the control for a file a step moves: its write from nothing lands as written, the image lost in the copy', async () => {
+    const p = makeProject(IMAGES);
+    fake.on('write_plan', { call: moveImages() });
+    fake.on('pick_tools', guessImages);
+    fake.on('compose_answer', { content: 'Moved.' });
+
+    const t = await TaskDriver.start(env, 'Put the images in assets/img/.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    expect(readFileSync(path.join(p.dir, 'assets/img/logo.png'), 'utf8')).toBe('png');
   });
 
   it("a plan that copies the Planner's example is asked again afresh, without the example, and the plan for the request runs", async () => {
@@ -346,6 +376,25 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(planEvent.plan.steps[0].expect?.check).toBeUndefined();
     const [asked] = fake.requestsFor('pick_tools');
     expect(asked.text).toContain('Done when: index.html changed.');
+  });
+
+  it('attack on the images: a file a step moves is copied by a command, byte for byte, never written from a guess', async () => {
+    const p = makeProject(IMAGES);
+    fake.on('write_plan', { call: moveImages() });
+    fake.on('pick_tools', guessImages);
+    fake.on('compose_answer', { content: 'Copied into assets/img/.' });
+
+    const t = await TaskDriver.start(env, 'Put the images in assets/img/.', p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    for (const n of ['logo.png', 'hero.png'])
+      expect(readFileSync(path.join(p.dir, 'assets/img', n), 'utf8')).toBe(IMAGES[n as keyof typeof IMAGES]);
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls).toEqual([
+      { tool: 'workspace__run_command', status: 'ok' },
+      { tool: 'workspace__run_command', status: 'ok' },
+    ]);
+    expect(finished.repairs).toContain('assets/img/logo.png: copied from logo.png by a command, not written anew');
+    expect(fake.requestsFor('write_file_content')).toEqual([]);
   });
 
   describe('a question with a sentence after it, planned as a change to the data file it asks about', () => {

@@ -21,7 +21,7 @@ describe('a check that changes files is the step’s work, not its check', () =>
       'node test/slug.test.js 2>&1',
       'grep -c WARN logs/a.log 2>/dev/null',
       'bash count.sh >/dev/null',
-      "test -f logs/debug.log && ! test -e debug.log",
+      'test -f logs/debug.log && ! test -e debug.log',
       "grep -q 'a > b' notes.md",
       "sed -n '1,5p' README.md",
       "python3 - <<'EOF'\nprint(1)\nEOF",
@@ -52,7 +52,7 @@ describe('a check that changes files is the step’s work, not its check', () =>
     });
     expect(out.plan.steps[1]!.expect?.check).toBeUndefined();
     expect(out.repairs[0]).toBe(
-      'step "s1": its check `sed -i \'s/hero.png/assets\\/hero.png/g\' index.html` changes files: made the step\'s work'
+      "step \"s1\": its check `sed -i 's/hero.png/assets\\/hero.png/g' index.html` changes files: made the step's work"
     );
     expect(out.repairs).toHaveLength(2);
   });

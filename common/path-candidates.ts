@@ -61,7 +61,7 @@ export function commandPathTokens(command: string): string[] {
 }
 
 /** The command without the bodies of its here-documents (`<<MARK` … `MARK`), and those bodies. */
-function hereDocuments(command: string): { shell: string; documents: string[] } {
+export function hereDocuments(command: string): { shell: string; documents: string[] } {
   const lines = command.split('\n');
   const shell: string[] = [];
   const documents: string[] = [];

@@ -2,7 +2,7 @@
  * The small profile's copies (docs/models.md): a file a step is to copy or move is copied by a command, never
  * written from nothing.
  */
-import { plainPath } from '../../common/plan';
+import { plainPath, plannedFiles } from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { namedFiles } from './named-files';
@@ -10,14 +10,20 @@ import { CHANGES_FILE, copiesFiles, RUN_COMMAND, type CopyingStep } from './smal
 
 const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
 
+/** Files no text a model writes can be: images, archives, fonts, media, compiled code, databases. */
+const BINARY =
+  /\.(?:png|jpe?g|gif|webp|bmp|ico|tiff?|psd|pdf|zip|gz|tgz|bz2|xz|7z|rar|tar|jar|war|whl|woff2?|ttf|otf|eot|mp3|mp4|m4a|wav|ogg|flac|webm|mov|avi|mkv|bin|exe|dll|so|dylib|o|a|class|pyc|wasm|sqlite3?|db)$/i;
+
 /**
  * The calls with each write the pick aims at a new file of a step that copies or moves the project's files
- * (`copiesFiles`) made a `run_command` that copies the file it mirrors there (`mkdir -p` its folder first): the one
- * file of the project with its name, or the one of several the step's instruction names. Its content is that file's,
- * which a write from nothing can only make up: with the 1.5B model, moving two images into a folder was done by
- * writing each anew with a line of text the model guessed, and the images stayed where they were. A copy loses
- * nothing: where the request wanted a move, the file it copied is still there for the step (or the user) to remove.
- * Not without a complete listing (`existing`), nor where `run_command` is not offered.
+ * (`copiesFiles`), one its plan names, that mirrors a binary file of the project (`BINARY`, by its extension) made a
+ * `run_command` that copies that file there (`mkdir -p` its folder first, `cp -P`: a link is copied as a link): the
+ * one file of the project with its name, or the one of several the step's instruction names. A model's text can
+ * only make such a file up: with the 1.5B model, moving two images into a folder was done by writing each anew with
+ * a line of text the model guessed. A copy loses nothing: where the request wanted a move, the file copied is still
+ * there to remove. A text file of the same name is written as the model writes it (a README.md of its own in each
+ * of two folders is no copy of the project's). Not without a complete listing (`existing`), nor where `run_command`
+ * is not offered.
  */
 export function copiesForWrites(
   steps: ReadonlyArray<CopyingStep & { id: string }>,
@@ -34,21 +40,33 @@ export function copiesForWrites(
   for (const call of calls) {
     const step = steps.find((s) => s.id === call.stepId);
     const target = typeof call.args.path === 'string' ? plainPath(call.args.path) : null;
-    if (!step || !target || !CHANGES_FILE.has(call.qualifiedName) || have.has(target) || !copiesFiles(step, existing)) {
+    const aimed =
+      !!step &&
+      !!target &&
+      CHANGES_FILE.has(call.qualifiedName) &&
+      BINARY.test(target) &&
+      !have.has(target) &&
+      plannedFiles(step).includes(target) &&
+      // Judged as when the step began: a file it has copied already is no file the project had.
+      copiesFiles(
+        step,
+        existing.filter((f) => !plannedFiles(step).includes(plainPath(f)))
+      );
+    if (!aimed) {
       out.push(call);
       continue;
     }
-    const sources = existing.filter((f) => basename(f) === basename(target));
+    const sources = existing.filter((f) => basename(f) === basename(target!));
     const named = namedFiles(sources, `${step.title ?? ''}\n${step.instruction ?? ''}`);
     const source = sources.length === 1 ? sources[0] : named.length === 1 ? named[0] : undefined;
     if (!source) {
       out.push(call);
       continue;
     }
-    if (copied.has(target)) continue;
-    copied.add(target);
+    if (copied.has(`${call.stepId}\n${target}`)) continue;
+    copied.add(`${call.stepId}\n${target}`);
     const folder = target.includes('/') ? target.slice(0, target.lastIndexOf('/')) : '';
-    const command = `${folder ? `mkdir -p -- ${quoted(folder)} && ` : ''}cp -- ${quoted(source)} ${quoted(target)}`;
+    const command = `${folder ? `mkdir -p -- ${quoted(folder)} && ` : ''}cp -P -- ${quoted(source)} ${quoted(target)}`;
     const { stepDone } = call;
     out.push({
       stepId: call.stepId,

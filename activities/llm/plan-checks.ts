@@ -10,7 +10,7 @@
  * - `checkRunners`: a script a check runs is run by the program for its language.
  * - `testChecks`: a new Python test file a step writes is run by its check.
  *
- * - `changingChecks`: a check that changes files is the step's work, not its check.
+ * - `changingChecks`: a check whose first command changes files is the step's work, not its check.
  *
  * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
  */
@@ -18,7 +18,7 @@ import { changesSomething, MAX_CHECK_CHARS, plainPath, plannedFiles, withExpect,
 import { basename } from '../../common/posix-path';
 import { escape, FILE_NAME, namedByStem, namedFiles } from './named-files';
 import { isDataFile } from './program';
-import { changesFiles, firstPipe, piped, withoutQuoted } from './shell-words';
+import { fileChanges, firstPipe, piped, withoutQuoted } from './shell-words';
 
 /**
  * The plan with the check left out of each step that is to change nothing when the check only reads data files: each
@@ -44,20 +44,22 @@ export function dataChecks(plan: Plan, files: readonly string[]): { plan: Plan; 
 }
 
 /**
- * The plan with each check that changes files (`changesFiles`: `sed -i`, `mv`, `rm`, a `>` into a file) made the
- * step's work: the command goes into the step's instruction (unless it is there already), and the project files it
- * names outside its quoted text join the step's `expect.changes`. A check is run after the step to see whether it
- * worked; one that does the work either fails on work already done or passes on work the step never did. A 1.5B
- * model planned the update of an HTML file's links as a step checked by `sed -i …` on it, with nothing to change:
- * the step made no call that could pass the check and ended not achieved; a 0.5B model planned the deletion of
- * files as a step checked by `find … -delete`.
+ * The plan with each check whose first command changes files (`fileChanges`: `sed -i`, `mv`, `rm`, `find -delete`,
+ * output into a file of the project) made the step's work: the command goes into the step's instruction (unless it
+ * is there already), and the project files its commands write, move or delete join the step's `expect.changes`. A
+ * check is run after the step to see whether it worked; one that does the work fails on work already done, or passes
+ * on work the step never did and does it unseen. A 1.5B model planned the update of an HTML file's links as a step
+ * with nothing to change, checked by `sed -i …` on it: no call the step made could pass the check, and the step ended
+ * not achieved; a 0.5B model planned the deletion of files as a step checked by `find … -delete`. A check that runs
+ * something first and then cleans up or keeps a log (`pytest && rm -rf .pytest_cache`) stays.
  */
 export function changingChecks(plan: Plan, files: readonly string[]): { plan: Plan; repairs: string[] } {
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check?.trim();
-    if (!check || !changesFiles(check)) return s;
-    const changed = namedFiles(files, withoutQuoted(check)).filter((f) => !plannedFiles(s).includes(f));
+    const found = check ? fileChanges(check, files) : null;
+    if (!check || !found?.first) return s;
+    const changed = found.written.filter((f) => !plannedFiles(s).includes(f));
     const { check: _check, ...others } = s.expect ?? {};
     const changes = [...(others.changes ?? []), ...changed];
     repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` changes files: made the step's work`);

@@ -22,12 +22,13 @@ const DATA_FILE = /\.(?:csv|tsv|json|jsonl|ndjson|ya?ml|xml|txt|log|dat)$/i;
 export const isDataFile = (path: string) => DATA_FILE.test(plainPath(path));
 
 /**
- * Records that share a key are added up. With the 1.5B model, a program for the group with the most of a product of
- * two columns kept each key's last row (`total[key] = value`): a group of two rows lost one. Replayed on the dev
- * tasks' and own tasks' programs, the 1.5B model's sum per key was right with it; the 0.5B model's programs changed
- * (docs/models.md).
+ * A value asked per key adds up the records that share the key. With the 1.5B model, a program for the group with the
+ * most of a product of two columns kept each key's last row (`total[key] = value`): a group of two rows lost one.
+ * Said only of a value asked per key: a program for the largest single row is no total. Replayed on recorded
+ * programs (docs/models.md).
  */
-export const GROUPS_RULE = 'Rows that share a key are added up: total[key] += value, never total[key] = value.';
+export const GROUPS_RULE =
+  'Where a value is asked per key, rows that share a key are added up: total[key] += value, never total[key] = value.';
 
 export const WRITE_PROGRAM_SYSTEM =
   `You write a short Python 3 program that carries out one step of a task on the project's files and
@@ -91,6 +92,8 @@ export interface ComputingStep {
   sources?: readonly NamedFile[];
   /** The files the request names that the step does not. */
   requestFiles?: readonly NamedFile[];
+  /** The results of the steps it depends on. */
+  dependencyResults?: readonly unknown[];
   earlierCalls?: ReadonlyArray<{ tool: string; args: Record<string, unknown>; status: string }>;
 }
 
@@ -98,11 +101,11 @@ export interface ComputingStep {
  * The steps of a pick to carry out by a program, each with the data files it works on: a step that expects nothing
  * and works on data files only, that has made no call yet or whose last call was a program that failed. Either it
  * names no file and the steps it builds on name data files (it works over what they read), or it names data files
- * itself and the request is put as a question (`question`), or it names no file and builds on none that does, for
- * a question that names data files (it works over those: a 1.5B Planner gave the steps of a count over a YAML file
- * no dependencies, and the step "count the services in the parsed data" listed a folder of that name). A step that names a data file for a request that is not
- * a question may be a change the Planner gave no `expect` (a setting to change in a YAML file, say): it is picked as
- * usual, for its edit.
+ * itself and the request is put as a question (`question`), or it names no file and builds on no step, for a
+ * question that names data files only (it works over those: a 1.5B Planner gave the steps of a count over a YAML
+ * file no dependencies, and the step "count the services in the parsed data" listed a folder of that name). A step
+ * that names a data file for a request that is not a question may be a change the Planner gave no `expect` (a
+ * setting to change in a YAML file, say): it is picked as usual, for its edit.
  */
 export function computingSteps<S extends ComputingStep>(
   steps: readonly S[],
@@ -113,9 +116,11 @@ export function computingSteps<S extends ComputingStep>(
     if (changesSomething(s) || s.expect?.check?.trim() || s.newFiles?.length) continue;
     const own = s.files ?? [];
     if (own.length && !question) continue;
-    const built = s.sources?.length ? s.sources : question ? (s.requestFiles ?? []) : [];
-    const files = (own.length ? own : built).filter((f) => isDataFile(f.path) && !f.part);
-    if (!files.length || (own.length && files.length < own.length)) continue;
+    // Failing those, a question's step that builds on no step works on the files the request names, all data.
+    const asked = question && !s.dependencyResults?.length ? (s.requestFiles ?? []) : [];
+    const given = own.length ? own : s.sources?.length ? s.sources : asked;
+    const files = given.filter((f) => isDataFile(f.path) && !f.part);
+    if (!files.length || (given !== s.sources && files.length < given.length)) continue;
     const last = s.earlierCalls?.at(-1);
     if (last && !(isProgramRun(last) && last.status !== 'ok')) continue;
     out.push({ step: s, files: [...files] });

@@ -1,33 +1,62 @@
 import { changingChecks } from '../../activities/llm/plan-checks';
-import { changesFiles } from '../../activities/llm/shell-words';
+import { fileChanges, simpleCommands } from '../../activities/llm/shell-words';
 import { planOf, planStep as step } from '../support/plan-steps';
 
 describe('a check that changes files is the step’s work, not its check', () => {
-  it('reads the shape of a command: file programs, in-place edits, deletes by find, redirects into files', () => {
+  const files = ['index.html', 'a.txt', 'b.txt', 'logs/a.log', 'it s.md', '.gitignore', 'calc.py'];
+
+  it('reads a shell line as its simple commands: quotes and escapes off, redirects apart, here-documents left out', () => {
+    expect(simpleCommands(`sed -i 's/a/b/' "it s.md" && grep -c x a\\ b.txt 2>&1 | tee log.txt > out.txt`)).toEqual([
+      ['sed', '-i', 's/a/b/', 'it s.md'],
+      ['grep', '-c', 'x', 'a b.txt'],
+      ['tee', 'log.txt', '\u0000>', 'out.txt'],
+    ]);
+    expect(simpleCommands("python3 - <<'EOF'\nif n > 3 and it's: print(n)\nEOF")).toEqual([['python3', '-']]);
+  });
+
+  it('its first command changes files: file programs, in-place edits, deletes, output into a file of the project', () => {
     const changing = [
       "sed -i 's/a.png/img\\/a.png/g' index.html",
       'mkdir -p logs && mv *.log logs/',
       "find . -name '*.tmp' -delete",
-      'find . -name x -exec rm {} +',
+      'find . -name x -execdir rm {} +',
       'sudo rm -rf build',
-      'LC_ALL=C cp a b',
-      'echo done > status.txt',
-      'cat a >> b',
-      'python3 gen.py | tee out.txt',
-      "perl -pi -e 's/a/b/' x.txt",
+      'LC_ALL=C cp a.txt b.txt',
+      'echo node_modules >> .gitignore',
+      'cat a.txt &> b.txt',
+      "perl -pi -e 's/a/b/' a.txt",
+      'git mv a.txt b.txt',
+      'ls *.tmp | xargs rm',
+      'cd logs && rm a.log',
     ];
     const looking = [
       'python3 -m unittest test_calc',
       'node test/slug.test.js 2>&1',
       'grep -c WARN logs/a.log 2>/dev/null',
       'bash count.sh >/dev/null',
-      'test -f logs/debug.log && ! test -e debug.log',
-      "grep -q 'a > b' notes.md",
-      "sed -n '1,5p' README.md",
-      "python3 - <<'EOF'\nprint(1)\nEOF",
+      'test -f logs/a.log && ! test -e a.txt',
+      "grep -q 'a > b' index.html",
+      "sed -n '1,5p' calc.py",
+      "python3 - <<'EOF'\nif n > 3: print(open('a.txt').read())\nEOF",
+      'python3 -m pytest && rm -rf .pytest_cache',
+      'npm test > test.log 2>&1; tail test.log',
+      "perl -Mstrict -e 'print 1'",
+      'diff <(sort a.txt) b.txt',
+      '[ $(wc -l < a.txt) -gt 3 ]',
+      'python3 calc.py >&2',
     ];
-    expect(changing.filter((c) => !changesFiles(c))).toEqual([]);
-    expect(looking.filter(changesFiles)).toEqual([]);
+    expect(changing.filter((c) => !fileChanges(c, files).first)).toEqual([]);
+    expect(looking.filter((c) => fileChanges(c, files).first)).toEqual([]);
+  });
+
+  it('the files it writes, moves or deletes: never one it only reads', () => {
+    const written = (c: string) => fileChanges(c, files).written;
+    expect(written(`sed -i 's/x/y/' "it s.md" ./index.html`)).toEqual(['it s.md', 'index.html']);
+    expect(written('cp a.txt b.txt')).toEqual(['b.txt']);
+    expect(written('mv a.txt logs/')).toEqual(['a.txt']);
+    expect(written('sort a.txt > b.txt')).toEqual(['b.txt']);
+    expect(written('python3 calc.py | tee a.txt')).toEqual(['a.txt']);
+    expect(written('python3 calc.py > new.txt')).toEqual([]);
   });
 
   it('the command goes into the instruction and the files it names outside quotes into expect.changes; with a repair', () => {

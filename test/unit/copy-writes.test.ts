@@ -16,7 +16,7 @@ const write = (path: string, stepId = 's1', name = 'write_file'): PickedCall => 
 });
 
 describe('a file a step copies or moves is copied by a command, never written anew', () => {
-  const existing = ['logo.png', 'hero.png', 'index.html', 'docs/a.md', "it's.txt"];
+  const existing = ['logo.png', 'hero.png', 'index.html', 'docs/a.md', "it's.png", 'README.md'];
   const moves = {
     id: 's1',
     instruction: 'Move the .png files into assets/img/.',
@@ -33,12 +33,12 @@ describe('a file a step copies or moves is copied by a command, never written an
     expect(r.calls.map((c) => [c.qualifiedName, c.args, c.stepDone])).toEqual([
       [
         'workspace__run_command',
-        { command: "mkdir -p -- 'assets/img' && cp -- 'logo.png' 'assets/img/logo.png'" },
+        { command: "mkdir -p -- 'assets/img' && cp -P -- 'logo.png' 'assets/img/logo.png'" },
         false,
       ],
       [
         'workspace__run_command',
-        { command: "mkdir -p -- 'assets/img' && cp -- 'hero.png' 'assets/img/hero.png'" },
+        { command: "mkdir -p -- 'assets/img' && cp -P -- 'hero.png' 'assets/img/hero.png'" },
         false,
       ],
     ]);
@@ -47,10 +47,26 @@ describe('a file a step copies or moves is copied by a command, never written an
       repair: 'assets/img/logo.png: copied from logo.png by a command, not written anew',
     });
     // A name a shell would read: quoted.
-    const odd = { id: 's2', instruction: "Copy it's.txt to old/.", expect: { changes: ["old/it's.txt"] } };
-    expect(copiesForWrites([odd], [write("old/it's.txt", 's2')], workspace, existing).calls[0].args.command).toBe(
-      "mkdir -p -- 'old' && cp -- 'it'\\''s.txt' 'old/it'\\''s.txt'"
+    const odd = { id: 's2', instruction: "Copy it's.png to old/.", expect: { changes: ["old/it's.png"] } };
+    expect(copiesForWrites([odd], [write("old/it's.png", 's2')], workspace, existing).calls[0].args.command).toBe(
+      "mkdir -p -- 'old' && cp -P -- 'it'\\''s.png' 'old/it'\\''s.png'"
     );
+  });
+
+  it('a repair round after one of the files was copied copies the other', () => {
+    const after = [...existing, 'assets/img/logo.png'];
+    const r = copiesForWrites([moves], [write('assets/img/hero.png')], workspace, after);
+    expect(r.calls[0].args.command).toBe("mkdir -p -- 'assets/img' && cp -P -- 'hero.png' 'assets/img/hero.png'");
+  });
+
+  it('the control: text files of the same name in two folders, and a file the plan does not name, are written as made', () => {
+    const readmes = {
+      id: 's4',
+      instruction: 'Add a README.md to pkg/a and pkg/b.',
+      expect: { changes: ['pkg/a/README.md', 'pkg/b/README.md'] },
+    };
+    const calls = [write('pkg/a/README.md', 's4'), write('pkg/b/README.md', 's4'), write('assets/logo.png')];
+    expect(copiesForWrites([readmes, moves], calls, workspace, existing).calls).toEqual(calls);
   });
 
   it('the control: a lone new file, a file the project has, another step, no listing or no run_command: as made', () => {

@@ -31,13 +31,15 @@ describe('steps worked out by a program', () => {
     expect(computingSteps(steps, false).map((c) => c.step.id)).toEqual(['built-on']);
   });
 
-  it('a step that names no file and builds on none works, for a question, on the data files the request names', () => {
+  it('a step that names no file and builds on no step works, for a question, on the request’s files when all are data', () => {
     const code = { path: 'report.py', text: 'print(1)\n' };
     const steps = [
       { id: 'alone', files: [], requestFiles: [data] },
       { id: 'built-on', files: [], sources: [data], requestFiles: [{ path: 'other.csv', text: 'a\n1\n' }] },
       { id: 'code', files: [], requestFiles: [code] },
       { id: 'checked', files: [], requestFiles: [data], expect: { check: 'echo $COUNT' } },
+      { id: 'mixed', files: [], requestFiles: [data, code] },
+      { id: 'after', files: [], requestFiles: [data], dependencyResults: [{ id: 's0' }] },
     ];
     expect(computingSteps(steps, true).map((c) => [c.step.id, c.files.map((f) => f.path)])).toEqual([
       ['alone', ['sales.csv']],

@@ -6,6 +6,7 @@ import { plainPath, plannedFiles } from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { namedFiles } from './named-files';
+import { fileChanges } from './shell-words';
 import { CHANGES_FILE, copiesFiles, RUN_COMMAND, type CopyingStep } from './small-model';
 
 const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
@@ -21,7 +22,7 @@ const BINARY =
  * one file of the project with its name, or the one of several the step's instruction names. A model's text can
  * only make such a file up: with the 1.5B model, moving two images into a folder was done by writing each anew with
  * a line of text the model guessed. A copy loses nothing: where the request wanted a move, the file copied is still
- * there to remove. A text file of the same name is written as the model writes it (a README.md of its own in each
+ * there to remove; a write after the step's own command that moved or copied the file is left out. A text file of the same name is written as the model writes it (a README.md of its own in each
  * of two folders is no copy of the project's). Not without a complete listing (`existing`), nor where `run_command`
  * is not offered.
  */
@@ -63,7 +64,16 @@ export function copiesForWrites(
       out.push(call);
       continue;
     }
-    if (copied.has(`${call.stepId}\n${target}`)) continue;
+    // A command of the step's that already moved or copied the file there (`mv logo.png assets/img/` before it) did
+    // the work: a copy after it would find no file to copy.
+    const moved = out.some(
+      (c) =>
+        c.stepId === call.stepId &&
+        c.qualifiedName === RUN_COMMAND &&
+        typeof c.args.command === 'string' &&
+        fileChanges(c.args.command, existing).written.includes(source)
+    );
+    if (moved || copied.has(`${call.stepId}\n${target}`)) continue;
     copied.add(`${call.stepId}\n${target}`);
     const folder = target.includes('/') ? target.slice(0, target.lastIndexOf('/')) : '';
     const command = `${folder ? `mkdir -p -- ${quoted(folder)} && ` : ''}cp -P -- ${quoted(source)} ${quoted(target)}`;

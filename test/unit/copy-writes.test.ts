@@ -59,6 +59,25 @@ describe('a file a step copies or moves is copied by a command, never written an
     expect(r.calls[0].args.command).toBe("mkdir -p -- 'assets/img' && cp -P -- 'hero.png' 'assets/img/hero.png'");
   });
 
+  it('a write after the step’s own command that moved the file is left out: the move did the work', () => {
+    const mv: PickedCall = {
+      ...write('x'),
+      tool: 'run_command',
+      qualifiedName: 'workspace__run_command',
+      args: { command: 'mv logo.png assets/img/' },
+    };
+    const r = copiesForWrites(
+      [moves],
+      [mv, write('assets/img/logo.png'), write('assets/img/hero.png')],
+      workspace,
+      existing
+    );
+    expect(r.calls.map((c) => c.args.command)).toEqual([
+      'mv logo.png assets/img/',
+      "mkdir -p -- 'assets/img' && cp -P -- 'hero.png' 'assets/img/hero.png'",
+    ]);
+  });
+
   it('the control: text files of the same name in two folders, and a file the plan does not name, are written as made', () => {
     const readmes = {
       id: 's4',

@@ -661,21 +661,27 @@ describe('model.profile small', () => {
       ]),
     });
     const count = "```python\nimport re\nprint(len(re.findall(r'ports:', open('compose.yaml').read())))\n```";
-    fake.on('write_program', { content: "```python\nprint(open('compose.yaml').read())\n```" }, { content: count });
+    // The two steps depend on nothing: they run side by side, so each is answered by its own step, not by order.
+    fake.always('write_program', (req) =>
+      req.text.includes('Step: Count')
+        ? { content: count }
+        : { content: "```python\nprint(open('compose.yaml').read())\n```" }
+    );
     fake.on('compose_answer', { content: 'One service publishes a port: web.' });
 
     const t = await TaskDriver.start(env, request, p.dir);
     expect(await t.result()).toMatchObject({ status: 'done' });
 
-    expect((await finishedOf(t)).map((f) => [f.stepId, f.status])).toEqual([
+    const finished = (await finishedOf(t)).map((f) => [f.stepId, f.status]);
+    expect(finished.sort()).toEqual([
       ['s1', 'done'],
       ['s2', 'done'],
     ]);
     // No pick: the count was not left to a pick that listed a folder named after the data.
     expect(fake.requestsFor('pick_tools')).toEqual([]);
-    const programs = fake.requestsFor('write_program');
-    expect(programs[1].text).toContain(`File compose.yaml:\n\`\`\`\n${compose}`);
-    expect(programs[1].text).toContain('Step: Count the services in the parsed data that have ports.');
+    const [counting] = fake.requestsFor('write_program').filter((r) => r.text.includes('Step: Count'));
+    expect(counting.text).toContain(`File compose.yaml:\n\`\`\`\n${compose}`);
+    expect(counting.text).toContain('Step: Count the services in the parsed data that have ports.');
     expect(fake.requestsFor('compose_answer')[0].text).toMatch(
       /result of step s2">\s*exit code: 0\n--- stdout ---\n1\n/
     );

@@ -17,6 +17,7 @@ import { reproducesFirst } from './reproduce';
 import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
 import { copiesForWrites } from './copy-writes';
+import { movesForCommands } from './move-commands';
 import { computingSteps, programCalls } from './program';
 import { NO_SUITABLE_TOOL, pickToolsPrompt } from './pick-prompt';
 import {
@@ -347,15 +348,14 @@ async function modelPick(
   // first pick, a file the step's plan names that is still unchanged is written when the model's pick changes nothing,
   // and in a repair round after a failure, the file it is in (./repair-writes).
   // A write aimed at a folder the plan names makes the folder instead.
-  // A file a step copies or moves is copied by a command, never written anew (./copy-writes).
+  // A file a step copies or moves is copied by a command, never written anew (./copy-writes), and a command that
+  // moves the wrong files moves those the plan does (./move-commands).
   const folders = small ? foldersNotFiles(input.steps, calls, tools) : { calls, repairs: [] };
+  const moves = small ? movesForCommands(input.steps, folders.calls, existing, input.request) : folders;
   const copies = small
     ? copiesForWrites(
         input.steps,
-        writesForFailure(
-          input.steps,
-          writesForUnchanged(input.steps, folders.calls, input.request, input.earlierTurns)
-        ),
+        writesForFailure(input.steps, writesForUnchanged(input.steps, moves.calls, input.request, input.earlierTurns)),
         tools,
         existing
       )
@@ -375,6 +375,7 @@ async function modelPick(
     : { calls: whole.calls, repairs: [] };
   const repairs = [
     ...folders.repairs,
+    ...(small ? moves.repairs : []),
     ...copies.repairs,
     ...whole.rewritten.map((r) => ({
       stepId: r.stepId,

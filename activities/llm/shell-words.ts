@@ -144,6 +144,18 @@ function programOf(words: readonly string[]): { program: string; args: string[];
   return { program: program.slice(program.lastIndexOf('/') + 1), args, targets };
 }
 
+/**
+ * Each simple command of a line as its program and arguments, redirects and the words before its program left out;
+ * `git mv` and `git rm` as `mv` and `rm`.
+ */
+export function commandPrograms(command: string): Array<{ program: string; args: string[] }> {
+  return simpleCommands(command).map((words) => {
+    const { program, args } = programOf(words);
+    const git = program === 'git' && (args[0] === 'mv' || args[0] === 'rm');
+    return git ? { program: args[0]!, args: args.slice(1) } : { program, args };
+  });
+}
+
 /** Whether a simple command's own work is to change files (leaving out what it writes by redirects). */
 function changesByProgram(program: string, args: readonly string[]): boolean {
   if (FILE_CHANGERS.has(program)) return true;

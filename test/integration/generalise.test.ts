@@ -4,7 +4,7 @@
  * again, a request in another language that names a file is work, and a question about the project's `.env` starts
  * a task that asks before it reads. A project whose files lie folders deep is listed as deep as the prompt has room.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FakeModel, FakeReply, RecordedRequest } from '../support/fake-model';
 import type { TestEnv } from '../support/harness';
@@ -46,6 +46,19 @@ const guessImages = {
     args: { step_id: 's1', path: `assets/img/${n}.png`, content: 'png' },
   })),
 };
+
+/** A step that moves the `.log` files into a folder, and a pick whose `mv` takes the first file of the listing. */
+const LOGS = {
+  'app.py': 'print(1)\n',
+  'debug.log': 'debug\n',
+  'server.log': 'server\n',
+  // A name a shell would run, were it not quoted.
+  '$(touch pwned).log': 'odd\n',
+  'notes.txt': 'notes\n',
+};
+const LOGS_REQUEST = 'Move the .log files of the top folder into logs/.';
+const moveLogs = () => plan([step('s1', 'Move the .log files into logs/.', { expect: { changes: ['logs/'] } })]);
+const wrongMove = { calls: [{ name: 'workspace__run_command', args: { step_id: 's1', command: 'mv app.py logs/' } }] };
 
 describe('one planner for every model (a server that holds answers to a schema)', () => {
   let fake: FakeModel;
@@ -113,6 +126,19 @@ describe('one planner for every model (a server that holds answers to a schema)'
     const t = await TaskDriver.start(env, 'Put the images in assets/img/.', p.dir);
     expect(await t.result()).toMatchObject({ status: 'done' });
     expect(readFileSync(path.join(p.dir, 'assets/img/logo.png'), 'utf8')).toBe('png');
+  });
+
+  it("the control for a move: the model's own command runs as it is, and the .log files stay where they were", async () => {
+    const p = makeProject(LOGS);
+    fake.always('write_plan', { call: moveLogs() });
+    fake.always('pick_tools', wrongMove);
+    fake.always('compose_answer', { content: 'Not moved.' });
+
+    const t = await TaskDriver.start(env, LOGS_REQUEST, p.dir);
+    await t.result();
+    for (const n of ['debug.log', 'server.log', 'app.py']) expect(existsSync(path.join(p.dir, n))).toBe(true);
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished.calls[0]).toEqual({ tool: 'workspace__run_command', status: 'error' });
   });
 
   it("a plan that copies the Planner's example is asked again afresh, without the example, and the plan for the request runs", async () => {
@@ -395,6 +421,24 @@ describe("a small model's first pick that only reads the file its step is to cha
     ]);
     expect(finished.repairs).toContain('assets/img/logo.png: copied from logo.png by a command, not written anew');
     expect(fake.requestsFor('write_file_content')).toEqual([]);
+  });
+
+  it('attack on the moves: a command that moves the wrong file moves the files the plan does, each by its quoted name', async () => {
+    const p = makeProject(LOGS);
+    fake.on('write_plan', { call: moveLogs() });
+    fake.on('pick_tools', wrongMove);
+    fake.on('compose_answer', { content: 'Moved into logs/.' });
+
+    const t = await TaskDriver.start(env, LOGS_REQUEST, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+    for (const n of ['debug.log', 'server.log', '$(touch pwned).log'])
+      expect(readFileSync(path.join(p.dir, 'logs', n), 'utf8')).toBe(LOGS[n as keyof typeof LOGS]);
+    // The files of other kinds stay; a name is never run.
+    expect(readdirSync(p.dir).sort()).toEqual(['app.py', 'logs', 'notes.txt']);
+    expect(existsSync(path.join(p.dir, 'logs', 'pwned'))).toBe(false);
+    const [finished] = await t.eventsOf('step_finished');
+    expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__run_command', status: 'ok' }] });
+    expect(finished.repairs?.[0]).toMatch(/^`mv app\.py logs\/` made the moves the plan asks for: /);
   });
 
   describe('a question with a sentence after it, planned as a change to the data file it asks about', () => {

@@ -12,6 +12,7 @@
  * among the `.log` files to move). No word of the request is looked at: only file names and extensions.
  */
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
+import { globToRegExp } from '../../common/glob';
 import { basename, isWithin } from '../../common/posix-path';
 import type { PickedCall } from '../../common/tools';
 import { namedFiles } from './named-files';
@@ -37,6 +38,14 @@ const kindOf = (path: string) => {
   return dot > 0 ? base.slice(dot + 1).toLowerCase() : '';
 };
 const folderOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
+
+/** The files of `files` a word of a command names, as the shell in the project's folder reads it (`*.log`, `a.txt`). */
+export function operandFiles(word: string, files: readonly string[]): string[] {
+  const path = plainPath(word);
+  if (!/[*?[{]/.test(path)) return files.includes(path) ? [path] : [];
+  const re = globToRegExp(`/${path}`);
+  return files.filter((f) => re.test(f));
+}
 
 /** What `movesForCommands` looks at of a step. */
 export type MovingStep = CopyingStep & { id: string };
@@ -97,8 +106,9 @@ export function moveCommand(moves: readonly Move[], program: 'mv' | 'cp'): strin
 /**
  * The calls with each `run_command` of a step that moves or copies the project's files (its program `mv`, `git mv`
  * or `cp`, one of them) made Klea's command for the moves its plan asks for (`plannedMoves`), where the model's
- * command leaves out a file to move or takes one the plan does not move. A command that does the moves already is
- * kept as it is, as is every call where the plan asks for none. Not without a complete listing (`existing`).
+ * command leaves out a file to move or takes one the plan does not move (globs read as the shell reads them). A
+ * command that does the moves already is kept as it is, as is every call where the plan asks for none. Not without
+ * a complete listing (`existing`).
  */
 export function movesForCommands(
   steps: readonly MovingStep[],
@@ -108,36 +118,34 @@ export function movesForCommands(
 ): { calls: PickedCall[]; repairs: Array<{ stepId: string; repair: string }> } {
   const repairs: Array<{ stepId: string; repair: string }> = [];
   if (!existing || !request) return { calls: [...calls], repairs };
-  const have = new Set(existing.map(plainPath));
+  const files = existing.map(plainPath).filter((f) => f && !existing.includes(`${f}/`));
   const out: PickedCall[] = [];
   for (const call of calls) {
     const step = steps.find((s) => s.id === call.stepId);
     const command = call.qualifiedName === RUN_COMMAND ? call.args.command : undefined;
-    if (!step || typeof command !== 'string') {
+    const programs = typeof command === 'string' ? commandPrograms(command) : [];
+    const kinds = new Set(programs.map((c) => c.program).filter((p) => p === 'mv' || p === 'cp'));
+    if (!step || typeof command !== 'string' || kinds.size !== 1) {
       out.push(call);
       continue;
     }
-    const moving = commandPrograms(command).filter((c) => c.program === 'mv' || c.program === 'cp');
-    const programs = new Set(moving.map((c) => c.program));
-    if (programs.size !== 1) {
-      out.push(call);
-      continue;
-    }
-    const operands = moving.flatMap((c) => c.args.filter((a) => !a.startsWith('-')).map(plainPath));
-    const fromFolders = [...new Set(operands.filter((o) => have.has(o)).map(folderOf))];
-    const moves = plannedMoves(step, existing, request, fromFolders);
+    const [program] = [...kinds] as Array<'mv' | 'cp'>;
+    const operands = programs
+      .filter((c) => c.program === program)
+      .flatMap((c) => c.args.filter((a) => !a.startsWith('-')).flatMap((a) => operandFiles(a, files)));
+    const moves = plannedMoves(step, existing, request, [...new Set(operands.map(folderOf))]);
     const sources = new Set(moves.map((m) => m.from));
-    const takenWrongly = operands.some((o) => have.has(o) && !sources.has(o));
-    const leftOut = moves.some((m) => !operands.includes(m.from));
-    if (!moves.length || (!takenWrongly && !leftOut)) {
+    const takenWrongly = operands.some((o) => !sources.has(o));
+    const leftOut = [...sources].some((f) => !operands.includes(f));
+    if (!sources.size || (!takenWrongly && !leftOut)) {
       out.push(call);
       continue;
     }
-    const program = programs.has('mv') ? 'mv' : 'cp';
     out.push({ ...call, args: { ...call.args, command: moveCommand(moves, program) } });
+    const what = moves.map((m) => `${m.from} → ${m.to}`).join(', ');
     repairs.push({
       stepId: call.stepId,
-      repair: `\`${command.slice(0, 200)}\` made the moves the plan asks for: ${moves.map((m) => `${m.from} → ${m.to}`).join(', ')}`,
+      repair: `\`${command.slice(0, 200)}\` made the moves the plan asks for: ${what}`,
     });
   }
   return { calls: out, repairs };

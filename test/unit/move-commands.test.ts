@@ -1,4 +1,4 @@
-import { mentionedKinds, moveCommand, movesForCommands } from '../../activities/llm/move-commands';
+import { movesForCommands, mentionedKinds, moveCommand, operandFiles } from '../../activities/llm/move-commands';
 import type { PickedCall } from '../../common/tools';
 
 const run = (command: string, stepId = 's1'): PickedCall => ({
@@ -94,6 +94,17 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     ]);
     // Nor without a listing.
     expect(commands(movesForCommands([step], tidy, null, request))).toEqual(['mv app.py logs/']);
+  });
+
+  it('globs are read as the shell reads them, from the project folder: a command that moves the files is kept', () => {
+    expect(operandFiles('old/*.log', listing)).toEqual(['old/x.log']);
+    expect(operandFiles('*.log', listing)).toEqual(['debug.log', 'server.log', 'worker.log']);
+    expect(operandFiles('./app.py', listing)).toEqual(['app.py']);
+    expect(operandFiles('gone.txt', listing)).toEqual([]);
+    const step = { id: 's1', instruction: 'Move them.', expect: { changes: ['logs/'] } };
+    expect(commands(movesForCommands([step], [run('mkdir logs && mv *.log logs/')], listing, request))).toEqual([
+      'mkdir logs && mv *.log logs/',
+    ]);
   });
 
   it('a git mv that takes a wrong file is made a mv of the right ones; names a shell would read are quoted', () => {

@@ -7,9 +7,11 @@
  * `logs/` was run as `mv app.py logs/` (the first file of the listing), twice; with the 1.5B model, as
  * `mv app.py debug.log logs/notes.txt server.log worker.log`, and the files stayed where they were. What each part
  * says is sound on its own: the model's program (`mv` or `cp`) says whether the files move or are copied, the plan
- * says where they go (the files it names in the folder, or the folder), and the request which files, where it names
- * them by their kind (`.log`, `*.png`): a file of a kind it does not name stays (the 1.5B plan listed `notes.txt`
- * among the `.log` files to move). No word of the request is looked at: only file names and extensions.
+ * says where they go (the files it names in the folder, or the folder), and the step which files, where it names
+ * them by their kind as the request does (`.log`, `*.png`): a file of another kind stays (the 1.5B plan listed
+ * `notes.txt` among the `.log` files to move). No word of the request is looked at: only file names and extensions.
+ * A request that names a kind to leave out ("all but the .txt files") is read the other way round: the model's own
+ * command is run where it takes files of a named kind only.
  */
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { globToRegExp } from '../../common/glob';
@@ -22,13 +24,13 @@ import { copiesFiles, mirroredFiles, RUN_COMMAND, type CopyingStep } from './sma
 const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
 
 /**
- * The extensions a text names files by, lowercased: `.log` in ".log files", `*.png`, "`.tmp`", ".txt-Dateien";
- * not the extension of a file it names (`config.yml`).
+ * The extensions a text names files by, lowercased: `.log` in ".log files", `*.png`, "`.tmp`", ".txt-Dateien",
+ * "ending in .log."; not the extension of a file it names (`config.yml`, `Node.js`), nor a version (`v1.2`).
  */
 export function mentionedKinds(text: string): string[] {
   const out = new Set<string>();
-  for (const m of text.matchAll(/(?<![\p{L}\p{N}_./-])\*?\.([A-Za-z][A-Za-z0-9]{0,7})(?![\p{L}\p{N}_.])/gu))
-    out.add(m[1]!.toLowerCase());
+  const kind = /(?<![\p{L}\p{N}_./-])\*?\.([A-Za-z][A-Za-z0-9]{0,7})(?![\p{L}\p{N}_]|\.[\p{L}\p{N}])/gu;
+  for (const m of text.matchAll(kind)) out.add(m[1]!.toLowerCase());
   return [...out];
 }
 
@@ -39,41 +41,63 @@ const kindOf = (path: string) => {
 };
 const folderOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
 
-/** The files of `files` a word of a command names, as the shell in the project's folder reads it (`*.log`, `a.txt`). */
+/**
+ * The files of `files` a word of a command names, as the shell in the project's folder reads it: `a.txt`, and a
+ * glob (`*.log`, `docs/?.md`) within one folder, whose `*` and `?` take no name's leading dot.
+ */
 export function operandFiles(word: string, files: readonly string[]): string[] {
   const path = plainPath(word);
-  if (!/[*?[{]/.test(path)) return files.includes(path) ? [path] : [];
-  const re = globToRegExp(`/${path}`);
-  return files.filter((f) => re.test(f));
+  if (!/[*?[]/.test(path)) return files.includes(path) ? [path] : [];
+  const parts = path.replace(/\*\*+/g, '*').split('/');
+  const re = globToRegExp(`/${parts.join('/')}`);
+  return files.filter((f) => {
+    const segs = f.split('/');
+    return (
+      re.test(f) &&
+      segs.length === parts.length &&
+      segs.every((s, i) => !s.startsWith('.') || parts[i]!.startsWith('.'))
+    );
+  });
 }
 
 /** What `movesForCommands` looks at of a step. */
 export type MovingStep = CopyingStep & { id: string };
 
 /** A file to move or copy, and where. */
-interface Move {
+export interface Move {
   from: string;
   to: string;
 }
 
 /**
+ * The kinds of file a step moves: those its title or instruction names that the request names too, or the one kind
+ * the request names. Not a dotfile's name (`.env` is a file of the project, not a kind).
+ */
+function stepKinds(step: MovingStep, request: string, files: readonly string[]): string[] {
+  const dotfiles = new Set(files.map(basename).filter((b) => b.startsWith('.')));
+  const asked = mentionedKinds(request).filter((k) => !dotfiles.has(`.${k}`));
+  const own = mentionedKinds(`${step.title ?? ''}\n${step.instruction ?? ''}`).filter((k) => asked.includes(k));
+  return own.length ? own : asked.length === 1 ? asked : [];
+}
+
+/**
  * The moves a step's plan asks for: each file it names that mirrors one of the project's (the one of that name, or
  * the one of several the step names) from there; or, for a plan that names one folder and no file, each file of the
- * kinds the request names that is in a folder the model's command takes files from (`fromFolders`), into that
- * folder. A file of a kind the request does not name, where it names kinds, is left where it is, unless the request
- * names the file itself.
+ * step's kinds (`stepKinds`) in a folder the model's command takes files from (`fromFolders`), into that folder. A
+ * file of another kind, where the step has kinds, is left where it is, unless the request names the file itself.
+ * None where a move would land on a file the project has or on another move's file, or outside the project.
  */
 export function plannedMoves(
   step: MovingStep,
-  existing: readonly string[],
+  files: readonly string[],
   request: string,
   fromFolders: readonly string[]
 ): Move[] {
-  const kinds = mentionedKinds(request);
+  const kinds = stepKinds(step, request, files);
   const wanted = (f: string) => !kinds.length || kinds.includes(kindOf(f)) || namedFiles([f], request).length > 0;
-  const files = existing.map(plainPath).filter((f) => f && !existing.includes(`${f}/`));
-  const moves: Move[] = [];
+  let moves: Move[] = [];
   const mirrored = copiesFiles(step, files) ? mirroredFiles(plannedFiles(step), files) : [];
+  const folders = plannedFolders(step);
   if (mirrored.length) {
     for (const to of mirrored) {
       const sources = files.filter((f) => basename(f) === basename(to));
@@ -81,34 +105,70 @@ export function plannedMoves(
       const from = sources.length === 1 ? sources[0] : named.length === 1 ? named[0] : undefined;
       if (from && wanted(from)) moves.push({ from, to });
     }
-    return moves;
+  } else if (folders.length === 1 && !plannedFiles(step).length && kinds.length) {
+    const into = folders[0]!;
+    moves = files
+      .filter((f) => kinds.includes(kindOf(f)) && !isWithin(into, f) && fromFolders.includes(folderOf(f)))
+      .map((from) => ({ from, to: `${into}/${basename(from)}` }));
   }
-  const folders = plannedFolders(step);
-  if (folders.length !== 1 || plannedFiles(step).length || !kinds.length) return moves;
-  const into = folders[0]!;
-  for (const from of files) {
-    if (!kinds.includes(kindOf(from)) || isWithin(into, from) || !fromFolders.includes(folderOf(from))) continue;
-    moves.push({ from, to: `${into}/${basename(from)}` });
-  }
-  return moves;
+  const targets = moves.map((m) => m.to);
+  const unsafe = (t: string) => files.includes(t) || t.startsWith('/') || t.split('/').includes('..');
+  return targets.some(unsafe) || new Set(targets).size < targets.length ? [] : moves;
 }
 
-/** The command that makes the moves' folders and moves (`mv`) or copies (`cp -P`) each file. */
-export function moveCommand(moves: readonly Move[], program: 'mv' | 'cp'): string {
+/** The command that makes the moves' folders and moves (`mv`, `git mv`) or copies (`cp -P`) each file. */
+export function moveCommand(moves: readonly Move[], program: 'mv' | 'cp' | 'git mv'): string {
   const folders = [...new Set(moves.map((m) => folderOf(m.to)).filter(Boolean))];
-  const verb = program === 'mv' ? 'mv --' : 'cp -P --';
+  const verb = program === 'cp' ? 'cp -P --' : `${program} --`;
   return [
     ...(folders.length ? [`mkdir -p -- ${folders.map(quoted).join(' ')}`] : []),
     ...moves.map((m) => `${verb} ${quoted(m.from)} ${quoted(m.to)}`),
   ].join(' && ');
 }
 
+/** Programs a line may hold beside its moves for Klea's command to stand for the whole line. */
+const BESIDE = new Set(['mv', 'cp', 'mkdir', 'ls', 'echo', 'true']);
+
 /**
- * The calls with each `run_command` of a step that moves or copies the project's files (its program `mv`, `git mv`
- * or `cp`, one of them) made Klea's command for the moves its plan asks for (`plannedMoves`), where the model's
- * command leaves out a file to move or takes one the plan does not move (globs read as the shell reads them). A
- * command that does the moves already is kept as it is, as is every call where the plan asks for none. Not without
- * a complete listing (`existing`).
+ * A move or copy line as Klea reads it: its program, and the project files its commands take (their sources: not the
+ * folder or file they go to); null where Klea cannot tell what it takes or its command would not stand for the line
+ * (another program, a `cd`, a variable or a substitution, a folder moved whole, both `mv` and `cp`).
+ */
+function readMoves(
+  command: string,
+  files: readonly string[]
+): { program: 'mv' | 'cp' | 'git mv'; from: string[] } | null {
+  const programs = commandPrograms(command);
+  const moving = programs.filter((c) => c.program === 'mv' || c.program === 'cp');
+  const kinds = new Set(moving.map((c) => (c.git ? 'git mv' : c.program)));
+  if (kinds.size !== 1 || programs.some((c) => !BESIDE.has(c.program))) return null;
+  const folders = new Set(
+    files.flatMap((f) =>
+      f
+        .split('/')
+        .slice(0, -1)
+        .map((_, i, a) => a.slice(0, i + 1).join('/'))
+    )
+  );
+  const from: string[] = [];
+  for (const c of moving) {
+    const words = c.args.filter((a) => !a.startsWith('-'));
+    const target = c.args.findIndex((a) => a === '-t' || a === '--target-directory');
+    const sources = target >= 0 ? words.filter((w) => w !== c.args[target + 1]) : words.slice(0, -1);
+    if (sources.some((w) => /[$`]/.test(w) || folders.has(plainPath(w)))) return null;
+    from.push(...sources.flatMap((w) => operandFiles(w, files)));
+  }
+  return { program: [...kinds][0] as 'mv' | 'cp' | 'git mv', from };
+}
+
+/**
+ * The calls with each `run_command` of a step that moves or copies the project's files (`readMoves`) made Klea's
+ * command for the moves its plan asks for (`plannedMoves`), where the model's command leaves out a file to move or
+ * takes one the plan does not move (globs read as the shell reads them); a file of the step's kinds, or one the
+ * request names, is the model's to take too, and goes with the others. Only the sources are compared: a command that
+ * takes the right files is run as it is, wherever it puts them. Another move of the same step in the same pick is
+ * left out, unless it takes a file of the step's kinds that Klea's command did not move. Not for a command run in another folder (`cwd`), nor without a
+ * complete listing (`existing`).
  */
 export function movesForCommands(
   steps: readonly MovingStep[],
@@ -118,34 +178,51 @@ export function movesForCommands(
 ): { calls: PickedCall[]; repairs: Array<{ stepId: string; repair: string }> } {
   const repairs: Array<{ stepId: string; repair: string }> = [];
   if (!existing || !request) return { calls: [...calls], repairs };
-  const files = existing.map(plainPath).filter((f) => f && !existing.includes(`${f}/`));
+  const files = existing.map(plainPath);
   const out: PickedCall[] = [];
+  const moved = new Map<string, Set<string>>();
   for (const call of calls) {
     const step = steps.find((s) => s.id === call.stepId);
     const command = call.qualifiedName === RUN_COMMAND ? call.args.command : undefined;
-    const programs = typeof command === 'string' ? commandPrograms(command) : [];
-    const kinds = new Set(programs.map((c) => c.program).filter((p) => p === 'mv' || p === 'cp'));
-    if (!step || typeof command !== 'string' || kinds.size !== 1) {
+    const cwd = typeof call.args.cwd === 'string' ? plainPath(call.args.cwd) : '';
+    const read = step && typeof command === 'string' && !cwd ? readMoves(command, files) : null;
+    if (!step || !read) {
       out.push(call);
       continue;
     }
-    const [program] = [...kinds] as Array<'mv' | 'cp'>;
-    const operands = programs
-      .filter((c) => c.program === program)
-      .flatMap((c) => c.args.filter((a) => !a.startsWith('-')).flatMap((a) => operandFiles(a, files)));
-    const moves = plannedMoves(step, existing, request, [...new Set(operands.map(folderOf))]);
+    const kinds = stepKinds(step, request, files);
+    const theirs = (f: string) => kinds.includes(kindOf(f)) || namedFiles([f], request).length > 0;
+    // After Klea's command for the step, another move of it in the pick is left out, unless it takes a file of the
+    // step's that was not moved.
+    const done = moved.get(step.id);
+    if (done) {
+      if (read.from.some((f) => !done.has(f) && theirs(f))) out.push(call);
+      continue;
+    }
+    let moves = plannedMoves(step, files, request, [...new Set(read.from.map(folderOf))]);
     const sources = new Set(moves.map((m) => m.from));
-    const takenWrongly = operands.some((o) => !sources.has(o));
-    const leftOut = [...sources].some((f) => !operands.includes(f));
-    if (!sources.size || (!takenWrongly && !leftOut)) {
+    const wrong = read.from.some((f) => !sources.has(f) && !theirs(f));
+    const leftOut = [...sources].some((f) => !read.from.includes(f));
+    if (!moves.length || (!wrong && !leftOut)) {
       out.push(call);
       continue;
     }
-    out.push({ ...call, args: { ...call.args, command: moveCommand(moves, program) } });
+    // The files of the step's kinds the model took beside the plan's go where the plan's go, when that is one folder.
+    const into = [...new Set(moves.map((m) => folderOf(m.to)))];
+    const extra = read.from.filter((f) => !sources.has(f) && theirs(f));
+    if (into.length === 1 && into[0])
+      moves = [...moves, ...extra.map((from) => ({ from, to: `${into[0]}/${basename(from)}` }))];
+    const targets = moves.map((m) => m.to);
+    if (new Set(targets).size < targets.length || targets.some((t) => files.includes(t))) {
+      out.push(call);
+      continue;
+    }
+    moved.set(step.id, new Set(moves.map((m) => m.from)));
+    out.push({ ...call, args: { ...call.args, command: moveCommand(moves, read.program) } });
     const what = moves.map((m) => `${m.from} → ${m.to}`).join(', ');
     repairs.push({
       stepId: call.stepId,
-      repair: `\`${command.slice(0, 200)}\` made the moves the plan asks for: ${what}`,
+      repair: `\`${String(command).slice(0, 200)}\` made the moves the plan asks for: ${what}`,
     });
   }
   return { calls: out, repairs };

@@ -146,13 +146,13 @@ function programOf(words: readonly string[]): { program: string; args: string[];
 
 /**
  * Each simple command of a line as its program and arguments, redirects and the words before its program left out;
- * `git mv` and `git rm` as `mv` and `rm`.
+ * `git mv` and `git rm` as `mv` and `rm`, with `git` true.
  */
-export function commandPrograms(command: string): Array<{ program: string; args: string[] }> {
+export function commandPrograms(command: string): Array<{ program: string; args: string[]; git?: true }> {
   return simpleCommands(command).map((words) => {
     const { program, args } = programOf(words);
     const git = program === 'git' && (args[0] === 'mv' || args[0] === 'rm');
-    return git ? { program: args[0]!, args: args.slice(1) } : { program, args };
+    return git ? { program: args[0]!, args: args.slice(1), git } : { program, args };
   });
 }
 

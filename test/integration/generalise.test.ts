@@ -435,7 +435,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       expect(readFileSync(path.join(p.dir, 'logs', n), 'utf8')).toBe(LOGS[n as keyof typeof LOGS]);
     // The files of other kinds stay; a name is never run.
     expect(readdirSync(p.dir).sort()).toEqual(['app.py', 'logs', 'notes.txt']);
-    expect(existsSync(path.join(p.dir, 'logs', 'pwned'))).toBe(false);
+    expect(existsSync(path.join(p.dir, 'pwned'))).toBe(false);
     const [finished] = await t.eventsOf('step_finished');
     expect(finished).toMatchObject({ status: 'done', calls: [{ tool: 'workspace__run_command', status: 'ok' }] });
     expect(finished.repairs?.[0]).toMatch(/^`mv app\.py logs\/` made the moves the plan asks for: /);

@@ -1,12 +1,12 @@
-import { movesForCommands, mentionedKinds, moveCommand, operandFiles } from '../../activities/llm/move-commands';
+import { mentionedKinds, moveCommand, movesForCommands, operandFiles } from '../../activities/llm/move-commands';
 import type { PickedCall } from '../../common/tools';
 
-const run = (command: string, stepId = 's1'): PickedCall => ({
+const run = (command: string, stepId = 's1', cwd?: string): PickedCall => ({
   stepId,
   server: 'workspace',
   tool: 'run_command',
   qualifiedName: 'workspace__run_command',
-  args: { command },
+  args: { command, ...(cwd ? { cwd } : {}) },
   readOnly: false,
   idempotent: false,
   stepDone: false,
@@ -19,13 +19,34 @@ describe('the kinds of file a request names', () => {
     expect(mentionedKinds('rm *.PNG and `.tmp` ones')).toEqual(['png', 'tmp']);
     expect(mentionedKinds('Lösche alle .txt-Dateien im obersten Ordner.')).toEqual(['txt']);
     expect(mentionedKinds('把所有 .md 文件移到 docs/')).toEqual(['md']);
-    expect(mentionedKinds('Rename config.yml to config.yaml, keep ./run.sh and logs/.')).toEqual([]);
+    expect(mentionedKinds('Move the files ending in .log.')).toEqual(['log']);
+    expect(mentionedKinds('Rename config.yml to config.yaml, keep ./run.sh, Node.js 1.2 and logs/.')).toEqual([]);
+  });
+});
+
+describe('globs as the shell in the project folder reads them', () => {
+  const files = ['a.log', '.hidden.log', 'old/x.log', 'old/deep/y.log', 'b.txt'];
+  it('within one folder, a leading dot only by a dot', () => {
+    expect(operandFiles('*.log', files)).toEqual(['a.log']);
+    expect(operandFiles('.*.log', files)).toEqual(['.hidden.log']);
+    expect(operandFiles('old/*.log', files)).toEqual(['old/x.log']);
+    expect(operandFiles('**/*.log', files)).toEqual(['old/x.log']);
+    expect(operandFiles('./b.txt', files)).toEqual(['b.txt']);
+    expect(operandFiles('gone.txt', files)).toEqual([]);
   });
 });
 
 describe('a command that moves the wrong files moves those the plan does', () => {
-  const listing = ['app.py', 'debug.log', 'notes.txt', 'server.log', 'worker.log', 'old/', 'old/x.log'];
+  const listing = ['app.py', 'debug.log', 'notes.txt', 'server.log', 'worker.log', 'old/x.log'];
   const request = 'There are .log files lying around in the top folder. Move them into a logs/ directory.';
+  const folderStep = {
+    id: 's1',
+    instruction: 'Move .log files into a logs/ directory',
+    expect: { changes: ['logs/'] },
+  };
+  const LOGS_MOVED =
+    "mkdir -p -- 'logs' && mv -- 'debug.log' 'logs/debug.log' && mv -- 'server.log' 'logs/server.log' && " +
+    "mv -- 'worker.log' 'logs/worker.log'";
 
   it('a plan of files in the folder: each moved from the file of its name; a file of another kind stays', () => {
     const step = {
@@ -39,10 +60,7 @@ describe('a command that moves the wrong files moves those the plan does', () =>
       listing,
       request
     );
-    expect(commands(r)).toEqual([
-      "mkdir -p -- 'logs' && mv -- 'debug.log' 'logs/debug.log' && mv -- 'server.log' 'logs/server.log' && " +
-        "mv -- 'worker.log' 'logs/worker.log'",
-    ]);
+    expect(commands(r)).toEqual([LOGS_MOVED]);
     expect(r.calls[0].stepDone).toBe(false);
     expect(r.repairs).toEqual([
       {
@@ -54,17 +72,27 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     ]);
   });
 
-  it('a plan of the folder alone: the files of the kinds named, from the folder the command takes files from', () => {
-    const step = { id: 's1', instruction: 'Move .log files into a logs/ directory', expect: { changes: ['logs/'] } };
-    const r = movesForCommands([step], [run('mv app.py logs/')], listing, request);
+  it('a plan of the folder alone: the files of the step’s kinds, from the folder the command takes files from', () => {
     // old/x.log is in another folder than the one the model's command took from: it stays.
-    expect(commands(r)).toEqual([
-      "mkdir -p -- 'logs' && mv -- 'debug.log' 'logs/debug.log' && mv -- 'server.log' 'logs/server.log' && " +
-        "mv -- 'worker.log' 'logs/worker.log'",
-    ]);
+    expect(commands(movesForCommands([folderStep], [run('mv app.py logs/')], listing, request))).toEqual([LOGS_MOVED]);
+    // Another move of the step in the same pick is left out (its files are moved); another call stays.
+    const twice = movesForCommands(
+      [folderStep],
+      [run('mv app.py logs/'), run('mv app.py logs/'), run('ls')],
+      listing,
+      request
+    );
+    expect(commands(twice)).toEqual([LOGS_MOVED, 'ls']);
+    const again = movesForCommands(
+      [folderStep],
+      [run('mv app.py debug.log logs/'), run('mv server.log logs/')],
+      listing,
+      request
+    );
+    expect(commands(again)).toEqual([LOGS_MOVED]);
   });
 
-  it('the model says copy or move: a cp is made a copy', () => {
+  it('the model says copy or move: a cp is made a copy, a git mv a git mv', () => {
     const step = {
       id: 's1',
       instruction: 'Copy them.',
@@ -74,43 +102,71 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     expect(commands(r)).toEqual([
       "mkdir -p -- 'backup' && cp -P -- 'debug.log' 'backup/debug.log' && cp -P -- 'server.log' 'backup/server.log'",
     ]);
+    const git = movesForCommands([folderStep], [run('git mv -k app.py logs')], listing, request);
+    expect(commands(git)[0]).toBe(LOGS_MOVED.replace(/&& mv --/g, '&& git mv --'));
   });
 
-  it('kept: a command that makes the moves already, one that neither moves nor copies, one of both, or no plan', () => {
-    const step = { id: 's1', instruction: 'Move them.', expect: { changes: ['logs/debug.log', 'logs/server.log'] } };
+  it('a file of the kind the model takes beside the plan’s goes with them; one of the plan’s left out is added', () => {
+    const step = {
+      id: 's1',
+      instruction: 'Move the .log files.',
+      expect: { changes: ['logs/debug.log', 'logs/server.log'] },
+    };
+    // worker.log is not in the plan, but of the kind: the model's command takes the right files and runs as it is.
+    const right = [run('mkdir -p logs && mv *.log logs/')];
+    expect(commands(movesForCommands([step], right, listing, request))).toEqual(['mkdir -p logs && mv *.log logs/']);
+    // Taking app.py too, it is made the plan's moves with worker.log beside them.
+    const r = movesForCommands([step], [run('mv app.py worker.log debug.log logs/')], listing, request);
+    expect(commands(r)).toEqual([
+      LOGS_MOVED.replace(/ && mv -- 'worker.log' 'logs\/worker.log'/, '') + " && mv -- 'worker.log' 'logs/worker.log'",
+    ]);
+  });
+
+  it('kept: what Klea cannot read, a line that does more, a move in another folder, one that would overwrite', () => {
     const kept = [
-      run('mkdir -p logs && mv debug.log server.log logs/'),
-      run('git mv debug.log logs/debug.log && git mv server.log logs/server.log'),
+      run('mkdir -p logs && mv debug.log server.log worker.log logs/'),
       run('mkdir logs'),
       run('cp debug.log a && mv app.py logs/'),
+      run('mv app.py logs/ && git add -A'),
+      run('cd old && mv x.log ../logs/'),
+      run('for f in *.log; do mv "$f" logs/; done'),
+      run('mv old logs'),
+      run('mv -t logs app.py', 's1', 'old'),
       run('mv app.py logs/', 's9'),
     ];
-    expect(commands(movesForCommands([step], kept, listing, request))).toEqual(commands({ calls: kept }));
-    // A plan that names no kinds and one folder: nothing to go by.
-    const folder = { id: 's1', instruction: 'Tidy up.', expect: { changes: ['logs/'] } };
-    const tidy = [run('mv app.py logs/')];
-    expect(commands(movesForCommands([folder], tidy, listing, 'Tidy up the top folder into logs/.'))).toEqual([
+    expect(commands(movesForCommands([folderStep], kept, listing, request))).toEqual(commands({ calls: kept }));
+    // A file of that name in the folder already: the model's command runs, and Klea's never writes over it.
+    const full = [...listing, 'logs/debug.log'];
+    expect(commands(movesForCommands([folderStep], [run('mv app.py logs/')], full, request))).toEqual([
       'mv app.py logs/',
     ]);
+    // A step that names no kind, for a request that names two: nothing to go by.
+    const tidy = { id: 's1', instruction: 'Tidy up.', expect: { changes: ['logs/'] } };
+    const two = 'Move the .log and .txt files into logs/.';
+    expect(commands(movesForCommands([tidy], [run('mv app.py logs/')], listing, two))).toEqual(['mv app.py logs/']);
+    // A dotfile is a file, not a kind.
+    const env = ['.env', 'prod.env', 'app.py'];
+    const dot = { id: 's1', instruction: 'Move .env into config/.', expect: { changes: ['config/'] } };
+    expect(commands(movesForCommands([dot], [run('mv app.py config/')], env, 'Move .env into config/.'))).toEqual([
+      'mv app.py config/',
+    ]);
     // Nor without a listing.
-    expect(commands(movesForCommands([step], tidy, null, request))).toEqual(['mv app.py logs/']);
-  });
-
-  it('globs are read as the shell reads them, from the project folder: a command that moves the files is kept', () => {
-    expect(operandFiles('old/*.log', listing)).toEqual(['old/x.log']);
-    expect(operandFiles('*.log', listing)).toEqual(['debug.log', 'server.log', 'worker.log']);
-    expect(operandFiles('./app.py', listing)).toEqual(['app.py']);
-    expect(operandFiles('gone.txt', listing)).toEqual([]);
-    const step = { id: 's1', instruction: 'Move them.', expect: { changes: ['logs/'] } };
-    expect(commands(movesForCommands([step], [run('mkdir logs && mv *.log logs/')], listing, request))).toEqual([
-      'mkdir logs && mv *.log logs/',
+    expect(commands(movesForCommands([folderStep], [run('mv app.py logs/')], null, request))).toEqual([
+      'mv app.py logs/',
     ]);
   });
 
-  it('a git mv that takes a wrong file is made a mv of the right ones; names a shell would read are quoted', () => {
+  it('-t names where the files go; names a shell would read are quoted', () => {
+    const r = movesForCommands([folderStep], [run('mv -t logs app.py')], listing, request);
+    expect(commands(r)).toEqual([LOGS_MOVED]);
     const step = { id: 's1', instruction: "Move it's.png into img/.", expect: { changes: ["img/it's.png"] } };
-    const r = movesForCommands([step], [run('git mv app.py img/')], ["it's.png", 'app.py'], "Move it's.png into img/.");
-    expect(commands(r)).toEqual([moveCommand([{ from: "it's.png", to: "img/it's.png" }], 'mv')]);
-    expect(commands(r)[0]).toBe("mkdir -p -- 'img' && mv -- 'it'\\''s.png' 'img/it'\\''s.png'");
+    const odd = movesForCommands(
+      [step],
+      [run('git mv app.py img/')],
+      ["it's.png", 'app.py'],
+      "Move it's.png into img/."
+    );
+    expect(commands(odd)).toEqual([moveCommand([{ from: "it's.png", to: "img/it's.png" }], 'git mv')]);
+    expect(commands(odd)[0]).toBe("mkdir -p -- 'img' && git mv -- 'it'\\''s.png' 'img/it'\\''s.png'");
   });
 });

@@ -13,11 +13,12 @@
  * A request that names a kind to leave out ("all but the .txt files") is read the other way round: the model's own
  * command is run where it takes files of a named kind only.
  */
-import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
+import { plainPath, plannedFiles, plannedFolders, type Plan } from '../../common/plan';
 import { globToRegExp } from '../../common/glob';
 import { basename, isWithin } from '../../common/posix-path';
 import type { PickedCall } from '../../common/tools';
 import { namedFiles } from './named-files';
+import { withoutPlanned } from './plan-files';
 import { commandPrograms } from './shell-words';
 import { copiesFiles, mirroredFiles, RUN_COMMAND, type CopyingStep } from './small-model';
 
@@ -114,6 +115,36 @@ export function plannedMoves(
   const targets = moves.map((m) => m.to);
   const unsafe = (t: string) => files.includes(t) || t.startsWith('/') || t.split('/').includes('..');
   return targets.some(unsafe) || new Set(targets).size < targets.length ? [] : moves;
+}
+
+/**
+ * The plan with each file a step moves or copies (a planned file that mirrors one of the project's: `copiesFiles`)
+ * left out of its `expect.changes` where every file it could come from is of another kind than the step's
+ * (`stepKinds`) and the request does not name it; a step none of whose files would stay is left as it is. With the
+ * 1.5B model, `logs/notes.txt` was planned among the `.log` files to move into `logs/`: the three logs were moved,
+ * and the step, not done without the fourth, wrote a `logs/notes.txt` of its own.
+ */
+export function movesOfOtherKinds(
+  plan: Plan,
+  request: string,
+  files: readonly string[]
+): { plan: Plan; repairs: string[] } {
+  const repairs: string[] = [];
+  const steps = plan.steps.map((s) => {
+    const kinds = stepKinds(s, request, files);
+    if (!kinds.length || !copiesFiles(s, files)) return s;
+    const other = mirroredFiles(plannedFiles(s), files).filter((to) =>
+      files.every(
+        (f) => basename(f) !== basename(to) || (!kinds.includes(kindOf(f)) && !namedFiles([f], request).length)
+      )
+    );
+    if (!other.length || other.length === plannedFiles(s).length) return s;
+    repairs.push(
+      `step "${s.id}": expect.changes named ${other.join(', ')}, copies of files of another kind than those it moves: left out`
+    );
+    return withoutPlanned(s, other);
+  });
+  return { plan: { ...plan, steps }, repairs };
 }
 
 /** The command that makes the moves' folders and moves (`mv`, `git mv`) or copies (`cp -P`) each file. */

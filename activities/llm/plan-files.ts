@@ -342,7 +342,7 @@ export function valuesAsChanges(
 }
 
 /** A step with `files` left out of its `expect.changes` (an `expect` left with nothing in it goes). */
-function withoutPlanned(step: PlanStep, files: readonly string[]): PlanStep {
+export function withoutPlanned(step: PlanStep, files: readonly string[]): PlanStep {
   const changes = (step.expect?.changes ?? []).filter((c) => !files.includes(plainPath(c)));
   const { changes: _changes, ...others } = step.expect ?? {};
   return withExpect(step, changes.length ? { ...others, changes } : others);

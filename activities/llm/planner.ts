@@ -31,6 +31,7 @@ import {
   unnamedChanges,
   valuesAsChanges,
 } from './plan-files';
+import { movesOfOtherKinds } from './move-commands';
 import { expectsNote, withoutPlanNotes } from './plan-notes';
 import {
   boundedChecks,
@@ -308,8 +309,9 @@ export async function writePlan(
     : { plan: fixing.plan, repairs: [] };
   const requested = small ? requestedNewFiles(valued.plan, input.request, files) : { plan: valued.plan, repairs: [] };
   const named = small ? unnamedChanges(requested.plan, input.request, files) : { plan: requested.plan, repairs: [] };
+  const kinds = small ? movesOfOtherKinds(named.plan, input.request, files) : { plan: named.plan, repairs: [] };
   const asked = small
-    ? await keepAskedChanges(model, input.request, named.plan, files)
+    ? await keepAskedChanges(model, input.request, kinds.plan, files)
     : { plan: named.plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
   const joined = small ? sameFileSteps(asked.plan) : { plan: asked.plan, repairs: [] };
   const tested = small ? testChecks(joined.plan, files) : { plan: joined.plan, repairs: [] };
@@ -331,6 +333,7 @@ export async function writePlan(
     ...valued.repairs,
     ...requested.repairs,
     ...named.repairs,
+    ...kinds.repairs,
     ...asked.repairs,
     ...joined.repairs,
     ...tested.repairs,

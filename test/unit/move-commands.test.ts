@@ -1,4 +1,11 @@
-import { mentionedKinds, moveCommand, movesForCommands, operandFiles } from '../../activities/llm/move-commands';
+import {
+  mentionedKinds,
+  moveCommand,
+  movesForCommands,
+  movesOfOtherKinds,
+  operandFiles,
+} from '../../activities/llm/move-commands';
+import { plan, step } from '../support/task-driver';
 import type { PickedCall } from '../../common/tools';
 
 const run = (command: string, stepId = 's1', cwd?: string): PickedCall => ({
@@ -168,5 +175,29 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     );
     expect(commands(odd)).toEqual([moveCommand([{ from: "it's.png", to: "img/it's.png" }], 'git mv')]);
     expect(commands(odd)[0]).toBe("mkdir -p -- 'img' && git mv -- 'it'\\''s.png' 'img/it'\\''s.png'");
+  });
+});
+
+describe('a plan that moves a file of another kind among those of the kind the step moves', () => {
+  const files = ['app.py', 'debug.log', 'notes.txt', 'server.log'];
+  const request = 'Move the .log files into logs/.';
+  const moving = (changes: string[], instruction = 'Move all .log files into logs/.') =>
+    plan([step('s1', instruction, { expect: { changes } })]);
+
+  it('leaves that file out of the step, with a repair', () => {
+    const r = movesOfOtherKinds(moving(['logs/debug.log', 'logs/notes.txt', 'logs/server.log']), request, files);
+    expect(r.plan.steps[0].expect).toEqual({ changes: ['logs/debug.log', 'logs/server.log'] });
+    expect(r.repairs).toEqual([
+      'step "s1": expect.changes named logs/notes.txt, copies of files of another kind than those it moves: left out',
+    ]);
+  });
+
+  it('keeps it where the request names it, where the step has no kind, or where no file would stay', () => {
+    const both = moving(['logs/debug.log', 'logs/notes.txt']);
+    expect(movesOfOtherKinds(both, 'Move the .log files and notes.txt into logs/.', files).plan).toEqual(both);
+    const tidy = moving(['logs/debug.log', 'logs/notes.txt'], 'Tidy the top folder into logs/.');
+    expect(movesOfOtherKinds(tidy, 'Move the .log and .py files into logs/.', files).plan).toEqual(tidy);
+    const lone = moving(['logs/notes.txt'], 'Move notes.txt into logs/.');
+    expect(movesOfOtherKinds(lone, request, files).plan).toEqual(lone);
   });
 });

@@ -17,6 +17,7 @@
  *   (not a check that pipes output into another command).
  * - `readsFirst`: a step that expects nothing reads a file its instruction names that no prompt could show.
  * - `readsBeforeBlindWrites`: a `write_file` over an existing file the model has not seen reads it first.
+ * - moves (./move-commands): a `mv` or `cp` that takes the wrong files moves those the plan does.
  */
 import {
   changesSomething,

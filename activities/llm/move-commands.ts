@@ -108,8 +108,10 @@ export function plannedMoves(
     }
   } else if (folders.length === 1 && !plannedFiles(step).length && kinds.length) {
     const into = folders[0]!;
+    // A name with a leading dot only where the request names it: `*.log` leaves `.hidden.log` where it is.
+    const hidden = (f: string) => basename(f).startsWith('.') && !namedFiles([f], request).length;
     moves = files
-      .filter((f) => kinds.includes(kindOf(f)) && !isWithin(into, f) && fromFolders.includes(folderOf(f)))
+      .filter((f) => kinds.includes(kindOf(f)) && !hidden(f) && !isWithin(into, f) && fromFolders.includes(folderOf(f)))
       .map((from) => ({ from, to: `${into}/${basename(from)}` }));
   }
   const targets = moves.map((m) => m.to);
@@ -119,8 +121,9 @@ export function plannedMoves(
 
 /**
  * The plan with each file a step moves or copies (a planned file that mirrors one of the project's: `copiesFiles`)
- * left out of its `expect.changes` where every file it could come from is of another kind than the step's
- * (`stepKinds`) and the request does not name it; a step none of whose files would stay is left as it is. With the
+ * left out of its `expect.changes` where every file it could come from is of a kind the request does not name, in a
+ * step that has kinds (`stepKinds`), and the request names neither it nor them; a step that would then copy no more
+ * (`copiesFiles`: one file left, which it does not name) is left as it is. With the
  * 1.5B model, `logs/notes.txt` was planned among the `.log` files to move into `logs/`: the three logs were moved,
  * and the step, not done without the fourth, wrote a `logs/notes.txt` of its own.
  */
@@ -133,12 +136,15 @@ export function movesOfOtherKinds(
   const steps = plan.steps.map((s) => {
     const kinds = stepKinds(s, request, files);
     if (!kinds.length || !copiesFiles(s, files)) return s;
-    const other = mirroredFiles(plannedFiles(s), files).filter((to) =>
-      files.every(
-        (f) => basename(f) !== basename(to) || (!kinds.includes(kindOf(f)) && !namedFiles([f], request).length)
-      )
+    // Of no kind the request names, and not named by it (by the file's name or the new path).
+    const asked = mentionedKinds(request);
+    const named = (f: string) => namedFiles([f], request).length > 0 || request.includes(f);
+    const other = mirroredFiles(plannedFiles(s), files).filter(
+      (to) =>
+        !named(to) && files.every((f) => basename(f) !== basename(to) || (!asked.includes(kindOf(f)) && !named(f)))
     );
-    if (!other.length || other.length === plannedFiles(s).length) return s;
+    // A step left with one file of its own is no copy any more (`copiesFiles`): it would be written from nothing.
+    if (!other.length || !copiesFiles(withoutPlanned(s, other), files)) return s;
     repairs.push(
       `step "${s.id}": expect.changes named ${other.join(', ')}, copies of files of another kind than those it moves: left out`
     );
@@ -163,7 +169,7 @@ const BESIDE = new Set(['mv', 'cp', 'mkdir', 'ls', 'echo', 'true']);
 /**
  * A move or copy line as Klea reads it: its program, and the project files its commands take (their sources: not the
  * folder or file they go to); null where Klea cannot tell what it takes or its command would not stand for the line
- * (another program, a `cd`, a variable or a substitution, a folder moved whole, both `mv` and `cp`).
+ * (another program, a `cd`, a redirect, a variable or a substitution, a folder moved whole, both `mv` and `cp`).
  */
 function readMoves(
   command: string,
@@ -172,7 +178,7 @@ function readMoves(
   const programs = commandPrograms(command);
   const moving = programs.filter((c) => c.program === 'mv' || c.program === 'cp');
   const kinds = new Set(moving.map((c) => (c.git ? 'git mv' : c.program)));
-  if (kinds.size !== 1 || programs.some((c) => !BESIDE.has(c.program))) return null;
+  if (kinds.size !== 1 || programs.some((c) => !BESIDE.has(c.program) || c.redirects)) return null;
   const folders = new Set(
     files.flatMap((f) =>
       f
@@ -185,7 +191,8 @@ function readMoves(
   for (const c of moving) {
     const words = c.args.filter((a) => !a.startsWith('-'));
     const target = c.args.findIndex((a) => a === '-t' || a === '--target-directory');
-    const sources = target >= 0 ? words.filter((w) => w !== c.args[target + 1]) : words.slice(0, -1);
+    const joined = c.args.some((a) => /^(?:--target-directory=|-t.)/.test(a));
+    const sources = joined ? words : target >= 0 ? words.filter((w) => w !== c.args[target + 1]) : words.slice(0, -1);
     if (sources.some((w) => /[$`]/.test(w) || folders.has(plainPath(w)))) return null;
     from.push(...sources.flatMap((w) => operandFiles(w, files)));
   }
@@ -198,7 +205,8 @@ function readMoves(
  * takes one the plan does not move (globs read as the shell reads them); a file of the step's kinds, or one the
  * request names, is the model's to take too, and goes with the others. Only the sources are compared: a command that
  * takes the right files is run as it is, wherever it puts them. Another move of the same step in the same pick is
- * left out, unless it takes a file of the step's kinds that Klea's command did not move. Not for a command run in another folder (`cwd`), nor without a
+ * left out. Left as written: a move of two or more files none of the step's kinds where the plan names a folder (a
+ * request to move all but a kind), and a command run in another folder (`cwd`); and nothing without a
  * complete listing (`existing`).
  */
 export function movesForCommands(
@@ -211,7 +219,7 @@ export function movesForCommands(
   if (!existing || !request) return { calls: [...calls], repairs };
   const files = existing.map(plainPath);
   const out: PickedCall[] = [];
-  const moved = new Map<string, Set<string>>();
+  const moved = new Map<string, number>();
   for (const call of calls) {
     const step = steps.find((s) => s.id === call.stepId);
     const command = call.qualifiedName === RUN_COMMAND ? call.args.command : undefined;
@@ -223,11 +231,19 @@ export function movesForCommands(
     }
     const kinds = stepKinds(step, request, files);
     const theirs = (f: string) => kinds.includes(kindOf(f)) || namedFiles([f], request).length > 0;
-    // After Klea's command for the step, another move of it in the pick is left out, unless it takes a file of the
-    // step's that was not moved.
-    const done = moved.get(step.id);
-    if (done) {
-      if (read.from.some((f) => !done.has(f) && theirs(f))) out.push(call);
+    // After Klea's command for the step, another move of it in the pick is left out (its word on whether the step is
+    // done goes to Klea's command).
+    const replaced = moved.get(step.id);
+    if (replaced !== undefined) {
+      const { stepDone: _was, ...rest } = out[replaced]!;
+      out[replaced] = call.stepDone === false ? { ...rest, stepDone: false } : rest;
+      continue;
+    }
+    // Files of another kind only, where the plan names a folder and no file: a move that leaves the step's kinds out
+    // ("all but the .txt files") as much as a wrong one. Two or more such files are the model's choice; one (the
+    // listing's first file) is taken for a mistake.
+    if (!copiesFiles(step, files) && read.from.length >= 2 && !read.from.some(theirs)) {
+      out.push(call);
       continue;
     }
     let moves = plannedMoves(step, files, request, [...new Set(read.from.map(folderOf))]);
@@ -248,7 +264,7 @@ export function movesForCommands(
       out.push(call);
       continue;
     }
-    moved.set(step.id, new Set(moves.map((m) => m.from)));
+    moved.set(step.id, out.length);
     out.push({ ...call, args: { ...call.args, command: moveCommand(moves, read.program) } });
     const what = moves.map((m) => `${m.from} → ${m.to}`).join(', ');
     repairs.push({

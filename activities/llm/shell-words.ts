@@ -146,13 +146,16 @@ function programOf(words: readonly string[]): { program: string; args: string[];
 
 /**
  * Each simple command of a line as its program and arguments, redirects and the words before its program left out;
- * `git mv` and `git rm` as `mv` and `rm`, with `git` true.
+ * `git mv` and `git rm` as `mv` and `rm`, with `git` true; with how many files it writes by redirects.
  */
-export function commandPrograms(command: string): Array<{ program: string; args: string[]; git?: true }> {
+export function commandPrograms(
+  command: string
+): Array<{ program: string; args: string[]; git?: true; redirects: number }> {
   return simpleCommands(command).map((words) => {
-    const { program, args } = programOf(words);
+    const { program, args, targets } = programOf(words);
     const git = program === 'git' && (args[0] === 'mv' || args[0] === 'rm');
-    return git ? { program: args[0]!, args: args.slice(1), git } : { program, args };
+    const redirects = targets.length;
+    return git ? { program: args[0]!, args: args.slice(1), git, redirects } : { program, args, redirects };
   });
 }
 

@@ -125,7 +125,8 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     // Taking app.py too, it is made the plan's moves with worker.log beside them.
     const r = movesForCommands([step], [run('mv app.py worker.log debug.log logs/')], listing, request);
     expect(commands(r)).toEqual([
-      LOGS_MOVED.replace(/ && mv -- 'worker.log' 'logs\/worker.log'/, '') + " && mv -- 'worker.log' 'logs/worker.log'",
+      "mkdir -p -- 'logs' && mv -- 'debug.log' 'logs/debug.log' && mv -- 'server.log' 'logs/server.log' && " +
+        "mv -- 'worker.log' 'logs/worker.log'",
     ]);
   });
 
@@ -135,13 +136,23 @@ describe('a command that moves the wrong files moves those the plan does', () =>
       run('mkdir logs'),
       run('cp debug.log a && mv app.py logs/'),
       run('mv app.py logs/ && git add -A'),
-      run('cd old && mv x.log ../logs/'),
-      run('for f in *.log; do mv "$f" logs/; done'),
-      run('mv old logs'),
+      // Each of these would be made Klea's command but for the rule that keeps it.
+      run('cd . && mv app.py logs/'),
+      run('mv "$f" app.py logs/'),
+      run('mv old debug.log logs/'),
+      run('echo moved > notes.txt && mv app.py logs/'),
+      run('mv --target-directory=logs debug.log server.log worker.log'),
+      // All but the .log files: two files of other kinds are the model's choice.
+      run('mkdir -p logs && mv app.py notes.txt logs/'),
       run('mv -t logs app.py', 's1', 'old'),
       run('mv app.py logs/', 's9'),
     ];
     expect(commands(movesForCommands([folderStep], kept, listing, request))).toEqual(commands({ calls: kept }));
+    // A name with a leading dot stays where the glob left it.
+    const dotted = [...listing, '.hidden.log'];
+    expect(commands(movesForCommands([folderStep], [run('mv *.log logs/')], dotted, request))).toEqual([
+      'mv *.log logs/',
+    ]);
     // A file of that name in the folder already: the model's command runs, and Klea's never writes over it.
     const full = [...listing, 'logs/debug.log'];
     expect(commands(movesForCommands([folderStep], [run('mv app.py logs/')], full, request))).toEqual([
@@ -192,12 +203,19 @@ describe('a plan that moves a file of another kind among those of the kind the s
     ]);
   });
 
-  it('keeps it where the request names it, where the step has no kind, or where no file would stay', () => {
+  it('keeps it where the request names it or its kind, where the step has no kind, or where it would copy no more', () => {
     const both = moving(['logs/debug.log', 'logs/notes.txt']);
     expect(movesOfOtherKinds(both, 'Move the .log files and notes.txt into logs/.', files).plan).toEqual(both);
     const tidy = moving(['logs/debug.log', 'logs/notes.txt'], 'Tidy the top folder into logs/.');
     expect(movesOfOtherKinds(tidy, 'Move the .log and .py files into logs/.', files).plan).toEqual(tidy);
+    const kinds = moving(['logs/debug.log', 'logs/notes.txt', 'logs/server.log']);
+    expect(movesOfOtherKinds(kinds, 'Move the .log files into logs/ and the .txt files too.', files).plan).toEqual(
+      kinds
+    );
     const lone = moving(['logs/notes.txt'], 'Move notes.txt into logs/.');
     expect(movesOfOtherKinds(lone, request, files).plan).toEqual(lone);
+    // One .log file left, which the step does not name: it would no more be a copy, but a file written from nothing.
+    const one = moving(['logs/debug.log', 'logs/notes.txt']);
+    expect(movesOfOtherKinds(one, request, files).plan).toEqual(one);
   });
 });

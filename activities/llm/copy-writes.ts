@@ -5,7 +5,7 @@
 import { plainPath, plannedFiles } from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { namedFiles } from './named-files';
+import { kindOf, mentionedKinds, namedFiles } from './named-files';
 import { fileChanges } from './shell-words';
 import { CHANGES_FILE, copiesFiles, RUN_COMMAND, type CopyingStep } from './small-model';
 
@@ -23,7 +23,7 @@ const BINARY =
  * only make such a file up: with the 1.5B model, moving two images into a folder was done by writing each anew with
  * a line of text the model guessed. A copy loses nothing: where the request wanted a move, the file copied is still
  * there to remove; a write after the step's own command that moved or copied the file is left out. A text file of the same name is written as the model writes it (a README.md of its own in each
- * of two folders is no copy of the project's). Not without a complete listing (`existing`), nor where `run_command`
+ * of two folders is no copy of the project's), unless the step names its kind (".md files"). Not without a complete listing (`existing`), nor where `run_command`
  * is not offered.
  */
 export function copiesForWrites(
@@ -45,7 +45,8 @@ export function copiesForWrites(
       !!step &&
       !!target &&
       CHANGES_FILE.has(call.qualifiedName) &&
-      BINARY.test(target) &&
+      (BINARY.test(target) ||
+        mentionedKinds(`${step.title ?? ''}\n${step.instruction ?? ''}`).includes(kindOf(target))) &&
       !have.has(target) &&
       plannedFiles(step).includes(target) &&
       // Judged as when the step began: a file it has copied already is no file the project had.

@@ -17,29 +17,13 @@ import { plainPath, plannedFiles, plannedFolders, type Plan } from '../../common
 import { globToRegExp } from '../../common/glob';
 import { basename, isWithin } from '../../common/posix-path';
 import type { PickedCall } from '../../common/tools';
-import { namedFiles } from './named-files';
+import { kindOf, mentionedKinds, namedFiles } from './named-files';
 import { withoutPlanned } from './plan-files';
 import { commandPrograms } from './shell-words';
 import { copiesFiles, mirroredFiles, RUN_COMMAND, type CopyingStep } from './small-model';
 
 const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
 
-/**
- * The extensions a text names files by, lowercased: `.log` in ".log files", `*.png`, "`.tmp`", ".txt-Dateien",
- * "ending in .log."; not the extension of a file it names (`config.yml`, `Node.js`), nor a version (`v1.2`).
- */
-export function mentionedKinds(text: string): string[] {
-  const out = new Set<string>();
-  const kind = /(?<![\p{L}\p{N}_./-])\*?\.([A-Za-z][A-Za-z0-9]{0,7})(?![\p{L}\p{N}_]|\.[\p{L}\p{N}])/gu;
-  for (const m of text.matchAll(kind)) out.add(m[1]!.toLowerCase());
-  return [...out];
-}
-
-const kindOf = (path: string) => {
-  const base = basename(path);
-  const dot = base.lastIndexOf('.');
-  return dot > 0 ? base.slice(dot + 1).toLowerCase() : '';
-};
 const folderOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
 
 /**

@@ -150,3 +150,21 @@ export function readInFull(calls: readonly ReadCall[], path: string): NamedFile 
   }
   return null;
 }
+
+/**
+ * The extensions a text names files by, lowercased: `.log` in ".log files", `*.png`, "`.tmp`", ".txt-Dateien",
+ * "ending in .log."; not the extension of a file it names (`config.yml`, `Node.js`), nor a version (`v1.2`).
+ */
+export function mentionedKinds(text: string): string[] {
+  const out = new Set<string>();
+  const kind = /(?<![\p{L}\p{N}_./-])\*?\.([A-Za-z][A-Za-z0-9]{0,7})(?![\p{L}\p{N}_]|\.[\p{L}\p{N}])/gu;
+  for (const m of text.matchAll(kind)) out.add(m[1]!.toLowerCase());
+  return [...out];
+}
+
+/** A file's extension, lowercased (`log` of `logs/a.LOG`); none for a dotfile (`.env`). */
+export const kindOf = (path: string) => {
+  const base = path.slice(path.lastIndexOf('/') + 1);
+  const dot = base.lastIndexOf('.');
+  return dot > 0 ? base.slice(dot + 1).toLowerCase() : '';
+};

@@ -30,7 +30,7 @@ import {
 } from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
-import { isCut, isWhole, namedFiles, type NamedFile } from './named-files';
+import { isCut, isWhole, kindOf, mentionedKinds, namedFiles, type NamedFile } from './named-files';
 import { piped } from './shell-words';
 import type { OpenAIFunction } from './structured-output';
 
@@ -68,7 +68,8 @@ export interface CopyingStep {
 /**
  * Whether a step is to copy or move files the project has: every file its plan creates has the name of one the
  * project has in another folder, and there are several, or the step names the one it mirrors (`notes.txt` for
- * `archive/notes.txt`). Their content is that of the files they mirror, which a command copies or moves whole and a
+ * `archive/notes.txt`) or its kind (".md files": with the 1.5B model, a move of the `.md` files of a folder planned
+ * one of them in the new folder, and it was written from nothing). Their content is that of the files they mirror, which a command copies or moves whole and a
  * write from nothing can only make up: a small model planned moving files into a folder as creating each of them
  * there, each was written as a placeholder line, and the files stayed where they were. A lone file named as
  * another (`docs/README.md`, `tests/__init__.py`) is a new file like any other.
@@ -79,7 +80,8 @@ export function copiesFiles(step: CopyingStep, existing: readonly string[] | nul
   if (!planned.length || mirrored.length < planned.length || !existing) return false;
   if (mirrored.length >= 2) return true;
   const sources = existing.filter((f) => mirrored.some((m) => basename(m) === basename(f)));
-  return namedFiles(sources, `${step.title ?? ''}\n${step.instruction ?? ''}`).length > 0;
+  const text = `${step.title ?? ''}\n${step.instruction ?? ''}`;
+  return namedFiles(sources, text).length > 0 || sources.some((f) => mentionedKinds(text).includes(kindOf(f)));
 }
 
 /**

@@ -1,12 +1,13 @@
-import {
-  mentionedKinds,
-  moveCommand,
-  movesForCommands,
-  movesOfOtherKinds,
-  operandFiles,
-} from '../../activities/llm/move-commands';
+import { moveCommand, movesForCommands, movesOfOtherKinds, operandFiles } from '../../activities/llm/move-commands';
+import { mentionedKinds } from '../../activities/llm/named-files';
 import { plan, step } from '../support/task-driver';
-import type { PickedCall } from '../../common/tools';
+import { copiesForWrites } from '../../activities/llm/copy-writes';
+import { copiesFiles } from '../../activities/llm/small-model';
+import { describeTool, type PickedCall } from '../../common/tools';
+
+const workspace = ['read_file', 'write_file', 'edit_file', 'run_command'].map((name) =>
+  describeTool('workspace', { name, description: name, inputSchema: { type: 'object', properties: {} } })
+);
 
 const run = (command: string, stepId = 's1', cwd?: string): PickedCall => ({
   stepId,
@@ -214,8 +215,38 @@ describe('a plan that moves a file of another kind among those of the kind the s
     );
     const lone = moving(['logs/notes.txt'], 'Move notes.txt into logs/.');
     expect(movesOfOtherKinds(lone, request, files).plan).toEqual(lone);
-    // One .log file left, which the step does not name: it would no more be a copy, but a file written from nothing.
-    const one = moving(['logs/debug.log', 'logs/notes.txt']);
+    // One .log file left, whose name and kind the step does not name: it would no more be a copy, but a file written
+    // from nothing. Where the step names the kind, it still is one.
+    const one = moving(['logs/debug.log', 'logs/notes.txt'], 'Move them into logs/.');
     expect(movesOfOtherKinds(one, request, files).plan).toEqual(one);
+    const ofKind = moving(['logs/debug.log', 'logs/notes.txt']);
+    expect(movesOfOtherKinds(ofKind, request, files).plan.steps[0].expect).toEqual({ changes: ['logs/debug.log'] });
+  });
+});
+
+describe('a lone planned file that mirrors one of the kind its step names', () => {
+  it('is a copy: the step copies or moves it, and a write aimed at it copies the file', () => {
+    const files = ['docs/intro.md', 'docs/setup.md', 'docs/logo.png', 'README.md'];
+    const moving = {
+      id: 's2',
+      instruction: 'Move all the .md files from the docs/ directory to the docs/guide/ folder.',
+      expect: { changes: ['docs/guide/intro.md'] },
+    };
+    expect(copiesFiles(moving, files)).toBe(true);
+    // The control: a lone README.md of its own in a folder, for a step that names no kind, is a new file.
+    expect(
+      copiesFiles(
+        { ...moving, instruction: 'Write a README for docs/.', expect: { changes: ['docs/README.md'] } },
+        files
+      )
+    ).toBe(false);
+    const write: PickedCall = {
+      ...run('x', 's2'),
+      tool: 'write_file',
+      qualifiedName: 'workspace__write_file',
+      args: { path: 'docs/guide/intro.md', content: '# made up' },
+    };
+    const r = copiesForWrites([moving], [write], workspace, files);
+    expect(commands(r)).toEqual(["mkdir -p -- 'docs/guide' && cp -P -- 'docs/intro.md' 'docs/guide/intro.md'"]);
   });
 });

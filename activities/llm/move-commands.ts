@@ -187,7 +187,7 @@ function readMoves(
  * The calls with each `run_command` of a step that moves or copies the project's files (`readMoves`) made Klea's
  * command for the moves its plan asks for (`plannedMoves`), where the model's command leaves out a file to move or
  * takes one the plan does not move (globs read as the shell reads them); a file of the step's kinds, or one the
- * request names, is the model's to take too, and goes with the others. Only the sources are compared: a command that
+ * request names, is the model's to take too (no reason to replace the command), but not one Klea's command moves. Only the sources are compared: a command that
  * takes the right files is run as it is, wherever it puts them. Another move of the same step in the same pick is
  * left out. Left as written: a move of two or more files none of the step's kinds where the plan names a folder (a
  * request to move all but a kind), and a command run in another folder (`cwd`); and nothing without a
@@ -230,7 +230,7 @@ export function movesForCommands(
       out.push(call);
       continue;
     }
-    let moves = plannedMoves(step, files, request, [...new Set(read.from.map(folderOf))]);
+    const moves = plannedMoves(step, files, request, [...new Set(read.from.map(folderOf))]);
     const sources = new Set(moves.map((m) => m.from));
     const wrong = read.from.some((f) => !sources.has(f) && !theirs(f));
     const leftOut = [...sources].some((f) => !read.from.includes(f));
@@ -238,11 +238,8 @@ export function movesForCommands(
       out.push(call);
       continue;
     }
-    // The files of the step's kinds the model took beside the plan's go where the plan's go, when that is one folder.
-    const into = [...new Set(moves.map((m) => folderOf(m.to)))];
-    const extra = read.from.filter((f) => !sources.has(f) && theirs(f));
-    if (into.length === 1 && into[0])
-      moves = [...moves, ...extra.map((from) => ({ from, to: `${into[0]}/${basename(from)}` }))];
+    // A file of the step's kinds the model took beside the plan's is left where it is: with the 1.5B model, a step
+    // planned to move notes/c.csv took a.csv too, the file of another step, and would have put it in notes' folder.
     const targets = moves.map((m) => m.to);
     if (new Set(targets).size < targets.length || targets.some((t) => files.includes(t))) {
       out.push(call);

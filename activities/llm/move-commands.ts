@@ -158,7 +158,7 @@ const BESIDE = new Set(['mv', 'cp', 'mkdir', 'ls', 'echo', 'true']);
 function readMoves(
   command: string,
   files: readonly string[]
-): { program: 'mv' | 'cp' | 'git mv'; from: string[] } | null {
+): { program: 'mv' | 'cp' | 'git mv'; from: string[]; makes: string[] } | null {
   const programs = commandPrograms(command);
   const moving = programs.filter((c) => c.program === 'mv' || c.program === 'cp');
   const kinds = new Set(moving.map((c) => (c.git ? 'git mv' : c.program)));
@@ -180,14 +180,19 @@ function readMoves(
     if (sources.some((w) => /[$`]/.test(w) || folders.has(plainPath(w)))) return null;
     from.push(...sources.flatMap((w) => operandFiles(w, files)));
   }
-  return { program: [...kinds][0] as 'mv' | 'cp' | 'git mv', from };
+  // The folders the line makes itself (`mkdir -p logs && mv …`).
+  const makes = programs
+    .filter((c) => c.program === 'mkdir')
+    .flatMap((c) => c.args.filter((a) => !a.startsWith('-')).map(plainPath));
+  return { program: [...kinds][0] as 'mv' | 'cp' | 'git mv', from, makes };
 }
 
 /**
  * The calls with each `run_command` of a step that moves or copies the project's files (`readMoves`) made Klea's
  * command for the moves its plan asks for (`plannedMoves`), where the model's command leaves out a file to move or
  * takes one the plan does not move (globs read as the shell reads them); a file of the step's kinds, or one the
- * request names, is the model's to take too (no reason to replace the command), but not one Klea's command moves. Only the sources are compared: a command that
+ * request names, is the model's to take too (no reason to replace the command), but not one Klea's command moves.
+ * So is a command that takes the right files into a folder the project does not have yet (Klea's makes it first). Only the sources are compared: a command that
  * takes the right files is run as it is, wherever it puts them. Another move of the same step in the same pick is
  * left out. Left as written: a move of two or more files none of the step's kinds where the plan names a folder (a
  * request to move all but a kind), and a command run in another folder (`cwd`); and nothing without a
@@ -234,7 +239,11 @@ export function movesForCommands(
     const sources = new Set(moves.map((m) => m.from));
     const wrong = read.from.some((f) => !sources.has(f) && !theirs(f));
     const leftOut = [...sources].some((f) => !read.from.includes(f));
-    if (!moves.length || (!wrong && !leftOut)) {
+    // A folder the moves go to that the project does not have yet: `mv shot1.jpg images/` failed on it, again and
+    // again (with the 1.5B model); Klea's command makes it first.
+    const made = (d: string) => !d || files.some((f) => isWithin(d, f)) || read.makes.some((m) => isWithin(d, m));
+    const unmade = moves.some((m) => !made(folderOf(m.to)));
+    if (!moves.length || (!wrong && !leftOut && !unmade)) {
       out.push(call);
       continue;
     }

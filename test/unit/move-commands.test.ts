@@ -122,7 +122,24 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     };
     // worker.log is not in the plan, but of the kind: the model's command takes the right files and runs as it is.
     const right = [run('mkdir -p logs && mv *.log logs/')];
-    expect(commands(movesForCommands([step], right, listing, request))).toEqual(['mkdir -p logs && mv *.log logs/']);
+    const made = [...listing, 'logs/.keep'];
+    expect(commands(movesForCommands([step], right, made, request))).toEqual(['mkdir -p logs && mv *.log logs/']);
+    // The right file into a folder not there yet: made first.
+    const images = { id: 's1', instruction: 'Move shot1.jpg into images/.', expect: { changes: ['images/shot1.jpg'] } };
+    const shots = ['shot1.jpg', 'shot2.jpg', 'page.md'];
+    expect(
+      commands(movesForCommands([images], [run('mv shot1.jpg images/')], shots, 'Move shot1.jpg into images/.'))
+    ).toEqual(["mkdir -p -- 'images' && mv -- 'shot1.jpg' 'images/shot1.jpg'"]);
+    expect(
+      commands(
+        movesForCommands(
+          [images],
+          [run('mv shot1.jpg images/')],
+          [...shots, 'images/a.jpg'],
+          'Move shot1.jpg into images/.'
+        )
+      )
+    ).toEqual(['mv shot1.jpg images/']);
     // Taking app.py too, it is made the plan's moves alone: worker.log may be another step's.
     const r = movesForCommands([step], [run('mv app.py worker.log debug.log logs/')], listing, request);
     expect(commands(r)).toEqual([
@@ -147,9 +164,11 @@ describe('a command that moves the wrong files moves those the plan does', () =>
       run('mv -t logs app.py', 's1', 'old'),
       run('mv app.py logs/', 's9'),
     ];
-    expect(commands(movesForCommands([folderStep], kept, listing, request))).toEqual(commands({ calls: kept }));
+    // (logs/ is there: a move into a folder not there yet is made Klea's command, which makes it.)
+    const there = [...listing, 'logs/.keep'];
+    expect(commands(movesForCommands([folderStep], kept, there, request))).toEqual(commands({ calls: kept }));
     // A name with a leading dot stays where the glob left it.
-    const dotted = [...listing, '.hidden.log'];
+    const dotted = [...there, '.hidden.log'];
     expect(commands(movesForCommands([folderStep], [run('mv *.log logs/')], dotted, request))).toEqual([
       'mv *.log logs/',
     ]);

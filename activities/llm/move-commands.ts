@@ -158,7 +158,7 @@ const BESIDE = new Set(['mv', 'cp', 'mkdir', 'ls', 'echo', 'true']);
 function readMoves(
   command: string,
   files: readonly string[]
-): { program: 'mv' | 'cp' | 'git mv'; from: string[]; makes: string[] } | null {
+): { program: 'mv' | 'cp' | 'git mv'; from: string[]; makes: string[]; into: string[] } | null {
   const programs = commandPrograms(command);
   const moving = programs.filter((c) => c.program === 'mv' || c.program === 'cp');
   const kinds = new Set(moving.map((c) => (c.git ? 'git mv' : c.program)));
@@ -172,6 +172,7 @@ function readMoves(
     )
   );
   const from: string[] = [];
+  const into: string[] = [];
   for (const c of moving) {
     const words = c.args.filter((a) => !a.startsWith('-'));
     const target = c.args.findIndex((a) => a === '-t' || a === '--target-directory');
@@ -179,20 +180,26 @@ function readMoves(
     const sources = joined ? words : target >= 0 ? words.filter((w) => w !== c.args[target + 1]) : words.slice(0, -1);
     if (sources.some((w) => /[$`]/.test(w) || folders.has(plainPath(w)))) return null;
     from.push(...sources.flatMap((w) => operandFiles(w, files)));
+    // Where they go: the folder named (`-t logs`, `logs/`), or the one a file is renamed into.
+    const given =
+      c.args.find((a) => /^--target-directory=/.test(a))?.slice(19) ?? c.args.find((a) => /^-t./.test(a))?.slice(2);
+    const last = target >= 0 ? c.args[target + 1] : (given ?? words.at(-1));
+    if (last !== undefined)
+      into.push(target >= 0 || given || last.endsWith('/') ? plainPath(last) : folderOf(plainPath(last)));
   }
   // The folders the line makes itself (`mkdir -p logs && mv …`).
   const makes = programs
     .filter((c) => c.program === 'mkdir')
     .flatMap((c) => c.args.filter((a) => !a.startsWith('-')).map(plainPath));
-  return { program: [...kinds][0] as 'mv' | 'cp' | 'git mv', from, makes };
+  return { program: [...kinds][0] as 'mv' | 'cp' | 'git mv', from, makes, into };
 }
 
 /**
  * The calls with each `run_command` of a step that moves or copies the project's files (`readMoves`) made Klea's
- * command for the moves its plan asks for (`plannedMoves`), where the model's command leaves out a file to move or
- * takes one the plan does not move (globs read as the shell reads them); a file of the step's kinds, or one the
- * request names, is the model's to take too (no reason to replace the command), but not one Klea's command moves.
- * So is a command that takes the right files into a folder the project does not have yet (Klea's makes it first). Only the sources are compared: a command that
+ * command for the moves its plan asks for (`plannedMoves`), where the model's command takes a file the plan does not
+ * move (globs read as the shell reads them); a file of the step's kinds, or one the
+ * request names, is the model's to take too, but not one Klea's command moves. A command that takes no wrong file
+ * runs as the model wrote it, the folder it moves into made first where the project does not have it yet. Only the sources are compared: a command that
  * takes the right files is run as it is, wherever it puts them. Another move of the same step in the same pick is
  * left out. Left as written: a move of two or more files none of the step's kinds where the plan names a folder (a
  * request to move all but a kind), and a command run in another folder (`cwd`); and nothing without a
@@ -238,13 +245,25 @@ export function movesForCommands(
     const moves = plannedMoves(step, files, request, [...new Set(read.from.map(folderOf))]);
     const sources = new Set(moves.map((m) => m.from));
     const wrong = read.from.some((f) => !sources.has(f) && !theirs(f));
-    const leftOut = [...sources].some((f) => !read.from.includes(f));
-    // A folder the moves go to that the project does not have yet: `mv shot1.jpg images/` failed on it, again and
-    // again (with the 1.5B model); Klea's command makes it first.
     const made = (d: string) => !d || files.some((f) => isWithin(d, f)) || read.makes.some((m) => isWithin(d, m));
-    const unmade = moves.some((m) => !made(folderOf(m.to)));
-    if (!moves.length || (!wrong && !leftOut && !unmade)) {
-      out.push(call);
+    // A command that takes no wrong file is the model's, even where it leaves one of the plan's for later (a small
+    // Planner's plan can be wrong too: the 0.5B model planned docs/setup.md moved up into the project's root, where
+    // the model's command moved docs/intro.md into docs/guide/ as asked). The folder it moves into is made first
+    // where the project does not have it: `mv shot1.jpg images/` failed on it again and again (the 1.5B model).
+    if (!moves.length || !wrong) {
+      const missing = moves.length ? [...new Set(read.into.filter((d) => !made(d)))] : [];
+      if (!missing.length) {
+        out.push(call);
+        continue;
+      }
+      out.push({
+        ...call,
+        args: { ...call.args, command: `mkdir -p -- ${missing.map(quoted).join(' ')} && ${command}` },
+      });
+      repairs.push({
+        stepId: call.stepId,
+        repair: `${missing.join(', ')}: made before \`${String(command).slice(0, 200)}\``,
+      });
       continue;
     }
     // A file of the step's kinds the model took beside the plan's is left where it is: with the 1.5B model, a step

@@ -129,7 +129,14 @@ describe('a command that moves the wrong files moves those the plan does', () =>
     const shots = ['shot1.jpg', 'shot2.jpg', 'page.md'];
     expect(
       commands(movesForCommands([images], [run('mv shot1.jpg images/')], shots, 'Move shot1.jpg into images/.'))
-    ).toEqual(["mkdir -p -- 'images' && mv -- 'shot1.jpg' 'images/shot1.jpg'"]);
+    ).toEqual(["mkdir -p -- 'images' && mv shot1.jpg images/"]);
+    // A plan that is wrong too: the model's command that takes no wrong file is its own, never the plan's move.
+    const up = { id: 's2', instruction: 'Move the .md files into docs/guide/.', expect: { changes: ['setup.md'] } };
+    const docs = ['docs/intro.md', 'docs/setup.md', 'README.md'];
+    const mine = [run('mv docs/intro.md docs/guide/', 's2')];
+    const kept = movesForCommands([up], mine, docs, 'Put the .md files of docs/ into docs/guide/.');
+    expect(commands(kept)).toEqual(["mkdir -p -- 'docs/guide' && mv docs/intro.md docs/guide/"]);
+    expect(kept.repairs[0].repair).toBe('docs/guide: made before `mv docs/intro.md docs/guide/`');
     expect(
       commands(
         movesForCommands(

@@ -7,9 +7,8 @@ import { basename } from '../../common/posix-path';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { kindOf, mentionedKinds, namedFiles } from './named-files';
 import { fileChanges } from './shell-words';
-import { CHANGES_FILE, copiesFiles, RUN_COMMAND, type CopyingStep } from './small-model';
-
-const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
+import { moveCommand } from './move-commands';
+import { CHANGES_FILE, copiesFiles, RUN_COMMAND, stepText, type CopyingStep } from './small-model';
 
 /** Files no text a model writes can be: images, archives, fonts, media, compiled code, databases. */
 const BINARY =
@@ -22,9 +21,10 @@ const BINARY =
  * one file of the project with its name, or the one of several the step's instruction names. A model's text can
  * only make such a file up: with the 1.5B model, moving two images into a folder was done by writing each anew with
  * a line of text the model guessed. A copy loses nothing: where the request wanted a move, the file copied is still
- * there to remove; a write after the step's own command that moved or copied the file is left out. A text file of the same name is written as the model writes it (a README.md of its own in each
- * of two folders is no copy of the project's), unless the step names its kind (".md files"). Not without a complete listing (`existing`), nor where `run_command`
- * is not offered.
+ * there to remove; a write after the step's own command that moved or copied the file is left out. A text file of
+ * the same name is written as the model writes it (a README.md of its own in each of two folders is no copy of the
+ * project's), unless the step names its kind (".md files"). Not without a complete listing (`existing`), nor where
+ * `run_command` is not offered.
  */
 export function copiesForWrites(
   steps: ReadonlyArray<CopyingStep & { id: string }>,
@@ -45,8 +45,7 @@ export function copiesForWrites(
       !!step &&
       !!target &&
       CHANGES_FILE.has(call.qualifiedName) &&
-      (BINARY.test(target) ||
-        mentionedKinds(`${step.title ?? ''}\n${step.instruction ?? ''}`).includes(kindOf(target))) &&
+      (BINARY.test(target) || mentionedKinds(stepText(step)).includes(kindOf(target))) &&
       !have.has(target) &&
       plannedFiles(step).includes(target) &&
       // Judged as when the step began: a file it has copied already is no file the project had.
@@ -59,7 +58,7 @@ export function copiesForWrites(
       continue;
     }
     const sources = existing.filter((f) => basename(f) === basename(target!));
-    const named = namedFiles(sources, `${step.title ?? ''}\n${step.instruction ?? ''}`);
+    const named = namedFiles(sources, stepText(step));
     const source = sources.length === 1 ? sources[0] : named.length === 1 ? named[0] : undefined;
     if (!source) {
       out.push(call);
@@ -76,8 +75,7 @@ export function copiesForWrites(
     );
     if (moved || copied.has(`${call.stepId}\n${target}`)) continue;
     copied.add(`${call.stepId}\n${target}`);
-    const folder = target.includes('/') ? target.slice(0, target.lastIndexOf('/')) : '';
-    const command = `${folder ? `mkdir -p -- ${quoted(folder)} && ` : ''}cp -P -- ${quoted(source)} ${quoted(target)}`;
+    const command = moveCommand([{ from: source, to: target }], 'cp');
     const { stepDone } = call;
     out.push({
       stepId: call.stepId,

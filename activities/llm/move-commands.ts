@@ -10,8 +10,6 @@
  * says where they go (the files it names in the folder, or the folder), and the step which files, where it names
  * them by their kind as the request does (`.log`, `*.png`): a file of another kind stays (the 1.5B plan listed
  * `notes.txt` among the `.log` files to move). No word of the request is looked at: only file names and extensions.
- * A request that names a kind to leave out ("all but the .txt files") is read the other way round: the model's own
- * command is run where it takes files of a named kind only.
  */
 import { plainPath, plannedFiles, plannedFolders, type Plan } from '../../common/plan';
 import { globToRegExp } from '../../common/glob';
@@ -20,7 +18,7 @@ import type { PickedCall } from '../../common/tools';
 import { kindOf, mentionedKinds, namedFiles } from './named-files';
 import { withoutPlanned } from './plan-files';
 import { commandPrograms } from './shell-words';
-import { copiesFiles, mirroredFiles, RUN_COMMAND, type CopyingStep } from './small-model';
+import { copiesFiles, mirroredFiles, RUN_COMMAND, stepText, type CopyingStep } from './small-model';
 
 const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
 
@@ -61,7 +59,7 @@ export interface Move {
 function stepKinds(step: MovingStep, request: string, files: readonly string[]): string[] {
   const dotfiles = new Set(files.map(basename).filter((b) => b.startsWith('.')));
   const asked = mentionedKinds(request).filter((k) => !dotfiles.has(`.${k}`));
-  const own = mentionedKinds(`${step.title ?? ''}\n${step.instruction ?? ''}`).filter((k) => asked.includes(k));
+  const own = mentionedKinds(stepText(step)).filter((k) => asked.includes(k));
   return own.length ? own : asked.length === 1 ? asked : [];
 }
 
@@ -86,7 +84,7 @@ export function plannedMoves(
   if (mirrored.length) {
     for (const to of mirrored) {
       const sources = files.filter((f) => basename(f) === basename(to));
-      const named = namedFiles(sources, `${step.title ?? ''}\n${step.instruction ?? ''}`);
+      const named = namedFiles(sources, stepText(step));
       const from = sources.length === 1 ? sources[0] : named.length === 1 ? named[0] : undefined;
       if (from && wanted(from)) moves.push({ from, to });
     }
@@ -197,13 +195,12 @@ function readMoves(
 /**
  * The calls with each `run_command` of a step that moves or copies the project's files (`readMoves`) made Klea's
  * command for the moves its plan asks for (`plannedMoves`), where the model's command takes a file the plan does not
- * move (globs read as the shell reads them); a file of the step's kinds, or one the
- * request names, is the model's to take too, but not one Klea's command moves. A command that takes no wrong file
- * runs as the model wrote it, the folder it moves into made first where the project does not have it yet. Only the sources are compared: a command that
- * takes the right files is run as it is, wherever it puts them. Another move of the same step in the same pick is
- * left out. Left as written: a move of two or more files none of the step's kinds where the plan names a folder (a
- * request to move all but a kind), and a command run in another folder (`cwd`); and nothing without a
- * complete listing (`existing`).
+ * move and that is neither of the step's kinds nor named by the request (globs read as the shell reads them; only
+ * the files it takes are compared, not where it puts them). A command that takes no wrong file runs as the model
+ * wrote it, the folder it moves into made first where the project does not have it yet. Another move of the same
+ * step in the same pick after Klea's command is left out. Left as written: a move of two or more files none of the
+ * step's kinds where the plan names a folder (a request to move all but a kind), and a command run in another
+ * folder (`cwd`); and nothing without a complete listing (`existing`).
  */
 export function movesForCommands(
   steps: readonly MovingStep[],
@@ -266,13 +263,9 @@ export function movesForCommands(
       });
       continue;
     }
-    // A file of the step's kinds the model took beside the plan's is left where it is: with the 1.5B model, a step
-    // planned to move notes/c.csv took a.csv too, the file of another step, and would have put it in notes' folder.
-    const targets = moves.map((m) => m.to);
-    if (new Set(targets).size < targets.length || targets.some((t) => files.includes(t))) {
-      out.push(call);
-      continue;
-    }
+    // Only the plan's moves (`plannedMoves` keeps none that would land on a file): a file of the step's kinds the
+    // model took beside them stays where it is. With the 1.5B model, a step planned to move notes/c.csv took a.csv
+    // too, the file of another step.
     moved.set(step.id, out.length);
     out.push({ ...call, args: { ...call.args, command: moveCommand(moves, read.program) } });
     const what = moves.map((m) => `${m.from} → ${m.to}`).join(', ');

@@ -74,13 +74,16 @@ export interface CopyingStep {
  * there, each was written as a placeholder line, and the files stayed where they were. A lone file named as
  * another (`docs/README.md`, `tests/__init__.py`) is a new file like any other.
  */
+/** A step's title and instruction, the text of it that names files and kinds. */
+export const stepText = (step: CopyingStep) => `${step.title ?? ''}\n${step.instruction ?? ''}`;
+
 export function copiesFiles(step: CopyingStep, existing: readonly string[] | null | undefined): boolean {
   const planned = plannedFiles(step);
   const mirrored = mirroredFiles(planned, existing);
   if (!planned.length || mirrored.length < planned.length || !existing) return false;
   if (mirrored.length >= 2) return true;
   const sources = existing.filter((f) => mirrored.some((m) => basename(m) === basename(f)));
-  const text = `${step.title ?? ''}\n${step.instruction ?? ''}`;
+  const text = stepText(step);
   return namedFiles(sources, text).length > 0 || sources.some((f) => mentionedKinds(text).includes(kindOf(f)));
 }
 

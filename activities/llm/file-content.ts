@@ -17,7 +17,7 @@ import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { contentOfAnswer, fenced } from './fences';
 import { withMissingImports } from './python-imports';
-import { copiedIn, factQuestion, leaksOwnName, ownNameQuestion, swappedBlank } from './rewrite-guards';
+import { blankLeft, blankQuestion, copiedIn, madeUpFact } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
@@ -309,6 +309,10 @@ export async function withWholeFileWrites(
       content = contentOfAnswer((await ask({ dropped: dropped(content) })).text);
       if (content !== null && dropsMost(content)) return null;
     }
+    // A blank the request points at that the rewrite leaves as it was: the model lacks the fact (a 0.5B rewrite of a
+    // LICENSE kept its `<COPYRIGHT HOLDER>` and its edit put another licence's name in the title); the user is asked.
+    const left = opts.mayAsk ? blankLeft(current?.text ?? null, content, opts.request ?? '') : null;
+    if (left) return { question: blankQuestion(path, left) };
     if (content === null || same(content)) return null;
     // Nor is one that copies in a file it was shown to read: the model merged two files into one (a 0.5B model's new
     // test file held the function it tests, the same answer each round). Asked once more, told which file it copied,
@@ -319,17 +323,12 @@ export async function withWholeFileWrites(
       content = contentOfAnswer((await ask({ copied: copied.path })).text);
       if (content === null || copiedFile(content) || same(content) || dropsMost(content)) return null;
     }
-    // Klea's own name where a fact about the user belongs (./rewrite-guards): the user is asked for the fact where
-    // the step can still stop to ask, and otherwise the rewrite is not used.
+    // Klea's own name where a fact about the user belongs, or a blank it made up for such a fact where the file's
+    // blank was (`[Your Name]` where `<NAME>` was; ./rewrite-guards): the user is asked for the fact where the step
+    // can still stop to ask, and otherwise the rewrite is not used.
     const sources = [current?.text ?? '', step.instruction, opts.request ?? '', ...context.map((f) => f.text)];
-    if (leaksOwnName(content, sources))
-      return opts.mayAsk ? { question: ownNameQuestion(path, current?.text ?? null, content) } : null;
-    // So is a blank it made up for such a fact where the file's blank was (`[Your Name]` where `<NAME>` was).
-    const blank = swappedBlank(current?.text ?? null, content, sources);
-    if (blank)
-      return opts.mayAsk
-        ? { question: factQuestion(path, current?.text ?? null, content, (t) => t.includes(blank), blank) }
-        : null;
+    const madeUp = madeUpFact(path, current?.text ?? null, content, sources);
+    if (madeUp) return opts.mayAsk ? { question: madeUp } : null;
     // A part's new lines go back into the whole file, the rest of it as it was.
     if (current?.part) return { content: withPart(current.part, content) };
     // A function of the project's that the file calls and never imports is imported (./python-imports).

@@ -111,7 +111,39 @@ export function factQuestion(
     .map((l) => replacedPart(l.trim(), line))
     .filter((part) => part && part.length <= QUOTE_MAX && !marks(part))
     .sort((x, y) => x.length - y.length)[0];
-  if (replaced) return `What should replace "${replaced}" in ${path}?`;
+  if (replaced) return blankQuestion(path, replaced);
   const quote = line.length > QUOTE_MAX ? `${line.slice(0, QUOTE_MAX)}…` : line;
   return `${path} needs a fact only you know: what should it say in place of ${marker} in \`${quote}\`?`;
+}
+
+/**
+ * The blank the request points at (it quotes `<COPYRIGHT HOLDER>`, and `before` holds it) that the rewrite `after`
+ * leaves as it was: every line of `before` that holds it is still there, or the answer held no file at all. A model
+ * that lacks the fact changes something else or nothing, and the step's change is no answer to the request. Null
+ * for a new file, for a request that names no blank of the file, and for a rewrite that changed a blank's line.
+ */
+export function blankLeft(before: string | null, after: string | null, request: string): string | null {
+  if (before === null) return null;
+  const kept = new Set((after ?? '').split('\n'));
+  const lines = before.split('\n');
+  return (
+    placeholders(request).find((p) => {
+      const holding = lines.filter((l) => l.includes(p));
+      return holding.length > 0 && (after === null || holding.every((l) => kept.has(l)));
+    }) ?? null
+  );
+}
+
+/** The question for the user for a blank of `path` only they can fill in. */
+export const blankQuestion = (path: string, blank: string) => `What should replace "${blank}" in ${path}?`;
+
+/**
+ * The question for the user when the rewrite `after` of `path` (`before`: the file as it was, null for a new file)
+ * made up a fact none of `sources` (what the write went by) gives: Klea's own name brought in (`leaksOwnName`), or a
+ * blank swapped for a blank of its own (`swappedBlank`). Null when it made up neither.
+ */
+export function madeUpFact(path: string, before: string | null, after: string, sources: readonly string[]) {
+  if (leaksOwnName(after, sources)) return ownNameQuestion(path, before, after);
+  const blank = swappedBlank(before, after, sources);
+  return blank ? factQuestion(path, before, after, (t) => t.includes(blank), blank) : null;
 }

@@ -593,6 +593,27 @@ describe("a small model's first pick that only reads the file its step is to cha
     await answersHolder(t, p.dir, 's1', 'Ada Lovelace');
   });
 
+  it('a blank the request points at, kept by the write: the step asks the user first, then writes their answer', async () => {
+    const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
+    fake.on('write_plan', {
+      call: plan([step('s1', 'In LICENSE, put the holder in.', { expect: { changes: ['LICENSE'] } })]),
+    });
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'LICENSE', old_string: 'MIT License', new_string: 'Apache License 2.0' },
+    };
+    fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
+    // Lacking the fact, the model changes another line and keeps the blank; once the user has answered, their name.
+    const retitled = `\`\`\`\n${LICENSE.replace('MIT License', 'Apache License 2.0')}\`\`\``;
+    fake.on('write_file_content', { content: retitled }, { content: holder('Northwind Traders Ltd.') });
+    fake.on('compose_answer', { content: 'LICENSE names Northwind Traders Ltd. now.' });
+
+    const t = await TaskDriver.start(env, 'LICENSE still reads <COPYRIGHT HOLDER>; put the right one there.', p.dir);
+    await answersHolder(t, p.dir, 's1', 'Northwind Traders Ltd.');
+    // The title the model would have changed is as it was.
+    expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
+  });
+
   it('the control: a blank the file already had, kept by a write that changes something else, asks nothing', async () => {
     const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
     fake.on('write_plan', {

@@ -436,6 +436,50 @@ describe('whole-file writes in a pick', () => {
   });
 });
 
+describe('a blank the request points at', () => {
+  const license = 'MIT License\n\nCopyright (c) 2026 <COPYRIGHT HOLDER>\n\nPermission is hereby granted.\n';
+  const step: WholeFileStep = {
+    id: 's1',
+    instruction: 'In LICENSE, fill in the holder.',
+    files: [{ path: 'LICENSE', text: license }],
+  };
+  const request = 'LICENSE still says <COPYRIGHT HOLDER>: fill it in.';
+  const edit = call('edit_file', { path: 'LICENSE', old_string: 'MIT License', new_string: 'Apache License 2.0' });
+
+  it('left as it was by the rewrite, becomes a question for the user, in the step’s first pick only', async () => {
+    const same = () => model({ LICENSE: `\`\`\`\n${license}\`\`\`` });
+    const asked = await withWholeFileWrites(same().client, [step], [edit], TOOLS, { mayAsk: true, request });
+    expect(asked.calls).toEqual([]);
+    expect(asked.questions).toEqual([
+      { stepId: 's1', path: 'LICENSE', question: 'What should replace "<COPYRIGHT HOLDER>" in LICENSE?' },
+    ]);
+    // A rewrite that changes another line and keeps the blank's line is no answer either.
+    const other = model({ LICENSE: `\`\`\`\n${license.replace('MIT License', 'Apache License 2.0')}\`\`\`` });
+    const renamed = await withWholeFileWrites(other.client, [step], [edit], TOOLS, { mayAsk: true, request });
+    expect(renamed.questions.map((q) => q.question)).toEqual(['What should replace "<COPYRIGHT HOLDER>" in LICENSE?']);
+    // Once the step was asked (a later pick), the model's own call goes on as before.
+    const later = await withWholeFileWrites(same().client, [step], [edit], TOOLS, { request });
+    expect(later.questions).toEqual([]);
+    expect(later.calls).toEqual([edit]);
+  });
+
+  it('filled in by the rewrite, or named by no request, asks nothing', async () => {
+    const filled = model({ LICENSE: `\`\`\`\n${license.replace('<COPYRIGHT HOLDER>', 'Ada Lovelace')}\`\`\`` });
+    const given = 'Put Ada Lovelace in place of <COPYRIGHT HOLDER> in LICENSE.';
+    const w = await withWholeFileWrites(filled.client, [step], [edit], TOOLS, { mayAsk: true, request: given });
+    expect(w.questions).toEqual([]);
+    expect(String(w.calls[0].args.content)).toMatch(/^Copyright \(c\) 2026 Ada Lovelace$/m);
+    // The control: a request that names no blank of the file is not asked about, whatever the rewrite keeps.
+    const same = model({ LICENSE: `\`\`\`\n${license.replace('MIT License', 'MIT Licence')}\`\`\`` });
+    const plain = await withWholeFileWrites(same.client, [step], [edit], TOOLS, {
+      mayAsk: true,
+      request: 'Spell licence the British way in LICENSE.',
+    });
+    expect(plain.questions).toEqual([]);
+    expect(plain.calls[0].args).toMatchObject({ path: 'LICENSE' });
+  });
+});
+
 describe('a file whose content was cut at the output limit', () => {
   /** A model that answers with `answers` in turn, each cut at the limit or not. */
   const turns = (...answers: Array<{ text: string; cut?: boolean }>) => {

@@ -3,6 +3,7 @@
  * the user is asked instead.
  */
 import {
+  blankLeft,
   factQuestion,
   leaksOwnName,
   ownNameQuestion,
@@ -97,5 +98,23 @@ describe('a blank a write made up for a fact only the user knows', () => {
         '[Your GitHub Username]'
       )
     ).toBe('What should replace "<USERNAME>" in CONTRIBUTING.md?');
+  });
+});
+
+describe('a blank the request points at, left by a rewrite', () => {
+  const before = 'a\nCopyright <COPYRIGHT HOLDER>\nb\n';
+  it('is one the request names, the file holds and every line holding it is kept; none for a new file', () => {
+    expect(blankLeft(before, before, 'Fill in `<COPYRIGHT HOLDER>`.')).toBe('<COPYRIGHT HOLDER>');
+    expect(blankLeft(before, 'A\nCopyright <COPYRIGHT HOLDER>\nb\n', 'LICENSE says <COPYRIGHT HOLDER>')).toBe(
+      '<COPYRIGHT HOLDER>'
+    );
+    // An answer that held no file leaves it too.
+    expect(blankLeft(before, null, 'Fill in <COPYRIGHT HOLDER>')).toBe('<COPYRIGHT HOLDER>');
+    // Its line changed (filled in, or a blank of the model's own, which `swappedBlank` asks about): not left.
+    expect(blankLeft(before, 'a\nCopyright Ada\nb\n', 'Fill in <COPYRIGHT HOLDER>')).toBeNull();
+    // A blank the request names that the file does not hold, a request with no blank, a new file: none.
+    expect(blankLeft(before, before, 'Fill in <AUTHOR NAME>')).toBeNull();
+    expect(blankLeft(before, before, 'Fill in the holder.')).toBeNull();
+    expect(blankLeft(null, 'x\n', 'Fill in <COPYRIGHT HOLDER>')).toBeNull();
   });
 });

@@ -32,6 +32,7 @@ import {
   valuesAsChanges,
 } from './plan-files';
 import { movesOfOtherKinds } from './move-commands';
+import { exampleChecks } from './example-checks';
 import { expectsNote, withoutPlanNotes } from './plan-notes';
 import {
   boundedChecks,
@@ -322,6 +323,7 @@ export async function writePlan(
   const thinking = small ? thinkingSteps(following.plan, files) : { plan: following.plan, repairs: [] };
   const pathed = small ? checkPaths(thinking.plan, files) : { plan: thinking.plan, repairs: [] };
   const runners = small ? checkRunners(pathed.plan, files) : { plan: pathed.plan, repairs: [] };
+  const examples = small ? exampleChecks(runners.plan, input.request, files) : { plan: runners.plan, repairs: [] };
   const repairs = [
     ...value.repairs,
     ...noted.repairs,
@@ -344,6 +346,7 @@ export async function writePlan(
     ...thinking.repairs,
     ...pathed.repairs,
     ...runners.repairs,
+    ...examples.repairs,
   ];
   let spent: MeteredUsage = asked.modelCalls
     ? { ...addUsage(usage, asked.usage), modelCalls: 1 + asked.modelCalls }
@@ -355,16 +358,16 @@ export async function writePlan(
   // for once more, with the reason: a small Planner planned rewriting a document as reading it.
   const wanted =
     small && !input.previousPlan && tools.some((t) => t.qualifiedName === WRITE_FILE)
-      ? await wantedChanges(model, input.request, runners.plan, files, asked.notAsked)
+      ? await wantedChanges(model, input.request, examples.plan, files, asked.notAsked)
       : null;
   if (wanted?.modelCalls) spend({ ...wanted.usage, modelCalls: wanted.modelCalls });
-  if (!wanted?.files.length) return { plan: runners.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
+  if (!wanted?.files.length) return { plan: examples.plan, usage: spent, ...(repairs.length ? { repairs } : {}) };
   const list = wanted.files.join(', ');
   const again = await writePlan(
     model,
     {
       ...input,
-      previousPlan: runners.plan,
+      previousPlan: examples.plan,
       feedbackFrom: 'replan',
       feedback:
         `The request asks to change ${list}, and no step of this plan changes anything: plan the change itself, ` +

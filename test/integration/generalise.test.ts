@@ -683,6 +683,42 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(fake.requests.every((r) => r.body.max_tokens === 512)).toBe(true);
   });
 
+  it("attack on the examples: a request's examples check the step that writes the function; a hostile value runs nothing, a wrong example reaches the repair round", async () => {
+    const units = (body: string) => `function toKb(n) {\n  return ${body};\n}\nmodule.exports = { toKb };\n`;
+    const p = makeProject({ 'units.js': 'module.exports = {};\n' });
+    // The third example's input is a command substitution: it is a value the check passes to the function, not a command.
+    const request =
+      'Add toKb(n) to units.js and export it: 2048 -> "2 KB", 1536 -> "1.5 KB", "$(touch pwned)" -> "NaN KB".';
+    fake.on('write_plan', { call: plan([step('s1', 'Add toKb to units.js.', { expect: { changes: ['units.js'] } })]) });
+    fake.always('pick_tools', {
+      calls: [{ name: 'workspace__write_file', args: { step_id: 's1', path: 'units.js', content: 'x' } }],
+    });
+    const wrong = units('(n / 1024).toFixed(1) + " KB"');
+    const right = units('Math.round((n / 1024) * 10) / 10 + " KB"');
+    fake.on('write_file_content', { content: `\`\`\`js\n${wrong}\`\`\`` }, { content: `\`\`\`js\n${right}\`\`\`` });
+    fake.on('compose_answer', { content: 'toKb is in units.js, and the examples hold.' });
+
+    const t = await TaskDriver.start(env, request, p.dir);
+    expect(await t.result()).toMatchObject({ status: 'done' });
+
+    expect(readFileSync(path.join(p.dir, 'units.js'), 'utf8')).toBe(right);
+    expect(existsSync(path.join(p.dir, 'pwned'))).toBe(false);
+    const [planned] = await t.eventsOf('plan');
+    expect(planned.plan.steps[0]?.expect?.check).toMatch(/^node -e '/);
+    const [, repair] = fake.requestsFor('write_file_content');
+    expect(repair.text).toContain('toKb(2048) returned "2.0 KB", expected "2 KB"');
+    const [s1] = await t.eventsOf('step_finished');
+    expect(s1).toMatchObject({
+      status: 'done',
+      calls: [
+        { tool: 'workspace__write_file', status: 'ok' },
+        { tool: 'workspace__run_command', status: 'error' },
+        { tool: 'workspace__write_file', status: 'ok' },
+        { tool: 'workspace__run_command', status: 'ok' },
+      ],
+    });
+  });
+
   describe('a repair round after the new tests fail on the file an earlier step wrote', () => {
     const wc = 'def count_words(text):\n    return len(text.split())\n';
     /** A reply of `write_file_content`: the file in a fenced Python block. */

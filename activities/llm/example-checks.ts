@@ -1,0 +1,158 @@
+/**
+ * The small profile's checks from a request's examples (docs/models.md): a request that shows what a function gives
+ * for an input (`512 -> "512 B"`, `slug("A b") == "a-b"`, `is_leap(1900) → False`) has said what the step that
+ * writes the function must achieve, in a form Klea can run. The step that changes the code file the request names is
+ * checked by a short program that calls the function with each example's input and compares what it returns; a
+ * failed example says what it returned and what was expected, and that output is the evidence the step's repair
+ * rounds show the model. A step done on a small model's say-so ended `done` with every example wrong.
+ *
+ * Read by shape only, in any language: a call or a literal, an arrow (`->`, `→`, `=>`, `⇒`) or `==`, a literal. A bare
+ * input is given to the one function the request names with its parentheses, and only then. The values are numbers,
+ * quoted strings, `true`/`false`/`null` (Python's `True`/`False`/`None`) and lists of them; anything else is no
+ * example. The program imports the file the way its language does, so it runs the project's own code, in the sandbox,
+ * like any check.
+ */
+import { plannedFiles, withExpect, type Plan } from '../../common/plan';
+import { namedFiles, newFileNames } from './named-files';
+
+export type Literal = string | number | boolean | null | Literal[];
+
+export interface Example {
+  fn: string;
+  args: Literal[];
+  want: Literal;
+}
+
+const ARROW = String.raw`(?:->|→|=>|⇒|==)`;
+/** A function's name in JavaScript or Python (a lone `$`, as in `$(…)`, is none). */
+const NAME = String.raw`(?:[A-Za-z_][\w$]*|\$[\w$]+)`;
+const OPEN_QUOTES: Record<string, string> = { '"': '"', "'": "'", '“': '”', '‘': '’' };
+
+/** The literal at `at` of `text` (after spaces) and where it ends, or null. */
+export function literalAt(text: string, at: number): { value: Literal; end: number } | null {
+  let i = at;
+  while (text[i] === ' ') i++;
+  const rest = text.slice(i);
+  const num = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\p{L}\p{N}_.])/u.exec(rest);
+  if (num) return { value: Number(num[0]), end: i + num[0].length };
+  const word = /^(true|True|false|False|null|None)(?![\w$])/.exec(rest);
+  if (word)
+    return { value: /^t/i.test(word[1]!) ? true : /^f/i.test(word[1]!) ? false : null, end: i + word[0].length };
+  const close = OPEN_QUOTES[rest[0] ?? ''];
+  if (close) {
+    const stop = rest.indexOf(close, 1);
+    if (stop < 0 || rest.slice(1, stop).includes('\n')) return null;
+    return { value: rest.slice(1, stop), end: i + stop + 1 };
+  }
+  if (rest[0] === '[') {
+    const items: Literal[] = [];
+    let j = i + 1;
+    while (text[j] === ' ') j++;
+    if (text[j] === ']') return { value: items, end: j + 1 };
+    for (;;) {
+      const item = literalAt(text, j);
+      if (!item) return null;
+      items.push(item.value);
+      j = item.end;
+      while (text[j] === ' ') j++;
+      if (text[j] === ']') return { value: items, end: j + 1 };
+      if (text[j] !== ',') return null;
+      j++;
+    }
+  }
+  return null;
+}
+
+/** The literals of `text` separated by commas, the whole of it; null when any part is no literal. */
+function literalList(text: string): Literal[] | null {
+  if (!text.trim()) return [];
+  const out: Literal[] = [];
+  let i = 0;
+  for (;;) {
+    const item = literalAt(text, i);
+    if (!item) return null;
+    out.push(item.value);
+    i = item.end;
+    while (text[i] === ' ') i++;
+    if (i >= text.length) return out;
+    if (text[i] !== ',') return null;
+    i++;
+  }
+}
+
+/** The examples of `request`: calls with literal arguments, or bare literals given to its one named function. */
+export function requestExamples(request: string): Example[] {
+  const out: Example[] = [];
+  const calls = new RegExp(String.raw`(?<![\w$.])(${NAME})\(([^()\n]*)\)\s*${ARROW}`, 'gu');
+  for (const m of request.matchAll(calls)) {
+    const args = literalList(m[2]!);
+    const want = literalAt(request, m.index! + m[0].length);
+    if (args && want) out.push({ fn: m[1]!, args, want: want.value });
+  }
+  const named = [...new Set([...request.matchAll(new RegExp(`(?<![\\w$.])(${NAME})\\(`, 'gu'))].map((m) => m[1]!))];
+  if (named.length !== 1) return out;
+  // A bare input (a number, a quoted string) before an arrow, not the end of a call.
+  const bare = new RegExp(String.raw`(?<![\w$.)\]])(-?\d+(?:\.\d+)?|"[^"\n]*"|'[^'\n]*'|“[^”\n]*”)\s*${ARROW}`, 'gu');
+  for (const m of request.matchAll(bare)) {
+    const arg = literalAt(m[1]!, 0);
+    const want = literalAt(request, m.index! + m[0].length);
+    if (arg && want) out.push({ fn: named[0]!, args: [arg.value], want: want.value });
+  }
+  return out;
+}
+
+/** The longest check Klea writes from examples (the plan's bound on a check, common/plan.ts). */
+const CHECK_MAX = 500;
+
+/** Single quotes for the shell. */
+const shellQuoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The command that checks `examples` of the functions of `file` (a `.py`, `.js`, `.mjs` or `.cjs` file), or null. */
+export function exampleCheck(file: string, examples: readonly Example[]): string | null {
+  const python = file.endsWith('.py');
+  const cases = (n: number) => JSON.stringify(examples.slice(0, n).map((e) => [e.fn, e.args, e.want]));
+  const program = (n: number) =>
+    python
+      ? `python3 -c ${shellQuoted(
+          `import importlib.util as u,json,os,sys\nsys.path[:0]=[os.path.dirname(os.path.abspath(${JSON.stringify(file)})),"."]\n` +
+            `s=u.spec_from_file_location("checked",${JSON.stringify(file)});m=u.module_from_spec(s);s.loader.exec_module(m);b=0\n` +
+            `for f,a,w in json.loads(${JSON.stringify(cases(n))}):\n` +
+            ` g=getattr(m,f)(*a)\n if g!=w:b=1;print(f"{f}({', '.join(map(repr,a))}) returned {g!r}, expected {w!r}")\nsys.exit(b)`
+        )}`
+      : `node -e ${shellQuoted(
+          `const u=require("util");import(require("url").pathToFileURL(${JSON.stringify(file)}).href).then((n)=>{let b=0;` +
+            `for(const[f,a,w]of ${cases(n)}){const g=(n[f]??n.default?.[f])(...a);` +
+            `if(!u.isDeepStrictEqual(g,w)){b=1;console.log(f+"("+a.map((x)=>JSON.stringify(x)).join(", ")+") returned "+JSON.stringify(g)+", expected "+JSON.stringify(w))}}process.exitCode=b})`
+        )}`;
+  for (let n = examples.length; n > 0; n--) {
+    const command = program(n);
+    if (command.length <= CHECK_MAX) return command;
+  }
+  return null;
+}
+
+const CODE_FILE = /\.(?:py|js|mjs|cjs)$/;
+
+/**
+ * The plan with a check from the request's examples (`requestExamples`) on the last step that changes the one code
+ * file the request names (existing or new) that the plan changes, when that step has no check of its own. Any other
+ * plan as it is.
+ */
+export function exampleChecks(
+  plan: Plan,
+  request: string,
+  files: readonly string[]
+): { plan: Plan; repairs: string[] } {
+  const examples = requestExamples(request);
+  if (!examples.length) return { plan, repairs: [] };
+  const named = [...namedFiles(files, request), ...newFileNames(files, request)].filter((f) => CODE_FILE.test(f));
+  const changed = named.filter((f) => plan.steps.some((s) => plannedFiles(s).includes(f)));
+  if (changed.length !== 1) return { plan, repairs: [] };
+  const file = changed[0]!;
+  const step = [...plan.steps].reverse().find((s) => plannedFiles(s).includes(file));
+  const check = exampleCheck(file, examples);
+  if (!step || step.expect?.check?.trim() || !check) return { plan, repairs: [] };
+  const steps = plan.steps.map((s) => (s === step ? withExpect(s, { ...s.expect, check }) : s));
+  const shown = examples.map((e) => `${e.fn}(${e.args.map((a) => JSON.stringify(a)).join(', ')})`).join(', ');
+  return { plan: { ...plan, steps }, repairs: [`step "${step.id}": checked by the request's examples (${shown})`] };
+}

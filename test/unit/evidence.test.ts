@@ -24,6 +24,33 @@ const call = (name: string, args: Record<string, unknown>): PickedCall => ({
 const made = (c: PickedCall, outcome: CallOutcome): MadeCall => ({ call: c, outcome });
 
 describe('evidence of a step', () => {
+  it('a failed check is shown by its start and its end, without ruling lines: the last failure says why too', () => {
+    const block = (name: string, line: number, error: string) =>
+      `${'='.repeat(70)}\nFAIL: ${name} (tests.test_t.T.${name})\n${'-'.repeat(70)}\nTraceback (most recent call last):\n` +
+      `  File "/home/someone/projects/a-long-project-name/tests/test_t.py", line ${line}, in ${name}\n    self.check()\n${error}\n`;
+    const output =
+      'exit code: 1\n--- stderr ---\nFF\n' +
+      block('test_first', 17, 'AssertionError: ValueError not raised') +
+      [20, 30, 40, 50].map((n) => block(`test_middle_${n}`, n, 'AssertionError: 1 != 2')).join('') +
+      block('test_second', 8, 'AssertionError: 125 != 130') +
+      `\n${'-'.repeat(70)}\nRan 6 tests in 0.001s\n\nFAILED (failures=6)\n`;
+    const reason = missingEvidence(
+      [ok('workspace__write_file', ['t.py'])],
+      { changes: ['t.py'], check: 'python3 -m unittest' },
+      err('check', output)
+    )!;
+    expect(reason).toContain('FAIL: test_first');
+    expect(reason).toContain('AssertionError: ValueError not raised');
+    expect(reason).toContain('AssertionError: 125 != 130');
+    expect(reason).toMatch(/characters left out/);
+    expect(reason).not.toContain('=====');
+    expect(reason.length).toBeLessThan(output.length);
+    // Short output is shown whole, only its ruling lines left out.
+    expect(missingEvidence([err('workspace__run_command', `x\n${'='.repeat(9)}\ny`)])).toBe(
+      'every call failed; the last, workspace__run_command: x\ny'
+    );
+  });
+
   it('a step whose calls all failed did nothing, whatever the model says', () => {
     expect(missingEvidence([err('workspace__run_command', "can't open file 'x.py'")])).toMatch(
       /every call failed.*can't open file/

@@ -6,7 +6,7 @@
  */
 import { plainPath, plannedFiles, plannedFolders, type StepExpect } from '../../common/plan';
 import { isWithin } from '../../common/posix-path';
-import { cut } from './text';
+import { cutOutput } from './text';
 import type { CallOutcome } from './triage';
 
 /** Picks a step gets to make good what its evidence shows missing, before it counts as not achieved. */
@@ -25,12 +25,12 @@ export function missingEvidence(calls: readonly CallOutcome[], expect?: StepExpe
   const tried = calls.filter((c) => c.status !== 'denied' && c.status !== 'refused');
   if (tried.length && tried.every(failed)) {
     const last = tried[tried.length - 1];
-    return `every call failed; the last, ${last.tool}: ${cut(last.text, OUTPUT_CHARS)}`;
+    return `every call failed; the last, ${last.tool}: ${cutOutput(last.text, OUTPUT_CHARS)}`;
   }
   const unchanged = unchangedFiles(calls, expect);
   if (unchanged.length) return notChanged(unchanged, calls);
   if (check && checkFails(check, expect))
-    return `the check \`${expect?.check ?? ''}\` failed: ${cut(check.text, OUTPUT_CHARS)}`;
+    return `the check \`${expect?.check ?? ''}\` failed: ${cutOutput(check.text, OUTPUT_CHARS)}`;
   return null;
 }
 

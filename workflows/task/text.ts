@@ -5,6 +5,25 @@ export function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters]`;
 }
 
+/** A line that only rules output off (`=====`, `-----`, `^^^^`): it says nothing of what happened. */
+const RULE = /^[ \t]*([=\-_*~^#])\1{4,}[ \t]*$/;
+
+/**
+ * A command's output as the evidence of a failure, within `max` characters: ruling lines left out, and, when still
+ * too long, its start and its end kept with what is between them left out. A test run says which test failed first
+ * and why at its end (a Python traceback ends with its error, a run with its summary): with the start alone, a
+ * 1.5B model shown the first of two failures rewrote a test whose other assertion, `125 != 130`, it never saw.
+ */
+export function cutOutput(text: string, max: number): string {
+  const lines = text.split('\n').filter((l) => !RULE.test(l));
+  const kept = lines.join('\n');
+  if (kept.length <= max) return kept;
+  const half = Math.floor(max / 2);
+  const head = kept.slice(0, half);
+  const tail = kept.slice(kept.length - half);
+  return `${head}\n… [${kept.length - 2 * half} characters left out] …\n${tail}`;
+}
+
 export function withAnswers(instruction: string, answers: Record<string, string> | undefined): string {
   if (!answers || !Object.keys(answers).length) return instruction;
   return `${instruction}\n\nAnswers from the user:\n${Object.entries(answers)

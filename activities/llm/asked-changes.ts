@@ -4,7 +4,7 @@
  *
  * A small Planner gets a request's files wrong both ways. It names the file a question is about in `expect.changes`
  * (a question about a file's contents planned as a change to that file), and the step then writes over the user's
- * data: `keepAskedChanges`. And it plans the work a request asks of a file without the file (a document to rewrite,
+ * data: `keepAskedChanges` (so it does with the data file a new script is to read). And it plans the work a request asks of a file without the file (a document to rewrite,
  * planned as reading it; a script to fix, as running its commands by hand): `wantedChanges`. Asked on its own, the
  * same model leans one way or the other with the wording, so a verdict is taken only where the plan is already in
  * doubt: a question's plan that would change a file is only ever made to leave the change out, and a plan that
@@ -15,6 +15,8 @@ import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protoc
 import { changesSomething, plannedFiles, type Plan } from '../../common/plan';
 import type { ModelClient } from './model';
 import { namedFiles } from './named-files';
+import { isProgram } from './file-content';
+import { isDataFile } from './program';
 import { isQuestion, withoutChanges } from './small-model';
 
 export const ASKS_CHANGES_SYSTEM = `You read a request a user gave a coding agent, and say what carrying it out does to one file of the
@@ -55,10 +57,24 @@ async function ask(model: ModelClient, request: string, file: string) {
 }
 
 /**
- * For a request that asks a question (`asksQuestion`, anywhere in it), the plan with each file of the project that
- * carrying it out only reads or runs, as the model judges it, left out of the steps' `expect.changes` (a file the
- * plan would create is left as planned); any other plan as it is. With the model calls made for it and what was left out, for the
- * plan's repairs.
+ * The data files of the project (./program's kinds) that the request names and that a step plans to change beside a
+ * new program it is to create: the input the new script reads, in doubt as a change. A small Planner planned "write
+ * top_customer.py that reads orders.csv" as changes to orders.csv, and the step edited its header; so it did for a
+ * script that averages a CSV file (a task written to look at).
+ */
+export function scriptInputs(plan: Plan, request: string, projectFiles: readonly string[]): string[] {
+  const existing = new Set(projectFiles);
+  const named = new Set(namedFiles(projectFiles, request).filter(isDataFile));
+  const steps = plan.steps.filter((s) => plannedFiles(s).some((f) => !existing.has(f) && isProgram(f, null)));
+  return [...new Set(steps.flatMap((s) => plannedFiles(s)).filter((f) => named.has(f)))];
+}
+
+/**
+ * The plan with each file in doubt as a change left out of the steps' `expect.changes` where carrying the request
+ * out only reads or runs it, as the model judges it: for a request that asks a question (`asksQuestion`, anywhere in
+ * it), each file of the project the plan would change (a file the plan would create is left as planned); for any
+ * other, the data files a new script reads (`scriptInputs`). With the model calls made for it and what was left out,
+ * for the plan's repairs.
  */
 export async function keepAskedChanges(
   model: ModelClient,
@@ -66,9 +82,11 @@ export async function keepAskedChanges(
   plan: Plan,
   projectFiles: readonly string[]
 ): Promise<{ plan: Plan; usage: ModelUsage; modelCalls: number; repairs: string[]; notAsked: string[] }> {
-  if (!asksQuestion(request)) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
   const existing = new Set(projectFiles);
-  const planned = [...new Set(plan.steps.flatMap((s) => plannedFiles(s)))].filter((f) => existing.has(f));
+  const planned = asksQuestion(request)
+    ? [...new Set(plan.steps.flatMap((s) => plannedFiles(s)))].filter((f) => existing.has(f))
+    : scriptInputs(plan, request, projectFiles);
+  if (!planned.length) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
   let usage = ZERO_USAGE;
   const notAsked: string[] = [];
   for (const file of planned) {

@@ -492,6 +492,55 @@ describe("a small model's first pick that only reads the file its step is to cha
     });
   });
 
+  describe('a new script planned beside a change to the data file it is to read', () => {
+    const orders = 'customer,amount\nAda,5\nBo,9\nAda,6\n';
+    const request = 'Write best.py that reads orders.csv and prints the customer who spent the most.';
+    const script =
+      "import csv\nt = {}\nfor r in csv.DictReader(open('orders.csv')):\n    t[r['customer']] = t.get(r['customer'], 0) + float(r['amount'])\nprint(max(t, key=t.get))\n";
+    const both = plan([
+      step('s1', 'Read orders.csv and write best.py.', { expect: { changes: ['orders.csv', 'best.py'] } }),
+    ]);
+    const edit = {
+      name: 'workspace__edit_file',
+      args: { step_id: 's1', path: 'orders.csv', old_string: 'customer', new_string: 'name' },
+    };
+    const write = { name: 'workspace__write_file', args: { step_id: 's1', path: 'best.py', content: 'x' } };
+
+    it('attack on the data: the model is asked what the request does to the data file, and only the script is written', async () => {
+      const p = makeProject({ 'orders.csv': orders });
+      fake.on('write_plan', { call: both });
+      fake.on('asks_changes', { call: { effect: 'reads it' } });
+      // Left with the new script alone, the step writes it without a pick.
+      fake.on('write_file_content', { content: '```python\n' + script + '```' });
+      fake.on('compose_answer', { content: 'best.py prints Ada.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(p.dir, 'orders.csv'), 'utf8')).toBe(orders);
+      expect(readFileSync(path.join(p.dir, 'best.py'), 'utf8')).toBe(script);
+      const [planEvent] = await t.eventsOf('plan');
+      expect(planEvent.plan.steps[0].expect?.changes).toEqual(['best.py']);
+      expect(fake.requestsFor('pick_tools')).toEqual([]);
+    });
+
+    it('the control: kept as a change, the data file is edited as the pick asks, its header lost', async () => {
+      const p = makeProject({ 'orders.csv': orders });
+      fake.on('write_plan', { call: both });
+      fake.on('asks_changes', { call: { effect: 'changes it' } });
+      fake.on('pick_tools', { calls: [edit, write] });
+      fake.on(
+        'write_file_content',
+        { content: '```\n' + orders.replace('customer', 'name') + '```' },
+        { content: '```python\n' + script + '```' }
+      );
+      fake.on('compose_answer', { content: 'best.py prints Ada.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(p.dir, 'orders.csv'), 'utf8')).toBe(orders.replace('customer', 'name'));
+    });
+  });
+
   describe('a first plan that changes nothing, for a request that names a script to fix', () => {
     const script = 'for f in logs/*.log; do grep -c ERROR "$f"; done\n';
     const fixed = 'cat logs/*.log | grep -c ERROR\n';

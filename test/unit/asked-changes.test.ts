@@ -1,6 +1,7 @@
 /**
  * The small profile's check of a question's plan (activities/llm/asked-changes.ts): a request put as a question keeps
- * in `expect.changes` only the files the model says carrying it out changes; any other request's plan is left alone.
+ * in `expect.changes` only the files the model says carrying it out changes; so does the data file a new script
+ * reads; any other plan is left alone.
  */
 import { asksQuestion, keepAskedChanges, wantedChanges } from '../../activities/llm/asked-changes';
 import type { ModelClient, NodePrompt } from '../../activities/llm/model';
@@ -123,6 +124,38 @@ describe("a question's plan keeps only the changes the model says it asks for", 
     expect((await keepAskedChanges(client, 'Sort data.txt.', changing, ['data.txt'])).plan).toEqual(changing);
     const creating = plan(step('s1', { changes: ['new.txt'] }), step('s2'));
     expect((await keepAskedChanges(client, 'Which is it?', creating, ['data.txt'])).plan).toEqual(creating);
+    expect(prompts).toEqual([]);
+  });
+});
+
+describe('the data file a new script reads', () => {
+  const files = ['orders.csv', 'notes.md', 'tool.py'];
+  const request = 'Write best.py that reads orders.csv and prints the best customer.';
+
+  it('is asked about where a step plans it changed beside the new script; read only, it is left out', async () => {
+    const { client, prompts } = model({ 'orders.csv': 'reads it' });
+    const written = plan(step('s1', { changes: ['orders.csv', 'best.py'] }), step('s2', { changes: ['orders.csv'] }));
+    const r = await keepAskedChanges(client, request, written, files);
+    expect(prompts.map((p) => String(p.messages[0]).split('\n').pop())).toEqual([
+      'What does carrying out this request do to orders.csv?',
+    ]);
+    expect(r.plan.steps.map((s) => s.expect?.changes)).toEqual([['best.py'], undefined]);
+    expect(r.notAsked).toEqual(['orders.csv']);
+    // Where the model says the script's work changes it, the change stays.
+    const changes = model({ 'orders.csv': 'changes it' });
+    expect((await keepAskedChanges(changes.client, request, written, files)).plan).toEqual(written);
+  });
+
+  it('is no such file beside an existing script, a new file that is no program, or a file the request does not name', async () => {
+    const { client, prompts } = model({ 'orders.csv': 'reads it', 'notes.md': 'reads it' });
+    for (const changes of [
+      ['orders.csv', 'tool.py'],
+      ['orders.csv', 'report.md'],
+      ['notes.md', 'best.py'],
+    ]) {
+      const written = plan(step('s1', { changes }));
+      expect((await keepAskedChanges(client, `${request} Put it in report.md.`, written, files)).plan).toEqual(written);
+    }
     expect(prompts).toEqual([]);
   });
 });

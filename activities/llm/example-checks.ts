@@ -6,7 +6,8 @@
  * failed example says what it returned and what was expected, and that output is the evidence the step's repair
  * rounds show the model. A step done on a small model's say-so ended `done` with every example wrong.
  *
- * Read by shape only, in any language: a call or a literal, an arrow (`->`, `→`, `=>`, `⇒`) or `==`, a literal. A bare
+ * Read by shape only, in any language: a call or a literal, an arrow (`->`, `→`, `=>`, `⇒`) or `==` (after a call, `=`
+ * too), a literal. A bare
  * input is given to the one function the request names with its parentheses, and only then. The values are numbers,
  * quoted strings, `true`/`false`/`null` (Python's `True`/`False`/`None`) and lists of them; anything else is no
  * example. The program imports the file the way its language does, so it runs the project's own code, in the sandbox,
@@ -24,6 +25,8 @@ export interface Example {
 }
 
 const ARROW = String.raw`(?:->|→|=>|⇒|==)`;
+/** After a call, a lone `=` says what it gives too (`f(2) = 4`, as in mathematics); never after a bare value. */
+const CALL_ARROW = String.raw`(?:${ARROW}|=(?![=>]))`;
 /** A function's name in JavaScript or Python (a lone `$`, as in `$(…)`, is none). */
 const NAME = String.raw`(?:[A-Za-z_][\w$]*|\$[\w$]+)`;
 const OPEN_QUOTES: Record<string, string> = { '"': '"', "'": "'", '“': '”', '‘': '’' };
@@ -33,7 +36,7 @@ export function literalAt(text: string, at: number): { value: Literal; end: numb
   let i = at;
   while (text[i] === ' ') i++;
   const rest = text.slice(i);
-  const num = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\p{L}\p{N}_.])/u.exec(rest);
+  const num = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\p{L}\p{N}_]|\.\d)/u.exec(rest);
   if (num) return { value: Number(num[0]), end: i + num[0].length };
   const word = /^(true|True|false|False|null|None)(?![\w$])/.exec(rest);
   if (word)
@@ -83,7 +86,7 @@ function literalList(text: string): Literal[] | null {
 /** The examples of `request`: calls with literal arguments, or bare literals given to its one named function. */
 export function requestExamples(request: string): Example[] {
   const out: Example[] = [];
-  const calls = new RegExp(String.raw`(?<![\w$.])(${NAME})\(([^()\n]*)\)\s*${ARROW}`, 'gu');
+  const calls = new RegExp(String.raw`(?<![\w$.])(${NAME})\(([^()\n]*)\)\s*${CALL_ARROW}`, 'gu');
   for (const m of request.matchAll(calls)) {
     const args = literalList(m[2]!);
     const want = literalAt(request, m.index! + m[0].length);

@@ -48,6 +48,11 @@ describe('the examples of a request', () => {
       { fn: 'pairs', args: [[1, 2]], want: [[1, 2]] },
     ]);
     expect(requestExamples('parse_or_none("x") -> None')).toEqual([{ fn: 'parse_or_none', args: ['x'], want: null }]);
+    // After a call, a lone = as in mathematics; after a bare value it is a setting, no example.
+    expect(requestExamples('Fix square in m.py: square(3) = 9, square(-2) = 4. Keep x = 5.')).toEqual([
+      { fn: 'square', args: [3], want: 9 },
+      { fn: 'square', args: [-2], want: 4 },
+    ]);
     // A command substitution in a value is no function named.
     expect(requestExamples('toKb(n): "$(id)" -> "NaN KB"')).toEqual([{ fn: 'toKb', args: ['$(id)'], want: 'NaN KB' }]);
   });

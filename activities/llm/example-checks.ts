@@ -48,36 +48,29 @@ export function literalAt(text: string, at: number): { value: Literal; end: numb
     return { value: rest.slice(1, stop), end: i + stop + 1 };
   }
   if (rest[0] === '[') {
-    const items: Literal[] = [];
-    let j = i + 1;
-    while (text[j] === ' ') j++;
-    if (text[j] === ']') return { value: items, end: j + 1 };
-    for (;;) {
-      const item = literalAt(text, j);
-      if (!item) return null;
-      items.push(item.value);
-      j = item.end;
-      while (text[j] === ' ') j++;
-      if (text[j] === ']') return { value: items, end: j + 1 };
-      if (text[j] !== ',') return null;
-      j++;
-    }
+    const list = literalsUntil(text, i + 1, ']');
+    return list && { value: list.values, end: list.end + 1 };
   }
   return null;
 }
 
-/** The literals of `text` separated by commas, the whole of it; null when any part is no literal. */
-function literalList(text: string): Literal[] | null {
-  if (!text.trim()) return [];
-  const out: Literal[] = [];
-  let i = 0;
+/**
+ * The literals of `text` from `at`, separated by commas, up to `close` (its index is `end`) or, with no `close`, to
+ * the end of the text; null when any part is no literal.
+ */
+function literalsUntil(text: string, at: number, close?: string): { values: Literal[]; end: number } | null {
+  const values: Literal[] = [];
+  const stops = (j: number) => (close ? text[j] === close : j >= text.length);
+  let i = at;
+  while (text[i] === ' ') i++;
+  if (stops(i)) return { values, end: i };
   for (;;) {
     const item = literalAt(text, i);
     if (!item) return null;
-    out.push(item.value);
+    values.push(item.value);
     i = item.end;
     while (text[i] === ' ') i++;
-    if (i >= text.length) return out;
+    if (stops(i)) return { values, end: i };
     if (text[i] !== ',') return null;
     i++;
   }
@@ -88,7 +81,7 @@ export function requestExamples(request: string): Example[] {
   const out: Example[] = [];
   const calls = new RegExp(String.raw`(?<![\w$.])(${NAME})\(([^()\n]*)\)\s*${CALL_ARROW}`, 'gu');
   for (const m of request.matchAll(calls)) {
-    const args = literalList(m[2]!);
+    const args = literalsUntil(m[2]!, 0)?.values;
     const want = literalAt(request, m.index! + m[0].length);
     if (args && want) out.push({ fn: m[1]!, args, want: want.value });
   }

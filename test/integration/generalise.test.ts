@@ -628,41 +628,41 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(second.text).toContain('Northwind Traders Ltd.');
   });
 
-  it('a blank made up in place of the user\'s fact ("[Your Name]"): the step asks the user first, then writes their answer', async () => {
+  /**
+   * A task that is to fill in LICENSE's holder, planned as one step that changes it and picked as `edit` twice: the
+   * model's first whole-file write is `first`; once the user has answered `name`, the LICENSE with their name.
+   */
+  async function fillsHolder(
+    request: string,
+    edit: { old_string: string; new_string: string },
+    first: string,
+    name: string
+  ) {
     const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
     fake.on('write_plan', {
       call: plan([step('s1', 'In LICENSE, put the holder in.', { expect: { changes: ['LICENSE'] } })]),
     });
-    const edit = {
-      name: 'workspace__edit_file',
-      args: { step_id: 's1', path: 'LICENSE', old_string: 'x', new_string: 'y' },
-    };
-    fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
-    // A blank of the model's own where the user's name belongs; once the user has answered, their name.
-    fake.on('write_file_content', { content: holder('[Your Name]') }, { content: holder('Ada Lovelace') });
-    fake.on('compose_answer', { content: 'LICENSE names Ada Lovelace now.' });
+    const call = { name: 'workspace__edit_file', args: { step_id: 's1', path: 'LICENSE', ...edit } };
+    fake.on('pick_tools', { calls: [call] }, { calls: [call] });
+    fake.on('write_file_content', { content: first }, { content: holder(name) });
+    fake.on('compose_answer', { content: `LICENSE names ${name} now.` });
+    const t = await TaskDriver.start(env, request, p.dir);
+    await answersHolder(t, p.dir, 's1', name);
+    return p;
+  }
 
-    const t = await TaskDriver.start(env, 'LICENSE still has a placeholder for the holder. Fill it in.', p.dir);
-    await answersHolder(t, p.dir, 's1', 'Ada Lovelace');
+  it('a blank made up in place of the user\'s fact ("[Your Name]"): the step asks the user first, then writes their answer', async () => {
+    // A blank of the model's own where the user's name belongs.
+    const request = 'LICENSE still has a placeholder for the holder. Fill it in.';
+    await fillsHolder(request, { old_string: 'x', new_string: 'y' }, holder('[Your Name]'), 'Ada Lovelace');
   });
 
   it('a blank the request points at, kept by the write: the step asks the user first, then writes their answer', async () => {
-    const p = makeProject({ LICENSE, 'README.md': '# ledger\n' });
-    fake.on('write_plan', {
-      call: plan([step('s1', 'In LICENSE, put the holder in.', { expect: { changes: ['LICENSE'] } })]),
-    });
-    const edit = {
-      name: 'workspace__edit_file',
-      args: { step_id: 's1', path: 'LICENSE', old_string: 'MIT License', new_string: 'Apache License 2.0' },
-    };
-    fake.on('pick_tools', { calls: [edit] }, { calls: [edit] });
-    // Lacking the fact, the model changes another line and keeps the blank; once the user has answered, their name.
+    // Lacking the fact, the model changes another line and keeps the blank.
+    const retitle = { old_string: 'MIT License', new_string: 'Apache License 2.0' };
     const retitled = `\`\`\`\n${LICENSE.replace('MIT License', 'Apache License 2.0')}\`\`\``;
-    fake.on('write_file_content', { content: retitled }, { content: holder('Northwind Traders Ltd.') });
-    fake.on('compose_answer', { content: 'LICENSE names Northwind Traders Ltd. now.' });
-
-    const t = await TaskDriver.start(env, 'LICENSE still reads <COPYRIGHT HOLDER>; put the right one there.', p.dir);
-    await answersHolder(t, p.dir, 's1', 'Northwind Traders Ltd.');
+    const request = 'LICENSE still reads <COPYRIGHT HOLDER>; put the right one there.';
+    const p = await fillsHolder(request, retitle, retitled, 'Northwind Traders Ltd.');
     // The title the model would have changed is as it was.
     expect(readFileSync(path.join(p.dir, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
   });

@@ -736,6 +736,22 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(fake.requests.every((r) => r.body.max_tokens === 512)).toBe(true);
   });
 
+  /** Step s1 wrote its file, failed its check, was shown `failure` in its repair round, wrote it again and passed. */
+  async function repairedOnce(t: TaskDriver, failure: string | RegExp): Promise<void> {
+    const [, repair] = fake.requestsFor('write_file_content');
+    expect(repair.text).toMatch(failure);
+    const [s1] = await t.eventsOf('step_finished');
+    expect(s1).toMatchObject({
+      status: 'done',
+      calls: [
+        { tool: 'workspace__write_file', status: 'ok' },
+        { tool: 'workspace__run_command', status: 'error' },
+        { tool: 'workspace__write_file', status: 'ok' },
+        { tool: 'workspace__run_command', status: 'ok' },
+      ],
+    });
+  }
+
   it("attack on the examples: a request's examples check the step that writes the function; a hostile value runs nothing, a wrong example reaches the repair round", async () => {
     const units = (body: string) => `function toKb(n) {\n  return ${body};\n}\nmodule.exports = { toKb };\n`;
     const p = makeProject({ 'units.js': 'module.exports = {};\n' });
@@ -758,18 +774,7 @@ describe("a small model's first pick that only reads the file its step is to cha
     expect(existsSync(path.join(p.dir, 'pwned'))).toBe(false);
     const [planned] = await t.eventsOf('plan');
     expect(planned.plan.steps[0]?.expect?.check).toMatch(/^node -e '/);
-    const [, repair] = fake.requestsFor('write_file_content');
-    expect(repair.text).toContain('toKb(2048) returned "2.0 KB", expected "2 KB"');
-    const [s1] = await t.eventsOf('step_finished');
-    expect(s1).toMatchObject({
-      status: 'done',
-      calls: [
-        { tool: 'workspace__write_file', status: 'ok' },
-        { tool: 'workspace__run_command', status: 'error' },
-        { tool: 'workspace__write_file', status: 'ok' },
-        { tool: 'workspace__run_command', status: 'ok' },
-      ],
-    });
+    await repairedOnce(t, 'toKb(2048) returned "2.0 KB", expected "2 KB"');
   });
 
   describe('a repair round after the new tests fail on the file an earlier step wrote', () => {
@@ -833,18 +838,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       expect(readFileSync(path.join(p.dir, 'test_wc.py'), 'utf8')).toBe(unittestOf(2));
       const [planEvent] = await t.eventsOf('plan');
       expect(planEvent!.plan.steps[0]?.expect?.check).toBe(pythonTestCommand('test_wc.py'));
-      const [, repair] = fake.requestsFor('write_file_content');
-      expect(repair.text).toMatch(/Not done yet: [\s\S]*AssertionError: 2 != 3/);
-      const [s1] = await t.eventsOf('step_finished');
-      expect(s1).toMatchObject({
-        status: 'done',
-        calls: [
-          { tool: 'workspace__write_file', status: 'ok' },
-          { tool: 'workspace__run_command', status: 'error' },
-          { tool: 'workspace__write_file', status: 'ok' },
-          { tool: 'workspace__run_command', status: 'ok' },
-        ],
-      });
+      await repairedOnce(t, /Not done yet: [\s\S]*AssertionError: 2 != 3/);
     });
 
     it('a test that calls the function it tests and never imports it gets the import: it passes at once, told in the repairs', async () => {

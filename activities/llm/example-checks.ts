@@ -103,22 +103,38 @@ const CHECK_MAX = 500;
 /** Single quotes for the shell. */
 const shellQuoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The command that checks `examples` of the functions of `file` (a `.py`, `.js`, `.mjs` or `.cjs` file), or null. */
+/** A path that needs no quoting in a module specifier or a Python string. */
+const PLAIN_PATH = /^[\w./-]+$/;
+
+/** The shortest import of `file` its language has here: by its module name, else by its path. */
+function importOf(file: string, python: boolean): string {
+  const dir = file.includes('/') ? file.slice(0, file.lastIndexOf('/')) : '.';
+  const stem = file.slice(file.lastIndexOf('/') + 1).replace(/\.py$/, '');
+  if (python)
+    return /^[A-Za-z_]\w*$/.test(stem) && PLAIN_PATH.test(dir)
+      ? `sys.path.insert(0,"${dir}");m=__import__("${stem}")`
+      : `import importlib.util as u;s=u.spec_from_file_location("m",${JSON.stringify(file)});m=u.module_from_spec(s);s.loader.exec_module(m)`;
+  return PLAIN_PATH.test(file)
+    ? `import("./${file}")`
+    : `import(require("url").pathToFileURL(${JSON.stringify(file)}).href)`;
+}
+
+/**
+ * The command that checks `examples` of the functions of `file` (a `.py`, `.js`, `.mjs` or `.cjs` file), or null: a
+ * program given inline, short, as the model sees it in its step's prompt.
+ */
 export function exampleCheck(file: string, examples: readonly Example[]): string | null {
   const python = file.endsWith('.py');
   const cases = (n: number) => JSON.stringify(examples.slice(0, n).map((e) => [e.fn, e.args, e.want]));
   const program = (n: number) =>
     python
       ? `python3 -c ${shellQuoted(
-          `import importlib.util as u,json,os,sys\nsys.path[:0]=[os.path.dirname(os.path.abspath(${JSON.stringify(file)})),"."]\n` +
-            `s=u.spec_from_file_location("checked",${JSON.stringify(file)});m=u.module_from_spec(s);s.loader.exec_module(m);b=0\n` +
-            `for f,a,w in json.loads(${JSON.stringify(cases(n))}):\n` +
-            ` g=getattr(m,f)(*a)\n if g!=w:b=1;print(f"{f}({', '.join(map(repr,a))}) returned {g!r}, expected {w!r}")\nsys.exit(b)`
+          `import json,sys\n${importOf(file, true)}\nb=0\nfor f,a,w in json.loads(${JSON.stringify(cases(n))}):\n` +
+            ` g=getattr(m,f)(*a)\n if g!=w:b=1;print(f"{f}({str(a)[1:-1]}) returned {g!r}, expected {w!r}")\nsys.exit(b)`
         )}`
       : `node -e ${shellQuoted(
-          `const u=require("util");import(require("url").pathToFileURL(${JSON.stringify(file)}).href).then((n)=>{let b=0;` +
-            `for(const[f,a,w]of ${cases(n)}){const g=(n[f]??n.default?.[f])(...a);` +
-            `if(!u.isDeepStrictEqual(g,w)){b=1;console.log(f+"("+a.map((x)=>JSON.stringify(x)).join(", ")+") returned "+JSON.stringify(g)+", expected "+JSON.stringify(w))}}process.exitCode=b})`
+          `${importOf(file, false)}.then(m=>{for(const[f,a,w]of${cases(n)}){const g=(m[f]??m.default[f])(...a);` +
+            `if(!require("util").isDeepStrictEqual(g,w))process.exitCode=1,console.log(f+"("+a.map(x=>JSON.stringify(x))+") returned "+JSON.stringify(g)+", expected "+JSON.stringify(w))}})`
         )}`;
   for (let n = examples.length; n > 0; n--) {
     const command = program(n);

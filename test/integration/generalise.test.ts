@@ -453,17 +453,13 @@ describe("a small model's first pick that only reads the file its step is to cha
       const p = makeProject({ 'weather.csv': weather });
       fake.on('write_plan', { call: changing });
       fake.on('asks_changes', { call: { effect: 'reads it' } });
-      // With the change left out of the plan, nothing asks the step to write the file: it is worked out by a
-      // program that reads it, with no pick.
-      const warmest =
-        "```python\nimport csv\nr = max(csv.DictReader(open('weather.csv')), key=lambda r: int(r['temp']))\nprint(r['city'], r['temp'])\n```";
-      fake.on('write_program', { content: warmest });
+      const read = { name: 'workspace__read_file', args: { step_id: 's1', path: 'weather.csv' } };
+      // With the change left out of the plan, nothing asks the step to write the file: its pick reads it.
+      fake.on('pick_tools', { calls: [read] });
       fake.on('compose_answer', { content: 'Cairo, at 30.' });
 
       const t = await TaskDriver.start(env, request, p.dir);
       expect(await t.result()).toMatchObject({ status: 'done' });
-      expect(fake.requestsFor('pick_tools')).toEqual([]);
-      expect(fake.requestsFor('compose_answer')[0].text).toMatch(/--- stdout ---\nCairo 30\n/);
 
       expect(readFileSync(path.join(p.dir, 'weather.csv'), 'utf8')).toBe(weather);
       const [asked] = fake.requestsFor('asks_changes');

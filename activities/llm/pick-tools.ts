@@ -19,10 +19,10 @@ import { isWhole, type NamedFile } from './named-files';
 import { copiesForWrites } from './copy-writes';
 import { movesForCommands } from './move-commands';
 import { computingSteps, programCalls } from './program';
-import { asksQuestion } from './asked-changes';
 import { NO_SUITABLE_TOOL, pickToolsPrompt } from './pick-prompt';
 import {
   checksFirst,
+  isQuestion,
   narrowPaths,
   READ_FILE,
   readsBeforeBlindWrites,
@@ -224,7 +224,7 @@ export async function pickTools(
   const programs = await programCalls(
     model,
     input.request ?? input.goal,
-    computingSteps(input.steps, asksQuestion(input.request ?? '')),
+    computingSteps(input.steps, isQuestion(input.request ?? '')),
     tools
   );
   const computed = new Set(programs.calls.map((c) => c.stepId));

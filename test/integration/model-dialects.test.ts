@@ -687,30 +687,6 @@ describe('model.profile small', () => {
     );
   });
 
-  it('a question asked before the end of the request is worked out by a program too, once the data file is judged only read', async () => {
-    fake.dialect = 'openai';
-    const stock = 'item,shelf,units\nbolt,A,40\nnut,B,25\nbolt,B,30\n';
-    const p = makeProject({ 'stock.csv': stock });
-    // The question comes first and an ask follows it: the request does not end with a question mark.
-    const request = 'From stock.csv: which item has the most units over all shelves? Say the item and the units.';
-    fake.on('write_plan', {
-      call: plan([step('s1', 'Sum the units of each item in stock.csv.', { expect: { changes: ['stock.csv'] } })]),
-    });
-    fake.on('asks_changes', { call: { effect: 'reads it' } });
-    const program =
-      "```python\nimport csv\nt = {}\nfor r in csv.DictReader(open('stock.csv')):\n    t[r['item']] = t.get(r['item'], 0) + int(r['units'])\nk = max(t, key=t.get)\nprint(k, t[k])\n```";
-    fake.on('write_program', { content: program });
-    fake.on('compose_answer', { content: 'bolt, with 70 units.' });
-
-    const t = await TaskDriver.start(env, request, p.dir);
-    expect(await t.result()).toMatchObject({ status: 'done', answer: 'bolt, with 70 units.' });
-    // No pick read the file and summed it by eye: the program's sum is what the answer was written from.
-    expect(fake.requestsFor('pick_tools')).toEqual([]);
-    expect(fake.requestsFor('write_program')[0].text).toContain(`File stock.csv:\n\`\`\`\n${stock}`);
-    expect(fake.requestsFor('compose_answer')[0].text).toMatch(/exit code: 0\n--- stdout ---\nbolt 70\n/);
-    expect(readFileSync(path.join(p.dir, 'stock.csv'), 'utf8')).toBe(stock);
-  });
-
   it('a search step whose check finds nothing is done, its answer that there is none: not tried again, not replanned', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'parser.py': '# TODO: handle empty input\n', 'report.py': 'print(1)\n' });

@@ -56,15 +56,19 @@ async function ask(model: ModelClient, request: string, file: string) {
   return { changes: value.effect === 'changes it' || value.effect === 'moves or deletes it', usage };
 }
 
+/** Data kinds that are configuration as often as input (`package.json`, `config.yaml`): a script may be added to them. */
+const CONFIG_KIND = /\.(?:json|ya?ml|xml|toml)$/i;
+
 /**
- * The data files of the project (./program's kinds) that the request names and that a step plans to change beside a
- * new program it is to create: the input the new script reads, in doubt as a change. A small Planner planned "write
+ * The data files of the project (./program's kinds, but for those that are as often configuration) that the request
+ * names and that a step plans to change beside a new program it is to create: the input the new script reads, in
+ * doubt as a change. A small Planner planned "write
  * top_customer.py that reads orders.csv" as changes to orders.csv, and the step edited its header; so it did for a
  * script that averages a CSV file (a task written to look at).
  */
 export function scriptInputs(plan: Plan, request: string, projectFiles: readonly string[]): string[] {
   const existing = new Set(projectFiles);
-  const named = new Set(namedFiles(projectFiles, request).filter(isDataFile));
+  const named = new Set(namedFiles(projectFiles, request).filter((f) => isDataFile(f) && !CONFIG_KIND.test(f)));
   const steps = plan.steps.filter((s) => plannedFiles(s).some((f) => !existing.has(f) && isProgram(f, null)));
   return [...new Set(steps.flatMap((s) => plannedFiles(s)).filter((f) => named.has(f)))];
 }

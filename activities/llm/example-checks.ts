@@ -25,8 +25,6 @@ export interface Example {
 }
 
 const ARROW = String.raw`(?:->|→|=>|⇒|==)`;
-/** After a call, a lone `=` says what it gives too (`f(2) = 4`, as in mathematics); never after a bare value. */
-const CALL_ARROW = String.raw`(?:${ARROW}|=(?![=>]))`;
 /** A function's name in JavaScript or Python (a lone `$`, as in `$(…)`, is none). */
 const NAME = String.raw`(?:[A-Za-z_][\w$]*|\$[\w$]+)`;
 const OPEN_QUOTES: Record<string, string> = { '"': '"', "'": "'", '“': '”', '‘': '’' };
@@ -76,25 +74,46 @@ function literalsUntil(text: string, at: number, close?: string): { values: Lite
   }
 }
 
-/** The examples of `request`: calls with literal arguments, or bare literals given to its one named function. */
+/**
+ * Where an expected value ends, so it is the whole of what the text says: the end, a comma, `;` or `)` not before a
+ * digit, a sentence's end, or a short lowercase word (`and`, `und`, `et`). `-> 1.5 KB`, `-> 25%`, `-> 1,000`,
+ * `-> 2024-02-01` and a signature's `-> None:` say more than a literal, and are no examples.
+ */
+const WANT_END = /^(?:\s*$|[,;)](?!\d)|[.!?](?=\s|$)|\s+\p{Ll}{1,4}\s)/u;
+
+/** The literal `text` holds at `at` as the whole expected value (`WANT_END`), or null. */
+function wantAt(text: string, at: number) {
+  const want = literalAt(text, at);
+  return want && WANT_END.test(text.slice(want.end)) ? want : null;
+}
+
+/**
+ * The examples of `request`: calls of one argument or more, all literals, before an arrow or `==` and a whole
+ * literal; and bare literals before an arrow and a quoted string, given to the one function the request names with
+ * its parentheses, where there are two such or more (a list of examples: `512 -> "512 B", 1536 -> "1.5 KB"`). A
+ * call with no argument is no example (`def cleanup() -> None` is a signature, and calling it would run it), nor is
+ * a lone pair of bare values (`3 -> 5`, `3.11 -> 3.12`, `'foo' -> 'bar'`: a change asked for).
+ */
 export function requestExamples(request: string): Example[] {
   const out: Example[] = [];
-  const calls = new RegExp(String.raw`(?<![\w$.])(${NAME})\(([^()\n]*)\)\s*${CALL_ARROW}`, 'gu');
+  const calls = new RegExp(String.raw`(?<![\w$.])(${NAME})\(([^()\n]*)\)\s*${ARROW}`, 'gu');
   for (const m of request.matchAll(calls)) {
     const args = literalsUntil(m[2]!, 0)?.values;
-    const want = literalAt(request, m.index! + m[0].length);
-    if (args && want) out.push({ fn: m[1]!, args, want: want.value });
+    const want = wantAt(request, m.index! + m[0].length);
+    if (args?.length && want) out.push({ fn: m[1]!, args, want: want.value });
   }
   const named = [...new Set([...request.matchAll(new RegExp(`(?<![\\w$.])(${NAME})\\(`, 'gu'))].map((m) => m[1]!))];
   if (named.length !== 1) return out;
-  // A bare input (a number, a quoted string) before an arrow, not the end of a call.
+  // A bare input (a number, a quoted string) before an arrow, not the end of a call, and a quoted string after it.
   const bare = new RegExp(String.raw`(?<![\w$.)\]])(-?\d+(?:\.\d+)?|"[^"\n]*"|'[^'\n]*'|“[^”\n]*”)\s*${ARROW}`, 'gu');
+  const pairs: Example[] = [];
   for (const m of request.matchAll(bare)) {
     const arg = literalAt(m[1]!, 0);
-    const want = literalAt(request, m.index! + m[0].length);
-    if (arg && want) out.push({ fn: named[0]!, args: [arg.value], want: want.value });
+    const want = wantAt(request, m.index! + m[0].length);
+    if (arg && want && typeof want.value === 'string')
+      pairs.push({ fn: named[0]!, args: [arg.value], want: want.value });
   }
-  return out;
+  return pairs.length >= 2 ? [...out, ...pairs] : out;
 }
 
 /** The longest check Klea writes from examples (the plan's bound on a check, common/plan.ts). */
@@ -106,14 +125,16 @@ const shellQuoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** A path that needs no quoting in a module specifier or a Python string. */
 const PLAIN_PATH = /^[\w./-]+$/;
 
-/** The shortest import of `file` its language has here: by its module name, else by its path. */
+/**
+ * The import of `file` its language has here. Python loads it by its path, its folder first on the module path (a
+ * `math.py` of the project is the project's, not the loaded standard module; the program's own modules are imported
+ * with the project's folder off the path, so a `json.py` does not stand in for them); Node by its relative path
+ * (CommonJS or ES module alike).
+ */
 function importOf(file: string, python: boolean): string {
   const dir = file.includes('/') ? file.slice(0, file.lastIndexOf('/')) : '.';
-  const stem = file.slice(file.lastIndexOf('/') + 1).replace(/\.py$/, '');
   if (python)
-    return /^[A-Za-z_]\w*$/.test(stem) && PLAIN_PATH.test(dir)
-      ? `sys.path.insert(0,"${dir}");m=__import__("${stem}")`
-      : `import importlib.util as u;s=u.spec_from_file_location("m",${JSON.stringify(file)});m=u.module_from_spec(s);s.loader.exec_module(m)`;
+    return `import sys\nsys.path.pop(0)\nimport importlib.util as u,json\nsys.path.insert(0,${JSON.stringify(dir)})\ns=u.spec_from_file_location("m",${JSON.stringify(file)});m=u.module_from_spec(s);s.loader.exec_module(m)`;
   return PLAIN_PATH.test(file)
     ? `import("./${file}")`
     : `import(require("url").pathToFileURL(${JSON.stringify(file)}).href)`;
@@ -129,12 +150,12 @@ export function exampleCheck(file: string, examples: readonly Example[]): string
   const program = (n: number) =>
     python
       ? `python3 -c ${shellQuoted(
-          `import json,sys\n${importOf(file, true)}\nb=0\nfor f,a,w in json.loads(${JSON.stringify(cases(n))}):\n` +
+          `${importOf(file, true)}\nb=0\nfor f,a,w in json.loads(${JSON.stringify(cases(n))}):\n` +
             ` g=getattr(m,f)(*a)\n if g!=w:b=1;print(f"{f}({str(a)[1:-1]}) returned {g!r}, expected {w!r}")\nsys.exit(b)`
         )}`
       : `node -e ${shellQuoted(
-          `${importOf(file, false)}.then(m=>{for(const[f,a,w]of${cases(n)}){const g=(m[f]??m.default[f])(...a);` +
-            `if(!require("util").isDeepStrictEqual(g,w))process.exitCode=1,console.log(f+"("+a.map(x=>JSON.stringify(x))+") returned "+JSON.stringify(g)+", expected "+JSON.stringify(w))}})`
+          `${importOf(file, false)}.then(m=>{for(const[f,a,w]of${cases(n)}){const g=(m[f]??m.default?.[f]??m.default)(...a);` +
+            `if(g!==w&&!require("util").isDeepStrictEqual(g,w))process.exitCode=1,console.log(f+"("+a.map(x=>JSON.stringify(x))+") returned "+JSON.stringify(g)+", expected "+JSON.stringify(w))}})`
         )}`;
   for (let n = examples.length; n > 0; n--) {
     const command = program(n);

@@ -156,6 +156,10 @@ describe('the data file a new script reads', () => {
       const written = plan(step('s1', { changes }));
       expect((await keepAskedChanges(client, `${request} Put it in report.md.`, written, files)).plan).toEqual(written);
     }
+    // Nor a data kind that is as often configuration: a script may be added to package.json.
+    const config = plan(step('s1', { changes: ['package.json', 'build.js'] }));
+    const request2 = 'Write build.js and add a build script for it to package.json.';
+    expect((await keepAskedChanges(client, request2, config, [...files, 'package.json'])).plan).toEqual(config);
     expect(prompts).toEqual([]);
   });
 });

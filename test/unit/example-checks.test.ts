@@ -33,7 +33,7 @@ function run(command: string, files: Record<string, string>) {
 }
 
 describe('the examples of a request', () => {
-  it('are calls with literal arguments, or bare inputs of its one named function, before an arrow or ==', () => {
+  it('are calls with literal arguments, or a list of bare inputs of its one named function, before an arrow or ==', () => {
     expect(requestExamples('Add toKb(n) to units.js, e.g. 2048 -> "2 KB", 512 → "0.5 KB".')).toEqual([
       { fn: 'toKb', args: [2048], want: '2 KB' },
       { fn: 'toKb', args: [512], want: '0.5 KB' },
@@ -48,13 +48,16 @@ describe('the examples of a request', () => {
       { fn: 'pairs', args: [[1, 2]], want: [[1, 2]] },
     ]);
     expect(requestExamples('parse_or_none("x") -> None')).toEqual([{ fn: 'parse_or_none', args: ['x'], want: null }]);
-    // After a call, a lone = as in mathematics; after a bare value it is a setting, no example.
-    expect(requestExamples('Fix square in m.py: square(3) = 9, square(-2) = 4. Keep x = 5.')).toEqual([
+    // A number may end a sentence, or go on with a short word.
+    expect(requestExamples('square(3) -> 9 and square(-2) -> 4.')).toEqual([
       { fn: 'square', args: [3], want: 9 },
       { fn: 'square', args: [-2], want: 4 },
     ]);
     // A command substitution in a value is no function named.
-    expect(requestExamples('toKb(n): "$(id)" -> "NaN KB"')).toEqual([{ fn: 'toKb', args: ['$(id)'], want: 'NaN KB' }]);
+    expect(requestExamples('toKb(n): "$(id)" -> "NaN KB", "" -> "NaN KB"')).toEqual([
+      { fn: 'toKb', args: ['$(id)'], want: 'NaN KB' },
+      { fn: 'toKb', args: [''], want: 'NaN KB' },
+    ]);
   });
 
   it('are none where the text is no call of literals, or a bare input has no one function to go to', () => {
@@ -66,6 +69,21 @@ describe('the examples of a request', () => {
     expect(requestExamples('Add kb(n) and mb(n): 2048 -> "2 KB".')).toEqual([]);
     // A number glued to a unit is no literal.
     expect(requestExamples('parse_duration(s) turns "1h" into seconds: 1h -> 3600')).toEqual([]);
+    // A lone pair of bare values is a change asked for, with one function named somewhere else.
+    expect(requestExamples('Change the retry count 3 -> 5 in client.py, see connect().')).toEqual([]);
+    expect(requestExamples('Upgrade Python 3.11 -> 3.12 and fix parse() in setup.py')).toEqual([]);
+    expect(requestExamples("Rename the key 'foo' -> 'bar', read by load(cfg).")).toEqual([]);
+    // Bare pairs whose value is no quoted string: times, codes, code in the request.
+    expect(requestExamples('schedule(t): 10:30 -> 11:00, HTTP 200 -> 404, 1 -> 2')).toEqual([]);
+    expect(requestExamples('is_even(n) should return n % 2 == 0, 3 % 2 == 1')).toEqual([]);
+    // A value that says more than a literal: a unit, a percentage, a thousands comma, a date.
+    for (const want of ['1.5 KB', '100 °C', '25%', '1,000', '2024-02-01'])
+      expect(requestExamples(`f(1536) -> ${want}`)).toEqual([]);
+    // A signature, and a call with no argument (calling it would run it).
+    expect(requestExamples('Add `def cleanup() -> None:` to tasks.py, and `def f(x: int) -> int`.')).toEqual([]);
+    expect(requestExamples('Make `async() => 1` and now() -> "12:00" work.')).toEqual([]);
+    // A lone = is no arrow.
+    expect(requestExamples('Set timeout(30) = 60 in net.py.')).toEqual([]);
   });
 });
 
@@ -87,6 +105,18 @@ describe('the check of examples', () => {
     expect(missing.out).toMatch(/is not a function/);
   });
 
+  it('imports a Python file by its path, even one named like a standard module, and a Node default export', () => {
+    const sq = requestExamples('square(3) -> 9, square(-2) -> 4');
+    const py = 'def square(x):\n    return x * x\n';
+    expect(run(exampleCheck('math.py', sq)!, { 'math.py': py })).toMatchObject({ status: 0, out: '' });
+    expect(run(exampleCheck('json.py', sq)!, { 'json.py': py })).toMatchObject({ status: 0, out: '' });
+    const js = 'module.exports = function square(x) { return x * x; };\n';
+    expect(run(exampleCheck('sq.js', sq)!, { 'sq.js': js })).toMatchObject({ status: 0, out: '' });
+    // -0 is 0.
+    const zero = requestExamples('neg(0) -> 0, neg(1) -> -1');
+    expect(run(exampleCheck('n.js', zero)!, { 'n.js': 'exports.neg = (x) => -x;\n' })).toMatchObject({ status: 0 });
+  });
+
   it('imports a Python file as a module, in its folder, and compares with ==', () => {
     const leap = requestExamples('is_leap(1900) == False, is_leap(2000) == True');
     const check = exampleCheck('dates.py', leap)!;
@@ -98,7 +128,7 @@ describe('the check of examples', () => {
 
   it('attack: an example that would break out of the quoting runs nothing of its own; the control does', () => {
     const payload = "x'; touch pwned; echo '";
-    const hostile = requestExamples(`echo_it(s) in e.py: "${payload}" -> "y"`);
+    const hostile = requestExamples(`echo_it in e.py: echo_it("${payload}") -> "y"`);
     expect(hostile).toEqual([{ fn: 'echo_it', args: [payload], want: 'y' }]);
     const r = run(exampleCheck('e.py', hostile)!, { 'e.py': 'def echo_it(s):\n    return "y"\n' });
     expect(r.status).toBe(0);
@@ -119,7 +149,7 @@ describe('the check of examples', () => {
 });
 
 describe('a plan checked by the examples', () => {
-  const request = 'Add formatKb(n) to units.js, e.g. 2048 -> "2 KB".';
+  const request = 'Add formatKb(n) to units.js, e.g. 2048 -> "2 KB", 0 -> "0 KB".';
   const files = ['units.js', 'README.md'];
 
   it('checks the last step that changes the one code file the request names', () => {
@@ -131,7 +161,7 @@ describe('a plan checked by the examples', () => {
     const { plan: checked, repairs } = exampleChecks(p, request, files);
     expect(checked.steps[0].expect?.check).toBeUndefined();
     expect(checked.steps[1].expect?.check).toBe(exampleCheck('units.js', requestExamples(request)));
-    expect(repairs).toEqual(['step "s2": checked by the request\'s examples (formatKb(2048))']);
+    expect(repairs).toEqual(['step "s2": checked by the request\'s examples (formatKb(2048), formatKb(0))']);
     // A new file the request names is checked the same way.
     const created = exampleChecks(
       plan(step('s1', 'Write kb.py.', { changes: ['kb.py'] })),

@@ -61,10 +61,10 @@ const CONFIG_KIND = /\.(?:json|ya?ml|xml|toml)$/i;
 
 /**
  * The data files of the project (./program's kinds, but for those that are as often configuration) that the request
- * names and that a step plans to change beside a new program it is to create: the input the new script reads, in
- * doubt as a change. A small Planner planned "write
- * top_customer.py that reads orders.csv" as changes to orders.csv, and the step edited its header; so it did for a
- * script that averages a CSV file (a task written to look at).
+ * names and that the plan is to change, where it is to create a new program too (in that step or another): the input
+ * the new script reads, in doubt as a change. A small Planner planned "write top_customer.py that reads orders.csv"
+ * as a change to orders.csv in one step and the script in another, and the step edited the data's header; so it did
+ * for a script that averages a CSV file (a task written to look at).
  */
 export function scriptInputs(plan: Plan, request: string, projectFiles: readonly string[]): string[] {
   const existing = new Set(projectFiles);

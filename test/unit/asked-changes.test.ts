@@ -132,14 +132,14 @@ describe('the data file a new script reads', () => {
   const files = ['orders.csv', 'notes.md', 'tool.py'];
   const request = 'Write best.py that reads orders.csv and prints the best customer.';
 
-  it('is asked about where a step plans it changed beside the new script; read only, it is left out', async () => {
+  it('is asked about where the plan changes it and creates the new script, in one step or another; read only, it is left out', async () => {
     const { client, prompts } = model({ 'orders.csv': 'reads it' });
-    const written = plan(step('s1', { changes: ['orders.csv', 'best.py'] }), step('s2', { changes: ['orders.csv'] }));
+    const written = plan(step('s1', { changes: ['orders.csv'] }), step('s2', { changes: ['best.py', 'orders.csv'] }));
     const r = await keepAskedChanges(client, request, written, files);
     expect(prompts.map((p) => String(p.messages[0]).split('\n').pop())).toEqual([
       'What does carrying out this request do to orders.csv?',
     ]);
-    expect(r.plan.steps.map((s) => s.expect?.changes)).toEqual([['best.py'], undefined]);
+    expect(r.plan.steps.map((s) => s.expect?.changes)).toEqual([undefined, ['best.py']]);
     expect(r.notAsked).toEqual(['orders.csv']);
     // Where the model says the script's work changes it, the change stays.
     const changes = model({ 'orders.csv': 'changes it' });

@@ -4,8 +4,9 @@
  *
  * A small Planner gets a request's files wrong both ways. It names the file a question is about in `expect.changes`
  * (a question about a file's contents planned as a change to that file), and the step then writes over the user's
- * data: `keepAskedChanges` (so it does with the data file a new script is to read). And it plans the work a request asks of a file without the file (a document to rewrite,
- * planned as reading it; a script to fix, as running its commands by hand): `wantedChanges`. Asked on its own, the
+ * data: `keepAskedChanges` (so it does with the data file a new script is to read). And it plans the work a request
+ * asks of a file without the file (a document to rewrite, planned as reading it; a script to fix, as running its
+ * commands by hand): `wantedChanges`. Asked on its own, the
  * same model leans one way or the other with the wording, so a verdict is taken only where the plan is already in
  * doubt: a question's plan that would change a file is only ever made to leave the change out, and a plan that
  * changes nothing at all is only ever planned again. No word of the request is looked at here.

@@ -6,15 +6,14 @@
  * failed example says what it returned and what was expected, and that output is the evidence the step's repair
  * rounds show the model. A step done on a small model's say-so ended `done` with every example wrong.
  *
- * Read by shape only, in any language: a call or a literal, an arrow (`->`, `→`, `=>`, `⇒`) or `==` (after a call, `=`
- * too), a literal. A bare
- * input is given to the one function the request names with its parentheses, and only then. The values are numbers,
- * quoted strings, `true`/`false`/`null` (Python's `True`/`False`/`None`) and lists of them; anything else is no
- * example. The program imports the file the way its language does, so it runs the project's own code, in the sandbox,
- * like any check.
+ * Read by shape only, in any language: a call or a literal, an arrow (`->`, `→`, `=>`, `⇒`) or `==`, a literal
+ * (`requestExamples` says which). The values are numbers, quoted strings, `true`/`false`/`null` (Python's
+ * `True`/`False`/`None`) and lists of them; anything else is no example. The program imports the file the way its
+ * language does, so it runs the project's own code, in the sandbox, like any check.
  */
 import { plannedFiles, withExpect, type Plan } from '../../common/plan';
 import { namedFiles, newFileNames } from './named-files';
+import { shellQuoted } from './shell-words';
 
 export type Literal = string | number | boolean | null | Literal[];
 
@@ -118,9 +117,6 @@ export function requestExamples(request: string): Example[] {
 
 /** The longest check Klea writes from examples (the plan's bound on a check, common/plan.ts). */
 const CHECK_MAX = 500;
-
-/** Single quotes for the shell. */
-const shellQuoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** A path that needs no quoting in a module specifier or a Python string. */
 const PLAIN_PATH = /^[\w./-]+$/;

@@ -4,6 +4,7 @@
  */
 import { plainPath, plannedFolders, type StepExpect } from '../../common/plan';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
+import { shellQuoted } from './shell-words';
 import { callWithoutPick, CHANGES_FILE, RUN_COMMAND } from './small-model';
 
 /**
@@ -27,7 +28,7 @@ export function foldersNotFiles(
       stepId: c.stepId,
       repair: `${target}: the plan has it as a folder; made with mkdir, not written as a file`,
     });
-    const made = callWithoutPick(runner, c.stepId, { command: `mkdir -p -- '${target.replace(/'/g, `'\\''`)}'` });
+    const made = callWithoutPick(runner, c.stepId, { command: `mkdir -p -- ${shellQuoted(target)}` });
     return c.stepDone === false ? { ...made, stepDone: false as const } : made;
   });
   return { calls: out, repairs };

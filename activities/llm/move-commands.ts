@@ -17,10 +17,8 @@ import { basename, isWithin } from '../../common/posix-path';
 import type { PickedCall } from '../../common/tools';
 import { kindOf, mentionedKinds, namedFiles } from './named-files';
 import { withoutPlanned } from './plan-files';
-import { commandPrograms } from './shell-words';
+import { commandPrograms, shellQuoted } from './shell-words';
 import { copiesFiles, mirroredFiles, RUN_COMMAND, stepText, type CopyingStep } from './small-model';
-
-const quoted = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
 
 const folderOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
 
@@ -140,8 +138,8 @@ export function moveCommand(moves: readonly Move[], program: 'mv' | 'cp' | 'git 
   const folders = [...new Set(moves.map((m) => folderOf(m.to)).filter(Boolean))];
   const verb = program === 'cp' ? 'cp -P --' : `${program} --`;
   return [
-    ...(folders.length ? [`mkdir -p -- ${folders.map(quoted).join(' ')}`] : []),
-    ...moves.map((m) => `${verb} ${quoted(m.from)} ${quoted(m.to)}`),
+    ...(folders.length ? [`mkdir -p -- ${folders.map(shellQuoted).join(' ')}`] : []),
+    ...moves.map((m) => `${verb} ${shellQuoted(m.from)} ${shellQuoted(m.to)}`),
   ].join(' && ');
 }
 
@@ -255,7 +253,7 @@ export function movesForCommands(
       }
       out.push({
         ...call,
-        args: { ...call.args, command: `mkdir -p -- ${missing.map(quoted).join(' ')} && ${command}` },
+        args: { ...call.args, command: `mkdir -p -- ${missing.map(shellQuoted).join(' ')} && ${command}` },
       });
       repairs.push({
         stepId: call.stepId,

@@ -2,6 +2,9 @@
 import { plainPath } from '../../common/plan';
 import { hereDocuments } from '../../common/path-candidates';
 
+/** `word` between single quotes for the shell, a quote in it closed, escaped and opened again. */
+export const shellQuoted = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
+
 /** The command with each quoted string ('…' or "…") blanked out, its length kept. */
 export const withoutQuoted = (command: string) =>
   command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, (q) => 'x'.repeat(q.length));

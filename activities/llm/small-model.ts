@@ -65,17 +65,18 @@ export interface CopyingStep {
   expect?: StepExpect;
 }
 
+/** A step's title and instruction, the text of it that names files and kinds. */
+export const stepText = (step: CopyingStep) => `${step.title ?? ''}\n${step.instruction ?? ''}`;
+
 /**
  * Whether a step is to copy or move files the project has: every file its plan creates has the name of one the
  * project has in another folder, and there are several, or the step names the one it mirrors (`notes.txt` for
  * `archive/notes.txt`) or its kind (".md files": with the 1.5B model, a move of the `.md` files of a folder planned
- * one of them in the new folder, and it was written from nothing). Their content is that of the files they mirror, which a command copies or moves whole and a
- * write from nothing can only make up: a small model planned moving files into a folder as creating each of them
- * there, each was written as a placeholder line, and the files stayed where they were. A lone file named as
- * another (`docs/README.md`, `tests/__init__.py`) is a new file like any other.
+ * one of them in the new folder, and it was written from nothing). Their content is that of the files they mirror,
+ * which a command copies or moves whole and a write from nothing can only make up: a small model planned moving
+ * files into a folder as creating each of them there, each was written as a placeholder line, and the files stayed
+ * where they were. A lone file named as another (`docs/README.md`, `tests/__init__.py`) is a new file like any other.
  */
-/** A step's title and instruction, the text of it that names files and kinds. */
-export const stepText = (step: CopyingStep) => `${step.title ?? ''}\n${step.instruction ?? ''}`;
 
 export function copiesFiles(step: CopyingStep, existing: readonly string[] | null | undefined): boolean {
   const planned = plannedFiles(step);

@@ -70,8 +70,9 @@ const CONFIG_KIND = /\.(?:json|ya?ml|xml|toml)$/i;
 export function scriptInputs(plan: Plan, request: string, projectFiles: readonly string[]): string[] {
   const existing = new Set(projectFiles);
   const named = new Set(namedFiles(projectFiles, request).filter((f) => isDataFile(f) && !CONFIG_KIND.test(f)));
-  const steps = plan.steps.filter((s) => plannedFiles(s).some((f) => !existing.has(f) && isProgram(f, null)));
-  return [...new Set(steps.flatMap((s) => plannedFiles(s)).filter((f) => named.has(f)))];
+  const planned = plan.steps.flatMap((s) => plannedFiles(s));
+  if (!planned.some((f) => !existing.has(f) && isProgram(f, null))) return [];
+  return [...new Set(planned.filter((f) => named.has(f)))];
 }
 
 /**

@@ -146,6 +146,15 @@ describe('the data file a new script reads', () => {
     expect((await keepAskedChanges(changes.client, request, written, files)).plan).toEqual(written);
   });
 
+  it("is asked about where only another step than the new script's is to change it", async () => {
+    // The 0.5B plan: "Read orders.csv" changing orders.csv, the script in a later step.
+    const { client, prompts } = model({ 'orders.csv': 'reads it' });
+    const written = plan(step('s1', { changes: ['orders.csv'] }), step('s2', { changes: ['best.py'] }));
+    const r = await keepAskedChanges(client, request, written, files);
+    expect(prompts).toHaveLength(1);
+    expect(r.plan.steps.map((s) => s.expect?.changes)).toEqual([undefined, ['best.py']]);
+  });
+
   it('is no such file beside an existing script, a new file that is no program, or a file the request does not name', async () => {
     const { client, prompts } = model({ 'orders.csv': 'reads it', 'notes.md': 'reads it' });
     for (const changes of [

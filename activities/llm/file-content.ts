@@ -17,7 +17,7 @@ import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
 import { contentOfAnswer, fenced } from './fences';
 import { withMissingImports } from './python-imports';
-import { blankLeft, blankQuestion, copiedIn, madeUpFact } from './rewrite-guards';
+import { blankLeft, blankQuestion, copiedIn, madeUpFact, textOnly } from './rewrite-guards';
 import { isCut, isWhole, namedFiles, readInFull, type NamedFile, type ReadCall } from './named-files';
 import { CHANGES_FILE, PART_WRITES, PLANNED_WRITES, RUN_COMMAND, WRITE_FILE } from './small-model';
 
@@ -301,7 +301,7 @@ export async function withWholeFileWrites(
     let content = contentOfAnswer(text);
     const dropped = (c: string) => (current ? droppedLines(current.text, c) : []);
     const dropsMost = (c: string) => !!current && removedMost(current.text, c) !== null;
-    const same = (c: string) => !!current && c.trimEnd() === current.text.trimEnd();
+    const same = (c: string) => !!current && textOnly(c) === textOnly(current.text);
     // The rewrite of an existing file keeps most of it: a model asked for the whole file that drops half of its
     // lines (a function the step never mentioned) is asked once more, shown what it left out; if it drops them
     // again, it is not used, and the model's own call stays.

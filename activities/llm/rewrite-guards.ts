@@ -147,3 +147,15 @@ export function madeUpFact(path: string, before: string | null, after: string, s
   const blank = swappedBlank(before, after, sources);
   return blank ? factQuestion(path, before, after, (t) => t.includes(blank), blank) : null;
 }
+
+/**
+ * A file's text without its blank lines and the spaces that end its lines: a rewrite that differs from the file only
+ * there is the file written back (a 0.5B rewrite for a question it took for a change dropped one blank line, and the
+ * step counted it as the change).
+ */
+export const textOnly = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter(Boolean)
+    .join('\n');

@@ -381,6 +381,24 @@ describe('whole-file writes in a pick', () => {
     expect(same.prompts).toHaveLength(1);
   });
 
+  it('a rewrite that only takes out or puts in blank lines or trailing spaces changes nothing: the model call stays', async () => {
+    const text = 'from mailer import send\n\n\ndef post(r):\n    send(r)\n';
+    const step: WholeFileStep = {
+      id: 's1',
+      instruction: 'Define send in views.py.',
+      files: [{ path: 'views.py', text }],
+    };
+    const edit = call('edit_file', { path: 'views.py', old_string: 'send(r)', new_string: 'send(r)' });
+    const blank = model({ 'views.py': '```\nfrom mailer import send\n\ndef post(r):   \n    send(r)\n\n```' });
+    const r = await withWholeFileWrites(blank.client, [step], [edit], TOOLS);
+    expect(r.calls).toEqual([edit]);
+    expect(r.rewritten).toEqual([]);
+    // The control: a rewrite that changes a line is written.
+    const changed = model({ 'views.py': '```\nfrom mailer import send\n\ndef post(r):\n    return send(r)\n```' });
+    const w = await withWholeFileWrites(changed.client, [step], [edit], TOOLS);
+    expect(w.rewritten).toEqual([{ stepId: 's1', path: 'views.py' }]);
+  });
+
   it("a new file holding the user's own details asks them, only where it may; otherwise it is written", async () => {
     const step: WholeFileStep = {
       id: 's1',

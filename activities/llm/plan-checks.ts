@@ -12,13 +12,13 @@
  *
  * - `changingChecks`: a check whose first command changes files is the step's work, not its check.
  *
- * And for every model: `boundedChecks`, a check the schema's bound closed is no check.
+ * And for every model: `boundedChecks`, a check the schema's bound closed, or one with a quote left open, is no check.
  */
 import { changesSomething, MAX_CHECK_CHARS, plainPath, plannedFiles, withExpect, type Plan } from '../../common/plan';
 import { basename } from '../../common/posix-path';
 import { escape, FILE_NAME, namedByStem, namedFiles } from './named-files';
 import { isDataFile } from './program';
-import { fileChanges, firstPipe, piped, withoutQuoted } from './shell-words';
+import { fileChanges, firstPipe, openQuote, piped, withoutQuoted } from './shell-words';
 
 /**
  * The plan with the check left out of each step that is to change nothing when the check only reads data files: each
@@ -155,15 +155,21 @@ const cutCheck = (check: string) => (check.length > 80 ? `${check.slice(0, 80)}â
  * The plan with the check left out of each step whose check is as long as a check may be (`max`: `MAX_CHECK_CHARS`,
  * or `SMALL_PLAN_BOUNDS.check` for a small model's plan): a
  * server that holds answers to the schema closed it there, not the model, and a command cut anywhere (a pattern that
- * repeated itself until the bound) fails for no fault of the step, whose repair rounds would then chase it. The step
+ * repeated itself until the bound) fails for no fault of the step, whose repair rounds would then chase it. So is a
+ * check with a quote left open (`openQuote`), which the shell refuses whole: a 0.5B Planner copied a check with single
+ * quotes inside single quotes into its next plan, and the step failed on `Unterminated quoted string` alone. The step
  * is judged by its other evidence.
  */
 export function boundedChecks(plan: Plan, max = MAX_CHECK_CHARS): { plan: Plan; repairs: string[] } {
   const repairs: string[] = [];
   const steps = plan.steps.map((s) => {
     const check = s.expect?.check;
-    if (!check || check.length < max) return s;
-    repairs.push(`step "${s.id}": its check \`${cutCheck(check)}\` reached the longest a check may be: left out`);
+    if (!check || (check.length < max && !openQuote(check))) return s;
+    repairs.push(
+      check.length < max
+        ? `step "${s.id}": its check \`${cutCheck(check)}\` leaves a quote open, and the shell cannot run it: left out`
+        : `step "${s.id}": its check \`${cutCheck(check)}\` reached the longest a check may be: left out`
+    );
     const { check: _check, ...others } = s.expect ?? {};
     return withExpect(s, others);
   });

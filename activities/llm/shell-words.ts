@@ -9,6 +9,30 @@ export const shellQuoted = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
 export const withoutQuoted = (command: string) =>
   command.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, (q) => 'x'.repeat(q.length));
 
+/**
+ * Whether the shell could not read a command to its end: a quote (`'`, `"`) or a backquote left open, outside
+ * comments and here-document bodies. sh refuses such a line whole ("Unterminated quoted string"), whatever the step
+ * did: a 0.5B Planner copied a check with single quotes inside single quotes into its next plan.
+ */
+export function openQuote(command: string): boolean {
+  const shell = hereDocuments(command).shell;
+  let quote: string | null = null;
+  for (let i = 0; i < shell.length; i++) {
+    const c = shell[i]!;
+    if (quote === "'") {
+      if (c === "'") quote = null;
+    } else if (c === '\\') i++;
+    else if (quote) {
+      if (c === quote) quote = null;
+    } else if (c === "'" || c === '"' || c === '`') quote = c;
+    else if (c === '#' && (i === 0 || /[\s;&|()]/.test(shell[i - 1]!))) {
+      const end = shell.indexOf('\n', i);
+      i = end < 0 ? shell.length : end;
+    }
+  }
+  return quote !== null;
+}
+
 /** Where the first `|` of a command that is not `||` and not quoted is (its length when there is none). */
 export function firstPipe(command: string): number {
   const at = /(?<!\|)\|(?!\|)/.exec(withoutQuoted(command));

@@ -482,11 +482,33 @@ describe('a check closed by its bound is no check', () => {
   });
 
   it('keeps a check shorter than that', () => {
+    const closed = `grep -qP '${'a'.repeat(MAX_CHECK_CHARS - 1 - "grep -qP '' docs/api.md".length)}' docs/api.md`;
     const p = planOf(
       step('s1', 'Run the tests.', { expect: { check: 'python3 -m pytest -q' } }),
-      step('s2', 'Run it.', { expect: { check: runOn.slice(0, MAX_CHECK_CHARS - 1) } })
+      step('s2', 'Run it.', { expect: { check: closed } })
     );
+    expect(closed).toHaveLength(MAX_CHECK_CHARS - 1);
     expect(boundedChecks(p)).toEqual({ plan: p, repairs: [] });
+  });
+
+  it('leaves out a check with a quote left open, which the shell refuses whole; a closed one stays', () => {
+    // The 0.5B Planner's copy of an example check, single quotes inside single quotes.
+    const copied = `node -e 'import('./format.js').then(m=>{for(const[f,a,w]of[["`;
+    const p = planOf(step('s1', 'Add formatBytes.', { expect: { changes: ['format.js'], check: copied } }));
+    const out = boundedChecks(p);
+    expect(out.plan.steps[0]!.expect).toEqual({ changes: ['format.js'] });
+    expect(out.repairs).toEqual([
+      `step "s1": its check \`${copied}\` leaves a quote open, and the shell cannot run it: left out`,
+    ]);
+    for (const check of [
+      `node -e 'import("./format.js").then((m) => console.log(m.f(1)))'`,
+      `python3 -c "print('it''s')" # don't mind this comment`,
+      `grep -c "a \\"b\\"" notes.txt && echo \`date\``,
+      `cat <<'EOF'\nit's a here-document\nEOF`,
+    ]) {
+      const kept = planOf(step('s1', 'Run it.', { expect: { check } }));
+      expect(boundedChecks(kept)).toEqual({ plan: kept, repairs: [] });
+    }
   });
 });
 

@@ -519,6 +519,33 @@ describe("a small model's first pick that only reads the file its step is to cha
       expect(fake.requestsFor('pick_tools')).toEqual([]);
     });
 
+    it('attack on the data, planned in a step of its own: the reading step changes nothing, and the script is written', async () => {
+      // The 0.5B plan's shape: "Read orders.csv" to change orders.csv, the script in a later step.
+      const split = plan([
+        step('s1', 'Read orders.csv and list the customers.', { expect: { changes: ['orders.csv'] } }),
+        step('s2', 'Write best.py.', { depends_on: ['s1'], expect: { changes: ['best.py'] } }),
+      ]);
+      const p = makeProject({ 'orders.csv': orders });
+      fake.on('write_plan', { call: split });
+      fake.on('asks_changes', { call: { effect: 'reads it' } });
+      fake.on('pick_tools', {
+        calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'orders.csv', step_done: true } }],
+      });
+      fake.on('write_file_content', { content: '```python\n' + script + '```' });
+      fake.on('compose_answer', { content: 'best.py prints Ada.' });
+
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(p.dir, 'orders.csv'), 'utf8')).toBe(orders);
+      expect(readFileSync(path.join(p.dir, 'best.py'), 'utf8')).toBe(script);
+      const [planEvent] = await t.eventsOf('plan');
+      expect(planEvent.plan.steps.map((s: { expect?: { changes?: string[] } }) => s.expect?.changes)).toEqual([
+        undefined,
+        ['best.py'],
+      ]);
+      expect(fake.requestsFor('asks_changes')).toHaveLength(1);
+    });
+
     it('the control: kept as a change, the data file is edited as the pick asks, its header lost', async () => {
       const p = makeProject({ 'orders.csv': orders });
       fake.on('write_plan', { call: both });

@@ -501,6 +501,15 @@ describe("a small model's first pick that only reads the file its step is to cha
       args: { step_id: 's1', path: 'orders.csv', old_string: 'customer', new_string: 'name' },
     };
     const write = { name: 'workspace__write_file', args: { step_id: 's1', path: 'best.py', content: 'x' } };
+    /** Runs the task: it is done, orders.csv as it was and best.py written; its first plan event. */
+    const dataKeptScriptWritten = async (dir: string) => {
+      const t = await TaskDriver.start(env, request, dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      expect(readFileSync(path.join(dir, 'orders.csv'), 'utf8')).toBe(orders);
+      expect(readFileSync(path.join(dir, 'best.py'), 'utf8')).toBe(script);
+      const [planEvent] = await t.eventsOf('plan');
+      return planEvent;
+    };
 
     it('attack on the data: the model is asked what the request does to the data file, and only the script is written', async () => {
       const p = makeProject({ 'orders.csv': orders });
@@ -510,11 +519,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       fake.on('write_file_content', { content: '```python\n' + script + '```' });
       fake.on('compose_answer', { content: 'best.py prints Ada.' });
 
-      const t = await TaskDriver.start(env, request, p.dir);
-      expect(await t.result()).toMatchObject({ status: 'done' });
-      expect(readFileSync(path.join(p.dir, 'orders.csv'), 'utf8')).toBe(orders);
-      expect(readFileSync(path.join(p.dir, 'best.py'), 'utf8')).toBe(script);
-      const [planEvent] = await t.eventsOf('plan');
+      const planEvent = await dataKeptScriptWritten(p.dir);
       expect(planEvent.plan.steps[0].expect?.changes).toEqual(['best.py']);
       expect(fake.requestsFor('pick_tools')).toEqual([]);
     });
@@ -534,11 +539,7 @@ describe("a small model's first pick that only reads the file its step is to cha
       fake.on('write_file_content', { content: '```python\n' + script + '```' });
       fake.on('compose_answer', { content: 'best.py prints Ada.' });
 
-      const t = await TaskDriver.start(env, request, p.dir);
-      expect(await t.result()).toMatchObject({ status: 'done' });
-      expect(readFileSync(path.join(p.dir, 'orders.csv'), 'utf8')).toBe(orders);
-      expect(readFileSync(path.join(p.dir, 'best.py'), 'utf8')).toBe(script);
-      const [planEvent] = await t.eventsOf('plan');
+      const planEvent = await dataKeptScriptWritten(p.dir);
       expect(planEvent.plan.steps.map((s: { expect?: { changes?: string[] } }) => s.expect?.changes)).toEqual([
         undefined,
         ['best.py'],

@@ -16,6 +16,7 @@ import { createToolActivities } from './mcp/tools';
 import { createPlanActivities } from './plan-activities';
 import { createProjectCheck, type ProjectCheckAsk } from './project/check';
 import { ProjectContextReader } from './project/context';
+import { whereDefined } from './project/definitions';
 import { initProject } from './project/init';
 import { createPromptContext } from './prompt-context';
 import { createRewindActivities } from './rewind';
@@ -82,8 +83,13 @@ export function createActivities(deps: ActivityDeps) {
         context.listing(input.projectDir),
       ]);
       const named = namedFiles(listing?.files ?? [], input.request);
-      const files = await context.fileTexts(input.projectDir, named, ANSWER_FILES_CHARS);
-      return nodes.composeAnswer(model, { ...input, ...(files.length ? { files } : {}) }, ctx.text);
+      const [files, defs] = await Promise.all([
+        context.fileTexts(input.projectDir, named, ANSWER_FILES_CHARS),
+        context.definitions(input.projectDir, listing),
+      ]);
+      const defined = whereDefined(input.request, defs);
+      const found = { ...(files.length ? { files } : {}), ...(defined.length ? { defined } : {}) };
+      return nodes.composeAnswer(model, { ...input, ...found }, ctx.text);
     },
 
     async summarizeMemory(input: SummarizeInput) {

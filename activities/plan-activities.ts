@@ -19,6 +19,7 @@ import { writePlan, type WritePlanInput } from './llm/planner';
 import { isDataFile } from './llm/program';
 import type { createToolActivities } from './mcp/tools';
 import type { createProjectCheck, ProjectCheckAsk } from './project/check';
+import { whereDefined } from './project/definitions';
 import type { ProjectContextReader } from './project/context';
 import type { ProjectListing } from './project/listing';
 import { stepNewFiles, stepUnshownFiles, type PromptContext } from './prompt-context';
@@ -172,7 +173,8 @@ export function createPlanActivities(deps: PlanActivityDeps) {
       deps.projectContext.read(input.projectDir),
       context.listing(input.projectDir),
     ]);
-    const listed = { ...input, listing };
+    const defined = whereDefined(input.request, await context.definitions(input.projectDir, listing));
+    const listed = { ...input, listing, ...(defined.length ? { defined } : {}) };
     const written = await writePlan(model, listed, toolList, ctx.text);
     if (!input.firstPick) return written;
     const picked = await firstPick(listed, input.firstPick, written, toolList, began);

@@ -19,6 +19,7 @@ import {
 } from './llm/named-files';
 import type { PickStep } from './llm/pick-tools';
 import type { createToolActivities } from './mcp/tools';
+import { definitions, DEFINITION_FILES_MAX, SOURCE_FILE, type Definition } from './project/definitions';
 import {
   deepestListing,
   LISTING_MAX_DEPTH,
@@ -47,6 +48,11 @@ export interface PromptContext {
     step: PickStep,
     partsFor?: string
   ): Promise<NamedFile[]>;
+  /**
+   * What the project's code files of the listing define (./project/definitions), the first `DEFINITION_FILES_MAX`
+   * of them; a file that cannot be read is left out.
+   */
+  definitions(projectDir: string, listing: ProjectListing | undefined): Promise<Map<string, Definition[]>>;
 }
 
 export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): PromptContext {
@@ -90,6 +96,13 @@ export function createPromptContext(tools: Pick<ToolActivities, 'callTool'>): Pr
       return (deep !== undefined && deepestListing(deep, LISTING_MAX_DEPTH)) || projectListing(text);
     },
     fileTexts,
+    async definitions(projectDir, listing) {
+      const files = (listing?.files ?? []).filter((f) => SOURCE_FILE.test(f)).slice(0, DEFINITION_FILES_MAX);
+      const texts = await Promise.all(files.map((f) => read(projectDir, 'read_file', { path: f })));
+      return new Map(
+        files.flatMap((f, i) => (texts[i] === undefined ? [] : [[f, definitions(f, texts[i]!)] as const]))
+      );
+    },
     stepFiles(projectDir, listing, step, partsFor) {
       const touched = (step.earlierCalls ?? [])
         .map((c) => c.args.path)

@@ -10,7 +10,8 @@ import type { SummarizeInput } from '../../common/session';
 import type { StepResultView } from '../../common/task';
 import type { ModelClient, NodePrompt } from './model';
 import { isWhole, type NamedFile } from './named-files';
-import { join, resultsText, section } from './prompt-text';
+import { definedSection, join, resultsText, section } from './prompt-text';
+import { definitions, definitionsNote } from '../project/definitions';
 import { turnsText, untrusted, withoutFences, withUntrustedRule } from './untrusted';
 
 export { writePlan, writePlanPrompt, WRITE_PLAN_SYSTEM, type WritePlanInput } from './planner';
@@ -87,6 +88,8 @@ export interface ComposeAnswerInput {
   toolAccess?: ToolAccess;
   /** The project files the request names, as they are after the work (filled in by the activity). */
   files?: NamedFile[];
+  /** Where the names of code the request mentions are defined (../project/definitions; filled in by the activity). */
+  defined?: string[];
 }
 
 /** What the composer is told of read-only access. */
@@ -113,6 +116,7 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
               input.files.map((f) => `#### ${f.path}${linesNote(f)}\n${untrusted(f.path, f.text)}`).join('\n')
             )
           : '',
+        definedSection(input.defined),
         input.toolAccess === 'read_only' ? section('Access', READ_ONLY_NOTE) : '',
         // Last, so the answer follows the request rather than the results: after a list of results a small model
         // went on with the list ("- s2 … (done)") as its answer.
@@ -126,11 +130,15 @@ export function composeAnswerPrompt(input: ComposeAnswerInput, projectContext: s
 /** The compose prompt's last line. */
 export const ANSWER_NOW = "Write Klea's answer to this request, from the results above.";
 
-/** How many lines a file shown whole has, for the heading it is shown under (a count a model cannot make). */
+/**
+ * How many lines a file shown whole has and what its code defines, for the heading it is shown under (counts a model
+ * cannot make).
+ */
 export function linesNote(file: NamedFile): string {
   if (!isWhole(file)) return '';
   const lines = file.text ? file.text.replace(/\n$/, '').split('\n').length : 0;
-  return ` (${lines} ${lines === 1 ? 'line' : 'lines'})`;
+  const defines = definitionsNote(definitions(file.path, file.text));
+  return ` (${lines} ${lines === 1 ? 'line' : 'lines'}${defines ? `; ${defines}` : ''})`;
 }
 
 /** The last line of the compose prompt asked again, after an answer that only repeated what it was shown. */

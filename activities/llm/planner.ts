@@ -44,7 +44,7 @@ import {
   pipedChecks,
   testChecks,
 } from './plan-checks';
-import { filesSection, join, resultsText, section } from './prompt-text';
+import { definedSection, filesSection, join, resultsText, section } from './prompt-text';
 import { WRITE_FILE } from './small-model';
 import { turnsText, untrusted, withUntrustedRule } from './untrusted';
 
@@ -67,6 +67,8 @@ export interface WritePlanInput {
   finished?: StepResultView[];
   /** The project's listing (filled in by the activity). */
   listing?: ProjectListing;
+  /** Where the names of code the request mentions are defined (../project/definitions; filled in by the activity). */
+  defined?: string[];
 }
 
 /** The example the instructions show: a request from another project, and its plan. */
@@ -176,6 +178,7 @@ export function writePlanPrompt(
     section('Summary of the earlier conversation', input.summary && untrusted('the running summary', input.summary)),
     section('Recent conversation', turns),
     filesSection(input.listing?.text),
+    definedSection(input.defined),
     toolList ? section('Tools', toolList) : '',
     input.previousPlan ? section('Previous plan', previousPlanText(input.previousPlan, input.feedbackFrom)) : '',
     input.finished?.length
@@ -212,6 +215,7 @@ function taskText(input: WritePlanInput, projectContext: string): string {
     input.summary ?? '',
     ...(input.recentTurns ?? []).map((t) => t.text),
     input.listing?.text ?? '',
+    ...(input.defined ?? []),
     projectContext,
     input.previousPlan ? JSON.stringify(input.previousPlan) : '',
     ...(input.finished ?? []).map((f) => `${f.title} ${f.instruction ?? ''} ${f.result ?? ''}`),

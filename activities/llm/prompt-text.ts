@@ -23,3 +23,10 @@ export const resultsText = (results: readonly StepResultView[]) =>
 /** The project's files as the Planner and the picker see them (a short listing), when known. */
 export const filesSection = (files: string | undefined) =>
   section('Files in the project', files && untrusted('the project listing', files));
+
+/** Where the names of code the request mentions are defined (activities/project/definitions `whereDefined`). */
+export const definedSection = (lines: readonly string[] | undefined) =>
+  section(
+    'Where the names the request mentions are defined',
+    lines?.length ? untrusted("the project's code", lines.join('\n')) : ''
+  );

@@ -29,7 +29,7 @@ describe('the answer prompt', () => {
     const files = [{ path: 'calc.py', text: 'def add(a, b):\n    return (a + b) * 2' }];
     const [text] = composeAnswerPrompt({ ...input, files }, '').messages as string[];
     expect(text).toContain(
-      '## Files the request names, as they are now\n#### calc.py (2 lines)\n<untrusted source="calc.py">\ndef add(a, b):'
+      '## Files the request names, as they are now\n#### calc.py (2 lines; defines 1 function: add)\n<untrusted source="calc.py">\ndef add(a, b):'
     );
     expect(text.indexOf('#### calc.py')).toBeGreaterThan(text.indexOf('Shopping list'));
   });
@@ -44,6 +44,28 @@ describe('the answer prompt', () => {
     expect(text).toContain('#### one.txt (1 line)\n');
     expect(text).toContain('#### empty.txt (0 lines)\n');
     expect(text).toContain('#### long.txt\n');
+  });
+
+  it('a code file shown whole is headed by what it defines; a cut one is not (the rest is not known)', () => {
+    const code = 'import re\n\n\ndef a():\n    pass\n\n\nclass B:\n    def c(self):\n        pass\n';
+    const files = [
+      { path: 'utils/tools.py', text: code },
+      { path: 'long.py', text: `def a():\n${CUT_MARK}` },
+    ];
+    const [text] = composeAnswerPrompt({ ...input, files }, '').messages as string[];
+    expect(text).toContain('#### utils/tools.py (10 lines; defines 1 function: a; 1 class: B (methods c))\n');
+    expect(text).toContain('#### long.py\n');
+  });
+
+  it('where the names of code the request mentions are defined, fenced as untrusted, before the request', () => {
+    const defined = ['send_invoice: a function in billing/core/mailer.py, line 4'];
+    const [text] = composeAnswerPrompt({ ...input, defined }, '').messages as string[];
+    expect(text).toContain(
+      '## Where the names the request mentions are defined\n<untrusted source="the project\'s code">\n' + defined[0]
+    );
+    expect(text.indexOf('## Request')).toBeGreaterThan(text.indexOf(defined[0]));
+    const [none] = composeAnswerPrompt({ ...input, defined: [] }, '').messages as string[];
+    expect(none).not.toContain('Where the names');
   });
 
   it('ends with the request and the call to answer it, after the results and the files', () => {

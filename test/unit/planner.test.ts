@@ -32,3 +32,21 @@ describe('a replan', () => {
     expect(text({ ...replan, feedbackFrom: 'user' })).toContain('"steps": [');
   });
 });
+
+describe('the names the request mentions', () => {
+  it('the Planner is told where they are defined, fenced as untrusted, after the listing; nothing when none is', () => {
+    const ask = {
+      projectDir: '/p',
+      toolAccess: 'full' as const,
+      request: "Where's send_invoice defined?",
+      listing: { text: 'app.py\nbilling/\nbilling/mailer.py', files: ['app.py', 'billing/mailer.py'], complete: true },
+    };
+    const defined = ['send_invoice: a function in billing/mailer.py, line 4'];
+    const text = String(writePlanPrompt({ ...ask, defined }, [], '').messages[0]);
+    expect(text).toContain(
+      `## Where the names the request mentions are defined\n<untrusted source="the project's code">\n${defined[0]}`
+    );
+    expect(text.indexOf(defined[0])).toBeGreaterThan(text.indexOf('billing/mailer.py\n'));
+    expect(String(writePlanPrompt(ask, [], '').messages[0])).not.toContain('Where the names');
+  });
+});

@@ -7,7 +7,7 @@ import { checkKept } from '../../tools/workspace/tools/write';
 import { callOutcome, FOUND_NOTHING, readInsteadOf, repeatsCall, type MadeCall } from '../../workflows/task/dispatch';
 import { checkToRun, missingEvidence, ownCheck } from '../../workflows/task/evidence';
 import { answerWithShortfalls, nothingAchievedAnswer } from '../../workflows/task/status';
-import { failureKey, triage, type CallOutcome } from '../../workflows/task/triage';
+import { failureKey, failureKeys, triage, type CallOutcome } from '../../workflows/task/triage';
 import type { PickedCall } from '../../common/tools';
 
 const ok = (tool: string, changed?: string[]): CallOutcome => ({ tool, status: 'ok', text: 'fine', changed });
@@ -316,5 +316,29 @@ describe('honest endings', () => {
     const text = answerWithShortfalls('The mean is 4.', missed, 2);
     expect(text.startsWith('**Not achieved** (1 of 2 steps):\n- s1')).toBe(true);
     expect(text.endsWith('The mean is 4.')).toBe(true);
+  });
+});
+
+describe('failureKeys', () => {
+  const trace = 'Traceback (most recent call last):\nModuleNotFoundError: No module named tests/test_x';
+  const shared = (a: string[], b: string[]) => a.some((k) => b.includes(k));
+
+  it('a failure that says enough by itself is the same whatever command printed it', () => {
+    expect(
+      shared(
+        failureKeys('python3 -m unittest tests/test_x.py', trace),
+        failureKeys('python3 -m unittest tests/test_x', trace)
+      )
+    ).toBe(true);
+  });
+
+  it('a short output stays tied to its command: two checks may fail that way for different reasons', () => {
+    expect(shared(failureKeys('grep -q a x.txt', ''), failureKeys('grep -q b y.txt', ''))).toBe(false);
+    expect(shared(failureKeys('python3 a.py', 'FAILED'), failureKeys('python3 b.py', 'FAILED'))).toBe(false);
+    expect(shared(failureKeys('python3 a.py', 'FAILED'), failureKeys('python3 a.py', 'FAILED'))).toBe(true);
+  });
+
+  it('a different output is a different failure', () => {
+    expect(shared(failureKeys('python3 t.py', `${trace}1`), failureKeys('python3 t.py', `${trace}2`))).toBe(false);
   });
 });

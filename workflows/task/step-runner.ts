@@ -18,13 +18,13 @@ import { RESULT_CHARS } from './plan-progress';
 import type { TaskRun } from './task-run';
 import { cut } from './text';
 import { ToolRounds } from './tool-rounds';
-import { applyVerdict, failureKey, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
+import { applyVerdict, failureKeys, triage, type CallOutcome, type TriageDecision, type TriageInput } from './triage';
 
 export class StepRunner {
   private readonly calls: CallRunner;
   private readonly rounds: ToolRounds;
   /**
-   * The failed checks that led to a new plan (`failureKey`): the same failure after one ends its step (./triage.ts).
+   * The failed checks that led to a new plan (`failureKeys`): the same failure after one ends its step (./triage.ts).
    * Not carried over a continue-as-new (nor are the failed attempts' calls): after one, a failure leads to at most the
    * new plans the task has left, as before.
    */
@@ -134,10 +134,10 @@ export class StepRunner {
     // What the attempt did, to tell a retry that only repeats it (a model at temperature 0 answers the same way).
     const madeCalls = JSON.stringify(made.map(({ call }) => [call.qualifiedName, call.args]));
     // The failed check as what it printed, whole: the same failure after a new plan ends the step (./triage.ts).
-    const failure = failedCheck !== null ? failureKey(`${s.expect?.check ?? ''}\n${failedCheck}`) : null;
+    const failure = failedCheck !== null ? failureKeys(s.expect?.check ?? '', failedCheck) : null;
     const decided = this.decide(s, laterNoTool ?? result.noTool, lastRound, madeCalls, missing, failure);
     const d = decided instanceof Promise ? await decided : decided;
-    if (d.outcome === 'replan' && failure !== null) this.replannedFailures.add(failure);
+    if (d.outcome === 'replan' && failure !== null) failure.forEach((k) => this.replannedFailures.add(k));
     this.settle(
       s,
       d,
@@ -151,7 +151,7 @@ export class StepRunner {
 
   /**
    * Triage's decision, or (when triage cannot decide) the evaluator's: only then is there anything to wait for, and
-   * only then a promise. `failure`: the step's failed check as its `failureKey`, null when no check failed.
+   * only then a promise. `failure`: the step's failed check as its `failureKeys`, null when no check failed.
    */
   private decide(
     s: PlanStep,
@@ -159,11 +159,11 @@ export class StepRunner {
     calls: CallOutcome[],
     madeCalls?: string,
     missing?: string | null,
-    failure: string | null = null
+    failure: string[] | null = null
   ): TriageDecision | Promise<TriageDecision> {
     const tin = {
       ...this.task.progress.triageInput(s, noTool, calls, madeCalls),
-      ...(failure !== null && this.replannedFailures.has(failure) ? { sameCheckFailure: true } : {}),
+      ...(failure?.some((k) => this.replannedFailures.has(k)) ? { sameCheckFailure: true } : {}),
       missing: missing ?? null,
       ...(failure !== null ? { checkFailed: true } : {}),
     };

@@ -146,6 +146,21 @@ export function failureKey(text: string): string {
     .trim();
 }
 
+/** How long a check's output must be (as its `failureKey`) to tell a failure by itself, whatever the command. */
+export const TELLING_OUTPUT_CHARS = 40;
+
+/**
+ * The keys a failed check is known by, for `sameCheckFailure`: its command with what it printed; and, when what it
+ * printed says enough by itself (`TELLING_OUTPUT_CHARS`), what it printed alone, so a new plan that only rewrote the
+ * command (`tests/test_x` for `tests/test_x.py`) and failed with the same traceback is the same failure. A short
+ * output (nothing, or "FAILED") stays tied to its command: two checks can fail that way for different reasons.
+ */
+export function failureKeys(check: string, printed: string): string[] {
+  const out = failureKey(printed);
+  const keys = [failureKey(`${check}\n${printed}`)];
+  return out.length >= TELLING_OUTPUT_CHARS ? [...keys, `printed: ${out}`] : keys;
+}
+
 /** Turns the evaluator's verdict into a decision within the step's and the task's budgets. */
 export function applyVerdict(
   verdict: 'move_on' | 'retry' | 'replan',

@@ -173,7 +173,11 @@ export function createPlanActivities(deps: PlanActivityDeps) {
       deps.projectContext.read(input.projectDir),
       context.listing(input.projectDir),
     ]);
-    const defined = whereDefined(input.request, await context.definitions(input.projectDir, listing));
+    // Where the code the request mentions lives, when the request names no file of the project: one that does says
+    // where to work (told where a function it named is defined, a small Planner planned a new test into that file).
+    const defined = namedFiles(listing?.files ?? [], input.request).length
+      ? []
+      : whereDefined(input.request, await context.definitions(input.projectDir, listing));
     const listed = { ...input, listing, ...(defined.length ? { defined } : {}) };
     const written = await writePlan(model, listed, toolList, ctx.text);
     if (!input.firstPick) return written;

@@ -46,6 +46,12 @@ describe('a question about where a function is defined, in folders inside folder
     }
   });
 
+  it('a request that names a file of the project says where to work: only the composer is told', async () => {
+    const { planner, composer } = await ask(files, 'Does app.py call send_invoice with the order?');
+    expect(planner).not.toContain('## Where the names the request mentions are defined');
+    expect(composer).toContain('send_invoice: a function in billing/core/mailer.py, line 4');
+  });
+
   it('attack: a code file behind the sensitive patterns is never read for it, though the listing shows it', async () => {
     const secret = { ...files, '.aws/rotate.py': 'def rotate_keys():\n    pass\n' };
     const { planner, composer } = await ask(secret, 'Where is rotate_keys defined?');

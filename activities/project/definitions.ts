@@ -26,11 +26,12 @@ export const WHERE_DEFINED_MAX = 6;
 type Found = { kind: 'function' | 'class'; name: string } | null;
 type Shape = (line: string) => Found;
 
+/** A shape of line that defines a `kind`, its name the expression's first group. */
 const match =
-  (kind: 'function' | 'class', re: RegExp, group = 1): Shape =>
+  (kind: 'function' | 'class', re: RegExp): Shape =>
   (line) => {
     const m = re.exec(line);
-    return m ? { kind, name: m[group] } : null;
+    return m ? { kind, name: m[1] } : null;
   };
 
 const ID = '[A-Za-z_$][\\w$]*';

@@ -383,14 +383,16 @@ describe('steps that finish their instruction', () => {
     fake.assertDone();
   });
 
-  it('a check that fails after a new plan just as it did before it ends the task, rather than asking for plan after plan', async () => {
+  /**
+   * Three plans, each one step with the check `checkOf(id)`, whose picks change calc.py without touching what the
+   * check sees (a comment), as a stuck model's rewrites did; the third plan would fix it (the control that the rule,
+   * not the script, ends the task after the second). Asserts it ended after the second, on the same failure.
+   */
+  async function stuckPlansEnd(checkOf: (id: string) => string) {
     const p = makeProject({ 'calc.py': CALC, 'test_calc.py': TEST_CALC });
-    const checked = (id: string) =>
-      step(id, `Fix add in calc.py (${id})`, { expect: { check: 'python3 test_calc.py' } });
-    // A third plan that would fix it: the control that the rule, not the script, ends the task after the second.
+    const checked = (id: string) => step(id, `Fix add in calc.py (${id})`, { expect: { check: checkOf(id) } });
     fake.on('write_plan', { call: plan([checked('s1')]) }, { call: plan([checked('s2')]) });
     fake.always('write_plan', { call: plan([checked('s3')]) });
-    // Each pick changes calc.py without touching what the check sees (a comment), as a stuck model's rewrites did.
     const comment = (id: string, n: number) => ({
       calls: [
         {
@@ -426,53 +428,14 @@ describe('steps that finish their instruction', () => {
     expect(finished[0]).toMatchObject({ status: 'failed' });
     expect(finished[0].reason).toMatch(/AssertionError.*as before the last new plan/s);
     expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toContain('a - b');
+  }
+
+  it('a check that fails after a new plan just as it did before it ends the task, rather than asking for plan after plan', async () => {
+    await stuckPlansEnd(() => 'python3 test_calc.py');
   });
 
   it('a new plan whose check is only written another way, failing with the same output, ends the task too', async () => {
-    const p = makeProject({ 'calc.py': CALC, 'test_calc.py': TEST_CALC });
-    const checked = (id: string) =>
-      step(id, `Fix add in calc.py (${id})`, {
-        expect: { check: id === 's1' ? 'python3 test_calc.py' : 'python3 -B test_calc.py' },
-      });
-    // A third plan that would fix it: the control that the rule, not the script, ends the task after the second.
-    fake.on('write_plan', { call: plan([checked('s1')]) }, { call: plan([checked('s2')]) });
-    fake.always('write_plan', { call: plan([checked('s3')]) });
-    // Each pick changes calc.py without touching what the check sees (a comment), as a stuck model's rewrites did.
-    const comment = (id: string, n: number) => ({
-      calls: [
-        {
-          name: 'workspace__edit_file',
-          args: {
-            step_id: id,
-            path: 'calc.py',
-            old_string: 'def add(',
-            new_string: `# ${n}\ndef add(`,
-            step_done: true,
-          },
-        },
-      ],
-    });
-    fake.on(
-      'pick_tools',
-      comment('s1', 1),
-      comment('s1', 2),
-      comment('s1', 3),
-      comment('s2', 4),
-      comment('s2', 5),
-      comment('s2', 6)
-    );
-    fake.always('pick_tools', fixCalc('s3'));
-    fake.always('compose_answer', { content: 'add adds now.' });
-
-    const t = await TaskDriver.start(env, FIX_AND_TEST, p.dir);
-
-    expect(await t.result()).toMatchObject({ status: 'failed' });
-    expect(fake.requestsFor('write_plan')).toHaveLength(2);
-    expect(await t.countOf('replanned')).toBe(1);
-    const finished = (await t.eventsOf('step_finished')).filter((e: { stepId: string }) => e.stepId === 's2');
-    expect(finished[0]).toMatchObject({ status: 'failed' });
-    expect(finished[0].reason).toMatch(/AssertionError.*as before the last new plan/s);
-    expect(readFileSync(path.join(p.dir, 'calc.py'), 'utf8')).toContain('a - b');
+    await stuckPlansEnd((id) => (id === 's1' ? 'python3 test_calc.py' : 'python3 -B test_calc.py'));
   });
 
   it('a step not achieved that a later step builds on leads to a new plan at once: the later step never runs on it', async () => {

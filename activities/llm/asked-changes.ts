@@ -13,9 +13,9 @@
  */
 import { z } from 'zod';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
-import { changesSomething, plannedFiles, type Plan } from '../../common/plan';
+import { changesSomething, plannedFiles, plannedFolders, type Plan } from '../../common/plan';
 import type { ModelClient } from './model';
-import { namedFiles } from './named-files';
+import { escape, namedFiles } from './named-files';
 import { isProgram } from './file-content';
 import { isDataFile } from './program';
 import { isQuestion, withoutChanges } from './small-model';
@@ -89,12 +89,14 @@ export async function keepAskedChanges(
   projectFiles: readonly string[]
 ): Promise<{ plan: Plan; usage: ModelUsage; modelCalls: number; repairs: string[]; notAsked: string[] }> {
   const existing = new Set(projectFiles);
-  const planned = asksQuestion(request)
+  const question = asksQuestion(request);
+  const planned = question
     ? [...new Set(plan.steps.flatMap((s) => plannedFiles(s)))].filter((f) => existing.has(f))
     : scriptInputs(plan, request, projectFiles);
-  if (!planned.length) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
+  const folders = question ? unnamedFolders(plan, request, projectFiles) : [];
+  if (!planned.length && !folders.length) return { plan, usage: ZERO_USAGE, modelCalls: 0, repairs: [], notAsked: [] };
   let usage = ZERO_USAGE;
-  const notAsked: string[] = [];
+  const notAsked: string[] = [...folders];
   for (const file of planned) {
     const one = await ask(model, request, file);
     usage = addUsage(usage, one.usage);
@@ -102,6 +104,26 @@ export async function keepAskedChanges(
   }
   const kept = withoutChanges(plan, notAsked);
   return { ...kept, usage, modelCalls: planned.length, notAsked };
+}
+
+/**
+ * The folders of the project (those that hold its files) that a question's plan is to change and the request does
+ * not name: a question asks nothing of them, and its step could only be judged not done. Left out without asking the
+ * model: asked what carrying out "Where is it defined? …" does to the folder, and to the file, the 0.5B model said
+ * "changes it" of both. A small Planner wrote the folders of the path it was told a definition is at as its
+ * question's `changes` (`billing`, `core`, …), and the step, which could only read, ended not achieved.
+ */
+export function unnamedFolders(plan: Plan, request: string, projectFiles: readonly string[]): string[] {
+  const existing = new Set(
+    projectFiles.flatMap((f) =>
+      f
+        .split('/')
+        .slice(0, -1)
+        .map((_, i, up) => up.slice(0, i + 1).join('/'))
+    )
+  );
+  const named = (folder: string) => new RegExp(`(?<![\\w./-])${escape(folder)}(?![\\w-]|\\.\\w)`, 'u').test(request);
+  return [...new Set(plan.steps.flatMap(plannedFolders))].filter((f) => existing.has(f) && !named(f));
 }
 
 export const WANTS_CHANGES_SYSTEM = 'You read a request a user gave a coding agent. Answer with JSON only.';

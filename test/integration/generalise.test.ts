@@ -488,6 +488,44 @@ describe("a small model's first pick that only reads the file its step is to cha
     });
   });
 
+  describe('a question planned as a change to the folders of the path it is about', () => {
+    const project = {
+      'app.py': 'from billing.core.mailer import send_invoice\n',
+      'billing/core/mailer.py': 'def send_invoice(order):\n    return order\n',
+    };
+    // The 0.5B plan's shape: the folders of the path it was told, as the question's changes.
+    const folders = plan([
+      step('s1', 'Say where send_invoice is defined.', { expect: { changes: ['billing', 'core', 'mailer'] } }),
+    ]);
+    /** Runs the request with that plan and a pick that reads the file; its end and the step's. */
+    async function run(request: string) {
+      const p = makeProject(project);
+      fake.always('write_plan', { call: folders });
+      fake.always('pick_tools', {
+        calls: [{ name: 'workspace__read_file', args: { step_id: 's1', path: 'billing/core/mailer.py' } }],
+      });
+      fake.always('compose_answer', { content: 'In billing/core/mailer.py, line 1.' });
+      const t = await TaskDriver.start(env, request, p.dir);
+      const result = await t.result();
+      const [finished] = await t.eventsOf('step_finished');
+      return { result, finished, plan: (await t.eventsOf('plan'))[0].plan };
+    }
+
+    it('the folder is left out of the plan: the question is answered from the read, nothing changed', async () => {
+      const { result, finished, plan: planned } = await run("Where's send_invoice defined? Not where it's called.");
+      expect(result).toMatchObject({ status: 'done', answer: 'In billing/core/mailer.py, line 1.' });
+      expect(planned.steps[0].expect).toBeUndefined();
+      expect(finished).toMatchObject({ status: 'done' });
+      expect(fake.requestsFor('asks_changes')).toHaveLength(0);
+    });
+
+    it('the control: asked as an order, the folder stays planned and the step that only reads is not achieved', async () => {
+      const { result, plan: planned } = await run('Find the definition of send_invoice and name its file.');
+      expect(planned.steps[0].expect).toEqual({ changes: ['billing/'] });
+      expect(result).toMatchObject({ status: 'failed' });
+    });
+  });
+
   describe('a new script planned beside a change to the data file it is to read', () => {
     const orders = 'customer,amount\nAda,5\nBo,9\nAda,6\n';
     const request = 'Write best.py that reads orders.csv and prints the customer who spent the most.';

@@ -128,6 +128,36 @@ describe("a question's plan keeps only the changes the model says it asks for", 
   });
 });
 
+describe("a question's plan that changes a folder it does not name", () => {
+  const files = ['billing/core/mailer.py', 'billing/api/views.py', 'logs/a.log', 'app.py'];
+  const where = "Where's send_invoice defined? Not where it's called.";
+
+  it('leaves the folder out without asking the model: a question asks nothing of it', async () => {
+    // The 0.5B plan: the folders of the path it was told, as its changes (`billing` is written `billing/` first).
+    const { client, prompts } = model({});
+    const written = plan(step('s1', { changes: ['billing/', 'core', 'mailer'], check: 'exit 0' }));
+    const r = await keepAskedChanges(client, where, written, files);
+    expect(r.plan.steps[0].expect).toEqual({ changes: ['core', 'mailer'], check: 'exit 0' });
+    expect(r.repairs).toEqual([
+      'step "s1": expect.changes named "billing/", which the request does not ask to change: left out',
+    ]);
+    expect(prompts).toEqual([]);
+    expect(r.modelCalls).toBe(0);
+  });
+
+  it('keeps a folder the request names, a new folder, and any folder of a request not put as a question', async () => {
+    const { client, prompts } = model({});
+    const deleting = plan(step('s1', { changes: ['logs/'] }));
+    for (const request of ['Which files in logs/ are empty? Delete them.', 'Which logs are empty? Delete them.'])
+      expect((await keepAskedChanges(client, request, deleting, files)).plan).toEqual(deleting);
+    const making = plan(step('s1', { changes: ['reports/'] }));
+    expect((await keepAskedChanges(client, where, making, files)).plan).toEqual(making);
+    const work = plan(step('s1', { changes: ['billing/'] }));
+    expect((await keepAskedChanges(client, 'Move send_invoice to app.py.', work, files)).plan).toEqual(work);
+    expect(prompts).toEqual([]);
+  });
+});
+
 describe('the data file a new script reads', () => {
   const files = ['orders.csv', 'notes.md', 'tool.py'];
   const request = 'Write best.py that reads orders.csv and prints the best customer.';

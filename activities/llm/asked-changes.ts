@@ -79,8 +79,9 @@ export function scriptInputs(plan: Plan, request: string, projectFiles: readonly
  * The plan with each file in doubt as a change left out of the steps' `expect.changes` where carrying the request
  * out only reads or runs it, as the model judges it: for a request that asks a question (`asksQuestion`, anywhere in
  * it), each file of the project the plan would change (a file the plan would create is left as planned); for any
- * other, the data files a new script reads (`scriptInputs`). With the model calls made for it and what was left out,
- * for the plan's repairs.
+ * other, the data files a new script reads (`scriptInputs`). A question's folders of the project that the request
+ * does not name are left out without asking (`unnamedFolders`). With the model calls made for it and what was left
+ * out, for the plan's repairs.
  */
 export async function keepAskedChanges(
   model: ModelClient,

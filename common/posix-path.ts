@@ -22,6 +22,14 @@ export function join(...parts: string[]): string {
   return normalize(parts.filter(Boolean).join('/'));
 }
 
+/** The folders a relative path lies in, outermost first: `a/b/c.py` → `a`, `a/b`. */
+export function parentFolders(p: string): string[] {
+  return p
+    .split('/')
+    .slice(0, -1)
+    .map((_, i, up) => up.slice(0, i + 1).join('/'));
+}
+
 export function basename(p: string): string {
   const parts = p.split('/').filter(Boolean);
   return parts[parts.length - 1] ?? '';

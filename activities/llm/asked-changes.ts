@@ -13,6 +13,7 @@
  */
 import { z } from 'zod';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
+import { parentFolders } from '../../common/posix-path';
 import { changesSomething, plannedFiles, plannedFolders, type Plan } from '../../common/plan';
 import type { ModelClient } from './model';
 import { escape, namedFiles } from './named-files';
@@ -115,14 +116,7 @@ export async function keepAskedChanges(
  * question's `changes` (`billing`, `core`, …), and the step, which could only read, ended not achieved.
  */
 export function unnamedFolders(plan: Plan, request: string, projectFiles: readonly string[]): string[] {
-  const existing = new Set(
-    projectFiles.flatMap((f) =>
-      f
-        .split('/')
-        .slice(0, -1)
-        .map((_, i, up) => up.slice(0, i + 1).join('/'))
-    )
-  );
+  const existing = new Set(projectFiles.flatMap(parentFolders));
   const named = (folder: string) => new RegExp(`(?<![\\w./-])${escape(folder)}(?![\\w-]|\\.\\w)`, 'u').test(request);
   return [...new Set(plan.steps.flatMap(plannedFolders))].filter((f) => existing.has(f) && !named(f));
 }

@@ -13,7 +13,7 @@
  */
 import { plainPath, plannedFiles, plannedFolders, type Plan } from '../../common/plan';
 import { globToRegExp } from '../../common/glob';
-import { basename, isWithin } from '../../common/posix-path';
+import { basename, isWithin, parentFolders } from '../../common/posix-path';
 import type { PickedCall } from '../../common/tools';
 import { kindOf, mentionedKinds, namedFiles } from './named-files';
 import { withoutPlanned } from './plan-files';
@@ -159,14 +159,7 @@ function readMoves(
   const moving = programs.filter((c) => c.program === 'mv' || c.program === 'cp');
   const kinds = new Set(moving.map((c) => (c.git ? 'git mv' : c.program)));
   if (kinds.size !== 1 || programs.some((c) => !BESIDE.has(c.program) || c.redirects)) return null;
-  const folders = new Set(
-    files.flatMap((f) =>
-      f
-        .split('/')
-        .slice(0, -1)
-        .map((_, i, a) => a.slice(0, i + 1).join('/'))
-    )
-  );
+  const folders = new Set(files.flatMap(parentFolders));
   const from: string[] = [];
   const into: string[] = [];
   for (const c of moving) {

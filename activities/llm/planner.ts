@@ -5,6 +5,7 @@
  * gets the help of ./plan-files and ./asked-changes with the files it is to change.
  */
 import type { ToolAccess } from '../../common/config';
+import { parentFolders } from '../../common/posix-path';
 import { addUsage, ZERO_USAGE, type MeteredUsage } from '../../common/model-protocol';
 import {
   isFolderEntry,
@@ -246,11 +247,7 @@ export function fileChangesOnly(
   request = ''
 ): { plan: Plan; repairs: string[] } {
   const known = new Set(listed);
-  const parents = (f: string) =>
-    plainPath(f)
-      .split('/')
-      .slice(0, -1)
-      .map((_, i, up) => up.slice(0, i + 1).join('/'));
+  const parents = (f: string) => parentFolders(plainPath(f));
   const folders = new Set([
     ...listed.flatMap(parents),
     ...plan.steps.flatMap((s) => s.expect?.changes ?? []).flatMap(parents),

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { DEFAULT_PROTECTED_PATTERNS, DEFAULT_SENSITIVE_PATTERNS } from '../../common/path-patterns';
 import { commandPathTokens, extractPathCandidates } from '../../common/path-candidates';
 import { protectedAnchor, ProtectedMatcher, SensitiveMatcher, type PathClass } from '../../common/path-guard';
-import { isWithin, normalize } from '../../common/posix-path';
+import { isWithin, normalize, parentFolders } from '../../common/posix-path';
 import { globMatch } from '../../common/glob';
 import { guardToolCall, resolvePath } from '../../runtime/path-resolve';
 
@@ -222,6 +222,11 @@ describe('path guard: which arguments are paths', () => {
 });
 
 describe('path guard helpers', () => {
+  it('the folders a relative path lies in, outermost first', () => {
+    expect(parentFolders('billing/core/mailer.py')).toEqual(['billing', 'billing/core']);
+    expect(parentFolders('app.py')).toEqual([]);
+  });
+
   it('a here-document is a program: its operators are no paths, a path it names is', () => {
     const program = "python3 - <<'END'\nprint(sum(r) / len(r), n // 2)\nx /= 2\nprint(open('/etc/passwd').read())\nEND";
     expect(commandPathTokens(program)).toEqual(['/etc/passwd']);

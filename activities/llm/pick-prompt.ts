@@ -3,6 +3,7 @@
  * step, its instruction, the files it names as they are now (a long one as the part the step is about), its calls so
  * far, what it builds on, and what shows it worked.
  */
+import { withoutRuntimeFrames } from '../../common/command-output';
 import type { StepExpect } from '../../common/plan';
 import type { NamedFile } from './named-files';
 import type { EarlierCall, PickToolsInput } from './pick-tools';
@@ -21,13 +22,14 @@ part, with exact arguments, and set step_id to the step's id.
 - If no offered tool can do a step, call ${NO_SUITABLE_TOOL} for it with the reason.
 Call functions only.`;
 
-/** What an earlier call of the step returned, as much as a next pick needs. */
+/** What an earlier call of the step returned, as much as a next pick needs (without the runtime's own stack frames). */
 export const EARLIER_CALL_CHARS = 1500;
 
 function earlierCallsText(calls: readonly EarlierCall[]): string {
   return calls
     .map((c, i) => {
-      const text = c.text.length > EARLIER_CALL_CHARS ? `${c.text.slice(0, EARLIER_CALL_CHARS)}…` : c.text;
+      const shown = withoutRuntimeFrames(c.text);
+      const text = shown.length > EARLIER_CALL_CHARS ? `${shown.slice(0, EARLIER_CALL_CHARS)}…` : shown;
       return `${i + 1}. ${c.tool} ${JSON.stringify(c.args)} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
     })
     .join('\n');

@@ -41,6 +41,36 @@ describe("Klea's notes on a failed plan's steps are not words of the new plan's 
     ]);
   });
 
+  it('a copy cut short at the end of an instruction, its double quotes made single or not, is left out', () => {
+    const failed = planOf(
+      step('s1', 'Add toUnits to units.js.', {
+        expect: {
+          changes: ['units.js'],
+          check: 'node -e \'import("./units.js").then(m=>process.exit(m.toUnits(2)==="2 u"?0:1))\'',
+        },
+      }),
+      step('s2', 'Test it.', { expect: { check: 'python3 -m unittest tests/test_units.py' } })
+    );
+    const copied = planOf(
+      step('s1', "Add toUnits to units.js. (changes units.js; check `node -e 'import('./units.js').then(m=>", {
+        expect: { changes: ['units.js'] },
+      }),
+      step('s2', 'Write the tests. (check `python3 -m unittest tests/test_un')
+    );
+    const out = withoutPlanNotes(copied, failed);
+    expect(out.plan.steps.map((s) => s.instruction)).toEqual(['Add toUnits to units.js.', 'Write the tests.']);
+    expect(out.repairs).toHaveLength(2);
+  });
+
+  it('the control: a cut copy too short to tell, or one that goes on otherwise, stays', () => {
+    const plan = planOf(
+      step('s1', 'Fix it (changes s'),
+      step('s2', 'Run (check `node test/other.test.js`'),
+      step('s3', 'Fix (changes slug.js and then more words')
+    );
+    expect(withoutPlanNotes(plan, previous)).toEqual({ plan, repairs: [] });
+  });
+
   it('the control: words that are not a note of the previous plan, and a text that is only a note, stay', () => {
     const plan = planOf(step('s1', 'Fix it (changes other.py).'), step('s2', 'Run (check `python3 b.py`).'), {
       ...step('s3', 'Fix slugify.'),

@@ -14,6 +14,7 @@
  */
 import * as workflows from '../index';
 import * as tracing from './tracing-interceptors';
+import * as commandOutput from '../../common/command-output';
 import * as events from '../../common/events';
 import * as failures from '../../common/failures';
 import * as firstPick from '../../common/first-pick';
@@ -38,6 +39,7 @@ import { completeSchemas } from '../../common/zod-setup';
 
 /** Every `common/` module a workflow imports, by name (the test compares this with the imports). */
 export const SHARED_COMMON_MODULES = {
+  'command-output': commandOutput,
   events,
   failures,
   'first-pick': firstPick,

@@ -1,4 +1,5 @@
 /** Small text helpers of the task workflow (pure). */
+import { withoutRuntimeFrames } from '../../common/command-output';
 import type { PickedCall } from '../../common/tools';
 
 export function cut(text: string, max: number): string {
@@ -9,13 +10,16 @@ export function cut(text: string, max: number): string {
 const RULE = /^[ \t]*([=\-_*~^#])\1{4,}[ \t]*$/;
 
 /**
- * A command's output as the evidence of a failure, within `max` characters: ruling lines left out, and, when still
- * too long, its start and its end kept with what is between them left out. A test run says which test failed first
- * and why at its end (a Python traceback ends with its error, a run with its summary): with the start alone, a
- * 1.5B model shown the first of two failures rewrote a test whose other assertion, `125 != 130`, it never saw.
+ * A command's output as the evidence of a failure, within `max` characters: ruling lines and the runtime's own stack
+ * frames (`withoutRuntimeFrames`) left out, and, when still too long, its start and its end kept with what is between
+ * them left out. A test run says which test failed first and why at its end (a Python traceback ends with its error,
+ * a run with its summary): with the start alone, a 1.5B model shown the first of two failures rewrote a test whose
+ * other assertion, `125 != 130`, it never saw.
  */
 export function cutOutput(text: string, max: number): string {
-  const lines = text.split('\n').filter((l) => !RULE.test(l));
+  const lines = withoutRuntimeFrames(text)
+    .split('\n')
+    .filter((l) => !RULE.test(l));
   const kept = lines.join('\n');
   if (kept.length <= max) return kept;
   const half = Math.floor(max / 2);

@@ -8,6 +8,7 @@
  * Security: the write goes only to the file the pick named, and the permission gate, the workspace server and the
  * user's review see it as they see any other; the rewrite changes only what the model could already write there.
  */
+import { withoutRuntimeFrames } from '../../common/command-output';
 import { addUsage, ZERO_USAGE, type ModelUsage } from '../../common/model-protocol';
 import { plainPath, plannedFiles, plannedFolders } from '../../common/plan';
 import { isWithin } from '../../common/posix-path';
@@ -60,14 +61,15 @@ export function questionOf(answer: string): string | null {
 type EarlierCall = NonNullable<WholeFileStep['earlierCalls']>[number];
 
 /**
- * The step's last command and what it printed, when no call after it changed a file (a failed edit or a read since
- * leaves its output true): the failing test a fix is for.
+ * The step's last command and what it printed (without the runtime's own stack frames), when no call after it changed
+ * a file (a failed edit or a read since leaves its output true): the failing test a fix is for.
  */
 export function lastOutput(calls: readonly EarlierCall[]): { command: string; output: string } | undefined {
   for (let i = calls.length - 1; i >= 0; i--) {
     const c = calls[i];
     if (c.tool === RUN_COMMAND) {
-      return typeof c.args.command === 'string' && c.text ? { command: c.args.command, output: c.text } : undefined;
+      const output = withoutRuntimeFrames(c.text ?? '');
+      return typeof c.args.command === 'string' && output ? { command: c.args.command, output } : undefined;
     }
     if (CHANGES_FILE.has(c.tool) && c.status === 'ok') return undefined;
   }

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withoutRuntimeFrames } from '../../common/command-output';
+import { lastOutput } from '../../activities/llm/file-content';
 import { pickToolsPrompt } from '../../activities/llm/pick-prompt';
 import { cutOutput } from '../../workflows/task/text';
 
@@ -52,7 +53,7 @@ describe("a command's output is shown without the runtime's own stack frames", (
     expect(withoutRuntimeFrames(text)).toBe(text);
   });
 
-  it("a step's evidence and a repair pick's earlier call both leave them out", () => {
+  it("a step's evidence, a repair pick's earlier call and a whole-file write's failing run leave them out", () => {
     const raw = `exit code: 1\n--- stderr ---\n${stderrOf(process.execPath, ['slug.test.js'], dir)}`;
     expect(cutOutput(raw, 800)).not.toContain('node:internal');
     const prompt = pickToolsPrompt({
@@ -74,5 +75,10 @@ describe("a command's output is shown without the runtime's own stack frames", (
     const text = JSON.stringify(prompt);
     expect(text).toContain('ERR_ASSERTION');
     expect(text).not.toContain('node:internal');
+    const ran = lastOutput([
+      { tool: 'workspace__run_command', args: { command: 'node slug.test.js' }, status: 'error', text: raw },
+    ]);
+    expect(ran?.output).toContain('ERR_ASSERTION');
+    expect(ran?.output).not.toContain('node:internal');
   });
 });

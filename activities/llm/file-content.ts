@@ -16,6 +16,7 @@ import { droppedLines, removedMost } from '../../common/text-diff';
 import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import type { ModelClient, NodePrompt } from './model';
 import { withPart } from './file-part';
+import { sectionsLine } from './config-sections';
 import { contentOfAnswer, fenced } from './fences';
 import { withMissingImports } from './python-imports';
 import { blankLeft, blankQuestion, copiedIn, madeUpFact, textOnly } from './rewrite-guards';
@@ -150,7 +151,7 @@ export function fileContentPrompt(input: FileContentInput): NodePrompt {
       [
         ...parts,
         ...(input.request && (requestOnly || input.request.trim() !== input.instruction.trim())
-          ? [`Request: ${input.request}`]
+          ? [`Request: ${input.request}`, ...sectionsLine(input.path, input.current, input.request)]
           : []),
         ...(requestOnly ? [] : [`Step: ${input.instruction}`]),
         ...(input.ran

@@ -299,6 +299,49 @@ describe("a small model's first pick that only reads the file its step is to cha
     });
   }
 
+  describe('a file whose sections hold the same keys, and a request that names one of the sections', () => {
+    const ini = '[web]\nhost = 0.0.0.0\nport = 80\n\n[mail]\nhost = localhost\nport = 25\n';
+    /** The 0.5B model's way: the section the write is told the request names, else the first with the keys. */
+    const writesSection: FakeReply = (req: RecordedRequest) => {
+      const section = /the section \[(\w+)\] of settings\.ini/.exec(req.text)?.[1] ?? 'web';
+      const out = ini.replace(
+        new RegExp(`(\\[${section}\\]\\nhost = )[^\\n]+\\nport = \\d+`),
+        '$1relay.corp\nport = 2525'
+      );
+      return { content: `\`\`\`ini\n${out}\`\`\`` };
+    };
+    async function run(request: string) {
+      const p = makeProject({ 'settings.ini': ini });
+      fake.on('write_plan', { call: plan([step('s1', request, { expect: { changes: ['settings.ini'] } })]) });
+      fake.on('pick_tools', {
+        calls: [
+          {
+            name: 'workspace__edit_file',
+            args: { step_id: 's1', path: 'settings.ini', old_string: 'port = 80', new_string: 'port = 2525' },
+          },
+        ],
+      });
+      fake.on('write_file_content', writesSection);
+      fake.on('compose_answer', { content: 'settings.ini points at relay.corp:2525 now.' });
+      const t = await TaskDriver.start(env, request, p.dir);
+      expect(await t.result()).toMatchObject({ status: 'done' });
+      const [asked] = fake.requestsFor('write_file_content');
+      return { written: readFileSync(path.join(p.dir, 'settings.ini'), 'utf8'), asked: asked.text };
+    }
+
+    it('the write is told which section the request names, and that section is changed', async () => {
+      const { written, asked } = await run('Our mail relay moved: point settings.ini at host relay.corp, port 2525.');
+      expect(asked).toContain('The request names the section [mail] of settings.ini.');
+      expect(written).toBe(ini.replace('host = localhost\nport = 25', 'host = relay.corp\nport = 2525'));
+    });
+
+    it('the control: a request that names no section is told none, and the first section takes the change', async () => {
+      const { written, asked } = await run('Point settings.ini at host relay.corp, port 2525.');
+      expect(asked).not.toContain('The request names the section');
+      expect(written).toBe(ini.replace('host = 0.0.0.0\nport = 80', 'host = relay.corp\nport = 2525'));
+    });
+  });
+
   it('so does the first pick of a step that waits for another: it writes the file it is to change', async () => {
     const cfg = '[metadata]\nname = ledger\nversion = 1.0\n';
     const p = makeProject({ 'setup.cfg': cfg, 'NOTES.md': 'next version: 1.1\n' });

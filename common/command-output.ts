@@ -15,11 +15,12 @@ const PYTHON_FROZEN = /^[ \t]+File "<frozen [^>\n]+>", line \d+, in [^\n]*$/;
 
 /** `text` without those frames and Node's version line; a frame that opens the error's own fields keeps its `{`. */
 export function withoutRuntimeFrames(text: string): string {
-  const lines = text.split('\n');
-  const kept = lines.flatMap((l) => {
-    if (NODE_VERSION.test(l) || PYTHON_FROZEN.test(l)) return [];
-    if (NODE_FRAME.test(l)) return /\{[ \t]*$/.test(l) ? ['{'] : [];
-    return [l];
-  });
-  return kept.length === lines.length && kept.every((l, i) => l === lines[i]) ? text : kept.join('\n');
+  return text
+    .split('\n')
+    .flatMap((l) => {
+      if (NODE_VERSION.test(l) || PYTHON_FROZEN.test(l)) return [];
+      if (NODE_FRAME.test(l)) return /\{[ \t]*$/.test(l) ? ['{'] : [];
+      return [l];
+    })
+    .join('\n');
 }

@@ -6,19 +6,18 @@
  * name stands in the request as a word of its own, in any case; no word of the request is looked up in a list.
  */
 import { basename } from '../../common/posix-path';
+import { escape } from './named-files';
 
 /** Files whose `[name]` lines open sections: INI, TOML and their kin. */
 const SECTIONED = /\.(?:ini|cfg|conf|toml)$|^\.(?:gitconfig|editorconfig)$/i;
 const HEADER = /^[ \t]*\[\s*([^\]\n]+?)\s*\][ \t]*(?:[#;].*)?$/gm;
-
-const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The sections of `text` (the file at `path`) whose names the request holds as words, in the file's order. */
 export function namedSections(path: string, text: string, request: string): string[] {
   if (!SECTIONED.test(basename(path))) return [];
   const sections = [...new Set([...text.matchAll(HEADER)].map((m) => m[1]!))];
   const named = sections.filter((name) =>
-    new RegExp(`(?:^|[^\\p{L}\\p{N}_])${escaped(name)}(?:[^\\p{L}\\p{N}_]|$)`, 'iu').test(request)
+    new RegExp(`(?:^|[^\\p{L}\\p{N}_])${escape(name)}(?:[^\\p{L}\\p{N}_]|$)`, 'iu').test(request)
   );
   // Naming every section (or the only one) says nothing of where a change goes.
   return named.length && named.length < sections.length ? named : [];

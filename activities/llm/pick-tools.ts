@@ -18,11 +18,11 @@ import type { ModelClient } from './model';
 import { isWhole, type NamedFile } from './named-files';
 import { copiesForWrites } from './copy-writes';
 import { movesForCommands } from './move-commands';
-import { asksQuestion } from './asked-changes';
 import { computingSteps, programCalls } from './program';
 import { NO_SUITABLE_TOOL, pickToolsPrompt } from './pick-prompt';
 import {
   checksFirst,
+  isQuestion,
   narrowPaths,
   READ_FILE,
   readsBeforeBlindWrites,
@@ -224,7 +224,7 @@ export async function pickTools(
   const programs = await programCalls(
     model,
     input.request ?? input.goal,
-    computingSteps(input.steps, asksQuestion(input.request ?? '')),
+    computingSteps(input.steps, isQuestion(input.request ?? '')),
     tools
   );
   const computed = new Set(programs.calls.map((c) => c.stepId));

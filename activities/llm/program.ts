@@ -107,10 +107,7 @@ export interface ComputingStep {
  * The steps of a pick to carry out by a program, each with the data files it works on: a step that expects nothing
  * and works on data files only, that has made no call yet or whose last call was a program that failed. Either it
  * names no file and the steps it builds on name data files (it works over what they read), or it names data files
- * itself and the request asks a question (`question`: one of its sentences ends with a question mark, as
- * ./asked-changes' `asksQuestion` reads it, so "Which product …? Give me the product and the amount." is one as much
- * as a request whose last sentence asks; with only the last, such a step's pick read the file, and the 0.5B model
- * answered a sum from the rows in its head), or it names no file and builds on no step, for a
+ * itself and the request is put as a question (`question`), or it names no file and builds on no step, for a
  * question that names data files only (it works over those: a 1.5B Planner gave the steps of a count over a YAML
  * file no dependencies, and the step "count the services in the parsed data" listed a folder of that name). A step
  * that names a data file for a request that is not a question may be a change the Planner gave no `expect` (a

@@ -31,7 +31,7 @@ describe('a table header', () => {
     ['quoted.csv', '"name","city, country",total\n"Lopez, Maria","Lyon, FR",120.5\n', ','],
   ])('%s: its first line, split as the file is', (path, text, delimiter) => {
     const header = tableHeader({ path, text });
-    expect(header).toEqual({ delimiter, columns: pythonFirstRow(text, delimiter) });
+    expect(header).toMatchObject({ delimiter, columns: pythonFirstRow(text, delimiter) });
   });
 
   it.each([
@@ -39,6 +39,7 @@ describe('a table header', () => {
     ['a first line with a number in it', 'years.csv', 'name,2024,2025\nada,1,2\n'],
     ['a first line with an empty field', 'gaps.csv', 'name,,total\nada,x,3\n'],
     ['no number below it', 'names.csv', 'first,last\nada,lovelace\nalan,turing\n'],
+    ['a number in too few of the lines below it', 'stock.csv', 'pen,N/A\nbook,3\nlamp,none\nmug,unknown\n'],
     ['lines that do not split alike', 'prose.csv', 'Hello, world\nthis is, not, a table\n'],
     ['one line', 'one.csv', 'a,b\n'],
     ['another kind of file', 'sales.txt', 'product,amount\npen,3\n'],
@@ -47,16 +48,28 @@ describe('a table header', () => {
     expect(headerNote({ path, text })).toBe('');
   });
 
-  it('a long file cut for the prompt is read from the lines shown', () => {
-    const rows = Array.from({ length: 300 }, (_, i) => `item${i},${i}`).join('\n');
-    expect(tableHeader({ path: 'big.csv', text: `name,count\n${rows.slice(0, 500)}${CUT_MARK}` })).toEqual({
-      delimiter: ',',
-      columns: ['name', 'count'],
-    });
+  it('a file cut for the prompt is read without its last line, which may be cut short', () => {
+    const shown = 'name,count\nitem0,0\nitem1,1\nite';
+    expect(tableHeader({ path: 'big.csv', text: `${shown}${CUT_MARK}` })).toMatchObject({ columns: ['name', 'count'] });
+    expect(tableHeader({ path: 'big.csv', text: shown })).toBeNull();
   });
 
-  it('fields are split outside quotes, a doubled quote kept as one', () => {
-    expect(splitFields('"a ""b"", c",d , e', ',')).toEqual(['a "b", c', 'd', 'e']);
+  it('what Python would keep in a key is said: a space after the delimiter, a byte order mark; decimal commas too', () => {
+    const spaced = 'name, amount\nada, 3\n';
+    expect(pythonFirstRow(spaced, ',')).toEqual(['name', ' amount']);
+    expect(headerNote({ path: 'a.csv', text: spaced })).toContain('csv.DictReader(f, skipinitialspace=True);');
+    const bom = '\uFEFFproduct;montant\nchaises;120,50\n';
+    expect(headerNote({ path: 'b.csv', text: bom })).toBe(
+      'The first line of b.csv is its header, not a row: the columns product, montant, split by semicolons. ' +
+        'Read the rows with csv.DictReader(f, delimiter=";") (open it with encoding="utf-8-sig"); ' +
+        "every value is text, so convert numbers with float(v.replace(',', '.'))."
+    );
+  });
+
+  it('fields are split as Python splits them: a quote opens a field only at its start, a doubled one is kept as one', () => {
+    for (const line of ['"a ""b"", c",d , e', 'tv 55" screen,3', 'x,"y"z,w']) {
+      expect(splitFields(line, ',')).toEqual(pythonFirstRow(`${line}\n`, ','));
+    }
   });
 
   it('the program writer is told the header after the file, and how to read it', () => {
@@ -65,7 +78,8 @@ describe('a table header', () => {
     expect(prompt.messages[0]).toContain(
       'File ventes.csv:\n```\nrégion;montant\nNord;120,50\n```\n' +
         'The first line of ventes.csv is its header, not a row: the columns région, montant, split by semicolons. ' +
-        'Read the rows with csv.DictReader(f, delimiter=";"); every value is text, so convert numbers with float().'
+        'Read the rows with csv.DictReader(f, delimiter=";"); ' +
+        "every value is text, so convert numbers with float(v.replace(',', '.'))."
     );
     const plain = programPrompt({
       request: 'How many?',

@@ -16,7 +16,6 @@ import type { PickedCall, ToolDescriptor } from '../../common/tools';
 import { contentOfAnswer } from './fences';
 import type { ModelClient, NodePrompt } from './model';
 import { isCut, type NamedFile } from './named-files';
-import { headerNote } from './table-header';
 
 /** Kinds of file a program reads better than a small model does: tables, records and lines of data. */
 const DATA_FILE = /\.(?:csv|tsv|json|jsonl|ndjson|ya?ml|xml|txt|log|dat)$/i;
@@ -51,14 +50,9 @@ export interface ProgramInput {
 
 export function programPrompt(input: ProgramInput): NodePrompt {
   const shown = input.files.map((f) =>
-    [
-      isCut(f)
-        ? `File ${f.path} (its start; the program reads all of it):\n${fence(f.text.slice(0, f.text.lastIndexOf('\n…')))}`
-        : `File ${f.path}:\n${fence(f.text)}`,
-      headerNote(f),
-    ]
-      .filter(Boolean)
-      .join('\n')
+    isCut(f)
+      ? `File ${f.path} (its start; the program reads all of it):\n${fence(f.text.slice(0, f.text.lastIndexOf('\n…')))}`
+      : `File ${f.path}:\n${fence(f.text)}`
   );
   return {
     node: 'write_program',

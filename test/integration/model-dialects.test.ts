@@ -687,44 +687,6 @@ describe('model.profile small', () => {
     );
   });
 
-  it("a question over a CSV file is worked out by a program told the file's header", async () => {
-    fake.dialect = 'openai';
-    const sales = 'product;quantity;unit_price\npen;3;45,00\nnotebook;40;2,50\npen;4;45,00\n';
-    const p = makeProject({ 'sales.csv': sales });
-    // The step names the file the question asks about, and changes nothing.
-    const request = 'Which product in sales.csv brought in the most money, and how much?';
-    fake.on('write_plan', { call: plan([step('s1', 'In sales.csv, find the product that brought in the most.')]) });
-    // Like the 0.5B model: told nothing of the header, it reads the first line as a row and fails on it.
-    const told = 'csv.DictReader(f, delimiter=";")';
-    fake.always('write_program', (req) =>
-      req.text.includes(told)
-        ? {
-            content:
-              "```python\nimport csv\nt = {}\nfor r in csv.DictReader(open('sales.csv'), delimiter=';'):\n" +
-              "    t[r['product']] = t.get(r['product'], 0) + int(r['quantity']) * float(r['unit_price'].replace(',', '.'))\n" +
-              'best = max(t, key=t.get)\nprint(best, t[best])\n```',
-          }
-        : {
-            content:
-              "```python\nimport csv\nfor r in csv.reader(open('sales.csv'), delimiter=';'):\n    print(int(r[1]))\n```",
-          }
-    );
-    fake.always('compose_answer', (req) => ({
-      content: /pen 315\.0/.test(req.text) ? 'The pen: 315.00.' : 'It could not be worked out.',
-    }));
-
-    const t = await TaskDriver.start(env, request, p.dir);
-    expect(await t.result()).toMatchObject({ status: 'done', answer: 'The pen: 315.00.' });
-
-    expect(fake.requestsFor('pick_tools')).toEqual([]);
-    const [program] = fake.requestsFor('write_program');
-    expect(program.text).toContain(
-      'The first line of sales.csv is its header, not a row: the columns product, quantity, unit_price, split by ' +
-        `semicolons. Read the rows with ${told}; every value is text, so convert numbers with float(v.replace(',', '.')).`
-    );
-    expect(readFileSync(path.join(p.dir, 'sales.csv'), 'utf8')).toBe(sales);
-  });
-
   it('a search step whose check finds nothing is done, its answer that there is none: not tried again, not replanned', async () => {
     fake.dialect = 'openai';
     const p = makeProject({ 'parser.py': '# TODO: handle empty input\n', 'report.py': 'print(1)\n' });

@@ -20,6 +20,7 @@ import {
   type ToolAccess,
 } from './settings';
 import { parsePayloadKeys } from './payload-keys';
+import type { NodeName } from './model-protocol';
 
 export { ModeSchema, NetworkSchema, ReviewPolicySchema, ToolAccessSchema };
 export type { Mode, Network, ReviewPolicy, ToolAccess };
@@ -69,8 +70,8 @@ export const ConfigSchema = z.strictObject({
       max_tokens_per_task: z.number().int().positive().nullable().default(null),
       /**
        * Most tokens one answer may have, sent as `max_tokens` with every request (env KLEA_MAX_OUTPUT_TOKENS). Null
-       * (the default): `SMALL_MAX_OUTPUT_TOKENS` under the `small` profile, none under `standard` (the server's own
-       * limit). See `outputLimit`.
+       * (the default): under the `small` profile `SMALL_MAX_OUTPUT_TOKENS` (`SMALL_PLAN_OUTPUT_TOKENS` for a plan),
+       * none under `standard` (the server's own limit). See `outputLimit`.
        */
       max_output_tokens: z.number().int().positive().nullable().default(null),
     })
@@ -320,13 +321,29 @@ export type Config = z.infer<typeof ConfigSchema>;
  * A small model answers with at most this many tokens unless `model.max_output_tokens` says otherwise: at
  * temperature 0 it may repeat one line until its context is full, which on a server with no limit of its own (llama.cpp's
  * and Ollama's default) takes minutes and runs past `model.timeout_ms`; cut at the limit, the answer is asked for
- * again, shorter (docs/models.md). 512 tokens take the 1.5B model about 90 s on two cores.
+ * again, shorter (docs/models.md). 512 tokens take the 1.5B model about 45 s on two cores.
  */
 export const SMALL_MAX_OUTPUT_TOKENS = 512;
 
-/** The `max_tokens` every model request carries, or undefined for none (`model.max_output_tokens`). */
-export function outputLimit(model: Pick<Config['model'], 'max_output_tokens' | 'profile'>): number | undefined {
-  return model.max_output_tokens ?? (model.profile === 'small' ? SMALL_MAX_OUTPUT_TOKENS : undefined);
+/**
+ * A small model's plan may run to this many tokens (`model.max_output_tokens` unset): a plan of several steps, each
+ * with its instruction, is the longest answer a node validly gives, and its schema bounds each part. Cut at 512
+ * tokens, plans that ended within 60 more (521, 522, 568, 571 tokens with the 0.5B and 1.5B models) were asked for
+ * again, which took the 1.5B model another 25 s or more.
+ */
+export const SMALL_PLAN_OUTPUT_TOKENS = 768;
+
+/**
+ * The `max_tokens` a request of `node` carries, or undefined for none: `model.max_output_tokens` when set, else the
+ * small profile's limits (`SMALL_PLAN_OUTPUT_TOKENS` for a plan, `SMALL_MAX_OUTPUT_TOKENS` for any other node).
+ */
+export function outputLimit(
+  model: Pick<Config['model'], 'max_output_tokens' | 'profile'>,
+  node?: NodeName
+): number | undefined {
+  if (model.max_output_tokens !== null) return model.max_output_tokens;
+  if (model.profile !== 'small') return undefined;
+  return node === 'write_plan' ? SMALL_PLAN_OUTPUT_TOKENS : SMALL_MAX_OUTPUT_TOKENS;
 }
 
 /** True when a model endpoint is configured (a key, or a base URL for keyless local servers). */

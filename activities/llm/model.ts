@@ -153,15 +153,12 @@ type Answer =
 
 export function createModelClient(config: Config, log: Logger = silentLogger): ModelClient {
   const configured = isModelConfigured(config);
-  // Every answer bounded (a small model's run-on is cut, not waited out): common/config.ts, `outputLimit`.
-  const maxTokens = outputLimit(config.model);
   const fields = configured
     ? {
         model: config.model.name,
         apiKey: config.model.api_key ?? 'not-needed',
         configuration: config.model.base_url ? { baseURL: config.model.base_url } : undefined,
         temperature: config.model.temperature,
-        ...(maxTokens !== undefined ? { maxTokens } : {}),
         timeout: config.model.timeout_ms,
         // Temporal owns retries (with backoff and visibility); a hidden inner retry loop would hide them.
         maxRetries: 0,
@@ -171,14 +168,29 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
         __includeRawResponse: true,
       }
     : undefined;
-  const model = fields ? new ChatCompletionsModel(fields) : undefined;
-  const penalized = fields ? new ChatCompletionsModel({ ...fields, frequencyPenalty: RUN_ON_PENALTY }) : undefined;
   const choice = new StructuredOutputChoice(config.model.structured_output, config.model.name, log);
 
-  /** The model, or after an answer cut at the output limit the same one with `RUN_ON_PENALTY`. */
-  const requireModel = (afterCutOff = false): ChatCompletionsModel => {
-    if (!model || !penalized) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, Failure.ModelNotConfigured);
-    return afterCutOff ? penalized : model;
+  /** The models made so far, one per output limit and penalty (`requireModel`). */
+  const models = new Map<string, ChatCompletionsModel>();
+  /**
+   * The model for `node`, its every answer bounded by the node's output limit (a small model's run-on is cut, not
+   * waited out: common/config.ts, `outputLimit`), or after an answer cut at that limit the same one with
+   * `RUN_ON_PENALTY`.
+   */
+  const requireModel = (node: NodeName, afterCutOff = false): ChatCompletionsModel => {
+    if (!fields) throw ApplicationFailure.nonRetryable(MODEL_NOT_CONFIGURED, Failure.ModelNotConfigured);
+    const maxTokens = outputLimit(config.model, node);
+    const key = `${maxTokens ?? 'none'}:${afterCutOff}`;
+    let m = models.get(key);
+    if (!m) {
+      m = new ChatCompletionsModel({
+        ...fields,
+        ...(maxTokens !== undefined ? { maxTokens } : {}),
+        ...(afterCutOff ? { frequencyPenalty: RUN_ON_PENALTY } : {}),
+      });
+      models.set(key, m);
+    }
+    return m;
   };
 
   const toMessages = (prompt: NodePrompt, turns: BaseMessage[], instruction?: string): BaseMessage[] => [
@@ -230,9 +242,9 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     profile: config.model.profile,
 
     async structured(firstPrompt, schema, description, opts = {}) {
-      const m = requireModel();
       let prompt = firstPrompt;
       const node = prompt.node;
+      const m = requireModel(node);
       const parameters = jsonSchemaOf(schema);
       const fn: OpenAIFunction = { type: 'function', function: { name: node, description, parameters } };
       const bound = m.bindTools([fn], { tool_choice: { type: 'function', function: { name: node } } });
@@ -325,7 +337,7 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     },
 
     async text(prompt, opts = {}) {
-      const m = requireModel(opts.afterCutOff === true);
+      const m = requireModel(prompt.node, opts.afterCutOff === true);
       const sent = toMessages(prompt, turnsOf(prompt));
       const reply = await invoke(prompt.node, [opts.afterCutOff === true, messagesKey(sent)], () =>
         m.invoke(sent, aborting())
@@ -334,8 +346,8 @@ export function createModelClient(config: Config, log: Logger = silentLogger): M
     },
 
     async toolCalls(prompt, functions, opts) {
-      const m = requireModel();
       const node = prompt.node;
+      const m = requireModel(node);
       const turns = turnsOf(prompt);
       let usage = ZERO_USAGE;
       if (choice.method === 'tool_calling') {

@@ -61,9 +61,15 @@ export const TASK_SECONDS = 300;
 /** `dev` may be higher than `holdout` by at most this many points (more means tuning to the tasks). */
 export const MAX_DEV_GAP = 15;
 
-/** The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT): 512 unless set; -1 for none. */
+/**
+ * The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT): 1024 unless set; -1 for none. Above Klea's own
+ * limits (`model.max_output_tokens`: 512 tokens, 768 for a plan, under the small profile), so those are what hold; it
+ * bounds an agent that sends none.
+ */
+export const EVAL_N_PREDICT = 1024;
+
 export function parseNPredict(value: string | undefined): number {
-  if (value === undefined || value === '') return 512;
+  if (value === undefined || value === '') return EVAL_N_PREDICT;
   const n = Number(value);
   if (!Number.isInteger(n) || (n < 1 && n !== -1))
     throw new Error(`KLEA_EVAL_N_PREDICT: expected a positive whole number of tokens, or -1 for none; got "${value}"`);

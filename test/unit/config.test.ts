@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { ConfigSchema, outputLimit, SMALL_MAX_OUTPUT_TOKENS } from '../../common/config';
+import { ConfigSchema, outputLimit, SMALL_MAX_OUTPUT_TOKENS, SMALL_PLAN_OUTPUT_TOKENS } from '../../common/config';
 import { ConfigError, resolveConfig } from '../../common/config-resolve';
 
 describe('configuration', () => {
@@ -82,12 +82,18 @@ describe('configuration', () => {
     );
   });
 
-  it('model.max_output_tokens: 512 for a small model unless set, none for a standard one, checked by name', () => {
+  it('model.max_output_tokens: 512 for a small model unless set (768 for a plan), none for a standard one, checked by name', () => {
     const limit = (file: Record<string, unknown>, env: Record<string, string> = {}) =>
       outputLimit(resolveConfig({ model: file }, env).model);
     expect(limit({})).toBeUndefined();
     expect(limit({ profile: 'small' })).toBe(SMALL_MAX_OUTPUT_TOKENS);
     expect(limit({ profile: 'small', max_output_tokens: 2048 })).toBe(2048);
+    const small = resolveConfig({ model: { profile: 'small' } }, {}).model;
+    expect(outputLimit(small, 'write_plan')).toBe(SMALL_PLAN_OUTPUT_TOKENS);
+    expect(SMALL_PLAN_OUTPUT_TOKENS).toBeGreaterThan(SMALL_MAX_OUTPUT_TOKENS);
+    expect(outputLimit(small, 'pick_tools')).toBe(SMALL_MAX_OUTPUT_TOKENS);
+    expect(outputLimit({ ...small, max_output_tokens: 300 }, 'write_plan')).toBe(300);
+    expect(outputLimit(resolveConfig({}, {}).model, 'write_plan')).toBeUndefined();
     expect(limit({}, { KLEA_MAX_OUTPUT_TOKENS: '1024' })).toBe(1024);
     expect(() => resolveConfig({}, { KLEA_MAX_OUTPUT_TOKENS: 'lots' })).toThrow(
       /^environment: KLEA_MAX_OUTPUT_TOKENS: /

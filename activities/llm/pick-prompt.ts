@@ -5,7 +5,7 @@
  */
 import { withoutRuntimeFrames } from '../../common/command-output';
 import type { StepExpect } from '../../common/plan';
-import type { NamedFile } from './named-files';
+import { isWhole, type NamedFile } from './named-files';
 import type { EarlierCall, PickToolsInput } from './pick-tools';
 import { filesSection, join, resultsText, section } from './prompt-text';
 import { untrusted, withUntrustedRule } from './untrusted';
@@ -25,14 +25,49 @@ Call functions only.`;
 /** What an earlier call of the step returned, as much as a next pick needs (without the runtime's own stack frames). */
 export const EARLIER_CALL_CHARS = 1500;
 
-function earlierCallsText(calls: readonly EarlierCall[]): string {
+function earlierCallsText(calls: readonly EarlierCall[], files: readonly NamedFile[] = []): string {
   return calls
     .map((c, i) => {
       const shown = withoutRuntimeFrames(c.text);
       const text = shown.length > EARLIER_CALL_CHARS ? `${shown.slice(0, EARLIER_CALL_CHARS)}…` : shown;
-      return `${i + 1}. ${c.tool} ${JSON.stringify(c.args)} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
+      const args = JSON.stringify(withoutShownContent(c.args, files));
+      return `${i + 1}. ${c.tool} ${args} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
     })
     .join('\n');
+}
+
+/** A string argument at least this long that is a file the prompt shows whole is said by name (`withoutShownContent`). */
+const SHOWN_CONTENT_CHARS = 200;
+
+/**
+ * An earlier call's arguments with each long string that is the whole text of the file its `path` names, as the
+ * step shows it now, said by name instead: a write's content, repeated in a repair round's prompt right below the
+ * same file, doubled what the model read there (700 characters of a new test file, with the 1.5B model: about 10 s
+ * of prompt on two cores).
+ */
+export function withoutShownContent(
+  args: Record<string, unknown>,
+  files: readonly NamedFile[]
+): Record<string, unknown> {
+  const file = files.find((f) => f.path === args.path && isWhole(f));
+  if (!file) return args;
+  const same = (v: unknown) =>
+    typeof v === 'string' && v.length >= SHOWN_CONTENT_CHARS && v.replace(/\n$/, '') === file.text.replace(/\n$/, '');
+  return Object.fromEntries(
+    Object.entries(args).map(([k, v]) => [k, same(v) ? `[${file.path} as it is now, shown above]` : v])
+  );
+}
+
+/**
+ * What the step still lacks, as the pick is told it: a failed check whose output is the result of the step's last
+ * call (the same command, failed; nothing ran after it) points at that result rather than repeating it.
+ */
+export function notDoneText(notDone: string, check: string | undefined, calls: readonly EarlierCall[]): string {
+  const head = check ? `the check \`${check}\` failed: ` : null;
+  const last = calls.at(-1);
+  if (!head || !notDone.startsWith(head) || !last || last.status === 'ok') return notDone;
+  if (last.tool !== 'workspace__run_command' || last.args.command !== check) return notDone;
+  return `${head}its output is the result of call ${calls.length} above`;
 }
 
 export function pickToolsPrompt(input: PickToolsInput) {
@@ -48,14 +83,16 @@ export function pickToolsPrompt(input: PickToolsInput) {
           : '',
         s.newFiles?.length ? `New files it names (not in the project yet): ${s.newFiles.join(', ')}` : '',
         s.earlierCalls?.length
-          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls)}\nMake the next call this step ` +
+          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls, s.files)}\nMake the next call this step ` +
               'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
               'when it finishes the step.'
           : '',
         s.dependencyResults.length ? `Results it builds on:\n${resultsText(s.dependencyResults)}` : '',
         s.previousFailure ? `The previous attempt failed: ${s.previousFailure}` : '',
         expectText(s.expect),
-        s.notDone ? `Not done yet: ${s.notDone}\nMake the call that fixes this; do not repeat a call that failed.` : '',
+        s.notDone
+          ? `Not done yet: ${notDoneText(s.notDone, s.expect?.check, s.earlierCalls ?? [])}\nMake the call that fixes this; do not repeat a call that failed.`
+          : '',
         s.suggested?.length ? `Tools for this step: ${s.suggested.join(', ')}.` : ''
       )
     )

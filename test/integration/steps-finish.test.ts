@@ -338,8 +338,14 @@ describe('steps that finish their instruction', () => {
       { tool: 'workspace__edit_file', status: 'ok' },
       { tool: 'workspace__run_command', status: 'ok' },
     ]);
-    expect(fake.requestsFor('pick_tools')[1].text).toMatch(
-      /Not done yet: the check `python3 test_calc.py` failed: .*AssertionError/s
+    // The check's output is the result of the repair pick's last call: shown there once, and pointed at.
+    const repair = fake.requestsFor('pick_tools')[1].text;
+    expect(repair).toMatch(
+      /2\. workspace__run_command \{"command":"python3 test_calc.py"\} -> error\n.*AssertionError/s
+    );
+    expect(repair.split('AssertionError').length - 1).toBe(1);
+    expect(repair).toContain(
+      'Not done yet: the check `python3 test_calc.py` failed: its output is the result of call 2 above'
     );
     fake.assertDone();
   });

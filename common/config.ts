@@ -341,7 +341,7 @@ export function outputLimit(
   model: Pick<Config['model'], 'max_output_tokens' | 'profile'>,
   node?: NodeName
 ): number | undefined {
-  if (model.max_output_tokens !== null) return model.max_output_tokens;
+  if (model.max_output_tokens != null) return model.max_output_tokens;
   if (model.profile !== 'small') return undefined;
   return node === 'write_plan' ? SMALL_PLAN_OUTPUT_TOKENS : SMALL_MAX_OUTPUT_TOKENS;
 }

@@ -4,7 +4,7 @@
  * far, what it builds on, and what shows it worked.
  */
 import { withoutRuntimeFrames } from '../../common/command-output';
-import type { StepExpect } from '../../common/plan';
+import { plainPath, type StepExpect } from '../../common/plan';
 import { isWhole, type NamedFile } from './named-files';
 import type { EarlierCall, PickToolsInput } from './pick-tools';
 import { filesSection, join, resultsText, section } from './prompt-text';
@@ -25,13 +25,18 @@ Call functions only.`;
 /** What an earlier call of the step returned, as much as a next pick needs (without the runtime's own stack frames). */
 export const EARLIER_CALL_CHARS = 1500;
 
-function earlierCallsText(calls: readonly EarlierCall[], files: readonly NamedFile[] = []): string {
+/** What an earlier call returned, as the pick is shown it (runtime frames out, cut at `EARLIER_CALL_CHARS`). */
+function shownResult(c: EarlierCall): string {
+  const shown = withoutRuntimeFrames(c.text);
+  return shown.length > EARLIER_CALL_CHARS ? `${shown.slice(0, EARLIER_CALL_CHARS)}…` : shown;
+}
+
+/** `sayShown`: an earlier write's content that is a file the step shows whole is said by name (`withoutShownContent`). */
+function earlierCallsText(calls: readonly EarlierCall[], files: readonly NamedFile[], sayShown: boolean): string {
   return calls
     .map((c, i) => {
-      const shown = withoutRuntimeFrames(c.text);
-      const text = shown.length > EARLIER_CALL_CHARS ? `${shown.slice(0, EARLIER_CALL_CHARS)}…` : shown;
-      const args = JSON.stringify(withoutShownContent(c.args, files));
-      return `${i + 1}. ${c.tool} ${args} -> ${c.status}\n${untrusted(`result of ${c.tool}`, text)}`;
+      const args = JSON.stringify(sayShown ? withoutShownContent(c.args, files) : c.args);
+      return `${i + 1}. ${c.tool} ${args} -> ${c.status}\n${untrusted(`result of ${c.tool}`, shownResult(c))}`;
     })
     .join('\n');
 }
@@ -42,15 +47,17 @@ const SHOWN_CONTENT_CHARS = 200;
 /**
  * An earlier call's arguments with each long string that is the whole text of the file its `path` names, as the
  * step shows it now, said by name instead: a write's content, repeated in a repair round's prompt right below the
- * same file, doubled what the model read there (700 characters of a new test file, with the 1.5B model: about 10 s
- * of prompt on two cores).
+ * same file, doubled what the model read there (700 characters of a new test file, with the 1.5B model). Under the
+ * small profile only, where a pick's write of a file shown whole is written by the `write_file_content` node
+ * (./file-content): a model whose own write content is used as it is might copy the name into the file.
  */
 export function withoutShownContent(
   args: Record<string, unknown>,
   files: readonly NamedFile[]
 ): Record<string, unknown> {
-  const file = files.find((f) => f.path === args.path && isWhole(f));
-  if (!file) return args;
+  const file =
+    typeof args.path === 'string' ? files.find((f) => plainPath(f.path) === plainPath(args.path as string)) : undefined;
+  if (!file || !isWhole(file)) return args;
   const same = (v: unknown) =>
     typeof v === 'string' && v.length >= SHOWN_CONTENT_CHARS && v.replace(/\n$/, '') === file.text.replace(/\n$/, '');
   return Object.fromEntries(
@@ -60,17 +67,24 @@ export function withoutShownContent(
 
 /**
  * What the step still lacks, as the pick is told it: a failed check whose output is the result of the step's last
- * call (the same command, failed; nothing ran after it) points at that result rather than repeating it.
+ * call (the same command, failed; nothing ran after it), shown there whole, points at that result rather than
+ * repeating it. An output the call's result shows only in part (longer than `EARLIER_CALL_CHARS`) is repeated as the
+ * evidence gives it, by its start and its end: a test run ends with why its last test failed.
  */
 export function notDoneText(notDone: string, check: string | undefined, calls: readonly EarlierCall[]): string {
   const head = check ? `the check \`${check}\` failed: ` : null;
   const last = calls.at(-1);
   if (!head || !notDone.startsWith(head) || !last || last.status === 'ok') return notDone;
   if (last.tool !== 'workspace__run_command' || last.args.command !== check) return notDone;
+  if (shownResult(last) !== withoutRuntimeFrames(last.text) || CUT_RESULT.test(last.text)) return notDone;
   return `${head}its output is the result of call ${calls.length} above`;
 }
 
-export function pickToolsPrompt(input: PickToolsInput) {
+/** The mark of a call's result the workflow cut (workflows/task/text.ts, `cut`). */
+const CUT_RESULT = /… \[\d+ more characters\]$/;
+
+/** `small`: the small profile's pick (an earlier write's content may be said by name: `withoutShownContent`). */
+export function pickToolsPrompt(input: PickToolsInput, opts: { small?: boolean } = {}) {
   const steps = input.steps
     .map((s) =>
       join(
@@ -83,7 +97,7 @@ export function pickToolsPrompt(input: PickToolsInput) {
           : '',
         s.newFiles?.length ? `New files it names (not in the project yet): ${s.newFiles.join(', ')}` : '',
         s.earlierCalls?.length
-          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls, s.files)}\nMake the next call this step ` +
+          ? `Calls made so far for this step:\n${earlierCallsText(s.earlierCalls, s.files ?? [], opts.small === true)}\nMake the next call this step ` +
               'still needs (write or edit a file, or run a command, say), not one made already; step_done true ' +
               'when it finishes the step.'
           : '',

@@ -295,7 +295,7 @@ async function modelPick(
   const fns = pickToolsFunctions(tools, stepIds);
   const steps = small ? input.steps.map((s) => ({ ...s, suggested: suggestedTools(tools, s, existing) })) : input.steps;
   const answer = await model.toolCalls(
-    pickToolsPrompt({ ...input, steps }),
+    pickToolsPrompt({ ...input, steps }, { small }),
     small
       ? narrowPaths(fns, {
           existingFiles: existing,

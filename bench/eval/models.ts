@@ -62,11 +62,11 @@ export const TASK_SECONDS = 300;
 export const MAX_DEV_GAP = 15;
 
 /**
- * The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT): 1024 unless set; -1 for none. Above Klea's own
- * limits (`model.max_output_tokens`: 512 tokens, 768 for a plan, under the small profile), so those are what hold; it
- * bounds an agent that sends none.
+ * The server's own limit on one answer's tokens (KLEA_EVAL_N_PREDICT): 512 unless set; -1 for none. It bounds a request
+ * that sends no `max_tokens` of its own (the peer; Klea under the standard profile): one that sends its own is held to
+ * that, above the server's (a plan sent with 768 ran to 768 on a server started with 512).
  */
-export const EVAL_N_PREDICT = 1024;
+const EVAL_N_PREDICT = 512;
 
 export function parseNPredict(value: string | undefined): number {
   if (value === undefined || value === '') return EVAL_N_PREDICT;

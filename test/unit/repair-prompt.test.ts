@@ -36,8 +36,8 @@ function repairStep(over: Partial<PickStep> = {}): PickStep {
   };
 }
 
-const promptOf = (step: PickStep) =>
-  pickToolsPrompt({ projectDir: '/p', toolAccess: 'full', goal: 'Add tests.', steps: [step] }).messages[0]!;
+const promptOf = (step: PickStep, small = true) =>
+  pickToolsPrompt({ projectDir: '/p', toolAccess: 'full', goal: 'Add tests.', steps: [step] }, { small }).messages[0]!;
 const count = (text: string, part: string) => text.split(part).length - 1;
 
 describe("a repair round's pick shows each thing once", () => {
@@ -52,6 +52,23 @@ describe("a repair round's pick shows each thing once", () => {
     expect(count(prompt, 'assertRaises(ValueError)')).toBe(1);
     expect(prompt).toContain('"content":"[tests/test_durations.py as it is now, shown above]"');
     expect(prompt).toContain('"path":"tests/test_durations.py"');
+  });
+
+  it('an output the call shows only in part is repeated by its start and end: the last failure stays in view', () => {
+    const long = `exit code: 1\n--- stderr ---\n${'F'.repeat(60)}\n${'AssertionError: x\n'.repeat(100)}AssertionError: 125 != 130\n`;
+    const notDone = `the check \`${CHECK}\` failed: ${long.slice(0, 400)}…${long.slice(-400)}`;
+    const prompt = promptOf(repairStep({ earlierCalls: [write, { ...checkRun, text: long }], notDone }));
+    expect(prompt).not.toContain('its output is the result of call');
+    expect(prompt.slice(prompt.indexOf('Not done yet'))).toContain('AssertionError: 125 != 130');
+    const cutByTheWorkflow = { ...checkRun, text: `${FAILURE}… [3000 more characters]` };
+    expect(notDoneText(`the check \`${CHECK}\` failed: ${FAILURE}`, CHECK, [cutByTheWorkflow])).toContain(FAILURE);
+  });
+
+  it("under the standard profile a write's content is shown as made (a model's own write content is used as it is)", () => {
+    const prompt = promptOf(repairStep(), false);
+    expect(prompt).not.toContain('as it is now, shown above]');
+    expect(count(prompt, 'assertRaises(ValueError)')).toBe(2);
+    expect(prompt).toContain('its output is the result of call 2 above');
   });
 
   it('the control: with neither repeated, the prompt shows both in full, as before', () => {
@@ -78,6 +95,7 @@ describe('withoutShownContent and notDoneText, case by case', () => {
       content: '[a.py as it is now, shown above]',
     });
     expect(withoutShownContent({ path: 'a.py', content: content.slice(0, -1) }, shown).content).toMatch(/^\[a\.py/);
+    expect(withoutShownContent({ path: './a.py', content }, shown).content).toBe('[a.py as it is now, shown above]');
     // Another file, a file shown in part or cut, a short file, another text: as made.
     expect(withoutShownContent({ path: 'b.py', content }, shown).content).toBe(content);
     const part = [{ ...shown[0]!, part: { from: 1, to: 50, total: 400, whole: content.repeat(8) } }];
